@@ -1,0 +1,63 @@
+//! Identifier newtypes. An `AgentId` cannot be passed where an `EventId` is expected.
+//! All ids are UUIDv7 (time-ordered) and serialize as their hyphenated string.
+
+use std::fmt;
+use std::str::FromStr;
+
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[serde(transparent)]
+        pub struct $name(pub uuid::Uuid);
+
+        impl $name {
+            /// A new time-ordered (UUIDv7) id.
+            pub fn new() -> Self {
+                Self(uuid::Uuid::now_v7())
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.hyphenated().fmt(f)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = uuid::Error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                uuid::Uuid::parse_str(s).map(Self)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// A tenant: the unit of isolation (I9).
+    TenantId
+);
+uuid_id!(
+    /// An agent: owner of one inbox.
+    AgentId
+);
+uuid_id!(
+    /// One inbox event (one delivery to one agent).
+    EventId
+);
+uuid_id!(
+    /// A room: an append-only log whose messages fan out to its members.
+    RoomId
+);
+uuid_id!(
+    /// The capability minted by a claim. Ack, release and extend must present the
+    /// current one; any other is stale.
+    ClaimToken
+);

@@ -1,0 +1,74 @@
+//! Wire types of the Switchboard HTTP API v1.
+//!
+//! Everything here is what crosses the wire between the server, the SDK, the CLI and
+//! the console. It depends on serde only (plus `uuid`/`time` for ids and timestamps),
+//! compiles to wasm, and depends on no other crate of the workspace.
+//!
+//! Compatibility rule: within v1 the wire format is **additive only**. Fields may be
+//! added (optional on input, always present or documented as optional on output);
+//! nothing is renamed or removed. Request bodies reject unknown fields so a typo is an
+//! error, not a silent drop.
+//!
+//! Glossary:
+//! - *cursor*: a per-agent sequence number. Cursor `N` means "I have seen every event
+//!   with `seq <= N`". Sequence numbers start at 1; cursor 0 is the beginning.
+//! - *claim token*: a capability minted by every claim of an event; ack, release and
+//!   extend present it, and any older token is stale (`409 stale_claim`).
+//! - *low-water mark* (`oldest_cursor`): the smallest cursor the server can still
+//!   answer; below it the events were removed by retention and the answer is `410`.
+
+mod event;
+mod ids;
+mod ops;
+mod problem;
+mod room;
+
+pub use event::*;
+pub use ids::*;
+pub use ops::*;
+pub use problem::*;
+pub use room::*;
+
+/// Timestamps on the wire are RFC 3339 strings (UTC).
+pub type Timestamp = time::OffsetDateTime;
+
+/// Serde helpers for RFC 3339 timestamps.
+pub mod rfc3339 {
+    pub use time::serde::rfc3339::*;
+}
+
+/// Limits the server enforces, published at `/api/v1/capabilities`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Limits {
+    /// Largest accepted request body, in bytes (default 5 MiB).
+    pub max_body_bytes: u64,
+    /// Largest page of an inbox poll (default and maximum: 100 and 1000).
+    pub max_page_size: u32,
+    pub default_page_size: u32,
+    /// Largest claim batch.
+    pub max_claim_batch: u32,
+    /// Bounds of `lease_seconds` for claim and extend.
+    pub min_lease_seconds: u32,
+    pub max_lease_seconds: u32,
+    pub default_lease_seconds: u32,
+    /// Largest `delay_seconds` of a release.
+    pub max_delay_seconds: u32,
+    /// Bounds of `max_attempts` of a message.
+    pub max_attempts_limit: u32,
+    pub default_max_attempts: u32,
+    /// How long idempotency keys are kept, in seconds (at least 24 h).
+    pub idempotency_ttl_seconds: u64,
+    /// SSE heartbeat interval, in seconds.
+    pub heartbeat_seconds: u64,
+}
+
+/// `GET /api/v1/capabilities`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Capabilities {
+    pub api_version: String,
+    pub server_version: String,
+    pub backend: String,
+    pub limits: Limits,
+}

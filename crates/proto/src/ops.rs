@@ -1,0 +1,218 @@
+//! The operator API: agents, overview, event listing, bulk actions, audit.
+
+use crate::{AgentId, EventId, EventStatus, InboxEvent, StatusCounts};
+use time::OffsetDateTime;
+use serde::{Deserialize, Serialize};
+
+/// `POST /api/v1/ops/agents`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateAgent {
+    /// 1..=64 characters of `[A-Za-z0-9._-]`, unique per tenant.
+    pub name: String,
+}
+
+/// The answer to agent creation. The token is shown once; the server keeps only a hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AgentCreated {
+    pub agent_id: AgentId,
+    pub name: String,
+    /// Bearer token scoped to this agent's inbox. Store it now; it cannot be read again.
+    pub token: String,
+}
+
+/// One agent's line in the overview.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AgentSummary {
+    pub agent_id: AgentId,
+    pub name: String,
+    pub counts: StatusCounts,
+    pub head_cursor: u64,
+    pub oldest_cursor: u64,
+    /// Age of the oldest claimable pending event, in seconds.
+    pub oldest_pending_age_seconds: Option<f64>,
+    /// Open SSE subscriptions on this server.
+    pub subscribers: u64,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub last_seen_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// `GET /api/v1/ops/overview`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Overview {
+    pub agents: Vec<AgentSummary>,
+    pub totals: StatusCounts,
+    pub subscribers: u64,
+    pub oldest_pending_age_seconds: Option<f64>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub server_time: OffsetDateTime,
+}
+
+/// Which events an operator query or bulk action covers. Every field narrows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct EventFilter {
+    /// Agent id or name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<EventStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    /// Substring of the payload's JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+}
+
+/// Query of `GET /api/v1/ops/events`: a filter plus pagination.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct EventListQuery {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<EventStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+    /// Opaque cursor from a previous page's `next_cursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<EventId>,
+    /// 1..=1000, default 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+impl EventListQuery {
+    pub fn filter(&self) -> EventFilter {
+        EventFilter {
+            agent: self.agent.clone(),
+            status: self.status,
+            correlation_id: self.correlation_id.clone(),
+            q: self.q.clone(),
+        }
+    }
+}
+
+/// An event as operators see it: the inbox event plus its holder's lease.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OpsEvent {
+    #[serde(flatten)]
+    pub event: InboxEvent,
+    pub agent_name: String,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub lease_expires_at: Option<OffsetDateTime>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OpsEventPage {
+    pub events: Vec<OpsEvent>,
+    /// Pass as `after` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<EventId>,
+}
+
+/// One step in an event's life (created, claimed, released, expired, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HistoryEntry {
+    pub action: String,
+    pub actor: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+/// `GET /api/v1/ops/events/{id}`: the event inspector.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EventDetail {
+    #[serde(flatten)]
+    pub event: OpsEvent,
+    pub history: Vec<HistoryEntry>,
+}
+
+/// Operator bulk actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum BulkAction {
+    /// Quarantined → pending, attempts reset.
+    Replay,
+    /// Claimed → pending; the claim token is invalidated.
+    Release,
+    /// Any → purged; the payload is dropped.
+    Purge,
+}
+
+impl BulkAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Replay => "replay",
+            Self::Release => "release",
+            Self::Purge => "purge",
+        }
+    }
+}
+
+/// `POST /api/v1/ops/events/{replay|release|purge}`: either `ids` or `filter`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BulkRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids: Option<Vec<EventId>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<EventFilter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BulkResult {
+    pub action: BulkAction,
+    /// Events that were in a state the action applies to and were changed.
+    pub affected: u64,
+    pub audit_id: i64,
+}
+
+/// One row of the operator audit log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AuditEntry {
+    pub id: i64,
+    pub actor: String,
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids: Option<Vec<EventId>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<EventFilter>,
+    pub count: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+}
+
+/// Data of the console's SSE `changed` event: something changed in an agent's inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OpsChange {
+    pub agent_id: AgentId,
+    pub cursor_hint: u64,
+}

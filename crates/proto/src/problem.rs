@@ -1,0 +1,184 @@
+//! RFC 9457 problem details with a stable machine-readable `code`.
+//!
+//! Clients act on `code`, never on `title` or `detail`. Codes are only added, never
+//! renamed: see [`ErrorCode`].
+
+use serde::{Deserialize, Serialize};
+
+/// Media type of every error body.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// Stable error codes. The string form is the wire form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    ValidationFailed,
+    MalformedJson,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    CursorGone,
+    StaleClaim,
+    StaleFence,
+    LeaseHeld,
+    LeaseExpired,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    RequestInProgress,
+    RateLimited,
+    NameInvalid,
+    NameConfusable,
+    WebhookTargetForbidden,
+    SignatureInvalid,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ValidationFailed => "validation_failed",
+            Self::MalformedJson => "malformed_json",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict => "conflict",
+            Self::CursorGone => "cursor_gone",
+            Self::StaleClaim => "stale_claim",
+            Self::StaleFence => "stale_fence",
+            Self::LeaseHeld => "lease_held",
+            Self::LeaseExpired => "lease_expired",
+            Self::IdempotencyKeyRequired => "idempotency_key_required",
+            Self::IdempotencyKeyReused => "idempotency_key_reused",
+            Self::RequestInProgress => "request_in_progress",
+            Self::RateLimited => "rate_limited",
+            Self::NameInvalid => "name_invalid",
+            Self::NameConfusable => "name_confusable",
+            Self::WebhookTargetForbidden => "webhook_target_forbidden",
+            Self::SignatureInvalid => "signature_invalid",
+            Self::Unavailable => "unavailable",
+            Self::Internal => "internal",
+        }
+    }
+
+    /// The HTTP status that goes with the code.
+    pub fn status(self) -> u16 {
+        match self {
+            Self::ValidationFailed | Self::MalformedJson => 400,
+            Self::PayloadTooLarge => 413,
+            Self::UnsupportedMediaType => 415,
+            Self::Unauthorized | Self::SignatureInvalid => 401,
+            Self::Forbidden | Self::WebhookTargetForbidden => 403,
+            Self::NotFound => 404,
+            Self::MethodNotAllowed => 405,
+            Self::Conflict | Self::StaleClaim | Self::StaleFence | Self::RequestInProgress => {
+                409
+            }
+            Self::CursorGone | Self::LeaseExpired => 410,
+            Self::LeaseHeld => 423,
+            Self::IdempotencyKeyRequired => 400,
+            Self::IdempotencyKeyReused | Self::NameInvalid | Self::NameConfusable => 422,
+            Self::RateLimited => 429,
+            Self::Unavailable => 503,
+            Self::Internal => 500,
+        }
+    }
+
+    /// A short, human title (RFC 9457 `title`), the same for every occurrence.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::ValidationFailed => "Request is invalid",
+            Self::MalformedJson => "Request body is not valid JSON",
+            Self::PayloadTooLarge => "Request body is too large",
+            Self::UnsupportedMediaType => "Unsupported media type",
+            Self::Unauthorized => "Authentication required",
+            Self::Forbidden => "Not allowed",
+            Self::NotFound => "Not found",
+            Self::MethodNotAllowed => "Method not allowed",
+            Self::Conflict => "Conflict",
+            Self::CursorGone => "Cursor is older than the retention window",
+            Self::StaleClaim => "Claim token is stale",
+            Self::StaleFence => "Fencing token is stale",
+            Self::LeaseHeld => "Lease is held by another owner",
+            Self::LeaseExpired => "Lease has expired",
+            Self::IdempotencyKeyRequired => "Idempotency-Key header is required",
+            Self::IdempotencyKeyReused => "Idempotency-Key was used with a different request",
+            Self::RequestInProgress => "A request with this Idempotency-Key is in progress",
+            Self::RateLimited => "Too many requests",
+            Self::NameInvalid => "Name is invalid",
+            Self::NameConfusable => "Name is confusable with an existing name",
+            Self::WebhookTargetForbidden => "Webhook target is not allowed",
+            Self::SignatureInvalid => "Signature is invalid",
+            Self::Unavailable => "Service unavailable",
+            Self::Internal => "Internal error",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An RFC 9457 problem document. Extension members (for example `oldest_cursor`
+/// on `cursor_gone`) are flattened into `extensions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Problem {
+    /// A URI reference naming the problem type: `urn:switchboard:problem:{code}`.
+    #[serde(rename = "type", default = "about_blank")]
+    pub type_: String,
+    pub title: String,
+    pub status: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// The stable machine-readable code. Absent only on foreign problem documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(flatten)]
+    pub extensions: serde_json::Map<String, serde_json::Value>,
+}
+
+fn about_blank() -> String {
+    "about:blank".to_owned()
+}
+
+impl Problem {
+    /// A problem of `code` with a message that says how to fix it.
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self {
+            type_: format!("urn:switchboard:problem:{}", code.as_str()),
+            title: code.title().to_owned(),
+            status: code.status(),
+            detail: Some(detail.into()),
+            instance: None,
+            code: Some(code.as_str().to_owned()),
+            extensions: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds an extension member.
+    pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
+        if let Ok(v) = serde_json::to_value(value) {
+            self.extensions.insert(key.to_owned(), v);
+        }
+        self
+    }
+
+    /// The typed code, when it is one of ours.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        let code = self.code.as_deref()?;
+        serde_json::from_value(serde_json::Value::String(code.to_owned())).ok()
+    }
+}

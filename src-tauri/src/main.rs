@@ -1,0 +1,1 @@
+fn main(){ switchboard_desktop::run() }
