@@ -1,8 +1,8 @@
 //! Inbox events and the agent-side requests and responses.
 
 use crate::{AgentId, ClaimToken, EventId, RoomId};
-use time::OffsetDateTime;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 /// Where an event is in its life.
 ///

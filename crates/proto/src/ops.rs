@@ -1,8 +1,8 @@
 //! The operator API: agents, overview, event listing, bulk actions, audit.
 
 use crate::{AgentId, EventId, EventStatus, InboxEvent, StatusCounts};
-use time::OffsetDateTime;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 /// `POST /api/v1/ops/agents`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,7 +167,7 @@ impl BulkAction {
     }
 }
 
-/// `POST /api/v1/ops/events/{replay|release|purge}`: either `ids` or `filter`.
+/// `POST /api/v1/ops/bulk/{replay|release|purge}`: either `ids` or `filter`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]

@@ -79,9 +79,7 @@ impl ErrorCode {
             Self::Forbidden | Self::WebhookTargetForbidden => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
-            Self::Conflict | Self::StaleClaim | Self::StaleFence | Self::RequestInProgress => {
-                409
-            }
+            Self::Conflict | Self::StaleClaim | Self::StaleFence | Self::RequestInProgress => 409,
             Self::CursorGone | Self::LeaseExpired => 410,
             Self::LeaseHeld => 423,
             Self::IdempotencyKeyRequired => 400,

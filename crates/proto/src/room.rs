@@ -1,8 +1,8 @@
 //! Rooms: append-only logs with their own sequence, fanned out to members' inboxes.
 
 use crate::{AgentId, EventId, RoomId};
-use time::OffsetDateTime;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 /// `POST /api/v1/rooms`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

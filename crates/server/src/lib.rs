@@ -1,1 +1,26 @@
-pub fn x(){}
+//! The Switchboard coordination server as a library.
+//!
+//! The caller owns the listener and the shutdown signal: the headless CLI passes the
+//! configured address and Ctrl-C, the desktop shell port 0 and its exit signal, tests
+//! port 0 and a future they resolve.
+
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod hooks;
+pub mod http;
+pub mod hub;
+pub mod metrics;
+mod server;
+pub mod store;
+pub mod workers;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::Config;
+pub use error::{ApiError, StoreError};
+pub use hooks::Hooks;
+pub use server::{Server, StartError};
+pub use workers::{TickReport, Workers};
+
+/// Any error of opening the server.
+pub type Error = StartError;

@@ -1,0 +1,267 @@
+//! `switchboard serve`. Configuration comes from flags, then `SWITCHBOARD_*`
+//! environment variables, then an optional TOML file (`--config`), then defaults.
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use switchboard_server::{Config, Server};
+
+#[derive(Clone, Copy, Debug, Deserialize, ValueEnum, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug, Default)]
+pub(crate) struct ServeArgs {
+    /// TOML file with any of the settings below (snake_case keys).
+    #[arg(long, env = "SWITCHBOARD_CONFIG")]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:7700]; port 0 picks a free port.
+    #[arg(long, env = "SWITCHBOARD_LISTEN")]
+    listen: Option<SocketAddr>,
+    /// sqlite://PATH [default: a file in the XDG data dir].
+    #[arg(long, env = "SWITCHBOARD_DATABASE_URL")]
+    database_url: Option<String>,
+    /// Where the operator token is written (mode 0600) [default: in the data dir].
+    #[arg(long, env = "SWITCHBOARD_OPERATOR_TOKEN_FILE")]
+    operator_token_file: Option<PathBuf>,
+    /// Directory of the built console (ui/dist).
+    #[arg(long, env = "SWITCHBOARD_UI_DIR")]
+    ui_dir: Option<PathBuf>,
+    /// SSE heartbeat interval in seconds [default: 30].
+    #[arg(long, env = "SWITCHBOARD_HEARTBEAT_SECONDS")]
+    heartbeat_seconds: Option<f64>,
+    /// Background worker interval in milliseconds [default: 1000].
+    #[arg(long, env = "SWITCHBOARD_WORKER_INTERVAL_MS")]
+    worker_interval_ms: Option<u64>,
+    /// Keep completed/expired/purged events this long, in seconds [default: 86400].
+    #[arg(long, env = "SWITCHBOARD_RETENTION_SECONDS")]
+    retention_seconds: Option<u64>,
+    /// Keep idempotency keys this long, in seconds (at least 86400) [default: 86400].
+    #[arg(long, env = "SWITCHBOARD_IDEMPOTENCY_TTL_SECONDS")]
+    idempotency_ttl_seconds: Option<u64>,
+    /// Largest request body in bytes [default: 5242880].
+    #[arg(long, env = "SWITCHBOARD_MAX_BODY_BYTES")]
+    max_body_bytes: Option<usize>,
+    /// SQLite synchronous pragma: full or normal [default: full].
+    #[arg(long, env = "SWITCHBOARD_SQLITE_SYNCHRONOUS")]
+    sqlite_synchronous: Option<String>,
+    /// Log format on stderr [default: text].
+    #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", value_enum)]
+    log_format: Option<LogFormat>,
+}
+
+/// The TOML file: the same settings, all optional; unknown keys are an error.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<SocketAddr>,
+    database_url: Option<String>,
+    operator_token_file: Option<PathBuf>,
+    ui_dir: Option<PathBuf>,
+    heartbeat_seconds: Option<f64>,
+    worker_interval_ms: Option<u64>,
+    retention_seconds: Option<u64>,
+    idempotency_ttl_seconds: Option<u64>,
+    max_body_bytes: Option<usize>,
+    sqlite_synchronous: Option<String>,
+    log_format: Option<LogFormat>,
+}
+
+/// Resolved settings.
+struct Settings {
+    listen: SocketAddr,
+    log_format: LogFormat,
+    config: Config,
+}
+
+fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
+    let file: FileConfig = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
+        }
+        None => FileConfig::default(),
+    };
+    let mut config = Config::default();
+    if let Some(url) = args.database_url.or(file.database_url) {
+        config.database_url = url;
+    }
+    config.operator_token_file = Some(
+        args.operator_token_file
+            .or(file.operator_token_file)
+            .unwrap_or_else(Config::default_operator_token_file),
+    );
+    config.ui_dir = args.ui_dir.or(file.ui_dir);
+    if let Some(s) = args.heartbeat_seconds.or(file.heartbeat_seconds) {
+        if !(0.05..=3600.0).contains(&s) {
+            bail!("heartbeat_seconds must be between 0.05 and 3600, got {s}");
+        }
+        config.heartbeat = Duration::from_secs_f64(s);
+    }
+    if let Some(ms) = args.worker_interval_ms.or(file.worker_interval_ms) {
+        if !(10..=3_600_000).contains(&ms) {
+            bail!("worker_interval_ms must be between 10 and 3600000, got {ms}");
+        }
+        config.worker_interval = Duration::from_millis(ms);
+    }
+    if let Some(s) = args.retention_seconds.or(file.retention_seconds) {
+        config.retention = Duration::from_secs(s);
+    }
+    if let Some(s) = args
+        .idempotency_ttl_seconds
+        .or(file.idempotency_ttl_seconds)
+    {
+        if s < 86_400 {
+            bail!(
+                "idempotency_ttl_seconds must be at least 86400 (keys are kept at least 24 h), got {s}"
+            );
+        }
+        config.idempotency_ttl = Duration::from_secs(s);
+    }
+    if let Some(b) = args.max_body_bytes.or(file.max_body_bytes) {
+        if !(1024..=64 * 1024 * 1024).contains(&b) {
+            bail!("max_body_bytes must be between 1024 and 67108864, got {b}");
+        }
+        config.max_body_bytes = b;
+    }
+    if let Some(s) = args.sqlite_synchronous.or(file.sqlite_synchronous) {
+        config.sqlite_synchronous = s;
+    }
+    Ok(Settings {
+        listen: args
+            .listen
+            .or(file.listen)
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7700))),
+        log_format: args
+            .log_format
+            .or(file.log_format)
+            .unwrap_or(LogFormat::Text),
+        config,
+    })
+}
+
+fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let settings = resolve(args)?;
+    init_logs(settings.log_format);
+    let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    rt.block_on(serve(settings))
+}
+
+async fn serve(settings: Settings) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .with_context(|| format!("listening on {}", settings.listen))?;
+    let addr = listener.local_addr()?;
+    let server = Server::open(settings.config).await?;
+    let url = format!("http://{addr}");
+    let ready = serde_json::json!({ "ready": true, "url": url, "console_url": format!("{url}/") });
+    println!("{ready}");
+    tracing::info!(%url, "listening");
+    server.serve(listener, shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_file_and_file_beats_defaults() {
+        let dir = tempfile_dir();
+        let path = dir.join("sb.toml");
+        std::fs::write(
+            &path,
+            "listen = \"127.0.0.1:9999\"\nheartbeat_seconds = 5\nretention_seconds = 60\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            config: Some(path),
+            listen: Some("127.0.0.1:1234".parse().unwrap()),
+            ..Default::default()
+        };
+        let s = resolve(args).unwrap();
+        assert_eq!(s.listen.port(), 1234, "the flag wins over the file");
+        assert_eq!(
+            s.config.heartbeat,
+            Duration::from_secs(5),
+            "the file wins over the default"
+        );
+        assert_eq!(s.config.retention, Duration::from_secs(60));
+        assert_eq!(
+            s.config.idempotency_ttl,
+            Duration::from_secs(86_400),
+            "default kept"
+        );
+    }
+
+    #[test]
+    fn unknown_file_keys_and_short_key_ttl_are_errors() {
+        let dir = tempfile_dir();
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, "lisen = \"127.0.0.1:1\"\n").unwrap();
+        let err = resolve(ServeArgs {
+            config: Some(path),
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+        assert!(format!("{err:#}").contains("lisen"), "{err:#}");
+        let err = resolve(ServeArgs {
+            idempotency_ttl_seconds: Some(10),
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("at least 86400"));
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sb-cli-test-{}", uuid_like()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn uuid_like() -> String {
+        format!("{}-{:?}", std::process::id(), std::thread::current().id()).replace(['(', ')'], "")
+    }
+}

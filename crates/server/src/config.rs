@@ -1,0 +1,94 @@
+//! Server configuration. Every field has a default; the CLI layers flags, env and a
+//! TOML file on top (see `switchboard serve --help`).
+
+use crate::clock::{Clock, SystemClock};
+use crate::hooks::Hooks;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone)]
+pub struct Config {
+    /// `sqlite://path/to/file.db` (created if missing) or `sqlite::memory:`.
+    pub database_url: String,
+    /// Where the operator token is kept (mode 0600). Reused across restarts while it
+    /// is valid. `None`: a fresh token each start, held in memory only.
+    pub operator_token_file: Option<PathBuf>,
+    /// Built console files served at `/`. `None` serves a page saying how to build them.
+    pub ui_dir: Option<PathBuf>,
+    /// SSE heartbeat interval.
+    pub heartbeat: Duration,
+    /// How often background workers run (scavenger, expiry, retention).
+    pub worker_interval: Duration,
+    /// Terminal events (completed, expired, purged) older than this are removed.
+    pub retention: Duration,
+    /// How long idempotency records are kept (at least 24 h).
+    pub idempotency_ttl: Duration,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// SQLite `synchronous` pragma: `full` or `normal` (WAL makes `normal` safe
+    /// against corruption; `full` also survives power loss without losing commits).
+    pub sqlite_synchronous: String,
+    pub clock: Arc<dyn Clock>,
+    /// Test seams; empty in production.
+    pub hooks: Hooks,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            database_url: Self::default_database_url(),
+            operator_token_file: None,
+            ui_dir: None,
+            heartbeat: Duration::from_secs(30),
+            worker_interval: Duration::from_secs(1),
+            retention: Duration::from_secs(24 * 3600),
+            idempotency_ttl: Duration::from_secs(24 * 3600),
+            max_body_bytes: 5 * 1024 * 1024,
+            sqlite_synchronous: "full".to_owned(),
+            clock: Arc::new(SystemClock),
+            hooks: Hooks::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("database_url", &self.database_url)
+            .field("operator_token_file", &self.operator_token_file)
+            .field("ui_dir", &self.ui_dir)
+            .field("heartbeat", &self.heartbeat)
+            .field("worker_interval", &self.worker_interval)
+            .field("retention", &self.retention)
+            .field("idempotency_ttl", &self.idempotency_ttl)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("sqlite_synchronous", &self.sqlite_synchronous)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// The XDG data directory of Switchboard (`~/.local/share/switchboard`).
+    pub fn data_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+            return PathBuf::from(dir).join("switchboard");
+        }
+        match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+            Some(home) => PathBuf::from(home).join(".local/share/switchboard"),
+            None => PathBuf::from(".switchboard"),
+        }
+    }
+
+    /// `sqlite://<data dir>/switchboard.db`.
+    pub fn default_database_url() -> String {
+        format!(
+            "sqlite://{}",
+            Self::data_dir().join("switchboard.db").display()
+        )
+    }
+
+    pub fn default_operator_token_file() -> PathBuf {
+        Self::data_dir().join("operator-token")
+    }
+}

@@ -1,0 +1,159 @@
+//! Errors. [`StoreError`] is what the storage layer says (not-found is mapped once,
+//! there); [`ApiError`] is the RFC 9457 problem document a client gets. Internal
+//! details are logged with the request, never put in a response.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use switchboard_proto::{ErrorCode, PROBLEM_JSON, Problem};
+
+/// Errors of the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    /// The cursor is below the retention low-water mark.
+    #[error("cursor {cursor} is below the low-water mark {oldest}")]
+    CursorGone { cursor: u64, oldest: u64 },
+    /// The claim token is not the event's current one, or its lease is over.
+    #[error("stale claim: {0}")]
+    StaleClaim(String),
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    #[error("invalid: {0}")]
+    Invalid(String),
+    /// A test hook or a commit failure rolled the transaction back.
+    #[error("aborted: {0}")]
+    Aborted(String),
+    #[error("database is unavailable")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("an internal database error occurred")]
+    Database(#[source] sqlx::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::RowNotFound => Self::NotFound,
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+                Self::Unavailable(e)
+            }
+            sqlx::Error::Database(ref db) if db.code().as_deref() == Some("5") => {
+                // SQLITE_BUSY past busy_timeout.
+                Self::Unavailable(e)
+            }
+            other => Self::Database(other),
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        Self::Database(sqlx::Error::Migrate(Box::new(e)))
+    }
+}
+
+/// A problem document plus the headers that go with it.
+#[derive(Debug)]
+pub struct ApiError {
+    /// Boxed: errors travel through every `Result` of the handlers.
+    pub problem: Box<Problem>,
+    pub retry_after: Option<u64>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self {
+            problem: Box::new(Problem::new(code, detail)),
+            retry_after: None,
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl serde::Serialize) -> Self {
+        self.problem = Box::new((*self.problem).with(key, value));
+        self
+    }
+
+    pub fn validation(detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::ValidationFailed, detail)
+    }
+
+    pub fn not_found(what: impl std::fmt::Display) -> Self {
+        Self::new(
+            ErrorCode::NotFound,
+            format!("{what} does not exist or is not visible to this token"),
+        )
+    }
+
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.problem.error_code()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => Self::not_found("the resource"),
+            StoreError::CursorGone { cursor, oldest } => Self::new(
+                ErrorCode::CursorGone,
+                format!(
+                    "cursor {cursor} is older than the retention window; the oldest valid \
+                     cursor is {oldest}; fetch the snapshot to resync, then poll after {oldest}"
+                ),
+            )
+            .with("oldest_cursor", oldest),
+            StoreError::StaleClaim(why) => Self::new(
+                ErrorCode::StaleClaim,
+                format!(
+                    "{why}; the event may be redelivered to another claimer; claim again to \
+                     get a fresh token"
+                ),
+            ),
+            StoreError::Conflict(why) => Self::new(ErrorCode::Conflict, why),
+            StoreError::Forbidden(why) => Self::new(ErrorCode::Forbidden, why),
+            StoreError::Invalid(why) => Self::validation(why),
+            StoreError::Aborted(why) => {
+                tracing::warn!(reason = %why, "transaction aborted");
+                Self::new(
+                    ErrorCode::Unavailable,
+                    "the request was rolled back; nothing was written; retry it",
+                )
+            }
+            StoreError::Unavailable(source) => {
+                tracing::warn!(error = %source, "database unavailable");
+                let mut e = Self::new(
+                    ErrorCode::Unavailable,
+                    "the database is unavailable; retry after a short delay",
+                );
+                e.retry_after = Some(1);
+                e
+            }
+            StoreError::Database(source) => {
+                tracing::error!(error = %source, "database error");
+                Self::new(
+                    ErrorCode::Internal,
+                    "an internal database error occurred; it was logged with this request",
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&self.problem).unwrap_or_default();
+        let mut resp = (status, body).into_response();
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
+    }
+}

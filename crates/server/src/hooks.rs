@@ -1,0 +1,19 @@
+//! Test seams: points where a test can pause or fail a request in flight, to show
+//! that wake-ups follow commits (I1) and that in-flight idempotency keys answer 409
+//! (I8). Empty in production, where each hook is a no-op.
+
+use futures::future::BoxFuture;
+use std::sync::Arc;
+
+/// Called inside the send transaction after its writes, before commit. Returning
+/// `Err` rolls the transaction back.
+pub type BeforeCommit = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
+/// Called after an idempotency key was recorded as in flight, before the work runs.
+pub type AfterKeyRecorded = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
+
+#[derive(Clone, Default)]
+pub struct Hooks {
+    pub before_send_commit: Option<BeforeCommit>,
+    pub after_key_recorded: Option<AfterKeyRecorded>,
+}

@@ -1,0 +1,141 @@
+//! Bearer tokens and scopes.
+//!
+//! A token is 32 random bytes, base64url, with a prefix that says what it is
+//! (`sb_op_` operator, `sb_ag_` agent). Only its SHA-256 is stored. Scopes follow the
+//! design: `ops:read`, `ops:write`, `agent:{agent_id}:inbox`, `messages:send`; a JWT
+//! carrying the same scopes can replace the lookup later without touching handlers.
+
+use super::AppState;
+use crate::error::ApiError;
+use crate::store::{Actor, AgentRecord};
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use base64::Engine;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use switchboard_proto::{AgentId, ErrorCode, TenantId};
+
+pub const SCOPE_OPS_READ: &str = "ops:read";
+pub const SCOPE_OPS_WRITE: &str = "ops:write";
+pub const SCOPE_SEND: &str = "messages:send";
+
+pub fn operator_scopes() -> Vec<String> {
+    [SCOPE_OPS_READ, SCOPE_OPS_WRITE, SCOPE_SEND]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+/// Scopes of a new agent token; `{agent_id}` is filled in by the store.
+pub fn agent_scopes() -> Vec<String> {
+    vec!["agent:{agent_id}:inbox".to_owned(), SCOPE_SEND.to_owned()]
+}
+
+pub fn inbox_scope(agent: AgentId) -> String {
+    format!("agent:{agent}:inbox")
+}
+
+/// A new random token with `prefix`.
+pub fn generate_token(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!(
+        "{prefix}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+pub fn hash_token(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+/// Who is calling, from a verified bearer token.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub tenant_id: TenantId,
+    pub agent_id: Option<AgentId>,
+    pub scopes: Vec<String>,
+}
+
+impl Principal {
+    pub fn has(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+
+    pub fn require(&self, scope: &str) -> Result<(), ApiError> {
+        if self.has(scope) {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!("this token lacks the {scope:?} scope; use a token that has it"),
+            ))
+        }
+    }
+
+    /// May this principal work `agent`'s inbox? Others get 404, not 403: they must not
+    /// learn that the agent exists (I9).
+    pub fn may_use_inbox(&self, agent: &AgentRecord) -> bool {
+        agent.tenant_id == self.tenant_id
+            && (self.has(&inbox_scope(agent.id)) || self.has(SCOPE_OPS_WRITE))
+    }
+
+    /// The principal's own identity for history and audit rows.
+    pub async fn actor(&self, state: &AppState) -> Result<Actor, ApiError> {
+        match self.agent_id {
+            None => Ok(Actor::Operator),
+            Some(id) => {
+                let me = state.store.agent(self.tenant_id, &id.to_string()).await?;
+                Ok(Actor::Agent { id, name: me.name })
+            }
+        }
+    }
+
+    /// A stable name for idempotency scoping.
+    pub fn key_scope(&self) -> String {
+        match self.agent_id {
+            Some(id) => format!("agent:{id}"),
+            None => "operator".to_owned(),
+        }
+    }
+}
+
+fn unauthorized(detail: &str) -> ApiError {
+    ApiError::new(ErrorCode::Unauthorized, detail.to_owned())
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .ok_or_else(|| unauthorized("no credentials; send Authorization: Bearer <token>"))?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
+        let record = state
+            .store
+            .token(&hash_token(token))
+            .await?
+            .ok_or_else(|| {
+                unauthorized("the bearer token is unknown or revoked; use a current token")
+            })?;
+        Ok(Principal {
+            tenant_id: record.tenant_id,
+            agent_id: record.agent_id,
+            scopes: record.scopes,
+        })
+    }
+}

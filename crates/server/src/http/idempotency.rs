@@ -1,0 +1,144 @@
+//! Idempotency keys (I8), after draft-ietf-httpapi-idempotency-key-header-06.
+//!
+//! Phase 1 records the key as in flight in its own short transaction; a concurrent
+//! duplicate then gets 409 `request_in_progress`. Phase 2 writes the response in the
+//! same transaction as the business change, so a replay can never disagree with what
+//! was committed. A 4xx outcome is stored and replayed too; a 5xx (transient) outcome
+//! forgets the key so the retry runs. The key is hashed before storage and never
+//! logged (I11). Keys are scoped to the tenant and the calling principal.
+
+use super::AppState;
+use super::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::store::{IdemBegin, IdemKey, StoredResponse};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::future::Future;
+use switchboard_proto::{ErrorCode, PROBLEM_JSON};
+
+pub(super) const HEADER: &str = "idempotency-key";
+pub(super) const REPLAYED: &str = "idempotent-replayed";
+/// An in-flight record older than this was abandoned by a crashed request.
+const LOCK_MS: i64 = 60_000;
+
+/// Reads the key: an RFC 8941 sf-string (`"..."`); a bare token is accepted too, as
+/// most APIs do. 1..=255 visible ASCII characters.
+fn read_key(headers: &HeaderMap) -> ApiResult<String> {
+    let raw = headers
+        .get(HEADER)
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::IdempotencyKeyRequired,
+                "this request needs an Idempotency-Key header, e.g. Idempotency-Key: \"<uuid>\"; \
+                 reuse the same key when you retry the same request",
+            )
+        })?
+        .to_str()
+        .map_err(|_| ApiError::validation("Idempotency-Key must be visible ASCII"))?
+        .trim();
+    let key = raw
+        .strip_prefix('"')
+        .and_then(|k| k.strip_suffix('"'))
+        .unwrap_or(raw);
+    let ok = !key.is_empty()
+        && key.len() <= 255
+        && key.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'"');
+    if ok {
+        Ok(key.to_owned())
+    } else {
+        Err(ApiError::validation(
+            "Idempotency-Key must be 1 to 255 visible ASCII characters (a quoted sf-string); use a UUID",
+        ))
+    }
+}
+
+/// Runs `work` at most once per key; replays its stored response on identical retries.
+pub(super) async fn run<T, F, Fut>(
+    state: &AppState,
+    principal: &Principal,
+    headers: &HeaderMap,
+    path: &str,
+    body: &[u8],
+    work: F,
+) -> ApiResult<Response>
+where
+    T: Serialize,
+    F: FnOnce(IdemKey) -> Fut,
+    Fut: Future<Output = ApiResult<T>>,
+{
+    let key = read_key(headers)?;
+    let mut fingerprint = Sha256::new();
+    fingerprint.update(b"POST ");
+    fingerprint.update(path.as_bytes());
+    fingerprint.update(b"\n");
+    fingerprint.update(body);
+    let key = IdemKey {
+        tenant_id: principal.tenant_id,
+        principal: principal.key_scope(),
+        key_hash: Sha256::digest(key.as_bytes()).to_vec(),
+        fingerprint: fingerprint.finalize().to_vec(),
+    };
+    let ttl = state.config.idempotency_ttl.as_millis() as i64;
+    match state
+        .store
+        .idem_begin(&key, state.now(), LOCK_MS, ttl)
+        .await?
+    {
+        IdemBegin::Fresh => {}
+        IdemBegin::Replay(stored) => return Ok(replay(stored)),
+        IdemBegin::Mismatch => {
+            return Err(ApiError::new(
+                ErrorCode::IdempotencyKeyReused,
+                "this Idempotency-Key was already used with a different request; use a new key \
+                 for a new request",
+            ));
+        }
+        IdemBegin::InFlight => {
+            let mut e = ApiError::new(
+                ErrorCode::RequestInProgress,
+                "the first request with this Idempotency-Key is still running; retry the same \
+                 request shortly to get its result",
+            );
+            e.retry_after = Some(1);
+            return Err(e);
+        }
+    }
+    if let Some(hook) = &state.config.hooks.after_key_recorded {
+        hook().await;
+    }
+    match work(key.clone()).await {
+        Ok(value) => Ok((StatusCode::CREATED, axum::Json(value)).into_response()),
+        Err(e) if e.problem.status < 500 => {
+            let stored = StoredResponse {
+                status: e.problem.status,
+                body: serde_json::to_string(&e.problem).unwrap_or_default(),
+            };
+            if let Err(store_err) = state.store.idem_complete(&key, &stored).await {
+                tracing::warn!(error = %store_err, "could not store the outcome of an idempotent request");
+                let _ = state.store.idem_abort(&key).await;
+            }
+            Err(e)
+        }
+        Err(e) => {
+            let _ = state.store.idem_abort(&key).await;
+            Err(e)
+        }
+    }
+}
+
+fn replay(stored: StoredResponse) -> Response {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    let content_type = if status.is_success() {
+        "application/json"
+    } else {
+        PROBLEM_JSON
+    };
+    let mut resp = (status, stored.body).into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut()
+        .insert(REPLAYED, HeaderValue::from_static("true"));
+    resp
+}

@@ -1,0 +1,301 @@
+//! The agent's inbox: subscribe (SSE), poll, claim, ack, release, extend, snapshot.
+
+use super::AppState;
+use super::auth::Principal;
+use super::extract::{Json, Path, Query};
+use super::limits::*;
+use crate::error::{ApiError, ApiResult};
+use crate::store::{AgentRecord, ReleaseArgs, StoreError};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use std::convert::Infallible;
+use std::time::Duration;
+use switchboard_proto::*;
+use tokio::sync::broadcast::error::RecvError;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(subscribe))
+        .routes(routes!(poll))
+        .routes(routes!(claim))
+        .routes(routes!(ack))
+        .routes(routes!(release))
+        .routes(routes!(extend))
+        .routes(routes!(snapshot))
+}
+
+/// Loads the agent named in the path if `principal` may use its inbox; 404 otherwise,
+/// the same answer for "foreign" and "unknown" (I9).
+pub(super) async fn inbox_agent(
+    state: &AppState,
+    principal: &Principal,
+    key: &str,
+) -> ApiResult<AgentRecord> {
+    let agent = match state.store.agent(principal.tenant_id, key).await {
+        Ok(agent) => agent,
+        Err(StoreError::NotFound) => {
+            return Err(ApiError::not_found(format_args!("agent {key:?}")));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !principal.may_use_inbox(&agent) {
+        return Err(ApiError::not_found(format_args!("agent {key:?}")));
+    }
+    Ok(agent)
+}
+
+/// Maps store errors of claim-token operations, counting stale claims (I4).
+fn claim_error(state: &AppState, e: StoreError, event: EventId) -> ApiError {
+    match e {
+        StoreError::StaleClaim(_) => {
+            state.metrics.stale_claim_rejections.inc();
+            e.into()
+        }
+        StoreError::NotFound => ApiError::not_found(format_args!("event {event}")),
+        e => e.into(),
+    }
+}
+
+/// Subscribe to wake-ups: `inbox_updated {"cursor_hint"}` after each commit that
+/// touches the inbox, `heartbeat` at the configured interval. No payloads. The first
+/// event is always an `inbox_updated` with the current head, so a reconnecting
+/// subscriber catches up on what it missed.
+#[utoipa::path(get, path = "/api/v1/agents/{agent}/subscribe", tag = "agent",
+    params(("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 200, description = "text/event-stream", content_type = "text/event-stream"),
+              (status = 404, body = Problem)))]
+async fn subscribe(
+    state: axum::extract::State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let agent = inbox_agent(&state, &principal, &agent).await?;
+    let mut sub = state.hub.subscribe(agent.id);
+    state.metrics.sse_subscribers.inc();
+    let _ = state.store.touch_agent(agent.id, state.now()).await;
+    let heartbeat = state.config.heartbeat;
+    let shutdown = state.shutdown.clone();
+    let metrics = state.metrics.clone();
+    let head = agent.head_seq;
+    let stream = async_stream::stream! {
+        let _guard = SubscriberGauge(metrics);
+        yield Ok(updated(head).retry(Duration::from_secs(3)));
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+        let mut last = head;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = ticks.tick() => yield Ok(Event::default().event("heartbeat").data("{}")),
+                msg = sub.rx.recv() => match msg {
+                    Ok(hint) => { last = last.max(hint); yield Ok(updated(hint)); }
+                    // Fell behind: one wake-up covers everything missed.
+                    Err(RecvError::Lagged(_)) => yield Ok(updated(last)),
+                    Err(RecvError::Closed) => break,
+                },
+            }
+        }
+    };
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(heartbeat.max(Duration::from_secs(15)))))
+}
+
+fn updated(hint: u64) -> Event {
+    Event::default()
+        .event("inbox_updated")
+        .id(hint.to_string())
+        .data(serde_json::to_string(&InboxUpdated { cursor_hint: hint }).unwrap_or_default())
+}
+
+struct SubscriberGauge(crate::metrics::Metrics);
+
+impl Drop for SubscriberGauge {
+    fn drop(&mut self) {
+        self.0.sse_subscribers.dec();
+    }
+}
+
+/// Read a page of the inbox after a cursor (read-only; use claim to take work).
+#[utoipa::path(get, path = "/api/v1/agents/{agent}/inbox", tag = "agent",
+    params(("agent" = String, Path, description = "Agent id or name"), InboxQuery),
+    responses((status = 200, body = InboxPage),
+              (status = 410, body = Problem, description = "cursor_gone: below the low-water mark; see oldest_cursor"),
+              (status = 404, body = Problem)))]
+async fn poll(
+    state: axum::extract::State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+    Query(q): Query<InboxQuery>,
+) -> ApiResult<axum::Json<InboxPage>> {
+    let agent = inbox_agent(&state, &principal, &agent).await?;
+    let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
+    let page = state
+        .store
+        .poll(agent.id, q.after_cursor.unwrap_or(0), limit)
+        .await?;
+    Ok(axum::Json(page))
+}
+
+/// Claim pending events under a visibility lease: highest priority first, then
+/// sequence. Each claim mints a new claim token and counts an attempt.
+#[utoipa::path(post, path = "/api/v1/agents/{agent}/inbox/claim", tag = "agent",
+    params(("agent" = String, Path, description = "Agent id or name")),
+    request_body = ClaimRequest,
+    responses((status = 200, body = ClaimResponse), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn claim(
+    state: axum::extract::State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+    Json(req): Json<ClaimRequest>,
+) -> ApiResult<axum::Json<ClaimResponse>> {
+    let agent = inbox_agent(&state, &principal, &agent).await?;
+    let limit = bounded("limit", req.limit, 1, 1, MAX_CLAIM)?;
+    let lease = bounded(
+        "lease_seconds",
+        req.lease_seconds,
+        DEFAULT_LEASE_S,
+        MIN_LEASE_S,
+        MAX_LEASE_S,
+    )?;
+    let done = state
+        .store
+        .claim(&agent, limit, i64::from(lease) * 1000, state.now())
+        .await?;
+    state.wake(&done.wakes);
+    state.hub.changed(crate::store::Wake {
+        tenant_id: agent.tenant_id,
+        agent_id: agent.id,
+        cursor_hint: agent.head_seq,
+    });
+    Ok(axum::Json(ClaimResponse { events: done.value }))
+}
+
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+struct EventPath {
+    /// Agent id or name.
+    agent: String,
+    event_id: EventId,
+}
+
+/// Acknowledge a claimed event: it is done. A retry of the same ack succeeds again.
+#[utoipa::path(post, path = "/api/v1/agents/{agent}/inbox/{event_id}/ack", tag = "agent",
+    params(EventPath), request_body = AckRequest,
+    responses((status = 200, body = EventState),
+              (status = 409, body = Problem, description = "stale_claim"),
+              (status = 404, body = Problem)))]
+async fn ack(
+    state: axum::extract::State<AppState>,
+    principal: Principal,
+    Path(p): Path<EventPath>,
+    Json(req): Json<AckRequest>,
+) -> ApiResult<axum::Json<EventState>> {
+    let agent = inbox_agent(&state, &principal, &p.agent).await?;
+    let acked = state
+        .store
+        .ack(&agent, p.event_id, req.claim_token, state.now())
+        .await
+        .map_err(|e| claim_error(&state, e, p.event_id))?;
+    if acked.latency_ms > 0 {
+        state.metrics.delivered.inc();
+        state
+            .metrics
+            .delivery_latency
+            .observe(acked.latency_ms as f64 / 1000.0);
+    }
+    state.hub.changed(crate::store::Wake {
+        tenant_id: agent.tenant_id,
+        agent_id: agent.id,
+        cursor_hint: agent.head_seq,
+    });
+    Ok(axum::Json(acked.state))
+}
+
+/// Give a claimed event back: pending again after `delay_seconds`, or quarantined when
+/// `terminal` is set or its attempts are used up.
+#[utoipa::path(post, path = "/api/v1/agents/{agent}/inbox/{event_id}/release", tag = "agent",
+    params(EventPath), request_body = ReleaseRequest,
+    responses((status = 200, body = EventState),
+              (status = 409, body = Problem, description = "stale_claim"),
+              (status = 404, body = Problem)))]
+async fn release(
+    state: axum::extract::State<AppState>,
+    principal: Principal,
+    Path(p): Path<EventPath>,
+    Json(req): Json<ReleaseRequest>,
+) -> ApiResult<axum::Json<EventState>> {
+    let agent = inbox_agent(&state, &principal, &p.agent).await?;
+    let delay = bounded("delay_seconds", req.delay_seconds, 0, 0, MAX_DELAY_S)?;
+    if req
+        .error
+        .as_ref()
+        .is_some_and(|e| e.len() > MAX_ERROR_BYTES)
+    {
+        return Err(ApiError::validation(format!(
+            "error must be at most {MAX_ERROR_BYTES} bytes; shorten it"
+        )));
+    }
+    let args = ReleaseArgs {
+        delay_ms: i64::from(delay) * 1000,
+        error: req.error,
+        terminal: req.terminal,
+    };
+    let done = state
+        .store
+        .release(&agent, p.event_id, req.claim_token, &args, state.now())
+        .await
+        .map_err(|e| claim_error(&state, e, p.event_id))?;
+    if done.value.status == EventStatus::Quarantined {
+        state.metrics.quarantined.inc();
+    }
+    state.wake(&done.wakes);
+    Ok(axum::Json(done.value))
+}
+
+/// Extend the lease of a claimed event from now.
+#[utoipa::path(post, path = "/api/v1/agents/{agent}/inbox/{event_id}/extend", tag = "agent",
+    params(EventPath), request_body = ExtendRequest,
+    responses((status = 200, body = EventState),
+              (status = 409, body = Problem, description = "stale_claim"),
+              (status = 404, body = Problem)))]
+async fn extend(
+    state: axum::extract::State<AppState>,
+    principal: Principal,
+    Path(p): Path<EventPath>,
+    Json(req): Json<ExtendRequest>,
+) -> ApiResult<axum::Json<EventState>> {
+    let agent = inbox_agent(&state, &principal, &p.agent).await?;
+    let lease = bounded(
+        "lease_seconds",
+        req.lease_seconds,
+        DEFAULT_LEASE_S,
+        MIN_LEASE_S,
+        MAX_LEASE_S,
+    )?;
+    let st = state
+        .store
+        .extend(
+            &agent,
+            p.event_id,
+            req.claim_token,
+            i64::from(lease) * 1000,
+            state.now(),
+        )
+        .await
+        .map_err(|e| claim_error(&state, e, p.event_id))?;
+    Ok(axum::Json(st))
+}
+
+/// The baseline for a full state sync: head, low-water mark, where open work starts.
+#[utoipa::path(get, path = "/api/v1/agents/{agent}/snapshot", tag = "agent",
+    params(("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 200, body = Snapshot), (status = 404, body = Problem)))]
+async fn snapshot(
+    state: axum::extract::State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+) -> ApiResult<axum::Json<Snapshot>> {
+    let agent = inbox_agent(&state, &principal, &agent).await?;
+    Ok(axum::Json(state.store.snapshot(&agent, state.now()).await?))
+}

@@ -1,0 +1,172 @@
+//! The HTTP API v1. The router is built by [`router`], so tests can drive it with
+//! `oneshot` as well as over real TCP. Routes live next to their handlers, one
+//! module per resource, merged here.
+
+pub mod auth;
+pub mod extract;
+mod idempotency;
+mod inbox;
+pub mod limits;
+mod messages;
+mod ops;
+mod system;
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::hub::Hub;
+use crate::metrics::Metrics;
+use crate::store::{Store, Wake};
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{HeaderName, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::ops::Deref;
+use std::sync::Arc;
+use switchboard_proto::{ErrorCode, TenantId};
+use tokio_util::sync::CancellationToken;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState(Arc<StateInner>);
+
+pub struct StateInner {
+    pub store: Arc<dyn Store>,
+    pub config: Config,
+    pub hub: Hub,
+    pub metrics: Metrics,
+    /// The tenant of the operator token this server minted at start.
+    pub tenant: TenantId,
+    /// Cancelled at shutdown: SSE streams end so graceful shutdown can finish.
+    pub shutdown: CancellationToken,
+}
+
+impl Deref for AppState {
+    type Target = StateInner;
+    fn deref(&self) -> &StateInner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(inner: StateInner) -> Self {
+        Self(Arc::new(inner))
+    }
+
+    pub fn now(&self) -> i64 {
+        self.config.clock.now_ms()
+    }
+
+    /// Sends wake-ups; call after the commit that made them.
+    pub fn wake(&self, wakes: &[Wake]) {
+        self.hub.notify(wakes);
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Switchboard",
+        description = "Coordination server for AI agents: durable transactional inboxes, \
+                       claims under fenced visibility leases, dead-letter quarantine.",
+    ),
+    tags(
+        (name = "agent", description = "An agent's inbox"),
+        (name = "messages", description = "Business writes that fan out into inboxes"),
+        (name = "ops", description = "The operator API"),
+        (name = "system", description = "Health, metrics, capabilities"),
+    ),
+    components(schemas(switchboard_proto::Problem, switchboard_proto::InboxUpdated, switchboard_proto::OpsChange))
+)]
+struct ApiDoc;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Builds the whole application: API, system endpoints and the console.
+pub fn router(state: AppState) -> Router {
+    let (api, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(inbox::routes())
+        .merge(messages::routes())
+        .merge(ops::routes())
+        .merge(system::api_routes())
+        .split_for_parts();
+    let openapi = Arc::new(openapi);
+    let api = api
+        .route(
+            "/api/v1/openapi.json",
+            axum::routing::get(move || {
+                let doc = openapi.clone();
+                async move { axum::Json(doc.as_ref().clone()) }
+            }),
+        )
+        .route("/api/v1/{*rest}", axum::routing::any(api_not_found));
+    let max_body = state.config.max_body_bytes;
+    api.merge(system::routes())
+        .fallback_service(system::console(&state.config).with_state(state.clone()))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(check_origin))
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                // Method, path and request id only: never headers, query or bodies (I11).
+                let id = req
+                    .headers()
+                    .get(REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}
+
+async fn api_not_found(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        ErrorCode::NotFound,
+        format!(
+            "no API route for {method} {}; see /api/v1/openapi.json for the routes",
+            uri.path()
+        ),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!(
+            "{method} is not allowed on {}; see /api/v1/openapi.json for the methods",
+            uri.path()
+        ),
+    )
+}
+
+/// Refuses state-changing requests from another origin (a web page the operator
+/// visits must not drive the local server). Requests without Origin (CLI, SDK) pass.
+async fn check_origin(req: Request, next: Next) -> Response {
+    let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if !safe && let Some(origin) = req.headers().get(header::ORIGIN) {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok());
+        let origin_host = origin.to_str().ok().and_then(|o| {
+            o.strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"))
+        });
+        if host.is_none() || origin_host != host {
+            return ApiError::new(
+                ErrorCode::Forbidden,
+                "cross-origin request refused: state-changing requests must come from the \
+                     console's own origin or from a client that sends no Origin header",
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}

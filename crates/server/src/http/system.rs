@@ -1,0 +1,82 @@
+//! Health, readiness, metrics, capabilities, and the console's static files.
+
+use super::AppState;
+use super::limits::limits;
+use crate::config::Config;
+use crate::error::ApiError;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use switchboard_proto::{Capabilities, ErrorCode};
+use tower_http::services::{ServeDir, ServeFile};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(capabilities))
+}
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+}
+
+/// Version, backend and every enforced limit. Public.
+#[utoipa::path(get, path = "/api/v1/capabilities", tag = "system", responses((status = 200, body = Capabilities)))]
+async fn capabilities(State(state): State<AppState>) -> axum::Json<Capabilities> {
+    axum::Json(Capabilities {
+        api_version: "v1".to_owned(),
+        server_version: env!("CARGO_PKG_VERSION").to_owned(),
+        backend: state.store.backend().to_owned(),
+        limits: limits(&state.config),
+    })
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    if state.shutdown.is_cancelled() {
+        return ApiError::new(ErrorCode::Unavailable, "the server is shutting down")
+            .into_response();
+    }
+    match state.store.ping().await {
+        Ok(()) => "ready".into_response(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let depth = match state.store.depth(None).await {
+        Ok(d) => d,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(&depth),
+    )
+        .into_response()
+}
+
+const NOT_BUILT: &str = "<!doctype html><meta charset=utf-8><title>Switchboard</title>\
+<h1>Switchboard</h1><p>The console is not built. Run <code>cargo xtask run</code>, or build it \
+with <code>cargo xtask ui</code> and start the server with <code>--ui-dir ui/dist</code>.</p>\
+<p>The API is at <a href=/api/v1/openapi.json>/api/v1/openapi.json</a>.</p>";
+
+/// Serves the built console, with `index.html` for client-side routes.
+pub(super) fn console(config: &Config) -> Router<AppState> {
+    match config
+        .ui_dir
+        .as_ref()
+        .filter(|d| d.join("index.html").is_file())
+    {
+        Some(dir) => Router::new()
+            .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
+        None => Router::new().fallback(|| async { Html(NOT_BUILT) }),
+    }
+}

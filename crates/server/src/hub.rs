@@ -1,0 +1,116 @@
+//! Wake-ups after commit. A [`Hub`] fans [`Wake`]s out to the SSE subscribers of each
+//! agent and to the console's operator stream. It carries no payloads: subscribers
+//! pull the events themselves.
+
+use crate::store::Wake;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use switchboard_proto::AgentId;
+use tokio::sync::broadcast;
+
+/// Capacity of each channel. A subscriber that falls this far behind gets one
+/// catch-up wake-up instead of every missed one.
+const CAPACITY: usize = 256;
+
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<HubInner>,
+}
+
+struct HubInner {
+    /// Per-agent channels, created on first subscription. `count` is the number of
+    /// live SSE subscriptions (shown in the overview).
+    agents: Mutex<HashMap<AgentId, AgentChannel>>,
+    /// Every wake-up, for the console's operator stream.
+    ops: broadcast::Sender<Wake>,
+}
+
+struct AgentChannel {
+    tx: broadcast::Sender<u64>,
+    count: u64,
+}
+
+/// Decrements the subscriber count when an SSE stream ends.
+pub struct Subscription {
+    pub rx: broadcast::Receiver<u64>,
+    hub: Hub,
+    agent: AgentId,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut agents = self
+            .hub
+            .inner
+            .agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(ch) = agents.get_mut(&self.agent) {
+            ch.count = ch.count.saturating_sub(1);
+            if ch.count == 0 {
+                agents.remove(&self.agent);
+            }
+        }
+    }
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Hub {
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(HubInner {
+                agents: Mutex::new(HashMap::new()),
+                ops: broadcast::channel(CAPACITY).0,
+            }),
+        }
+    }
+
+    /// Sends the wake-ups. Call only after the transaction that made them committed.
+    pub fn notify(&self, wakes: &[Wake]) {
+        if wakes.is_empty() {
+            return;
+        }
+        let agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
+        for wake in wakes {
+            if let Some(ch) = agents.get(&wake.agent_id) {
+                let _ = ch.tx.send(wake.cursor_hint);
+            }
+            let _ = self.inner.ops.send(*wake);
+        }
+    }
+
+    /// Tells only the console: something changed that gives agents no new work
+    /// (an ack, a claim).
+    pub fn changed(&self, wake: Wake) {
+        let _ = self.inner.ops.send(wake);
+    }
+
+    pub fn subscribe(&self, agent: AgentId) -> Subscription {
+        let mut agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
+        let ch = agents.entry(agent).or_insert_with(|| AgentChannel {
+            tx: broadcast::channel(CAPACITY).0,
+            count: 0,
+        });
+        ch.count += 1;
+        Subscription {
+            rx: ch.tx.subscribe(),
+            hub: self.clone(),
+            agent,
+        }
+    }
+
+    pub fn subscribe_ops(&self) -> broadcast::Receiver<Wake> {
+        self.inner.ops.subscribe()
+    }
+
+    /// Live SSE subscriptions of `agent` on this server.
+    pub fn subscribers(&self, agent: AgentId) -> u64 {
+        let agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
+        agents.get(&agent).map_or(0, |c| c.count)
+    }
+}

@@ -1,0 +1,183 @@
+//! Opening the server (database, tenant, operator token) and serving it until the
+//! caller's shutdown signal.
+
+use crate::config::Config;
+use crate::http::auth::{generate_token, hash_token, operator_scopes};
+use crate::http::{AppState, StateInner, router};
+use crate::hub::Hub;
+use crate::metrics::Metrics;
+use crate::store::sqlite::SqliteStore;
+use crate::store::{Store, StoreError};
+use crate::workers::Workers;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "unsupported database URL {0:?}: use sqlite://PATH (PostgreSQL comes in a later release)"
+    )]
+    UnsupportedUrl(String),
+}
+
+pub struct Server {
+    state: AppState,
+    operator_token: String,
+}
+
+impl Server {
+    /// Opens the database (creating it and applying migrations), the default tenant and
+    /// the operator token.
+    pub async fn open(config: Config) -> Result<Self, StartError> {
+        let url = config.database_url.clone();
+        let store: Arc<dyn Store> = if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            let file = path.split('?').next().unwrap_or_default();
+            if !file.is_empty()
+                && !file.contains(":memory:")
+                && let Some(dir) = Path::new(file)
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+            {
+                std::fs::create_dir_all(dir).map_err(|source| StartError::Io {
+                    what: format!("creating {}", dir.display()),
+                    source,
+                })?;
+            }
+            Arc::new(
+                SqliteStore::open(&url, &config.sqlite_synchronous, config.hooks.clone()).await?,
+            )
+        } else {
+            return Err(StartError::UnsupportedUrl(url));
+        };
+        let now = config.clock.now_ms();
+        let tenant = store.ensure_tenant("default", now).await?;
+        let operator_token = operator_token(store.as_ref(), &config, tenant, now).await?;
+        let state = AppState::new(StateInner {
+            store,
+            config,
+            hub: Hub::new(),
+            metrics: Metrics::new(),
+            tenant,
+            shutdown: CancellationToken::new(),
+        });
+        Ok(Self {
+            state,
+            operator_token,
+        })
+    }
+
+    /// The operator token (`ops:read ops:write`) of the default tenant.
+    pub fn operator_token(&self) -> &str {
+        &self.operator_token
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    pub fn router(&self) -> axum::Router {
+        router(self.state.clone())
+    }
+
+    /// The background workers, for tests that drive them with a manual clock.
+    pub fn workers(&self) -> Workers {
+        Workers::new(self.state.clone())
+    }
+
+    /// Serves until `shutdown` resolves, then closes SSE streams, lets in-flight
+    /// requests finish, stops the workers and closes the database.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let state = self.state.clone();
+        let workers = tokio::spawn(self.workers().run());
+        let cancel = state.shutdown.clone();
+        let result = axum::serve(listener, self.router())
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                tracing::info!("shutting down: closing streams, finishing requests");
+                cancel.cancel();
+            })
+            .await;
+        state.shutdown.cancel();
+        let _ = workers.await;
+        state.store.close().await;
+        tracing::info!("database closed");
+        result
+    }
+}
+
+/// Reuses the token in the configured file while it is valid; otherwise mints one and
+/// writes it there with mode 0600.
+async fn operator_token(
+    store: &dyn Store,
+    config: &Config,
+    tenant: switchboard_proto::TenantId,
+    now: i64,
+) -> Result<String, StartError> {
+    if let Some(path) = &config.operator_token_file
+        && let Ok(existing) = std::fs::read_to_string(path)
+    {
+        let existing = existing.trim().to_owned();
+        if let Some(rec) = store.token(&hash_token(&existing)).await?
+            && rec.tenant_id == tenant
+            && rec.agent_id.is_none()
+        {
+            return Ok(existing);
+        }
+    }
+    let token = generate_token("sb_op_");
+    store
+        .insert_token(
+            &hash_token(&token),
+            tenant,
+            None,
+            &operator_scopes(),
+            "operator",
+            now,
+        )
+        .await?;
+    if let Some(path) = &config.operator_token_file {
+        write_secret(path, &token).map_err(|source| StartError::Io {
+            what: format!("writing the operator token to {}", path.display()),
+            source,
+        })?;
+    }
+    Ok(token)
+}
+
+fn write_secret(path: &Path, secret: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(&tmp)?;
+    f.write_all(secret.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}

@@ -1,0 +1,333 @@
+//! Operator reads and bulk actions (each recorded in the audit log).
+
+use super::{EVENT_COLS, SqliteStore, event_from_row, history, parse_id};
+use crate::clock::{Millis, to_timestamp};
+use crate::store::*;
+use sqlx::AssertSqlSafe;
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
+use std::collections::BTreeMap;
+use switchboard_proto::{EventStatus, HistoryEntry, OpsEvent};
+
+fn add_count(counts: &mut StatusCounts, status: &str, n: u64) {
+    match EventStatus::parse(status) {
+        Some(EventStatus::Pending) => counts.pending += n,
+        Some(EventStatus::Claimed) => counts.claimed += n,
+        Some(EventStatus::Completed) => counts.completed += n,
+        Some(EventStatus::Quarantined) => counts.quarantined += n,
+        Some(EventStatus::Expired) => counts.expired += n,
+        Some(EventStatus::Purged) => counts.purged += n,
+        None => {}
+    }
+}
+
+pub(super) async fn counts(
+    conn: &mut SqliteConnection,
+    agent: AgentId,
+) -> StoreResult<StatusCounts> {
+    let rows =
+        sqlx::query("SELECT status, COUNT(*) FROM events WHERE agent_id = ? GROUP BY status")
+            .bind(agent.to_string())
+            .fetch_all(conn)
+            .await?;
+    let mut counts = StatusCounts::default();
+    for row in &rows {
+        add_count(
+            &mut counts,
+            &row.try_get::<String, _>(0)?,
+            row.try_get::<i64, _>(1)? as u64,
+        );
+    }
+    Ok(counts)
+}
+
+pub(super) async fn depth(
+    store: &SqliteStore,
+    tenant: Option<TenantId>,
+) -> StoreResult<Vec<DepthRow>> {
+    let mut tx = store.read().begin().await?;
+    let agents = sqlx::query(
+        "SELECT id, name FROM agents WHERE (?1 IS NULL OR tenant_id = ?1) ORDER BY name",
+    )
+    .bind(tenant.map(|t| t.to_string()))
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut by_agent: BTreeMap<String, DepthRow> = BTreeMap::new();
+    for row in &agents {
+        let id: String = row.try_get(0)?;
+        by_agent.insert(
+            id.clone(),
+            DepthRow {
+                agent_id: parse_id(&id)?,
+                agent_name: row.try_get(1)?,
+                counts: StatusCounts::default(),
+                oldest_pending_at: None,
+            },
+        );
+    }
+    let rows = sqlx::query(
+        "SELECT e.agent_id, e.status, COUNT(*), MIN(CASE WHEN e.status = 'pending' THEN e.available_at END) \
+         FROM events e JOIN agents a ON a.id = e.agent_id \
+         WHERE (?1 IS NULL OR a.tenant_id = ?1) GROUP BY e.agent_id, e.status",
+    )
+    .bind(tenant.map(|t| t.to_string()))
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    for row in &rows {
+        let id: String = row.try_get(0)?;
+        if let Some(d) = by_agent.get_mut(&id) {
+            add_count(
+                &mut d.counts,
+                &row.try_get::<String, _>(1)?,
+                row.try_get::<i64, _>(2)? as u64,
+            );
+            if let Some(at) = row.try_get::<Option<i64>, _>(3)? {
+                d.oldest_pending_at = Some(d.oldest_pending_at.map_or(at, |o: i64| o.min(at)));
+            }
+        }
+    }
+    let mut out: Vec<DepthRow> = by_agent.into_values().collect();
+    out.sort_by(|a, b| a.agent_name.cmp(&b.agent_name));
+    Ok(out)
+}
+
+/// Appends `filter`'s conditions (on `events e` joined with `agents a`) to `qb`.
+fn push_filter(qb: &mut QueryBuilder<Sqlite>, filter: &EventFilter) {
+    if let Some(agent) = &filter.agent {
+        if let Ok(id) = agent.parse::<AgentId>() {
+            qb.push(" AND e.agent_id = ").push_bind(id.to_string());
+        } else {
+            qb.push(" AND a.name = ").push_bind(agent.clone());
+        }
+    }
+    if let Some(status) = filter.status {
+        qb.push(" AND e.status = ").push_bind(status.as_str());
+    }
+    if let Some(c) = &filter.correlation_id {
+        qb.push(" AND e.correlation_id = ").push_bind(c.clone());
+    }
+    if let Some(q) = &filter.q {
+        let escaped = q
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        qb.push(" AND e.payload LIKE ")
+            .push_bind(format!("%{escaped}%"))
+            .push(" ESCAPE '\\'");
+    }
+}
+
+fn ops_event(row: &sqlx::sqlite::SqliteRow) -> StoreResult<OpsEvent> {
+    Ok(OpsEvent {
+        event: event_from_row(row)?,
+        agent_name: row.try_get("agent_name")?,
+        lease_expires_at: row
+            .try_get::<Option<i64>, _>("lease_expires_at")?
+            .map(to_timestamp),
+    })
+}
+
+fn prefixed_cols() -> String {
+    EVENT_COLS
+        .split(", ")
+        .map(|c| format!("e.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(super) async fn list_events(
+    store: &SqliteStore,
+    tenant: TenantId,
+    query: &EventListQuery,
+    limit: u32,
+) -> StoreResult<OpsEventPage> {
+    let mut qb = QueryBuilder::<Sqlite>::new(format!(
+        "SELECT {}, a.name AS agent_name FROM events e JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = ",
+        prefixed_cols()
+    ));
+    qb.push_bind(tenant.to_string());
+    push_filter(&mut qb, &query.filter());
+    if let Some(after) = query.after {
+        qb.push(" AND e.id > ").push_bind(after.to_string());
+    }
+    qb.push(" ORDER BY e.id LIMIT ")
+        .push_bind(i64::from(limit) + 1);
+    let rows = qb.build().fetch_all(store.read()).await?;
+    let has_more = rows.len() > limit as usize;
+    let events = rows
+        .iter()
+        .take(limit as usize)
+        .map(ops_event)
+        .collect::<StoreResult<Vec<_>>>()?;
+    let next_cursor = if has_more {
+        events.last().map(|e| e.event.event_id)
+    } else {
+        None
+    };
+    Ok(OpsEventPage {
+        events,
+        next_cursor,
+    })
+}
+
+pub(super) async fn event_detail(
+    store: &SqliteStore,
+    tenant: TenantId,
+    event: EventId,
+) -> StoreResult<EventDetail> {
+    let mut tx = store.read().begin().await?;
+    let row = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {}, a.name AS agent_name FROM events e JOIN agents a ON a.id = e.agent_id \
+         WHERE e.tenant_id = ? AND e.id = ?",
+        prefixed_cols()
+    )))
+    .bind(tenant.to_string())
+    .bind(event.to_string())
+    .fetch_one(&mut *tx)
+    .await?;
+    let history = sqlx::query(
+        "SELECT action, actor, detail, at FROM event_history WHERE event_id = ? ORDER BY id",
+    )
+    .bind(event.to_string())
+    .fetch_all(&mut *tx)
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(HistoryEntry {
+            action: r.try_get(0)?,
+            actor: r.try_get(1)?,
+            detail: r.try_get(2)?,
+            at: to_timestamp(r.try_get(3)?),
+        })
+    })
+    .collect::<StoreResult<Vec<_>>>()?;
+    tx.commit().await?;
+    Ok(EventDetail {
+        event: ops_event(&row)?,
+        history,
+    })
+}
+
+/// Statuses an action applies to.
+fn applies_to(action: BulkAction) -> &'static str {
+    match action {
+        BulkAction::Replay => "('quarantined')",
+        BulkAction::Release => "('claimed')",
+        BulkAction::Purge => "('pending','claimed','completed','quarantined','expired')",
+    }
+}
+
+pub(super) async fn bulk(
+    store: &SqliteStore,
+    tenant: TenantId,
+    action: BulkAction,
+    ids: Option<&[EventId]>,
+    filter: Option<&EventFilter>,
+    actor: &Actor,
+    now: Millis,
+) -> StoreResult<Committed<(u64, i64)>> {
+    let mut tx = store.begin_write().await?;
+    let mut qb = QueryBuilder::<Sqlite>::new(
+        "SELECT e.id, e.agent_id, e.seq FROM events e JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = ",
+    );
+    qb.push_bind(tenant.to_string());
+    qb.push(format!(" AND e.status IN {}", applies_to(action)));
+    if let Some(ids) = ids {
+        let json = serde_json::to_string(&ids.iter().map(ToString::to_string).collect::<Vec<_>>())
+            .unwrap_or_else(|_| "[]".to_owned());
+        qb.push(" AND e.id IN (SELECT value FROM json_each(")
+            .push_bind(json)
+            .push("))");
+    }
+    if let Some(filter) = filter {
+        push_filter(&mut qb, filter);
+    }
+    qb.push(" ORDER BY e.id");
+    let targets = qb.build().fetch_all(&mut *tx).await?;
+    let set = match action {
+        BulkAction::Replay => {
+            "status = 'pending', attempts = 0, claim_token = NULL, lease_expires_at = NULL, available_at = ?1, updated_at = ?1"
+        }
+        BulkAction::Release => {
+            "status = 'pending', claim_token = NULL, lease_expires_at = NULL, available_at = ?1, updated_at = ?1"
+        }
+        BulkAction::Purge => {
+            "status = 'purged', payload = NULL, claim_token = NULL, lease_expires_at = NULL, updated_at = ?1"
+        }
+    };
+    let update = format!("UPDATE events SET {set} WHERE id = ?2");
+    let mut wakes: BTreeMap<String, Wake> = BTreeMap::new();
+    for row in &targets {
+        let id: String = row.try_get(0)?;
+        sqlx::query(AssertSqlSafe(update.as_str()))
+            .bind(now)
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+        let verb = match action {
+            BulkAction::Replay => "replayed",
+            BulkAction::Release => "released",
+            BulkAction::Purge => "purged",
+        };
+        history(&mut tx, &id, now, verb, actor, None).await?;
+        let agent: String = row.try_get(1)?;
+        let seq = row.try_get::<i64, _>(2)? as u64;
+        let wake = Wake {
+            tenant_id: tenant,
+            agent_id: parse_id(&agent)?,
+            cursor_hint: seq,
+        };
+        wakes
+            .entry(agent)
+            .and_modify(|w| w.cursor_hint = w.cursor_hint.max(seq))
+            .or_insert(wake);
+    }
+    let count = targets.len() as u64;
+    let audit_id: i64 = sqlx::query(
+        "INSERT INTO audit_log (tenant_id, actor, action, ids, filter, count, at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(tenant.to_string())
+    .bind(actor.to_string())
+    .bind(action.as_str())
+    .bind(ids.map(|ids| serde_json::to_string(ids).unwrap_or_default()))
+    .bind(filter.map(|f| serde_json::to_string(f).unwrap_or_default()))
+    .bind(count as i64)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await?
+    .try_get(0)?;
+    tx.commit().await?;
+    Ok(Committed {
+        value: (count, audit_id),
+        wakes: wakes.into_values().collect(),
+    })
+}
+
+pub(super) async fn audit(
+    store: &SqliteStore,
+    tenant: TenantId,
+    limit: u32,
+) -> StoreResult<Vec<AuditEntry>> {
+    let rows = sqlx::query(
+        "SELECT id, actor, action, ids, filter, count, at FROM audit_log WHERE tenant_id = ? ORDER BY id DESC LIMIT ?",
+    )
+    .bind(tenant.to_string())
+    .bind(i64::from(limit))
+    .fetch_all(store.read())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let ids: Option<String> = r.try_get(3)?;
+            let filter: Option<String> = r.try_get(4)?;
+            Ok(AuditEntry {
+                id: r.try_get(0)?,
+                actor: r.try_get(1)?,
+                action: r.try_get(2)?,
+                ids: ids.and_then(|s| serde_json::from_str(&s).ok()),
+                filter: filter.and_then(|s| serde_json::from_str(&s).ok()),
+                count: r.try_get::<i64, _>(5)? as u64,
+                at: to_timestamp(r.try_get(6)?),
+            })
+        })
+        .collect()
+}

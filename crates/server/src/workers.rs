@@ -1,0 +1,68 @@
+//! Background workers: the scavenger (expired leases back to pending, or to the
+//! quarantine at the attempt limit, I5), expiry of events past `expires_at`, and
+//! retention (terminal events removed, low-water marks advanced, I6; old idempotency
+//! records dropped). Every pass reads time from the configured clock, so tests drive
+//! it with a manual clock and [`Workers::tick`].
+
+use crate::http::AppState;
+use crate::store::{ReapStats, RetentionStats, StoreResult};
+
+#[derive(Clone)]
+pub struct Workers {
+    state: AppState,
+}
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TickReport {
+    pub reap: ReapStats,
+    pub retention: RetentionStats,
+}
+
+impl Workers {
+    pub(crate) fn new(state: AppState) -> Self {
+        Self { state }
+    }
+
+    /// One pass of every worker.
+    pub async fn tick(&self) -> StoreResult<TickReport> {
+        let now = self.state.now();
+        let reap = self.state.store.reap(now).await?;
+        let m = &self.state.metrics;
+        m.lease_expirations.inc_by(reap.lease_expirations);
+        m.quarantined.inc_by(reap.quarantined);
+        m.expired.inc_by(reap.expired);
+        self.state.wake(&reap.wakes);
+        if reap.lease_expirations + reap.expired > 0 {
+            tracing::info!(
+                lease_expirations = reap.lease_expirations,
+                quarantined = reap.quarantined,
+                expired = reap.expired,
+                "scavenger pass"
+            );
+        }
+        let cutoff = now - self.state.config.retention.as_millis() as i64;
+        let retention = self.state.store.retain(cutoff, now).await?;
+        if retention.events_removed > 0 {
+            tracing::info!(events_removed = retention.events_removed, "retention pass");
+        }
+        Ok(TickReport { reap, retention })
+    }
+
+    /// Runs passes at the configured interval until shutdown. A failed pass is logged
+    /// and retried at the next interval; it never stops the loop.
+    pub(crate) async fn run(self) {
+        let mut every = tokio::time::interval(self.state.config.worker_interval);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = self.state.shutdown.cancelled() => break,
+                _ = every.tick() => {
+                    if let Err(e) = self.tick().await {
+                        tracing::warn!(error = %e, "background pass failed; retrying at the next interval");
+                    }
+                }
+            }
+        }
+    }
+}
