@@ -1,1 +1,50 @@
-pub fn x(){}
+//! Agent SDK for Switchboard: a typed async client of the HTTP API v1.
+//!
+//! [`Client`] covers the agent API (messages, inbox poll/claim/ack/release/extend,
+//! snapshot, rooms, the SSE wake-up stream), the operator API (`/ops/…`) and the
+//! public endpoints (capabilities, health, metrics). The wire types are re-exported
+//! from [`proto`] (`switchboard_proto`).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), switchboard_sdk::Error> {
+//! use switchboard_sdk::{Client, proto::{ClaimRequest, SendMessage}};
+//!
+//! let client = Client::new("http://127.0.0.1:7070", "sb_agent_token")?;
+//! let message = SendMessage { payload: serde_json::json!({"task": "index"}), ..Default::default() };
+//! let key = switchboard_sdk::new_idempotency_key(); // keep it to retry the same send
+//! client.send_message("bob", &message, &key).await?;
+//!
+//! for claimed in client.claim("alice", &ClaimRequest::default()).await?.events {
+//!     // ... do the work ...
+//!     client.ack("alice", claimed.event.event_id, claimed.claim_token).await?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Errors: every non-2xx answer is [`Error::Api`] with an RFC 9457 problem; match on
+//! [`Error::code`] (a stable [`proto::ErrorCode`]). Secrets (the [`Token`], the
+//! idempotency keys) never appear in `Debug`, `Display` or error messages.
+//!
+//! Not here yet (a later layer over [`Client`]): retries with backoff, the durable
+//! outbox, token refresh and the keyring, SSE reconnection.
+
+mod agent;
+mod call;
+mod client;
+mod error;
+mod ops;
+mod room;
+mod sse;
+mod token;
+
+pub use client::{
+    Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, Sent, new_idempotency_key,
+};
+pub use error::Error;
+pub use sse::{SseEvent, SseStream};
+pub use token::Token;
+
+/// The HTTP client library, for [`Client::request`] and [`Error::Transport`].
+pub use reqwest;
+/// The wire types (`switchboard_proto`).
+pub use switchboard_proto as proto;

@@ -1,0 +1,79 @@
+//! [`Call`]: one HTTP exchange as data.
+//!
+//! A call holds everything needed to send a request again: method, URL (query
+//! included), JSON body and idempotency key. Typed methods build one and hand it to
+//! `Client::send`; a retry policy can resend it, and a durable outbox can store it
+//! and resend it after a crash with the same key (invariant I10).
+
+use reqwest::header::HeaderValue;
+use reqwest::{Method, Url};
+use serde::Serialize;
+
+use crate::Error;
+
+/// One HTTP exchange as data: everything needed to send it again.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub(crate) method: Method,
+    pub(crate) url: Url,
+    /// A serialized JSON body.
+    pub(crate) body: Option<Vec<u8>>,
+    /// Sensitive: never logged (invariant I11).
+    pub(crate) idempotency_key: Option<HeaderValue>,
+    /// An SSE stream: no request timeout (it stays open), `Accept:
+    /// text/event-stream`, `Cache-Control: no-store`.
+    pub(crate) stream: bool,
+}
+
+impl Call {
+    pub(crate) fn new(method: Method, url: Url) -> Self {
+        Self {
+            method,
+            url,
+            body: None,
+            idempotency_key: None,
+            stream: false,
+        }
+    }
+
+    pub(crate) fn get(url: Url) -> Self {
+        Self::new(Method::GET, url)
+    }
+
+    /// A `GET` of an SSE stream.
+    pub(crate) fn stream(url: Url) -> Self {
+        Self {
+            stream: true,
+            ..Self::get(url)
+        }
+    }
+
+    /// Adds a JSON body.
+    pub(crate) fn json(mut self, body: &impl Serialize) -> Result<Self, Error> {
+        let body = serde_json::to_vec(body)
+            .map_err(|e| Error::InvalidInput(format!("request body cannot be serialized: {e}")))?;
+        self.body = Some(body);
+        Ok(self)
+    }
+
+    /// Adds the `Idempotency-Key` header.
+    pub(crate) fn idempotency_key(mut self, key: &str) -> Result<Self, Error> {
+        let mut value = HeaderValue::from_str(key)
+            .ok()
+            .filter(|_| !key.is_empty())
+            .ok_or_else(|| {
+                Error::InvalidInput(
+                    "the idempotency key must be non-empty visible ASCII (a UUID works)".into(),
+                )
+            })?;
+        value.set_sensitive(true);
+        self.idempotency_key = Some(value);
+        Ok(self)
+    }
+
+    /// Appends `name=value` to the query string.
+    pub(crate) fn query(mut self, name: &str, value: &str) -> Self {
+        self.url.query_pairs_mut().append_pair(name, value);
+        self
+    }
+}

@@ -1,0 +1,334 @@
+//! [`Client`]: the typed HTTP client, its builder, and the one place requests are sent.
+//!
+//! Terms:
+//! - *base URL*: where the server is mounted, e.g. `http://127.0.0.1:7070` (a path
+//!   prefix behind a reverse proxy is kept). `/metrics` and `/healthz` live here.
+//! - *API URL*: `{base}/api/v1`; every agent and operator path is under it.
+//! - *call*: one HTTP exchange described as data (`Call`): method, URL, JSON body,
+//!   idempotency key. Every typed method builds a call and hands it to
+//!   [`Client::send`]. That is the seam a later retry policy or durable outbox wraps:
+//!   a call can be sent again, or stored and sent after a crash, with the same key.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use reqwest::{Method, RequestBuilder, Response, Url};
+use serde::de::DeserializeOwned;
+use switchboard_proto::Capabilities;
+
+use crate::call::Call;
+use crate::{Error, Token};
+
+/// Request header carrying the idempotency key of a business write (invariant I8).
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// Response header the server sets to `true` when it replays a stored response.
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A fresh idempotency key (a random UUIDv4). Keep it with the submission and send
+/// the same key again when retrying it.
+pub fn new_idempotency_key() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// An async client of the Switchboard HTTP API v1. Cheap to clone: clones share one
+/// connection pool.
+///
+/// The same type serves agents and operators; what a call may do depends on the
+/// token's scopes. Methods return [`Error::Api`] for any non-2xx answer; the codes
+/// each method documents are the ones worth handling, and every method can also get
+/// `unauthorized`, `forbidden`, `rate_limited` (with [`Error::retry_after`]),
+/// `unavailable` and `internal`.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    /// The base URL without a trailing slash.
+    root: Url,
+    /// `{root}/api/v1`.
+    api: Url,
+    /// `Bearer <token>`, marked sensitive so `Debug` of requests hides it.
+    authorization: HeaderValue,
+    /// Applied per request (not client-wide) so SSE streams are not cut off by it.
+    request_timeout: Duration,
+}
+
+/// What the server said about a send besides its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Sent {
+    /// The HTTP status (201 for a new message; a replay repeats the stored status).
+    pub status: u16,
+    /// `true` when the server replayed the stored response of an earlier request
+    /// with the same idempotency key (`Idempotent-Replayed: true`): nothing new
+    /// was written.
+    pub replayed: bool,
+}
+
+/// Builds a [`Client`] with non-default settings.
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    user_agent: String,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            user_agent: concat!("switchboard-sdk/", env!("CARGO_PKG_VERSION")).to_owned(),
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// Time allowed to establish a connection (default 5 s). Also applies to SSE.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Time allowed for a whole request, body included (default 30 s). Not applied
+    /// to SSE streams, which stay open.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The `User-Agent` header (default `switchboard-sdk/<version>`).
+    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.user_agent = user_agent.into();
+        self
+    }
+
+    /// Builds the client for the server at `base_url` (`http` or `https`).
+    ///
+    /// Fails with [`Error::InvalidUrl`] for an unusable URL, [`Error::InvalidInput`]
+    /// for a token a header cannot carry, and [`Error::Transport`] when the TLS
+    /// backend cannot be set up.
+    pub fn build(self, base_url: &str, token: impl Into<Token>) -> Result<Client, Error> {
+        let root = parse_base_url(base_url)?;
+        let mut api = root.clone();
+        api.path_segments_mut()
+            .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
+            .extend(["api", "v1"]);
+        let http = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .user_agent(self.user_agent)
+            .build()?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                root,
+                api,
+                authorization: bearer(&token.into())?,
+                request_timeout: self.request_timeout,
+            }),
+        })
+    }
+}
+
+fn parse_base_url(base_url: &str) -> Result<Url, Error> {
+    let mut url =
+        Url::parse(base_url).map_err(|e| Error::InvalidUrl(format!("{base_url}: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(Error::InvalidUrl(format!(
+            "{base_url}: scheme must be http or https"
+        )));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(Error::InvalidUrl(format!(
+            "{base_url}: must not have a query or fragment"
+        )));
+    }
+    url.path_segments_mut()
+        .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
+        .pop_if_empty();
+    Ok(url)
+}
+
+fn bearer(token: &Token) -> Result<HeaderValue, Error> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
+        Error::InvalidInput("the token has characters an HTTP header cannot carry".into())
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.inner.root.as_str())
+            .field("token", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client for the server at `base_url` with default timeouts (connect 5 s,
+    /// request 30 s). See [`ClientBuilder::build`] for the errors.
+    pub fn new(base_url: &str, token: impl Into<Token>) -> Result<Self, Error> {
+        Self::builder().build(base_url, token)
+    }
+
+    /// A builder for non-default timeouts or user agent.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// The same server and connection pool with another token (for example an
+    /// operator client making agent clients).
+    pub fn with_token(&self, token: impl Into<Token>) -> Result<Self, Error> {
+        let inner = &self.inner;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http: inner.http.clone(),
+                root: inner.root.clone(),
+                api: inner.api.clone(),
+                authorization: bearer(&token.into())?,
+                request_timeout: inner.request_timeout,
+            }),
+        })
+    }
+
+    /// The base URL, without a trailing slash.
+    pub fn base_url(&self) -> &Url {
+        &self.inner.root
+    }
+
+    /// Escape hatch: a request to `{base}/api/v1{path}` with the bearer token and the
+    /// request timeout already set. `path` is used verbatim (encode it yourself) and
+    /// may carry a query string. An unparsable result fails when the request is sent.
+    pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        let url = format!("{}/{}", self.inner.api, path.trim_start_matches('/'));
+        self.authorized(method, url)
+            .timeout(self.inner.request_timeout)
+    }
+
+    /// `GET /api/v1/capabilities`: versions, backend and the limits the server
+    /// enforces.
+    pub async fn capabilities(&self) -> Result<Capabilities, Error> {
+        self.fetch(Call::get(self.api_url(&["capabilities"])?))
+            .await
+    }
+
+    /// `GET /healthz`: succeeds while the process is up.
+    pub async fn healthz(&self) -> Result<(), Error> {
+        self.send(Call::get(self.root_url(&["healthz"])?))
+            .await
+            .map(drop)
+    }
+
+    /// `GET /readyz`: succeeds when the server can serve (database reachable).
+    /// `503 unavailable` otherwise.
+    pub async fn readyz(&self) -> Result<(), Error> {
+        self.send(Call::get(self.root_url(&["readyz"])?))
+            .await
+            .map(drop)
+    }
+
+    /// `GET /metrics`: the Prometheus text exposition.
+    pub async fn metrics_text(&self) -> Result<String, Error> {
+        let response = self.send(Call::get(self.root_url(&["metrics"])?)).await?;
+        Ok(response.text().await?)
+    }
+
+    /// `{base}/api/v1/{segments…}`, each segment percent-encoded.
+    pub(crate) fn api_url(&self, segments: &[&str]) -> Result<Url, Error> {
+        join(&self.inner.api, segments)
+    }
+
+    fn root_url(&self, segments: &[&str]) -> Result<Url, Error> {
+        join(&self.inner.root, segments)
+    }
+
+    fn authorized(&self, method: Method, url: impl reqwest::IntoUrl) -> RequestBuilder {
+        self.inner
+            .http
+            .request(method, url)
+            .header(AUTHORIZATION, self.inner.authorization.clone())
+    }
+
+    /// Sends a call and checks the status: any non-2xx becomes [`Error::Api`].
+    /// The returned response's body is unread.
+    pub(crate) async fn send(&self, call: Call) -> Result<Response, Error> {
+        let mut request = self.authorized(call.method, call.url);
+        request = if call.stream {
+            request
+                .header(ACCEPT, "text/event-stream")
+                .header(CACHE_CONTROL, "no-store")
+        } else {
+            request
+                .header(ACCEPT, "application/json, application/problem+json")
+                .timeout(self.inner.request_timeout)
+        };
+        if let Some(key) = call.idempotency_key {
+            request = request.header(IDEMPOTENCY_KEY, key);
+        }
+        if let Some(body) = call.body {
+            request = request.header(CONTENT_TYPE, "application/json").body(body);
+        }
+        let response = request.send().await?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let (status, headers, url) = (
+            response.status(),
+            response.headers().clone(),
+            response.url().clone(),
+        );
+        let body = response.bytes().await?;
+        Err(Error::from_response(status, &headers, &url, &body))
+    }
+
+    /// Sends a call and decodes a JSON body.
+    pub(crate) async fn fetch<T: DeserializeOwned>(&self, call: Call) -> Result<T, Error> {
+        Ok(self.fetch_with_response(call).await?.0)
+    }
+
+    /// Sends a call and decodes a JSON body, also returning what the headers said.
+    pub(crate) async fn fetch_with_response<T: DeserializeOwned>(
+        &self,
+        call: Call,
+    ) -> Result<(T, Sent), Error> {
+        let what = format!("{} {}", call.method, call.url.path());
+        let response = self.send(call).await?;
+        let sent = Sent {
+            status: response.status().as_u16(),
+            replayed: response
+                .headers()
+                .get(IDEMPOTENT_REPLAYED)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true")),
+        };
+        let body = response.bytes().await?;
+        let value =
+            serde_json::from_slice(&body).map_err(|e| Error::Decode(format!("{what}: {e}")))?;
+        Ok((value, sent))
+    }
+}
+
+fn join(base: &Url, segments: &[&str]) -> Result<Url, Error> {
+    for segment in segments {
+        // `.` and `..` would be dropped or normalized away by any URL parser (even
+        // percent-encoded), silently addressing another resource.
+        if segment.is_empty() || *segment == "." || *segment == ".." {
+            return Err(Error::InvalidInput(format!(
+                "{segment:?} cannot be used as an id or name in a URL path"
+            )));
+        }
+    }
+    let mut url = base.clone();
+    url.path_segments_mut()
+        .map_err(|()| Error::InvalidUrl(format!("{base} cannot be a base URL")))?
+        .extend(segments);
+    Ok(url)
+}

@@ -1,0 +1,140 @@
+//! The operator API (`/api/v1/ops/…`): agents, overview, events, bulk actions, audit,
+//! and the console's change stream. Needs a token with `ops:read` (reads) or
+//! `ops:write` (creating agents, bulk actions); otherwise `forbidden`.
+
+use reqwest::Method;
+use serde_json::Value;
+use switchboard_proto::{
+    AgentCreated, AgentSummary, AuditPage, BulkAction, BulkRequest, BulkResult, CreateAgent,
+    EventDetail, EventId, EventListQuery, OpsEventPage, Overview,
+};
+
+use crate::call::Call;
+use crate::{Client, Error, SseStream};
+
+impl Client {
+    /// `POST /ops/agents`: creates an agent and its token. The token is in the
+    /// answer only; store it now.
+    ///
+    /// Errors: `name_invalid`, `name_confusable`, `conflict` (the name is taken).
+    pub async fn create_agent(&self, agent: &CreateAgent) -> Result<AgentCreated, Error> {
+        let call = Call::new(Method::POST, self.api_url(&["ops", "agents"])?).json(agent)?;
+        self.fetch(call).await
+    }
+
+    /// `GET /ops/agents`: every agent of the tenant with its inbox counts.
+    pub async fn agents(&self) -> Result<Vec<AgentSummary>, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "agents"])?))
+            .await
+    }
+
+    /// `GET /ops/overview`: totals by status, subscribers, oldest pending age.
+    pub async fn overview(&self) -> Result<Overview, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "overview"])?))
+            .await
+    }
+
+    /// `GET /ops/events`: one page of events matching the query (unset fields do
+    /// not narrow). Pass the page's `next_cursor` as `after` for the next page.
+    ///
+    /// Errors: `validation_failed` (limit out of range, unknown status).
+    pub async fn events(&self, query: &EventListQuery) -> Result<OpsEventPage, Error> {
+        let mut call = Call::get(self.api_url(&["ops", "events"])?);
+        for (name, value) in query_pairs(query)? {
+            call = call.query(&name, &value);
+        }
+        self.fetch(call).await
+    }
+
+    /// `GET /ops/events/{event_id}`: one event with its history.
+    ///
+    /// Errors: `not_found`.
+    pub async fn event(&self, event_id: EventId) -> Result<EventDetail, Error> {
+        let event_id = event_id.to_string();
+        self.fetch(Call::get(self.api_url(&["ops", "events", &event_id])?))
+            .await
+    }
+
+    /// `POST /ops/bulk/{replay|release|purge}`: applies `action` to the events
+    /// named by `ids` or matched by `filter`; recorded in the audit log.
+    ///
+    /// Errors: `validation_failed` (neither or both of `ids` and `filter`).
+    pub async fn bulk(
+        &self,
+        action: BulkAction,
+        request: &BulkRequest,
+    ) -> Result<BulkResult, Error> {
+        let url = self.api_url(&["ops", "bulk", action.as_str()])?;
+        self.fetch(Call::new(Method::POST, url).json(request)?)
+            .await
+    }
+
+    /// `GET /ops/audit`: the newest audit entries, newest first.
+    pub async fn audit(&self, limit: Option<u32>) -> Result<AuditPage, Error> {
+        let mut call = Call::get(self.api_url(&["ops", "audit"])?);
+        if let Some(limit) = limit {
+            call = call.query("limit", &limit.to_string());
+        }
+        self.fetch(call).await
+    }
+
+    /// `GET /ops/stream`: the console's change stream. Events are `changed` (see
+    /// [`crate::SseEvent::ops_change`]) and `heartbeat`. Reconnecting is the
+    /// caller's job, as for [`Client::subscribe`].
+    pub async fn ops_stream(&self) -> Result<SseStream, Error> {
+        self.open_stream(self.api_url(&["ops", "stream"])?).await
+    }
+}
+
+/// The query string of a serializable struct: one pair per set field. Fields added
+/// to the struct later are picked up without a change here.
+fn query_pairs(query: &impl serde::Serialize) -> Result<Vec<(String, String)>, Error> {
+    let value = serde_json::to_value(query)
+        .map_err(|e| Error::InvalidInput(format!("query cannot be serialized: {e}")))?;
+    let Value::Object(fields) = value else {
+        return Err(Error::InvalidInput(
+            "a query must serialize to an object".into(),
+        ));
+    };
+    Ok(fields
+        .into_iter()
+        .filter_map(|(name, value)| match value {
+            Value::Null => None,
+            Value::String(s) => Some((name, s)),
+            other => Some((name, other.to_string())),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_proto::EventStatus;
+
+    #[test]
+    fn query_pairs_skip_unset_fields() {
+        let query = EventListQuery {
+            agent: Some("alice".into()),
+            status: Some(EventStatus::Quarantined),
+            q: Some("a b&c".into()),
+            limit: Some(50),
+            ..Default::default()
+        };
+        let mut pairs = query_pairs(&query).unwrap();
+        pairs.sort();
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("agent", "alice"),
+                ("limit", "50"),
+                ("q", "a b&c"),
+                ("status", "quarantined")
+            ]
+        );
+        assert!(query_pairs(&EventListQuery::default()).unwrap().is_empty());
+    }
+}
