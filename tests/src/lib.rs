@@ -48,6 +48,9 @@ impl TestServer {
             database_url: format!("sqlite://{}", db_path.display()),
             operator_token_file: Some(dir.path().join("operator-token")),
             hooks: opts.hooks,
+            // Durability across power loss is not under test here; fsync per commit
+            // only slows the suite. The crash test runs the default (FULL).
+            sqlite_synchronous: "normal".to_owned(),
             ..Config::default()
         };
         let clock = opts.manual_clock.then(ManualClock::new);
@@ -68,7 +71,9 @@ impl TestServer {
             config.max_body_bytes = b;
         }
         let server = Server::open(config).await.expect("server opens");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let operator_token = server.operator_token().to_owned();
         let workers = server.workers();
@@ -96,7 +101,9 @@ impl TestServer {
     pub async fn agent(&self, name: &str) -> (AgentCreated, Client) {
         let created = self
             .operator()
-            .create_agent(&CreateAgent { name: name.to_owned() })
+            .create_agent(&CreateAgent {
+                name: name.to_owned(),
+            })
             .await
             .expect("create agent");
         let client = Client::new(&self.url, created.token.as_str()).expect("client");

@@ -64,6 +64,13 @@ impl Server {
             return Err(StartError::UnsupportedUrl(url));
         };
         let now = config.clock.now_ms();
+        let abandoned = store.idem_recover().await?;
+        if abandoned > 0 {
+            tracing::info!(
+                abandoned,
+                "forgot idempotency keys of requests that died with the last process"
+            );
+        }
         let tenant = store.ensure_tenant("default", now).await?;
         let operator_token = operator_token(store.as_ref(), &config, tenant, now).await?;
         let state = AppState::new(StateInner {

@@ -13,6 +13,14 @@ use switchboard_proto::ErrorCode;
 /// Parses a JSON body: syntax errors are 400 `malformed_json`, well-formed JSON of the
 /// wrong shape (unknown field, wrong type, out of range) is 422 `validation_failed`.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    // Every request body is an object; serde would also read a struct from an array.
+    if let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace())
+        && *first == b'['
+    {
+        let mut err = ApiError::validation("the body must be a JSON object, not an array");
+        err.problem.status = 422;
+        return Err(err);
+    }
     serde_json::from_slice(bytes).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {

@@ -72,7 +72,13 @@ async fn subscribe(
     Path(agent): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let agent = inbox_agent(&state, &principal, &agent).await?;
+    // Register first, then read the head: a send that commits in between is then
+    // either in the head or delivered on the channel, never lost.
     let mut sub = state.hub.subscribe(agent.id);
+    let agent = state
+        .store
+        .agent(agent.tenant_id, &agent.id.to_string())
+        .await?;
     state.metrics.sse_subscribers.inc();
     let _ = state.store.touch_agent(agent.id, state.now()).await;
     let heartbeat = state.config.heartbeat;
@@ -162,13 +168,19 @@ async fn claim(
         .store
         .claim(&agent, limit, i64::from(lease) * 1000, state.now())
         .await?;
-    state.wake(&done.wakes);
+    // Leases this claim found expired count as the scavenger's would.
+    let m = &state.metrics;
+    m.lease_expirations.inc_by(done.reaped.lease_expirations);
+    m.quarantined.inc_by(done.reaped.quarantined);
+    state.wake(&done.reaped.wakes);
     state.hub.changed(crate::store::Wake {
         tenant_id: agent.tenant_id,
         agent_id: agent.id,
         cursor_hint: agent.head_seq,
     });
-    Ok(axum::Json(ClaimResponse { events: done.value }))
+    Ok(axum::Json(ClaimResponse {
+        events: done.events,
+    }))
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
@@ -197,12 +209,12 @@ async fn ack(
         .ack(&agent, p.event_id, req.claim_token, state.now())
         .await
         .map_err(|e| claim_error(&state, e, p.event_id))?;
-    if acked.latency_ms > 0 {
+    if let Some(ms) = acked.latency_ms {
         state.metrics.delivered.inc();
         state
             .metrics
             .delivery_latency
-            .observe(acked.latency_ms as f64 / 1000.0);
+            .observe(ms.max(0) as f64 / 1000.0);
     }
     state.hub.changed(crate::store::Wake {
         tenant_id: agent.tenant_id,

@@ -2,7 +2,7 @@
 
 use crate::config::Config;
 use crate::error::{ApiError, ApiResult};
-use switchboard_proto::Limits;
+use switchboard_proto::{ErrorCode, Limits};
 
 pub const MAX_PAGE: u32 = 1000;
 pub const DEFAULT_PAGE: u32 = 100;
@@ -60,10 +60,13 @@ pub fn name(field: &str, value: &str) -> ApiResult<()> {
     if ok {
         Ok(())
     } else {
-        let mut e = ApiError::validation(format!(
-            "{field} {value:?} is invalid: use 1 to {MAX_NAME_CHARS} characters of A-Z, a-z, 0-9, '.', '_' and '-' (not a UUID)"
-        ));
-        e.problem.status = 422;
+        // `name_invalid` (422), the code the SDK and the design document promise.
+        let e = ApiError::new(
+            ErrorCode::NameInvalid,
+            format!(
+                "{field} {value:?} is invalid: use 1 to {MAX_NAME_CHARS} characters of A-Z, a-z, 0-9, '.', '_' and '-' (not a UUID)"
+            ),
+        );
         Err(e.with("field", field))
     }
 }

@@ -120,6 +120,14 @@ pub struct ReleaseArgs {
     pub terminal: bool,
 }
 
+/// What a claim did: the events it handed out, and the agent's expired leases it
+/// returned first (counted like the scavenger's in the metrics).
+#[derive(Debug)]
+pub struct Claimed {
+    pub events: Vec<ClaimedEvent>,
+    pub reaped: ReapStats,
+}
+
 /// The result of one scavenger pass.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ReapStats {
@@ -143,8 +151,9 @@ pub struct RetentionStats {
 #[derive(Debug, Clone)]
 pub struct Acked {
     pub state: EventState,
-    /// From `available_at` to the ack, in milliseconds.
-    pub latency_ms: Millis,
+    /// From `available_at` to the ack, in milliseconds; `None` when this was a
+    /// repeat of an ack that had already completed the event.
+    pub latency_ms: Option<Millis>,
 }
 
 /// One row of the `inbox_depth` gauge.
@@ -202,6 +211,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<IdemBegin>;
     /// Forgets an in-flight key whose request failed transiently, so a retry can run.
     async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()>;
+    /// At start: forgets in-flight keys left by a process that died mid-request. Only
+    /// for a backend that one process owns (SQLite); a shared backend relies on the
+    /// in-flight lock expiring instead.
+    async fn idem_recover(&self) -> StoreResult<u64>;
     /// Stores a final (error) response for the key, replayed on retries.
     async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()>;
 
@@ -245,7 +258,7 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
         lease_ms: Millis,
         now: Millis,
-    ) -> StoreResult<Committed<Vec<ClaimedEvent>>>;
+    ) -> StoreResult<Claimed>;
     async fn ack(
         &self,
         agent: &AgentRecord,

@@ -64,7 +64,7 @@ pub(super) async fn claim(
     limit: u32,
     lease_ms: Millis,
     now: Millis,
-) -> StoreResult<Committed<Vec<ClaimedEvent>>> {
+) -> StoreResult<Claimed> {
     let mut tx = store.begin_write().await?;
     // Expired leases of this agent are claimable again now, not at the next scavenger
     // pass (as with SQS's visibility timeout).
@@ -125,9 +125,9 @@ pub(super) async fn claim(
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(Committed {
-        value: claimed,
-        wakes: reaped.wakes,
+    Ok(Claimed {
+        events: claimed,
+        reaped,
     })
 }
 
@@ -218,7 +218,7 @@ pub(super) async fn ack(
         if let Some(row) = repeat {
             return Ok(Acked {
                 state: state_from_row(&row)?,
-                latency_ms: 0,
+                latency_ms: None,
             });
         }
         return Err(refuse(&mut tx, agent, event, token, now).await);
@@ -238,7 +238,10 @@ pub(super) async fn ack(
     .await?;
     tx.commit().await?;
     let latency_ms = now - crate::clock::from_timestamp(state.available_at);
-    Ok(Acked { state, latency_ms })
+    Ok(Acked {
+        state,
+        latency_ms: Some(latency_ms),
+    })
 }
 
 pub(super) async fn release(

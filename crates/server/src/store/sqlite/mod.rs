@@ -32,6 +32,9 @@ pub struct SqliteStore {
     /// Readers (WAL snapshots). The same pool as `write` for an in-memory database.
     read: SqlitePool,
     hooks: Hooks,
+    /// An exclusive lock on `<file>.lock`, held while the store lives: one process
+    /// owns a database file, which is what makes the single writer safe.
+    _owner: Option<std::sync::Arc<std::fs::File>>,
 }
 
 impl SqliteStore {
@@ -49,6 +52,11 @@ impl SqliteStore {
             }
         };
         let memory = url.contains(":memory:") || url.contains("mode=memory");
+        let owner = if memory {
+            None
+        } else {
+            Some(std::sync::Arc::new(lock_owner(url)?))
+        };
         let opts = SqliteConnectOptions::from_str(url)
             .map_err(|e| StoreError::Invalid(format!("bad database URL {url:?}: {e}")))?
             .create_if_missing(true)
@@ -78,7 +86,12 @@ impl SqliteStore {
                 .connect_with(opts.read_only(true))
                 .await?
         };
-        Ok(Self { write, read, hooks })
+        Ok(Self {
+            write,
+            read,
+            hooks,
+            _owner: owner,
+        })
     }
 
     pub(crate) async fn begin_write(
@@ -97,6 +110,32 @@ impl SqliteStore {
             .fetch_one(&self.write)
             .await?;
         Ok(row.try_get(0)?)
+    }
+}
+
+/// Takes the exclusive lock that makes this process the file's only server.
+fn lock_owner(url: &str) -> StoreResult<std::fs::File> {
+    let path = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:")
+        .split('?')
+        .next()
+        .unwrap_or_default();
+    let lock_path = format!("{path}.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| StoreError::Invalid(format!("cannot open {lock_path}: {e}")))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Invalid(format!(
+            "another switchboard process is serving {path}; stop it, or pass another --database-url"
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(StoreError::Invalid(format!("cannot lock {lock_path}: {e}")))
+        }
     }
 }
 
@@ -297,6 +336,17 @@ impl Store for SqliteStore {
         send::idem_abort(self, key).await
     }
 
+    async fn idem_recover(&self) -> StoreResult<u64> {
+        // The write pool holds the only writer of this file, so any in-flight record
+        // now belongs to a process that is gone: its transaction never committed.
+        Ok(
+            sqlx::query("DELETE FROM idempotency_keys WHERE state = 'in_flight'")
+                .execute(&self.write)
+                .await?
+                .rows_affected(),
+        )
+    }
+
     async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
         send::idem_store(&mut tx, key, response).await?;
@@ -357,7 +407,7 @@ impl Store for SqliteStore {
         limit: u32,
         lease_ms: Millis,
         now: Millis,
-    ) -> StoreResult<Committed<Vec<ClaimedEvent>>> {
+    ) -> StoreResult<Claimed> {
         inbox::claim(self, agent, limit, lease_ms, now).await
     }
 

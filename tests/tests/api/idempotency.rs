@@ -1,0 +1,339 @@
+//! I8 idempotent mutations and I11 for idempotency keys, over real HTTP.
+//!
+//! A *replay* is the stored response of an earlier request with the same key and the
+//! same body, sent again with `Idempotent-Replayed: true` and nothing written. Keys are
+//! scoped to the tenant and the calling principal, and are stored only as hashes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard_tests::sdk::proto::CreateRoom;
+use switchboard_tests::sdk::reqwest::Method;
+use switchboard_tests::server::Hooks;
+use switchboard_tests::{Options, TestServer, key};
+use tokio::sync::Notify;
+
+use crate::support::{call, inbox, message, send_raw, send_room_raw};
+
+#[tokio::test]
+async fn identical_retry_replays_status_and_body_and_writes_once() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    server.agent("bob").await;
+    let body = message(json!({"task": "index", "n": 1}));
+    let k = key();
+
+    let first = send_raw(&alice, "bob", &body, &format!("\"{k}\"")).await;
+    assert_eq!(first.status, 201, "first send: {}", first.text());
+    assert!(!first.replayed(), "a first request is not a replay");
+    let retry = send_raw(&alice, "bob", &body, &format!("\"{k}\"")).await;
+    assert_eq!(retry.status, 201, "a replay repeats the stored status");
+    assert!(retry.replayed(), "a retry must say it is a replay");
+    assert_eq!(
+        retry.body, first.body,
+        "a replay repeats the stored body byte for byte"
+    );
+    assert_eq!(
+        retry.header("content-type"),
+        first.header("content-type"),
+        "a replay keeps the media type"
+    );
+
+    let events = inbox(&server.operator(), "bob").await;
+    assert_eq!(events.len(), 1, "the retry must not write a second event");
+    assert_eq!(events[0].event_id.to_string(), first.json()["event_id"]);
+}
+
+#[tokio::test]
+async fn same_key_with_another_body_is_422_and_changes_nothing() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    server.agent("bob").await;
+    let k = key();
+    let original = message(json!("original"));
+
+    let first = send_raw(&alice, "bob", &original, &k).await;
+    assert_eq!(first.status, 201, "{}", first.text());
+    let other = send_raw(&alice, "bob", &message(json!("changed")), &k).await;
+    other.problem(422, "idempotency_key_reused");
+    assert!(!other.replayed(), "a refusal is not a replay");
+    // Another path is another request too, even with the same body.
+    server.agent("carol").await;
+    send_raw(&alice, "carol", &original, &k)
+        .await
+        .problem(422, "idempotency_key_reused");
+
+    let again = send_raw(&alice, "bob", &original, &k).await;
+    assert!(again.replayed(), "the stored outcome survives a mismatch");
+    assert_eq!(again.body, first.body);
+    let events = inbox(&server.operator(), "bob").await;
+    assert_eq!(events.len(), 1, "only the first request wrote");
+    assert_eq!(events[0].payload, Some(json!("original")));
+    assert!(inbox(&server.operator(), "carol").await.is_empty());
+}
+
+/// Holds the first request that records a key until the test releases it.
+#[derive(Default)]
+struct Gate {
+    armed: AtomicBool,
+    entered: Notify,
+    release: Notify,
+}
+
+#[tokio::test]
+async fn duplicate_in_flight_is_409_then_the_first_completes_and_replays() {
+    let gate = Arc::new(Gate::default());
+    gate.armed.store(true, Ordering::SeqCst);
+    let hook_gate = gate.clone();
+    let hooks = Hooks {
+        after_key_recorded: Some(Arc::new(move || {
+            let gate = hook_gate.clone();
+            Box::pin(async move {
+                if gate.armed.swap(false, Ordering::SeqCst) {
+                    gate.entered.notify_one();
+                    gate.release.notified().await;
+                }
+            })
+        })),
+        ..Hooks::default()
+    };
+    let server = TestServer::with(Options {
+        hooks,
+        ..Options::default()
+    })
+    .await;
+    let (_, alice) = server.agent("alice").await;
+    server.agent("bob").await;
+    let body = message(json!({"slow": true}));
+    let k = key();
+
+    let first = tokio::spawn({
+        let (alice, body, k) = (alice.clone(), body.clone(), k.clone());
+        async move { send_raw(&alice, "bob", &body, &k).await }
+    });
+    tokio::time::timeout(Duration::from_secs(5), gate.entered.notified())
+        .await
+        .expect("the first request reaches the hook");
+
+    let dup = send_raw(&alice, "bob", &body, &k).await;
+    dup.problem(409, "request_in_progress");
+    assert_eq!(
+        dup.header("retry-after"),
+        Some("1"),
+        "409 tells when to retry"
+    );
+    // The fingerprint is checked before the lock: another body is still a misuse.
+    send_raw(&alice, "bob", &message(json!("other")), &k)
+        .await
+        .problem(422, "idempotency_key_reused");
+    assert!(
+        inbox(&server.operator(), "bob").await.is_empty(),
+        "nothing is written while the first request is held"
+    );
+
+    gate.release.notify_one();
+    let first = tokio::time::timeout(Duration::from_secs(5), first)
+        .await
+        .expect("the first request finishes once released")
+        .expect("task");
+    assert_eq!(first.status, 201, "{}", first.text());
+    assert!(!first.replayed());
+
+    let retry = send_raw(&alice, "bob", &body, &k).await;
+    assert_eq!(retry.status, 201);
+    assert!(
+        retry.replayed(),
+        "after completion the duplicate gets the stored answer"
+    );
+    assert_eq!(retry.body, first.body);
+    assert_eq!(inbox(&server.operator(), "bob").await.len(), 1);
+}
+
+#[tokio::test]
+async fn missing_key_is_400_and_nothing_is_written() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    server.agent("bob").await;
+    let op = server.operator();
+    let room = op
+        .create_room(&CreateRoom { name: "r".into() })
+        .await
+        .unwrap();
+    op.add_member("r", "alice").await.unwrap();
+    op.add_member("r", "bob").await.unwrap();
+
+    let body = message(json!("no key"));
+    for path in ["agents/bob/messages", "rooms/r/messages"] {
+        let reply = call(alice.request(Method::POST, path).json(&body)).await;
+        reply.problem(400, "idempotency_key_required");
+    }
+    for bad in ["", "\"\"", "has space", "\"unterminated"] {
+        let reply = send_raw(&alice, "bob", &body, bad).await;
+        reply.problem(400, "validation_failed");
+    }
+    assert!(
+        inbox(&op, "bob").await.is_empty(),
+        "refused sends write nothing"
+    );
+    assert_eq!(op.room(room.room_id).await.unwrap().head_seq, 0);
+}
+
+#[tokio::test]
+async fn quoted_and_bare_forms_are_the_same_key() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    server.agent("bob").await;
+    let body = message(json!(1));
+
+    let (k1, k2) = (key(), key());
+    let quoted = send_raw(&alice, "bob", &body, &format!("\"{k1}\"")).await;
+    assert_eq!(quoted.status, 201);
+    let bare = send_raw(&alice, "bob", &body, &k1).await;
+    assert!(bare.replayed(), "bare {k1} is the same key as quoted");
+    assert_eq!(bare.body, quoted.body);
+
+    let bare = send_raw(&alice, "bob", &body, &k2).await;
+    assert_eq!(bare.status, 201);
+    let quoted = send_raw(&alice, "bob", &body, &format!("\"{k2}\"")).await;
+    assert!(quoted.replayed(), "quoted {k2} is the same key as bare");
+    assert_eq!(quoted.body, bare.body);
+
+    assert_eq!(inbox(&server.operator(), "bob").await.len(), 2);
+}
+
+#[tokio::test]
+async fn keys_are_scoped_per_principal() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let (_, carol) = server.agent("carol").await;
+    server.agent("bob").await;
+    let op = server.operator();
+    let body = message(json!("same body"));
+    let k = key();
+
+    let mut receipts = std::collections::BTreeSet::new();
+    for client in [&alice, &carol, &op] {
+        let reply = send_raw(client, "bob", &body, &k).await;
+        assert_eq!(reply.status, 201, "{}", reply.text());
+        assert!(!reply.replayed(), "another principal's key must not replay");
+        receipts.insert(reply.json()["event_id"].to_string());
+    }
+    assert_eq!(receipts.len(), 3, "three independent events");
+    assert_eq!(inbox(&op, "bob").await.len(), 3);
+    // Each principal still replays its own.
+    assert!(send_raw(&carol, "bob", &body, &k).await.replayed());
+}
+
+#[tokio::test]
+async fn a_stored_4xx_outcome_is_replayed() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let body = message(json!("to nobody yet"));
+    let k = key();
+
+    let first = send_raw(&alice, "ghost", &body, &k).await;
+    first.problem(404, "not_found");
+    assert!(!first.replayed());
+    // The recipient appears, but the stored outcome of this key does not change.
+    server.agent("ghost").await;
+    let retry = send_raw(&alice, "ghost", &body, &k).await;
+    retry.problem(404, "not_found");
+    assert!(retry.replayed(), "the 404 was stored and is replayed");
+    assert_eq!(retry.body, first.body);
+    assert!(inbox(&server.operator(), "ghost").await.is_empty());
+
+    let fresh = send_raw(&alice, "ghost", &body, &key()).await;
+    assert_eq!(fresh.status, 201, "a new key runs the request");
+}
+
+#[tokio::test]
+async fn keys_never_leave_the_client_in_clear() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    server.agent("bob").await;
+    let secret = format!("idem-secret-{}", key());
+    let marker = format!("payload-marker-{}", key());
+    let body = message(json!(marker));
+
+    let replies = vec![
+        send_raw(&alice, "bob", &body, &secret).await,
+        send_raw(&alice, "bob", &body, &format!("\"{secret}\"")).await,
+        send_raw(&alice, "bob", &message(json!("other")), &secret).await,
+        // Another key (same secret prefix): a 404 outcome is stored too.
+        send_raw(&alice, "nobody", &body, &format!("{secret}-2")).await,
+        send_raw(&alice, "nobody", &body, &format!("{secret}-2")).await,
+    ];
+    assert_eq!(
+        replies.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [201, 201, 422, 404, 404]
+    );
+    for reply in &replies {
+        assert!(
+            !reply.text().contains(&secret),
+            "key in a body: {}",
+            reply.text()
+        );
+        for (name, value) in &reply.headers {
+            let value = String::from_utf8_lossy(value.as_bytes());
+            assert!(!value.contains(&secret), "key in response header {name}");
+        }
+    }
+
+    // Every file of the database (main file, WAL, shared memory) as raw bytes.
+    let dir = server.db_path.parent().expect("db dir").to_owned();
+    let mut bytes = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("db dir is readable") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            bytes.extend(std::fs::read(&path).expect("db file is readable"));
+        }
+    }
+    let contains = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
+    assert!(
+        contains(&marker),
+        "control: the scan must see what the server wrote (the payload)"
+    );
+    assert!(
+        !contains(&secret),
+        "the idempotency key is stored in clear (I11)"
+    );
+}
+
+#[tokio::test]
+async fn room_sends_are_idempotent() {
+    let server = TestServer::start().await;
+    let op = server.operator();
+    let (_, alice) = server.agent("alice").await;
+    server.agent("bob").await;
+    server.agent("carol").await;
+    op.create_room(&CreateRoom {
+        name: "team".into(),
+    })
+    .await
+    .unwrap();
+    for member in ["alice", "bob", "carol"] {
+        op.add_member("team", member).await.unwrap();
+    }
+    let body = message(json!({"standup": "9:00"}));
+    let k = key();
+
+    let first = send_room_raw(&alice, "team", &body, &k).await;
+    assert_eq!(first.status, 201, "{}", first.text());
+    assert_eq!(first.json()["deliveries"].as_array().map(Vec::len), Some(2));
+    let retry = send_room_raw(&alice, "team", &body, &k).await;
+    assert!(retry.replayed());
+    assert_eq!(retry.body, first.body);
+    send_room_raw(&alice, "team", &message(json!("x")), &k)
+        .await
+        .problem(422, "idempotency_key_reused");
+
+    assert_eq!(
+        op.room("team").await.unwrap().head_seq,
+        1,
+        "one room message"
+    );
+    assert_eq!(inbox(&op, "bob").await.len(), 1);
+    assert_eq!(inbox(&op, "carol").await.len(), 1);
+}

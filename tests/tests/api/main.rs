@@ -1,0 +1,10 @@
+//! API surface tests over real HTTP: idempotency, isolation, errors, operators, rooms.
+
+mod errors;
+mod idempotency;
+mod isolation;
+mod limits;
+mod ops;
+mod rooms;
+mod support;
+mod system;

@@ -1,0 +1,177 @@
+//! Rooms: one message fans out into one inbox event per member other than the sender,
+//! numbered by the room's own sequence (`room_seq`).
+
+use serde_json::json;
+use switchboard_tests::sdk::proto::{
+    CreateRoom, InboxEvent, Room, RoomReceipt, SendMessage, Sender,
+};
+use switchboard_tests::sdk::{Client, reqwest::Method};
+use switchboard_tests::{TestServer, key};
+
+use crate::support::{call, inbox, message, send_room_raw};
+
+/// A server with agents a, b, c in room "team" and d outside it.
+async fn team() -> (TestServer, Room, Vec<Client>) {
+    let server = TestServer::start().await;
+    let op = server.operator();
+    let mut clients = Vec::new();
+    for name in ["a", "b", "c", "d"] {
+        clients.push(server.agent(name).await.1);
+    }
+    op.create_room(&CreateRoom {
+        name: "team".into(),
+    })
+    .await
+    .unwrap();
+    for member in ["a", "b", "c"] {
+        op.add_member("team", member).await.unwrap();
+    }
+    let room = op.room("team").await.unwrap();
+    (server, room, clients)
+}
+
+async fn say(client: &Client, room: &str, payload: serde_json::Value) -> RoomReceipt {
+    let message = SendMessage {
+        payload,
+        ..Default::default()
+    };
+    client
+        .send_room_message(room, &message, &key())
+        .await
+        .expect("room send")
+}
+
+async fn inboxes(server: &TestServer) -> Vec<Vec<InboxEvent>> {
+    let op = server.operator();
+    let mut all = Vec::new();
+    for name in ["a", "b", "c", "d"] {
+        all.push(inbox(&op, name).await);
+    }
+    all
+}
+
+#[tokio::test]
+async fn a_member_message_reaches_every_other_member_once() {
+    let (server, room, clients) = team().await;
+    let names: Vec<&str> = room.members.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+
+    let first = say(&clients[0], "team", json!("from a")).await;
+    assert_eq!(first.room_seq, 1);
+    assert_eq!(first.deliveries.len(), 2, "b and c, not the sender");
+    let [a, b, c, d] = &inboxes(&server).await[..] else {
+        unreachable!()
+    };
+    assert!(a.is_empty(), "the sender gets no copy");
+    assert!(d.is_empty(), "non-members get nothing");
+    for got in [b, c] {
+        assert_eq!(got.len(), 1);
+        let event = &got[0];
+        assert_eq!(event.room_id, Some(room.room_id));
+        assert_eq!(event.room_seq, Some(1));
+        assert_eq!(event.payload, Some(json!("from a")));
+        assert!(matches!(&event.sender, Sender::Agent { name, .. } if name == "a"));
+        assert!(
+            first
+                .deliveries
+                .iter()
+                .any(|d| d.event_id == event.event_id)
+        );
+    }
+
+    let second = say(&clients[1], &room.room_id.to_string(), json!("from b")).await;
+    assert_eq!(second.room_seq, 2, "room_seq counts room messages");
+    let [a, b, c, _] = &inboxes(&server).await[..] else {
+        unreachable!()
+    };
+    assert_eq!(a.iter().map(|e| e.room_seq).collect::<Vec<_>>(), [Some(2)]);
+    assert_eq!(b.len(), 1, "b sent the second one");
+    assert_eq!(
+        c.iter().map(|e| e.room_seq).collect::<Vec<_>>(),
+        [Some(1), Some(2)]
+    );
+    assert_eq!(server.operator().room("team").await.unwrap().head_seq, 2);
+}
+
+#[tokio::test]
+async fn non_members_may_not_send() {
+    let (server, _, clients) = team().await;
+    let reply = send_room_raw(&clients[3], "team", &message(json!("let me in")), &key()).await;
+    reply.problem(403, "forbidden");
+    assert!(
+        inboxes(&server).await.iter().all(Vec::is_empty),
+        "nothing delivered"
+    );
+    assert_eq!(server.operator().room("team").await.unwrap().head_seq, 0);
+    // Nor read the room: to a non-member it does not exist.
+    let seen = call(clients[3].request(Method::GET, "rooms/team")).await;
+    seen.problem(404, "not_found");
+    let member = call(clients[0].request(Method::GET, "rooms/team")).await;
+    assert_eq!(member.status, 200, "members can read it");
+}
+
+#[tokio::test]
+async fn an_operator_message_reaches_all_members() {
+    let (server, room, _) = team().await;
+    let receipt = say(&server.operator(), "team", json!("all hands")).await;
+    assert_eq!(receipt.deliveries.len(), 3);
+    let boxes = inboxes(&server).await;
+    for got in &boxes[..3] {
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].sender, Sender::Operator);
+        assert_eq!(got[0].room_id, Some(room.room_id));
+    }
+    assert!(boxes[3].is_empty());
+}
+
+#[tokio::test]
+async fn a_removed_member_gets_nothing_more() {
+    let (server, _, clients) = team().await;
+    let op = server.operator();
+    say(&clients[0], "team", json!(1)).await;
+    let room = op.remove_member("team", "c").await.unwrap();
+    assert!(room.members.iter().all(|m| m.name != "c"));
+    let receipt = say(&clients[0], "team", json!(2)).await;
+    assert_eq!(receipt.deliveries.len(), 1, "only b is left besides a");
+    let boxes = inboxes(&server).await;
+    assert_eq!(boxes[1].len(), 2);
+    assert_eq!(
+        boxes[2].len(),
+        1,
+        "c keeps what it had and gets nothing new"
+    );
+    send_room_raw(&clients[2], "team", &message(json!(3)), &key())
+        .await
+        .problem(403, "forbidden");
+    // Removing again is a no-op; adding back resumes deliveries.
+    op.remove_member("team", "c").await.unwrap();
+    op.add_member("team", "c").await.unwrap();
+    assert_eq!(say(&clients[0], "team", json!(4)).await.deliveries.len(), 2);
+}
+
+#[tokio::test]
+async fn unknown_rooms_and_agents_are_404() {
+    let (server, _, clients) = team().await;
+    let op = server.operator();
+    call(op.request(Method::GET, "rooms/nope"))
+        .await
+        .problem(404, "not_found");
+    send_room_raw(&op, "nope", &message(json!(1)), &key())
+        .await
+        .problem(404, "not_found");
+    send_room_raw(&clients[0], "nope", &message(json!(1)), &key())
+        .await
+        .problem(404, "not_found");
+    call(op.request(Method::PUT, "rooms/nope/members/a"))
+        .await
+        .problem(404, "not_found");
+    call(op.request(Method::PUT, "rooms/team/members/zed"))
+        .await
+        .problem(404, "not_found");
+    call(
+        op.request(Method::POST, "rooms")
+            .json(&json!({"name": "team"})),
+    )
+    .await
+    .problem(409, "conflict");
+}

@@ -1,0 +1,275 @@
+//! Health, readiness, capabilities, the OpenAPI document, Prometheus metrics and
+//! request ids. (Log output is not observable from here and is not tested.)
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_tests::sdk::proto::{ClaimRequest, ClaimToken};
+use switchboard_tests::sdk::reqwest::{self, Method};
+use switchboard_tests::{Options, TestServer};
+
+use crate::support::{call, send};
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let server = TestServer::start().await;
+    let op = server.operator();
+    op.healthz().await.expect("healthz");
+    op.readyz().await.expect("readyz");
+    let http = reqwest::Client::new();
+    for path in ["/healthz", "/readyz"] {
+        let reply = call(http.get(format!("{}{path}", server.url))).await;
+        assert_eq!(reply.status, 200, "{path} needs no token: {}", reply.text());
+    }
+}
+
+#[tokio::test]
+async fn capabilities_publish_the_enforced_limits() {
+    let server = TestServer::start().await;
+    let reply =
+        call(reqwest::Client::new().get(format!("{}/api/v1/capabilities", server.url))).await;
+    assert_eq!(reply.status, 200, "capabilities are public");
+    let caps = server.operator().capabilities().await.unwrap();
+    assert_eq!(
+        (caps.api_version.as_str(), caps.backend.as_str()),
+        ("v1", "sqlite")
+    );
+    let l = caps.limits;
+    assert_eq!(l.max_body_bytes, 5_242_880);
+    assert_eq!((l.max_page_size, l.default_page_size), (1000, 100));
+    assert_eq!(l.max_claim_batch, 100);
+    assert_eq!(
+        (
+            l.min_lease_seconds,
+            l.max_lease_seconds,
+            l.default_lease_seconds
+        ),
+        (1, 43_200, 60)
+    );
+    assert_eq!(l.max_delay_seconds, 43_200);
+    assert_eq!((l.max_attempts_limit, l.default_max_attempts), (100, 5));
+    assert!(
+        l.idempotency_ttl_seconds >= 24 * 3600,
+        "I8: keys are kept at least 24 h"
+    );
+    assert_eq!(l.heartbeat_seconds, 30);
+
+    let small = TestServer::with(Options {
+        max_body_bytes: Some(1234),
+        ..Options::default()
+    })
+    .await;
+    let caps = small.operator().capabilities().await.unwrap();
+    assert_eq!(
+        caps.limits.max_body_bytes, 1234,
+        "the published limit is the configured one"
+    );
+}
+
+#[tokio::test]
+async fn the_openapi_document_describes_the_api() {
+    let server = TestServer::start().await;
+    let reply =
+        call(reqwest::Client::new().get(format!("{}/api/v1/openapi.json", server.url))).await;
+    assert_eq!(reply.status, 200);
+    let doc = reply.json();
+    let version = doc["openapi"].as_str().unwrap_or("");
+    assert!(version.starts_with("3."), "OpenAPI 3.x, got {version:?}");
+    for (path, method) in [
+        ("/api/v1/agents/{agent}/messages", "post"),
+        ("/api/v1/rooms/{room}/messages", "post"),
+        ("/api/v1/agents/{agent}/inbox", "get"),
+        ("/api/v1/agents/{agent}/inbox/claim", "post"),
+        ("/api/v1/agents/{agent}/inbox/{event_id}/ack", "post"),
+        ("/api/v1/agents/{agent}/inbox/{event_id}/release", "post"),
+        ("/api/v1/ops/bulk/{action}", "post"),
+        ("/api/v1/ops/events", "get"),
+    ] {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} is documented"
+        );
+    }
+}
+
+/// The value of the sample `name` (with its labels, as printed) in a text exposition.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+async fn metrics(server: &TestServer) -> String {
+    server.operator().metrics_text().await.expect("metrics")
+}
+
+#[tokio::test]
+async fn metrics_track_depth_latency_leases_and_fencing() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let op = server.operator();
+    let (_, alice) = server.agent("alice").await;
+    for n in 0..3 {
+        send(&op, "alice", json!(n)).await;
+    }
+    let claimed = alice
+        .claim("alice", &ClaimRequest::default())
+        .await
+        .unwrap()
+        .events
+        .remove(0);
+    let text = metrics(&server).await;
+    let depth = |status: &str| format!("inbox_depth{{agent=\"alice\",status=\"{status}\"}}");
+    assert_eq!(sample(&text, &depth("pending")), Some(2.0), "{text}");
+    assert_eq!(sample(&text, &depth("claimed")), Some(1.0));
+    assert_eq!(sample(&text, &depth("completed")), Some(0.0));
+    assert_eq!(sample(&text, "delivery_latency_seconds_count"), Some(0.0));
+    assert_eq!(sample(&text, "lease_expirations_total"), Some(0.0));
+    assert_eq!(sample(&text, "stale_claim_rejections_total"), Some(0.0));
+
+    server.advance(Duration::from_secs(2));
+    alice
+        .ack("alice", claimed.event.event_id, claimed.claim_token)
+        .await
+        .unwrap();
+    let text = metrics(&server).await;
+    assert_eq!(
+        sample(&text, "delivery_latency_seconds_count"),
+        Some(1.0),
+        "{text}"
+    );
+    let sum = sample(&text, "delivery_latency_seconds_sum").expect("sum");
+    assert!(
+        (sum - 2.0).abs() < 0.01,
+        "latency is available→ack on the server clock: {sum}"
+    );
+    assert_eq!(sample(&text, &depth("completed")), Some(1.0));
+    // A repeated ack of the same claim is not a second delivery.
+    alice
+        .ack("alice", claimed.event.event_id, claimed.claim_token)
+        .await
+        .unwrap();
+    assert_eq!(
+        sample(&metrics(&server).await, "delivery_latency_seconds_count"),
+        Some(1.0)
+    );
+
+    let lease = ClaimRequest {
+        limit: Some(1),
+        lease_seconds: Some(1),
+    };
+    let short = alice.claim("alice", &lease).await.unwrap().events.remove(0);
+    let forged = alice
+        .ack("alice", short.event.event_id, ClaimToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(forged.status(), Some(409));
+    server.advance(Duration::from_secs(2));
+    assert_eq!(server.tick().await.reap.lease_expirations, 1);
+    let late = alice
+        .ack("alice", short.event.event_id, short.claim_token)
+        .await
+        .unwrap_err();
+    assert_eq!(late.status(), Some(409), "the holder's lease is gone");
+    let text = metrics(&server).await;
+    assert_eq!(
+        sample(&text, "lease_expirations_total"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "stale_claim_rejections_total"), Some(2.0));
+    assert_eq!(
+        sample(&text, &depth("pending")),
+        Some(2.0),
+        "the expired lease is pending again"
+    );
+}
+
+#[tokio::test]
+async fn an_ack_in_the_same_millisecond_is_still_a_delivery() {
+    // With a manual clock that does not move, available_at == ack time: latency 0.
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let op = server.operator();
+    let (_, alice) = server.agent("alice").await;
+    send(&op, "alice", json!("fast")).await;
+    let claimed = alice
+        .claim("alice", &ClaimRequest::default())
+        .await
+        .unwrap()
+        .events
+        .remove(0);
+    alice
+        .ack("alice", claimed.event.event_id, claimed.claim_token)
+        .await
+        .unwrap();
+    let text = metrics(&server).await;
+    assert_eq!(
+        sample(&text, "delivery_latency_seconds_count"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "events_acked_total"), Some(1.0));
+}
+
+#[tokio::test]
+async fn every_response_carries_a_request_id() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let http = reqwest::Client::new();
+    let requests = vec![
+        http.get(format!("{}/healthz", server.url)),
+        http.get(format!("{}/metrics", server.url)),
+        http.get(format!("{}/api/v1/capabilities", server.url)),
+        http.get(format!("{}/api/v1/ops/overview", server.url)),
+        alice.request(Method::GET, "agents/alice/inbox"),
+        alice.request(Method::GET, "nope"),
+        alice.request(Method::DELETE, "agents/alice/inbox"),
+        alice
+            .request(Method::POST, "agents/alice/messages")
+            .header("idempotency-key", "k1")
+            .json(&json!({"payload": 1})),
+        alice
+            .request(Method::POST, "agents/alice/messages")
+            .json(&json!({"payload": 1})),
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for request in requests {
+        let reply = call(request).await;
+        let id = reply.header("x-request-id").unwrap_or_default().to_owned();
+        assert!(!id.is_empty(), "HTTP {} has no x-request-id", reply.status);
+        assert!(
+            seen.insert(id.clone()),
+            "request ids are unique, {id} repeated"
+        );
+    }
+    let stream = alice
+        .request(Method::GET, "agents/alice/subscribe")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        stream.headers().contains_key("x-request-id"),
+        "SSE responses too"
+    );
+    drop(stream);
+
+    let mine = call(
+        alice
+            .request(Method::GET, "agents/alice/snapshot")
+            .header("x-request-id", "trace-42"),
+    )
+    .await;
+    assert_eq!(
+        mine.header("x-request-id"),
+        Some("trace-42"),
+        "a caller's id is kept"
+    );
+    let _: Value = mine.json();
+}

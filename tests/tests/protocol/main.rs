@@ -1,0 +1,12 @@
+//! Inbox protocol tests over real HTTP against a real SQLite file.
+//!
+//! Each test starts its own server on `127.0.0.1:0` over a fresh database file (see
+//! `switchboard_tests::TestServer`). Lease and retention tests drive a manual clock
+//! instead of sleeping; only the SSE heartbeat test waits on real time.
+
+mod common;
+mod concurrency;
+mod inbox;
+mod leases;
+mod retention;
+mod sse;
