@@ -26,7 +26,7 @@ use std::sync::Arc;
 use switchboard_proto::{ErrorCode, TenantId};
 use tokio_util::sync::CancellationToken;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -120,7 +120,8 @@ pub fn router(state: AppState) -> Router {
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("");
                 tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
-            }),
+            })
+            .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)

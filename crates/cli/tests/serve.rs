@@ -1,0 +1,206 @@
+//! `switchboard serve` as a user runs it: the ready line, the operator token file,
+//! JSON logs that never carry secrets or payloads (I11), graceful SIGTERM with an SSE
+//! stream open, and one process per database file.
+
+use futures::StreamExt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use switchboard_sdk::Client;
+use switchboard_sdk::proto::{ClaimRequest, CreateAgent, SendMessage};
+
+fn spawn(dir: &Path, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .arg("--database-url")
+        .arg(format!("sqlite://{}", dir.join("switchboard.db").display()))
+        .arg("--operator-token-file")
+        .arg(dir.join("operator-token"))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn switchboard serve")
+}
+
+/// Reads the ready line; returns the URL.
+fn ready(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut line)
+        .expect("ready line");
+    let v: serde_json::Value = serde_json::from_str(&line).expect("the ready line is JSON");
+    let obj = v.as_object().expect("an object");
+    let mut keys: Vec<_> = obj.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["console_url", "ready", "url"],
+        "exactly these members: {line}"
+    );
+    assert_eq!(v["ready"], true);
+    let url = v["url"].as_str().expect("url").to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert!(
+        !url.ends_with(":0"),
+        "the real port is printed, not 0: {url}"
+    );
+    assert_eq!(v["console_url"], format!("{url}/"));
+    url
+}
+
+fn sigterm(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not exit within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_prints_ready_keeps_secrets_out_of_logs_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = spawn(
+        dir.path(),
+        &["--log-format", "json", "--heartbeat-seconds", "0.2"],
+    );
+    let url = ready(&mut child);
+
+    let token_file = dir.path().join("operator-token");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_file)
+            .expect("token file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the operator token file is private");
+    }
+    let token = std::fs::read_to_string(&token_file)
+        .expect("token")
+        .trim()
+        .to_owned();
+    let op = Client::new(&url, token.as_str()).expect("client");
+    let agent = op
+        .create_agent(&CreateAgent {
+            name: "logger".into(),
+        })
+        .await
+        .expect("agent");
+    let key = "idem-key-that-must-not-be-logged-7f3a";
+    let marker = "payload-marker-that-must-not-be-logged-91c2";
+    let msg = SendMessage {
+        payload: serde_json::json!({ "secret": marker }),
+        ..Default::default()
+    };
+    op.send_message("logger", &msg, key).await.expect("send");
+    let ag = Client::new(&url, agent.token.as_str()).expect("agent client");
+    let claimed = ag
+        .claim("logger", &ClaimRequest::default())
+        .await
+        .expect("claim");
+    assert_eq!(claimed.events.len(), 1);
+    // A failing request too: errors are logged, secrets still are not.
+    let bad = Client::new(&url, "sb_op_not-a-real-token-5d1e").expect("client");
+    assert_eq!(bad.overview().await.expect_err("401").status(), Some(401));
+
+    // An open SSE stream must not hold up shutdown.
+    let mut stream = ag.subscribe("logger").await.expect("subscribe");
+    let first = stream.next().await.expect("first event").expect("ok");
+    assert_eq!(first.event, "inbox_updated");
+
+    sigterm(&child);
+    let status = wait_exit(&mut child, Duration::from_secs(10));
+    assert!(status.success(), "graceful shutdown exits 0, got {status}");
+    // The stream ends (closed by the server), rather than hanging.
+    let rest = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(item) = stream.next().await {
+            if item.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(rest.is_ok(), "the SSE stream ended at shutdown");
+
+    let mut logs = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut logs)
+        .expect("read logs");
+    let lines: Vec<&str> = logs.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() >= 5, "requests were logged: {logs}");
+    for line in &lines {
+        serde_json::from_str::<serde_json::Value>(line)
+            .unwrap_or_else(|e| panic!("--log-format json writes JSON lines ({e}): {line}"));
+    }
+    for secret in [
+        token.as_str(),
+        agent.token.as_str(),
+        key,
+        marker,
+        "sb_op_not-a-real-token-5d1e",
+    ] {
+        assert!(
+            !logs.contains(secret),
+            "a secret or payload reached the logs: {secret}"
+        );
+    }
+    assert!(
+        logs.contains("/api/v1/agents/logger/messages"),
+        "paths are logged"
+    );
+    assert!(
+        logs.contains("database closed"),
+        "the database was closed: {logs}"
+    );
+
+    // A restart reuses the token file's token.
+    let mut again = spawn(dir.path(), &[]);
+    let url = ready(&mut again);
+    let op = Client::new(&url, token.as_str()).expect("client");
+    op.overview()
+        .await
+        .expect("the same operator token works after a restart");
+    assert_eq!(
+        std::fs::read_to_string(&token_file).expect("token").trim(),
+        token,
+        "the token file is unchanged"
+    );
+
+    // A second server on the same file refuses to start, and says why.
+    let mut second = spawn(dir.path(), &[]);
+    let status = wait_exit(&mut second, Duration::from_secs(10));
+    assert!(
+        !status.success(),
+        "a second server on the same file must not start"
+    );
+    let mut err = String::new();
+    second
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    assert!(err.contains("another switchboard process"), "{err}");
+
+    sigterm(&again);
+    assert!(wait_exit(&mut again, Duration::from_secs(10)).success());
+}
