@@ -1,1 +1,169 @@
-pub fn run(){}
+//! The Switchboard desktop shell: the embedded server plus a window onto its console.
+//!
+//! Thin by design (no SQL, no business rules): [`run`] starts the server on
+//! `127.0.0.1:0` in a tokio runtime that Tauri shares, then [`run_app`] opens one
+//! webview window on the console the server serves at `/`, and a tray icon. The console
+//! is the same page a browser gets from `switchboard serve`.
+//!
+//! Terms: the *console* is the web UI (`ui/`); *smoke mode* (`--smoke-test`) opens the
+//! window, waits for the console to render, takes a screenshot and quits, for CI.
+
+mod embedded;
+mod options;
+mod smoke;
+mod tray;
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use tauri::{App, AppHandle, Manager, Runtime, Url, WebviewUrl, WebviewWindowBuilder};
+
+use crate::embedded::EmbeddedServer;
+use crate::options::Options;
+pub use crate::smoke::Smoke;
+
+/// Label of the console window.
+const WINDOW: &str = "main";
+
+/// Exit status when there is no display to open a window on.
+const EXIT_NO_DISPLAY: i32 = 2;
+
+/// Where the console lives, shared with the tray so it can reopen the window.
+struct Console {
+    url: Url,
+}
+
+/// Runs the desktop app and exits the process with its status.
+pub fn run() {
+    let code = match try_run() {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("switchboard-desktop: {error:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn try_run() -> anyhow::Result<i32> {
+    let options = match Options::parse(std::env::args_os().skip(1))? {
+        Some(options) => options,
+        None => return Ok(0), // --help
+    };
+    if !has_display() {
+        eprintln!(
+            "switchboard-desktop: no display (DISPLAY and WAYLAND_DISPLAY are unset): \
+             run `switchboard serve` or `cargo xtask run` for headless"
+        );
+        return Ok(EXIT_NO_DISPLAY);
+    }
+    init_tracing();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    tauri::async_runtime::set(runtime.handle().clone());
+
+    let config = switchboard_server::Config {
+        ui_dir: ui_dir(),
+        ..switchboard_server::Config::default()
+    };
+    let serves_ui = config.ui_dir.is_some();
+    let server = runtime.block_on(EmbeddedServer::start(config))?;
+    tracing::info!(url = %server.url(), "embedded server listening");
+
+    let smoke = options.smoke.map(|smoke| smoke.require_ready(serves_ui));
+    let result = run_app(tauri::Builder::default(), server.url().clone(), smoke);
+    runtime.block_on(server.stop());
+    result.context("running the desktop app")
+}
+
+/// Builds the app on `builder`, with a window on `console` (the embedded server's URL),
+/// and runs it until it exits; returns its exit status. The caller owns the server.
+///
+/// Generic over the runtime (the thin-shell pattern), so `tauri::test::mock_builder()`
+/// can drive it as well as the real Wry runtime.
+pub fn run_app<R: Runtime>(
+    builder: tauri::Builder<R>,
+    console: Url,
+    smoke: Option<Smoke>,
+) -> tauri::Result<i32> {
+    let app = builder
+        .manage(Console { url: console })
+        .setup(move |app| {
+            // An error returned from setup makes Tauri panic; report it and exit instead.
+            if let Err(error) = setup(app, smoke) {
+                eprintln!("switchboard-desktop: {error:#}");
+                app.handle().exit(1);
+            }
+            Ok(())
+        })
+        .build(tauri::generate_context!())?;
+    Ok(app.run_return(|_, _| {}))
+}
+
+fn setup<R: Runtime>(app: &mut App<R>, smoke: Option<Smoke>) -> anyhow::Result<()> {
+    tray::install(app).context("creating the tray icon")?;
+    let mut window = console_window(app);
+    if let Some(smoke) = smoke {
+        let probe = smoke.start(app.handle().clone());
+        window = window.on_page_load(move |_, payload| probe.page_load(payload.event()));
+    }
+    window.build().context("opening the console window")?;
+    Ok(())
+}
+
+/// Shows and focuses the console window, reopening it if it was closed.
+fn show_console<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    if let Some(window) = app.get_webview_window(WINDOW) {
+        window.unminimize()?;
+        window.show()?;
+        return window.set_focus();
+    }
+    console_window(app).build().map(drop)
+}
+
+/// The console window, not yet built.
+fn console_window<R: Runtime, M: Manager<R>>(manager: &M) -> WebviewWindowBuilder<'_, R, M> {
+    let url = manager.state::<Console>().url.clone();
+    WebviewWindowBuilder::new(manager, WINDOW, WebviewUrl::External(url))
+        .title("Switchboard")
+        .inner_size(1200.0, 760.0)
+        .min_inner_size(480.0, 320.0)
+}
+
+fn has_display() -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+}
+
+/// The built console: `SWITCHBOARD_UI_DIR`, else `ui/dist` of this source tree when it
+/// exists (a development build), else none (the server then serves no console).
+fn ui_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("SWITCHBOARD_UI_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let dev = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/dist"));
+    match dev.canonicalize() {
+        Ok(dir) if dir.is_dir() => Some(dir),
+        _ => {
+            eprintln!(
+                "switchboard-desktop: no console UI found (set SWITCHBOARD_UI_DIR or run \
+                 `cargo xtask ui`); the window will show the server's fallback page"
+            );
+            None
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Ignore the error if a subscriber is already installed (e.g. by a test).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

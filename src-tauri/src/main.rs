@@ -1,1 +1,3 @@
-fn main(){ switchboard_desktop::run() }
+fn main() {
+    switchboard_desktop::run();
+}

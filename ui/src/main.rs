@@ -1,1 +1,32 @@
-fn main(){}
+//! The Switchboard console: a Leptos client-side app the server serves at `/`.
+//!
+//! It speaks only the public HTTP API (and, later, SSE), so it works the same in the
+//! desktop window and in any browser. Build it with `cargo xtask ui` (or `run`/`test`):
+//! the crate is compiled to wasm32 and bound with `wasm-bindgen --target web` into
+//! `ui/dist`, next to `ui/index.html`.
+//!
+//! Browser tests wait for the element `#app-ready`: it appears once the first request
+//! to the server has settled (whether it succeeded or not).
+
+#[cfg(target_arch = "wasm32")]
+mod api;
+#[cfg(target_arch = "wasm32")]
+mod app;
+// Pure helpers, compiled and unit-tested on the host too.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod summary;
+
+#[cfg(target_arch = "wasm32")]
+fn main() {
+    console_error_panic_hook::set_once();
+    app::mount();
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    eprintln!(
+        "switchboard-ui runs in the browser: build it with `cargo xtask ui` \
+         (wasm32 + wasm-bindgen into ui/dist) and open the console the server serves"
+    );
+    std::process::exit(2);
+}

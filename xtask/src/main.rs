@@ -1,1 +1,64 @@
-fn main(){}
+//! `cargo xtask run | test | bench`: the project's one entry point for developers and CI.
+//!
+//! - `run`: install prerequisites, build the console UI, then open the desktop app
+//!   (or, with no display, the headless server).
+//! - `test`: prerequisites, UI build, fmt, clippy (host and wasm), every workspace test
+//!   and a desktop smoke test under Xvfb. Prints a summary; exits non-zero on any failure.
+//! - `bench`: the benchmark binary of the `tests` crate.
+//! - `prereqs` and `ui` run the first two stages of `run` on their own.
+//!
+//! Everything xtask itself says goes to stderr, so a program's stdout (for example the
+//! server's JSON ready line) stays machine-readable.
+
+mod bench;
+mod cmd;
+mod prereqs;
+mod run;
+mod test;
+mod ui;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [args…]
+
+tasks:
+  run [args…]    prerequisites, UI build, then the desktop app (args go to it), or
+                 `switchboard serve` when no display is available
+  test [args…]   prerequisites, UI build, fmt, clippy, `cargo test --workspace [args…]`
+                 and the desktop smoke test under Xvfb
+  bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`
+  prereqs        only install/check the prerequisites
+  ui             only build the console UI into ui/dist";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let task = args.next();
+    let mut rest: Vec<String> = args.collect();
+    // `cargo xtask run -- --flag` and `cargo xtask run --flag` mean the same.
+    if rest.first().is_some_and(|a| a == "--") {
+        rest.remove(0);
+    }
+    let result = match task.as_deref() {
+        Some("run") => run::run(&rest),
+        Some("test") => test::test(&rest),
+        Some("bench") => bench::bench(&rest),
+        Some("prereqs") => prereqs::ensure().map(drop),
+        Some("ui") => prereqs::ensure()
+            .and_then(|tools| ui::build(&tools))
+            .map(drop),
+        Some("help" | "-h" | "--help") => {
+            eprintln!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(anyhow::anyhow!("unknown task `{other}`\n\n{USAGE}")),
+        None => Err(anyhow::anyhow!("no task given\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

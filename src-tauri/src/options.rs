@@ -1,0 +1,80 @@
+//! Command-line options of the desktop binary.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use anyhow::bail;
+
+use crate::Smoke;
+
+const USAGE: &str = "\
+usage: switchboard-desktop [--smoke-test [SCREENSHOT.png]]
+
+  --smoke-test [PATH]  open the window, wait for the console to render, save a
+                       screenshot of the X root window to PATH (if given and
+                       ImageMagick's `import` exists), then quit; exit 0 on success
+
+Environment: SWITCHBOARD_UI_DIR (the built console), RUST_LOG.
+For a server without a window use `switchboard serve`.";
+
+pub(crate) struct Options {
+    pub(crate) smoke: Option<Smoke>,
+}
+
+impl Options {
+    /// Parses the arguments; `None` means help was printed.
+    pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<Option<Self>> {
+        let mut args = args.into_iter().peekable();
+        let mut smoke = None;
+        while let Some(arg) = args.next() {
+            match arg.to_str() {
+                Some("--smoke-test") => {
+                    let screenshot = args
+                        .next_if(|next| !next.to_string_lossy().starts_with("--"))
+                        .map(PathBuf::from);
+                    smoke = Some(Smoke::new(screenshot));
+                }
+                Some("-h" | "--help") => {
+                    println!("{USAGE}");
+                    return Ok(None);
+                }
+                _ => bail!("unexpected argument {arg:?}\n\n{USAGE}"),
+            }
+        }
+        Ok(Some(Self { smoke }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> anyhow::Result<Option<Options>> {
+        Options::parse(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn no_arguments_is_a_normal_run() {
+        let options = parse(&[]).unwrap().expect("not help");
+        assert!(options.smoke.is_none());
+    }
+
+    #[test]
+    fn smoke_test_takes_an_optional_screenshot_path() {
+        let with = parse(&["--smoke-test", "shot.png"])
+            .unwrap()
+            .expect("not help");
+        assert_eq!(
+            with.smoke.unwrap().screenshot(),
+            Some(std::path::Path::new("shot.png"))
+        );
+        let without = parse(&["--smoke-test"]).unwrap().expect("not help");
+        assert_eq!(without.smoke.unwrap().screenshot(), None);
+    }
+
+    #[test]
+    fn unknown_arguments_are_errors() {
+        assert!(parse(&["--bogus"]).is_err());
+        assert!(parse(&["--help"]).unwrap().is_none());
+    }
+}

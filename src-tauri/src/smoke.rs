@@ -1,0 +1,177 @@
+//! Smoke mode (`--smoke-test`): proves the whole desktop path works on a real display
+//! (Xvfb in CI). It waits for the console page to load and, when a console UI is being
+//! served, for the UI's `#app-ready` element; then it screenshots the X root window,
+//! prints one `smoke:` line and quits through the app handle (exit 0 on success).
+//!
+//! It can never hang: a watchdog thread ends the process after [`HARD_TIMEOUT`].
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tauri::webview::PageLoadEvent;
+use tauri::{AppHandle, Manager, Runtime};
+
+use crate::WINDOW;
+
+/// The page (WebKit start-up included) must finish loading within this.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// After loading, the wasm console must render `#app-ready` within this.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// Time for the last frame to reach the screen before the screenshot.
+const SETTLE: Duration = Duration::from_millis(700);
+/// Whatever happens, the process exits after this long.
+const HARD_TIMEOUT: Duration = Duration::from_secs(90);
+/// Exit status when the watchdog fires (the same as coreutils `timeout`).
+const EXIT_TIMED_OUT: i32 = 124;
+
+/// Returns the text of `#server-info` once `#app-ready` exists, else `null`.
+const READY_PROBE: &str = "(function () {
+  if (!document.getElementById('app-ready')) return null;
+  var info = document.getElementById('server-info');
+  return info ? info.textContent : '';
+})()";
+
+/// What smoke mode should do; see the module docs.
+#[derive(Debug)]
+pub struct Smoke {
+    screenshot: Option<PathBuf>,
+    require_ready: bool,
+}
+
+impl Smoke {
+    /// Smoke mode, saving a screenshot to `screenshot` if given.
+    pub fn new(screenshot: Option<PathBuf>) -> Self {
+        Self {
+            screenshot,
+            require_ready: false,
+        }
+    }
+
+    /// Whether the console UI must render `#app-ready` (true when a UI is served).
+    pub fn require_ready(mut self, require: bool) -> Self {
+        self.require_ready = require;
+        self
+    }
+
+    /// Where the screenshot goes, if anywhere.
+    pub fn screenshot(&self) -> Option<&Path> {
+        self.screenshot.as_deref()
+    }
+
+    /// Starts the watchdog and the driver thread; feed page-load events to the probe.
+    pub(crate) fn start<R: Runtime>(self, app: AppHandle<R>) -> Probe {
+        thread::spawn(|| {
+            thread::sleep(HARD_TIMEOUT);
+            eprintln!(
+                "smoke: FAILED: still running after {}s",
+                HARD_TIMEOUT.as_secs()
+            );
+            std::process::exit(EXIT_TIMED_OUT);
+        });
+        let (loaded, on_load) = mpsc::channel();
+        thread::spawn(move || {
+            let code = self.drive(&app, &on_load);
+            app.exit(code);
+        });
+        Probe { loaded }
+    }
+
+    fn drive<R: Runtime>(&self, app: &AppHandle<R>, on_load: &mpsc::Receiver<()>) -> i32 {
+        let started = Instant::now();
+        if on_load.recv_timeout(LOAD_TIMEOUT).is_err() {
+            self.screenshot_if_asked();
+            println!(
+                "smoke: FAILED: the console page did not load within {}s",
+                LOAD_TIMEOUT.as_secs()
+            );
+            return 1;
+        }
+        let loaded_after = started.elapsed();
+        let ready = wait_ready(app, READY_TIMEOUT);
+        let ready_after = started.elapsed();
+        thread::sleep(SETTLE);
+        let shot = self.screenshot_if_asked();
+        let shot = shot
+            .map(|p| format!(", screenshot {}", p.display()))
+            .unwrap_or_default();
+
+        let loaded = format!("page loaded in {:.1}s", loaded_after.as_secs_f64());
+        match ready {
+            Some(info) => {
+                let after = ready_after.as_secs_f64();
+                println!("smoke: ok: {loaded}, console ready in {after:.1}s ({info}){shot}");
+                0
+            }
+            None if self.require_ready => {
+                let secs = READY_TIMEOUT.as_secs();
+                println!("smoke: FAILED: {loaded}, but no #app-ready within {secs}s{shot}");
+                1
+            }
+            None => {
+                println!(
+                    "smoke: ok: {loaded} (no console UI served, #app-ready not required){shot}"
+                );
+                0
+            }
+        }
+    }
+
+    /// Takes the screenshot if one was asked for and `import` works; returns its path.
+    fn screenshot_if_asked(&self) -> Option<&Path> {
+        let path = self.screenshot.as_deref()?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        match Command::new("import")
+            .args(["-window", "root"])
+            .arg(path)
+            .status()
+        {
+            Ok(status) if status.success() => Some(path),
+            Ok(status) => {
+                eprintln!("smoke: `import -window root` failed ({status}); no screenshot");
+                None
+            }
+            Err(error) => {
+                eprintln!("smoke: cannot run ImageMagick `import` ({error}); no screenshot");
+                None
+            }
+        }
+    }
+}
+
+/// Polls the window for `#app-ready`; returns the `#server-info` text once it exists.
+fn wait_ready<R: Runtime>(app: &AppHandle<R>, timeout: Duration) -> Option<String> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        let window = app.get_webview_window(WINDOW)?;
+        let (tx, rx) = mpsc::channel();
+        let asked = window.eval_with_callback(READY_PROBE, move |result| {
+            let _ = tx.send(result);
+        });
+        if asked.is_ok()
+            && let Ok(result) = rx.recv_timeout(Duration::from_secs(2))
+            && !matches!(result.trim(), "" | "null")
+        {
+            return Some(result.trim().trim_matches('"').to_owned());
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
+/// Receives the window's page-load events for the smoke driver.
+pub(crate) struct Probe {
+    loaded: mpsc::Sender<()>,
+}
+
+impl Probe {
+    pub(crate) fn page_load(&self, event: PageLoadEvent) {
+        if matches!(event, PageLoadEvent::Finished) {
+            let _ = self.loaded.send(());
+        }
+    }
+}

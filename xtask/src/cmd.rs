@@ -1,0 +1,90 @@
+//! Small process helpers: where the workspace is, and running commands loudly.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// The workspace root (the parent of `xtask/`).
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// Cargo's target directory: `CARGO_TARGET_DIR` if set, else `<root>/target`.
+pub(crate) fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => root().join(dir),
+        _ => root().join("target"),
+    }
+}
+
+/// A `cargo` command (the one that runs xtask) in the workspace root.
+pub(crate) fn cargo() -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Whether a graphical session is available (X11 or Wayland).
+pub(crate) fn has_display() -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some_and(|value| !value.is_empty()))
+}
+
+/// The command line as a shell-like string, for echoing.
+pub(crate) fn render(cmd: &Command) -> String {
+    let quote = |s: &OsStr| {
+        let s = s.to_string_lossy();
+        if !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c))
+        {
+            s.into_owned()
+        } else {
+            format!("'{}'", s.replace('\'', r"'\''"))
+        }
+    };
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Echoes and runs `cmd`, failing unless it exits 0.
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
+    let line = render(cmd);
+    eprintln!("$ {line}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start `{line}`"))?;
+    if !status.success() {
+        bail!("`{line}` failed ({status})");
+    }
+    Ok(())
+}
+
+/// Runs `cmd` quietly and returns its stdout, or `None` if it could not start or
+/// exited non-zero.
+pub(crate) fn stdout(cmd: &mut Command) -> Option<String> {
+    let output = cmd.output().ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `~/.cargo/bin` (or `$CARGO_HOME/bin`): where `cargo install` puts binaries.
+pub(crate) fn cargo_bin_dir() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CARGO_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home).join("bin"));
+    }
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    Some(PathBuf::from(home).join(".cargo").join("bin"))
+}

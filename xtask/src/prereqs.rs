@@ -1,0 +1,197 @@
+//! Prerequisites: Debian packages, the wasm32 target and a `wasm-bindgen` CLI that
+//! matches the `wasm-bindgen` crate locked in `Cargo.lock` (the two must be equal).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cmd;
+
+/// Debian packages for building, the desktop window and tray, the Xvfb smoke test,
+/// browser tests and PostgreSQL tests (installed, never started here).
+const PACKAGES: &[&str] = &[
+    "build-essential",
+    "pkg-config",
+    "libwebkit2gtk-4.1-dev",
+    "libayatana-appindicator3-1",
+    "xvfb",
+    "xauth",
+    "dbus-daemon",
+    "dbus-x11",
+    "dunst",
+    "imagemagick",
+    "xdotool",
+    "chromium",
+    "chromium-driver",
+    "postgresql",
+];
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+/// Tools the later stages need, resolved to concrete paths.
+pub(crate) struct Tools {
+    pub(crate) wasm_bindgen: PathBuf,
+}
+
+/// Checks every prerequisite and installs what is missing (when allowed to).
+pub(crate) fn ensure() -> Result<Tools> {
+    debian_packages()?;
+    wasm_target()?;
+    let wasm_bindgen = wasm_bindgen_cli()?;
+    Ok(Tools { wasm_bindgen })
+}
+
+fn debian_packages() -> Result<()> {
+    if cmd::stdout(Command::new("dpkg").arg("--version")).is_none() {
+        eprintln!(
+            "prereqs: no dpkg (not Debian?); make sure these or their equivalents are installed: {}",
+            PACKAGES.join(" ")
+        );
+        return Ok(());
+    }
+    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
+    if missing.is_empty() {
+        eprintln!("prereqs: {} Debian packages present", PACKAGES.len());
+        return Ok(());
+    }
+    let list = missing.join(" ");
+    if !is_root() {
+        bail!(
+            "missing Debian packages: {list}\ninstall them with:\n  \
+             sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive \
+             apt-get install -y --no-install-recommends {list}"
+        );
+    }
+    eprintln!("prereqs: installing missing Debian packages: {list}");
+    cmd::run(apt().arg("update"))?;
+    cmd::run(
+        apt()
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(&missing),
+    )?;
+    Ok(())
+}
+
+fn apt() -> Command {
+    let mut apt = Command::new("apt-get");
+    apt.env("DEBIAN_FRONTEND", "noninteractive");
+    apt
+}
+
+/// `dpkg -s` knows packages that were removed but not purged, so read the status.
+fn installed(package: &str) -> bool {
+    cmd::stdout(Command::new("dpkg").args(["-s", package])).is_some_and(|out| {
+        out.lines()
+            .any(|l| l.trim() == "Status: install ok installed")
+    })
+}
+
+fn is_root() -> bool {
+    cmd::stdout(Command::new("id").arg("-u")).is_some_and(|uid| uid.trim() == "0")
+}
+
+fn wasm_target() -> Result<()> {
+    let installed = cmd::stdout(Command::new("rustup").args(["target", "list", "--installed"]))
+        .context("`rustup target list --installed` failed; is rustup installed?")?;
+    if installed.lines().any(|t| t.trim() == WASM_TARGET) {
+        return Ok(());
+    }
+    cmd::run(Command::new("rustup").args(["target", "add", WASM_TARGET]))
+}
+
+/// Finds (or installs into the default cargo bin dir) `wasm-bindgen` at exactly the
+/// version of the `wasm-bindgen` crate in `Cargo.lock`.
+fn wasm_bindgen_cli() -> Result<PathBuf> {
+    let lock_path = cmd::root().join("Cargo.lock");
+    let lock = std::fs::read_to_string(&lock_path)
+        .with_context(|| format!("reading {}", lock_path.display()))?;
+    let wanted = locked_version(&lock, "wasm-bindgen")
+        .context("Cargo.lock has no single `wasm-bindgen` package")?;
+
+    let bin_dir = cmd::cargo_bin_dir();
+    let candidates: Vec<PathBuf> = bin_dir
+        .iter()
+        .map(|dir| dir.join("wasm-bindgen"))
+        .chain([PathBuf::from("wasm-bindgen")])
+        .collect();
+    if let Some(found) = candidates
+        .iter()
+        .find(|c| version_of(c).as_deref() == Some(&wanted))
+    {
+        return Ok(found.clone());
+    }
+
+    // No `--locked`: the registry mirror here lacks one of its pinned transitive versions.
+    eprintln!("prereqs: installing wasm-bindgen-cli {wanted} (about two minutes)");
+    cmd::run(cmd::cargo().args(["install", "wasm-bindgen-cli", "--version", &wanted]))?;
+    let installed = bin_dir
+        .map(|dir| dir.join("wasm-bindgen"))
+        .context("neither CARGO_HOME nor HOME is set")?;
+    match version_of(&installed) {
+        Some(v) if v == wanted => Ok(installed),
+        other => bail!(
+            "{} reports version {other:?} after installing {wanted}",
+            installed.display()
+        ),
+    }
+}
+
+/// `wasm-bindgen --version` prints `wasm-bindgen 0.2.130`.
+fn version_of(program: &Path) -> Option<String> {
+    let out = cmd::stdout(Command::new(program).arg("--version"))?;
+    out.split_whitespace().nth(1).map(str::to_owned)
+}
+
+/// The version of `name` in a Cargo.lock, if exactly one version is locked.
+fn locked_version(lock: &str, name: &str) -> Option<String> {
+    let header = format!("name = \"{name}\"");
+    let mut lines = lock.lines();
+    let mut versions = Vec::new();
+    while let Some(line) = lines.next() {
+        if line.trim() == header {
+            let version = lines.next()?.trim().strip_prefix("version = \"")?;
+            versions.push(version.strip_suffix('"')?.to_owned());
+        }
+    }
+    versions.dedup();
+    match versions.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::locked_version;
+
+    const LOCK: &str = r#"
+[[package]]
+name = "wasm-bindgen"
+version = "0.2.130"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+
+[[package]]
+name = "wasm-bindgen-futures"
+version = "0.4.80"
+"#;
+
+    #[test]
+    fn finds_the_exact_package_not_a_prefix() {
+        assert_eq!(
+            locked_version(LOCK, "wasm-bindgen").as_deref(),
+            Some("0.2.130")
+        );
+        assert_eq!(
+            locked_version(LOCK, "wasm-bindgen-futures").as_deref(),
+            Some("0.4.80")
+        );
+        assert_eq!(locked_version(LOCK, "leptos"), None);
+    }
+
+    #[test]
+    fn two_locked_versions_are_ambiguous() {
+        let twice = format!("{LOCK}\n[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.99\"\n");
+        assert_eq!(locked_version(&twice, "wasm-bindgen"), None);
+    }
+}

@@ -1,0 +1,197 @@
+//! `cargo xtask test`: everything CI checks, in one command.
+//!
+//! Prerequisites and the UI build must succeed for anything else to run. After that
+//! every step runs even if an earlier one failed, so one run reports every problem;
+//! the summary lists each step, and any failure makes the exit status non-zero.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::{cmd, prereqs, ui};
+
+/// Hard limit on the desktop smoke run, Xvfb start-up included. The app has its own,
+/// shorter watchdog; this one also covers a wedged Xvfb or D-Bus.
+const SMOKE_TIMEOUT_SECS: &str = "180";
+
+struct Outcome {
+    name: &'static str,
+    result: Result<()>,
+    seconds: f64,
+}
+
+fn step(outcomes: &mut Vec<Outcome>, name: &'static str, f: impl FnOnce() -> Result<()>) -> bool {
+    eprintln!("\n== {name}");
+    let start = Instant::now();
+    let result = f();
+    let ok = result.is_ok();
+    if let Err(error) = &result {
+        eprintln!("== {name}: FAILED: {error:#}");
+    }
+    outcomes.push(Outcome {
+        name,
+        result,
+        seconds: start.elapsed().as_secs_f64(),
+    });
+    ok
+}
+
+pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+
+    let mut tools = None;
+    let mut dist = PathBuf::new();
+    let ready = step(&mut outcomes, "prerequisites", || {
+        tools = Some(prereqs::ensure()?);
+        Ok(())
+    }) && step(&mut outcomes, "ui build (wasm32)", || {
+        dist = ui::build(tools.as_ref().expect("prerequisites ran"))?;
+        Ok(())
+    });
+
+    if ready {
+        step(&mut outcomes, "cargo fmt --check", || {
+            cmd::run(cmd::cargo().args(["fmt", "--all", "--", "--check"]))
+        });
+        step(&mut outcomes, "clippy (host, all targets)", || {
+            cmd::run(cmd::cargo().args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]))
+        });
+        step(&mut outcomes, "clippy (ui, wasm32)", || {
+            cmd::run(cmd::cargo().args([
+                "clippy",
+                "-p",
+                "switchboard-ui",
+                "--target",
+                "wasm32-unknown-unknown",
+                "--",
+                "-D",
+                "warnings",
+            ]))
+        });
+        step(&mut outcomes, "cargo test --workspace", || {
+            cmd::run(
+                cmd::cargo()
+                    .args(["test", "--workspace", "--no-fail-fast"])
+                    .args(cargo_test_args)
+                    .env("SWITCHBOARD_UI_DIR", &dist),
+            )
+        });
+        step(&mut outcomes, "desktop smoke (Xvfb)", || {
+            desktop_smoke(&dist)
+        });
+    }
+
+    print_summary(&outcomes, started.elapsed().as_secs_f64());
+    let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
+    if failed > 0 {
+        bail!("{failed} of {} steps failed", outcomes.len());
+    }
+    Ok(())
+}
+
+fn print_summary(outcomes: &[Outcome], total: f64) {
+    eprintln!("\n== xtask test summary");
+    for o in outcomes {
+        let status = if o.result.is_ok() { "ok  " } else { "FAIL" };
+        eprintln!("  {status}  {:<28} {:>7.1}s", o.name, o.seconds);
+    }
+    let shot = smoke_screenshot();
+    if shot.is_file() {
+        eprintln!("  desktop screenshot: {}", shot.display());
+    }
+    eprintln!("  total {total:.0}s");
+}
+
+fn smoke_screenshot() -> PathBuf {
+    cmd::target_dir().join("desktop-smoke.png")
+}
+
+/// Starts the desktop app with `--smoke-test` under Xvfb and a private D-Bus session,
+/// with its own HOME and XDG_RUNTIME_DIR so it touches nothing of the user's.
+fn desktop_smoke(dist: &Path) -> Result<()> {
+    cmd::run(cmd::cargo().args(["build", "-p", "switchboard-desktop"]))?;
+    let bin = cmd::target_dir().join("debug").join("switchboard-desktop");
+    let shot = smoke_screenshot();
+    let _ = std::fs::remove_file(&shot);
+
+    let scratch = Scratch::new("switchboard-smoke")?;
+    let home = scratch.dir("home", 0o755)?;
+    let runtime = scratch.dir("runtime", 0o700)?;
+
+    let mut smoke = Command::new("timeout");
+    smoke
+        .args(["-k", "10", SMOKE_TIMEOUT_SECS])
+        .args(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24"])
+        .args(["dbus-run-session", "--"])
+        .arg(&bin)
+        .arg("--smoke-test")
+        .arg(&shot)
+        .current_dir(cmd::root());
+    // Keep toolchain lookups working although HOME moves.
+    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
+        if let Some(value) = std::env::var_os(var)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(default).into()))
+        {
+            smoke.env(var, value);
+        }
+    }
+    smoke
+        .env("HOME", &home)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("GDK_BACKEND", "x11")
+        // No accessibility bus: nothing reads it here, and it only adds noise.
+        .env("NO_AT_BRIDGE", "1")
+        .env("SWITCHBOARD_UI_DIR", dist)
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS");
+    cmd::run(&mut smoke).context("the desktop smoke test failed (exit 124 means it timed out)")?;
+    if shot.is_file() {
+        eprintln!("desktop smoke: screenshot at {}", shot.display());
+    }
+    Ok(())
+}
+
+/// A temporary directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(prefix: &str) -> Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let path = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(Self(path))
+    }
+
+    fn dir(&self, name: &str, mode: u32) -> Result<PathBuf> {
+        use std::os::unix::fs::DirBuilderExt;
+        let path = self.0.join(name);
+        std::fs::DirBuilder::new()
+            .mode(mode)
+            .create(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        Ok(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
