@@ -71,6 +71,9 @@ impl SqliteStore {
         let write = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
+            // A local file cannot drop a connection; the ping per acquire only costs
+            // a round trip to the SQLite worker thread.
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(opts.clone())
             .await?;
@@ -82,6 +85,7 @@ impl SqliteStore {
         } else {
             SqlitePoolOptions::new()
                 .max_connections(4)
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(30))
                 .connect_with(opts.read_only(true))
                 .await?

@@ -1,0 +1,143 @@
+//! `cargo xtask bench` (= `cargo run --release -p switchboard-tests --bin bench`):
+//! server throughput, each number next to a baseline measured in the same run on the
+//! same machine. A measurement, not a test: a missed goal is printed, never fatal.
+//!
+//! Terms:
+//! - *W1*: enqueue over HTTP with a fresh Idempotency-Key per message. Baseline: a
+//!   minimal axum route that parses the same JSON body and answers 201.
+//! - *W2*: drain a pre-loaded inbox with claim(limit = batch) + ack per event over
+//!   HTTP. Baseline: a raw sqlx loop running the store's SQL with no HTTP.
+//! - *ratio*: server msgs/s ÷ baseline msgs/s. *goal*: the ratio an issue asks for.
+//!
+//! Every server runs in this process with `Config::default()` (WAL, synchronous
+//! FULL, workers every second) on its own SQLite file in a temp dir (W2: a copy of
+//! one pre-loaded file); only the database path is set. The client runs in the same
+//! process and shares the CPUs, as it does for the baselines.
+//!
+//! Options: `--quick` (smoke run), `--dir PATH` (where the temp databases go; its
+//! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
+//! (W2 pre-load), `--consumers N` (W2), `--only W1|W2`. `BENCH_QUICK=1` is the same
+//! as `--quick`. A full run takes about 1.5 minutes on 2 cores.
+
+// A crate root looks for modules next to itself; these live in `bench/`.
+#[path = "bench/raw.rs"]
+mod raw;
+#[path = "bench/report.rs"]
+mod report;
+#[path = "bench/server.rs"]
+mod server;
+#[path = "bench/w1.rs"]
+mod w1;
+#[path = "bench/w2.rs"]
+mod w2;
+
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What one run measures, from the command line.
+struct Settings {
+    quick: bool,
+    /// Parent of the per-measurement temp dirs (their filesystem decides fsync cost).
+    dir: PathBuf,
+    /// W1: client tasks, each sending over its own keep-alive connection.
+    w1_tasks: usize,
+    /// W1: load before measuring (connections open, caches warm); not counted.
+    w1_warmup: Duration,
+    /// W1: how long each side is measured.
+    w1_measure: Duration,
+    /// W2: events pre-loaded into one agent's inbox.
+    w2_events: usize,
+    /// W2: concurrent consumers (claim, then ack each claimed event).
+    w2_consumers: usize,
+    /// `--only W1` or `--only W2`: run one workload.
+    only: Option<String>,
+}
+
+impl Settings {
+    fn parse() -> Result<Self> {
+        let mut args = std::env::args().skip(1);
+        let mut quick = std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
+        let (mut dir, mut seconds, mut events) = (None, None, None);
+        let (mut consumers, mut only) = (None, None);
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| {
+                args.next()
+                    .with_context(|| format!("{name} needs a value; see --help"))
+            };
+            match arg.as_str() {
+                "--quick" => quick = true,
+                "--dir" => dir = Some(PathBuf::from(value("--dir")?)),
+                "--seconds" => seconds = Some(value("--seconds")?.parse::<f64>()?),
+                "--events" => events = Some(value("--events")?.parse::<usize>()?),
+                "--consumers" => consumers = Some(value("--consumers")?.parse::<usize>()?),
+                "--only" => only = Some(value("--only")?.to_ascii_uppercase()),
+                "-h" | "--help" => {
+                    println!(
+                        "usage: bench [--quick] [--dir PATH] [--seconds S] [--events N] \
+                         [--consumers N] [--only W1|W2]\n  \
+                         --quick      small counts (smoke run, a few seconds)\n  \
+                         --dir PATH   parent dir of the temp databases (default: $TMPDIR)\n  \
+                         --seconds S  W1 measuring time per side (default 8, quick 1)\n  \
+                         --events N   W2 events pre-loaded per drain (default 5000, quick 1000)\n  \
+                         --consumers N  W2 concurrent consumers, both sides (default 4)\n  \
+                         --only W     run only W1 or only W2"
+                    );
+                    std::process::exit(0);
+                }
+                other => bail!("unknown argument {other:?}; see --help"),
+            }
+        }
+        let seconds = seconds.unwrap_or(if quick { 1.0 } else { 8.0 });
+        if !(seconds.is_finite() && seconds > 0.0) {
+            bail!("--seconds must be a positive number of seconds");
+        }
+        Ok(Self {
+            quick,
+            dir: dir.unwrap_or_else(std::env::temp_dir),
+            w1_tasks: 16,
+            w1_warmup: Duration::from_secs_f64(if quick { 0.3 } else { 1.0 }),
+            w1_measure: Duration::from_secs_f64(seconds),
+            w2_events: events.unwrap_or(if quick { 1_000 } else { 5_000 }).max(1),
+            w2_consumers: consumers.unwrap_or(4).max(1),
+            only,
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let settings = Settings::parse()?;
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "warning: this is a debug build, so the numbers mean little; \
+             run `cargo xtask bench` (release)"
+        );
+    }
+    let runs = |w: &str| settings.only.as_deref().is_none_or(|only| only == w);
+    if !runs("W1") && !runs("W2") {
+        bail!("--only takes W1 or W2");
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "Switchboard bench: {} run, {cpus} CPU(s), databases under {}",
+        if settings.quick { "quick" } else { "full" },
+        settings.dir.display()
+    );
+    let dir = report::out_dir();
+    let mut rows = Vec::new();
+    if runs("W1") {
+        let w1 = w1::run(&settings).await.context("W1")?;
+        report::write_json(&dir.join("w1.json"), std::slice::from_ref(&w1))?;
+        rows.push(w1);
+    }
+    if runs("W2") {
+        let w2 = w2::run(&settings).await.context("W2")?;
+        report::write_json(&dir.join("w2.json"), &w2)?;
+        rows.extend(w2);
+    }
+    println!();
+    report::print_table(&rows);
+    println!("\nJSON results in {}", dir.display());
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! The W2 baseline: the store's claim and ack SQL, run by a raw sqlx loop with no
+//! HTTP, no auth and no row decoding beyond what the next statement needs.
+//!
+//! It drains a copy of the same pre-loaded database as the server side, through a
+//! pool of exactly one connection with the server's pragmas: WAL, synchronous FULL,
+//! foreign keys on, busy timeout 10 s. Each claim and each ack is one
+//! `BEGIN IMMEDIATE` transaction.
+//!
+//! The statements are copied verbatim from `crates/server/src/store/sqlite/`
+//! (`inbox.rs` claim/ack, `background.rs` reap_leases, `rows.rs` history and
+//! EVENT_COLS); keep them in step when those change.
+
+use crate::server::{DB_FILE, now_ms};
+use crate::w2::{AGENT, Drain};
+use anyhow::{Context, Result, ensure};
+use sqlx::Row;
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use switchboard_sdk::proto::AgentId;
+use tokio::task::JoinSet;
+
+/// Claim, step 1: the agent's expired leases go back to pending (none expire here:
+/// leases are 60 s). `?1` now, `?2` the agent.
+const REAP_LEASES: &str = "UPDATE events SET \
+    status = CASE WHEN attempts >= max_attempts THEN 'quarantined' ELSE 'pending' END, \
+    claim_token = NULL, lease_expires_at = NULL, available_at = ?1, updated_at = ?1, \
+    last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
+      || COALESCE(' (last error: ' || last_error || ')', '') \
+    WHERE status = 'claimed' AND lease_expires_at <= ?1 AND (?2 IS NULL OR agent_id = ?2) \
+    RETURNING id, tenant_id, agent_id, seq, status, attempts";
+
+/// Claim, step 2: the claimable ids, in claim order.
+const SELECT_CLAIMABLE: &str = "SELECT id FROM events WHERE agent_id = ? \
+    AND status = 'pending' AND available_at <= ? \
+    AND (expires_at IS NULL OR expires_at > ?) ORDER BY priority DESC, seq LIMIT ?";
+
+/// Claim, step 3, per id: take it under a new token and lease.
+const CLAIM_ONE: &str = "UPDATE events SET status = 'claimed', \
+    attempts = attempts + 1, claim_token = ?, lease_expires_at = ?, updated_at = ? \
+    WHERE id = ? RETURNING id, agent_id, seq, sender_agent_id, sender_name, room_id, \
+    room_seq, correlation_id, priority, status, payload, attempts, max_attempts, created_at, \
+    available_at, expires_at, last_error, lease_expires_at, claim_token";
+
+/// Claim (per id, `'claimed'`) and ack (`'acked'`): one history step.
+const HISTORY: &str =
+    "INSERT INTO event_history (event_id, at, action, actor, detail) VALUES (?, ?, ?, ?, ?)";
+
+/// Claim, last step: the agent was seen.
+const TOUCH_AGENT: &str = "UPDATE agents SET last_seen_at = ? WHERE id = ?";
+
+/// Ack: complete the event if the token is current and the lease unexpired.
+const ACK: &str = "UPDATE events SET status = 'completed', payload = NULL, \
+    lease_expires_at = NULL, updated_at = ? WHERE id = ? AND agent_id = ? AND claim_token = ? \
+    AND status = 'claimed' AND lease_expires_at > ? \
+    RETURNING id, status, attempts, lease_expires_at, available_at";
+
+const LEASE_MS: i64 = 60_000;
+
+/// The agent whose inbox is drained.
+struct Agent {
+    id: String,
+    /// Its history actor, as the server writes it.
+    actor: String,
+}
+
+/// Drains the database `DB_FILE` in `dir` (a copy of the pre-loaded template) with
+/// `consumers` concurrent loops over the single writer connection.
+pub(crate) async fn drain(
+    dir: &Path,
+    agent: AgentId,
+    batch: u32,
+    consumers: usize,
+    expected: usize,
+) -> Result<Drain> {
+    let url = format!("sqlite://{}", dir.join(DB_FILE).display());
+    let pool = writer(&url).await?;
+    let agent = Arc::new(Agent {
+        id: agent.to_string(),
+        actor: format!("agent:{AGENT}"),
+    });
+    let cpu = crate::report::cpu_seconds();
+    let start = Instant::now();
+    let mut set = JoinSet::new();
+    for _ in 0..consumers {
+        let (pool, agent) = (pool.clone(), agent.clone());
+        set.spawn(async move {
+            let mut done = 0u64;
+            loop {
+                let claimed = claim(&pool, &agent, batch).await?;
+                if claimed.is_empty() {
+                    return anyhow::Ok(done);
+                }
+                for (id, token) in claimed {
+                    ack(&pool, &agent, &id, &token).await?;
+                    done += 1;
+                }
+            }
+        });
+    }
+    let mut messages = 0;
+    while let Some(done) = set.join_next().await {
+        messages += done??;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu_seconds = crate::report::cpu_seconds() - cpu;
+    pool.close().await;
+    ensure!(
+        messages == expected as u64,
+        "the raw loop acked {messages} of {expected} events"
+    );
+    Ok(Drain {
+        messages,
+        seconds,
+        cpu_seconds,
+    })
+}
+
+/// One connection with the server's pragmas (see `SqliteStore::open`).
+async fn writer(url: &str) -> Result<SqlitePool> {
+    let opts = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(false)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10))
+        .synchronous(SqliteSynchronous::Full)
+        .journal_mode(SqliteJournalMode::Wal);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .min_connections(1)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(opts)
+        .await
+        .context("opening the raw writer connection")?;
+    Ok(pool)
+}
+
+/// One claim transaction: up to `limit` (id, claim token) pairs.
+async fn claim(pool: &SqlitePool, agent: &Agent, limit: u32) -> Result<Vec<(String, String)>> {
+    let now = now_ms();
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let reaped = sqlx::query(REAP_LEASES)
+        .bind(now)
+        .bind(&agent.id)
+        .fetch_all(&mut *tx)
+        .await?;
+    ensure!(reaped.is_empty(), "a 60 s lease expired during the bench");
+    let ids: Vec<String> = sqlx::query_scalar(SELECT_CLAIMABLE)
+        .bind(&agent.id)
+        .bind(now)
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await?;
+    let mut claimed = Vec::with_capacity(ids.len());
+    for id in ids {
+        let token = uuid::Uuid::now_v7().to_string();
+        let row = sqlx::query(CLAIM_ONE)
+            .bind(&token)
+            .bind(now + LEASE_MS)
+            .bind(now)
+            .bind(&id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let attempts: i64 = row.try_get("attempts")?;
+        let max_attempts: i64 = row.try_get("max_attempts")?;
+        sqlx::query(HISTORY)
+            .bind(&id)
+            .bind(now)
+            .bind("claimed")
+            .bind(&agent.actor)
+            .bind(format!("attempt {attempts} of {max_attempts}"))
+            .execute(&mut *tx)
+            .await?;
+        claimed.push((id, token));
+    }
+    sqlx::query(TOUCH_AGENT)
+        .bind(now)
+        .bind(&agent.id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(claimed)
+}
+
+/// One ack transaction.
+async fn ack(pool: &SqlitePool, agent: &Agent, id: &str, token: &str) -> Result<()> {
+    let now = now_ms();
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let row = sqlx::query(ACK)
+        .bind(now)
+        .bind(id)
+        .bind(&agent.id)
+        .bind(token)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+    ensure!(row.is_some(), "ack of {id} was refused");
+    sqlx::query(HISTORY)
+        .bind(id)
+        .bind(now)
+        .bind("acked")
+        .bind(&agent.actor)
+        .bind(None::<String>)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}

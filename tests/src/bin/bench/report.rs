@@ -1,0 +1,169 @@
+//! Results: the table on stdout, progress on stderr, JSON under `<target>/bench/`,
+//! and the process CPU clock (from `/proc/self/stat`).
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// One result row; the JSON files hold an array of these.
+///
+/// Compatibility: fields are only ever added, so scripts reading old files keep working.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Row {
+    /// `W1` or `W2`.
+    pub(crate) workload: &'static str,
+    /// Machine-friendly name of the variant (`batch_16` …).
+    pub(crate) variant: String,
+    pub(crate) description: String,
+    /// What the baseline is.
+    pub(crate) baseline: String,
+    pub(crate) messages: u64,
+    pub(crate) seconds: f64,
+    pub(crate) msgs_per_sec: f64,
+    pub(crate) baseline_messages: u64,
+    pub(crate) baseline_seconds: f64,
+    pub(crate) baseline_msgs_per_sec: f64,
+    /// `msgs_per_sec / baseline_msgs_per_sec`.
+    pub(crate) ratio: f64,
+    /// The ratio an issue asks for, if any.
+    pub(crate) goal: Option<f64>,
+    pub(crate) goal_met: Option<bool>,
+    /// CPU time (user + system) of the whole process per message: server, client and
+    /// SQLite threads together for the server side.
+    pub(crate) cpu_us_per_msg: Option<f64>,
+    pub(crate) baseline_cpu_us_per_msg: Option<f64>,
+    /// msgs/s of every repetition (the row reports the best, as noise only slows).
+    pub(crate) samples: Vec<f64>,
+    pub(crate) baseline_samples: Vec<f64>,
+    pub(crate) quick: bool,
+}
+
+/// A progress line on stderr (the table goes to stdout).
+pub(crate) fn progress(line: std::fmt::Arguments<'_>) {
+    eprintln!("{line}");
+}
+
+pub(crate) fn print_table(rows: &[Row]) {
+    println!(
+        "{:<4} {:<34} {:>8} {:>7} {:>9} | {:<20} {:>9} | {:>6} {:>12} | {:>8} {:>8}",
+        "",
+        "server side",
+        "msgs",
+        "secs",
+        "msgs/s",
+        "baseline",
+        "msgs/s",
+        "ratio",
+        "goal",
+        "cpu µs/msg",
+        "base µs"
+    );
+    println!("{}", "-".repeat(143));
+    let label = |row: &Row| match row.workload {
+        "W1" => "enqueue HTTP + Idempotency-Key".to_owned(),
+        _ => format!("drain claim+ack, {}", row.variant.replace('_', " ")),
+    };
+    let base = |row: &Row| match row.workload {
+        "W1" => "minimal axum route",
+        _ => "raw sqlx loop",
+    };
+    for row in rows {
+        let goal = match (row.goal, row.goal_met) {
+            (Some(goal), Some(met)) => {
+                format!("≥{goal:.2} {}", if met { "PASS" } else { "MISS" })
+            }
+            _ => "-".to_owned(),
+        };
+        let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0}"));
+        println!(
+            "{:<4} {:<34} {:>8} {:>7.2} {:>9.0} | {:<20} {:>9.0} | {:>5.3}× {:>12} | {:>8} {:>8}",
+            row.workload,
+            label(row),
+            row.messages,
+            row.seconds,
+            row.msgs_per_sec,
+            base(row),
+            row.baseline_msgs_per_sec,
+            row.ratio,
+            goal,
+            us(row.cpu_us_per_msg),
+            us(row.baseline_cpu_us_per_msg),
+        );
+    }
+}
+
+pub(crate) fn write_json(path: &Path, rows: &[Row]) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut text = serde_json::to_string_pretty(rows)?;
+    text.push('\n');
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `<target>/bench`: `$CARGO_TARGET_DIR` if set, else the `target` dir above this
+/// executable, else the dir holding the profile dir (`<target>/release/bench`).
+pub(crate) fn out_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        let dir = if dir.is_relative() {
+            workspace_root().join(dir)
+        } else {
+            dir
+        };
+        return dir.join("bench");
+    }
+    let exe = std::env::current_exe().ok();
+    let from_exe = exe.as_deref().and_then(|exe| {
+        exe.ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "target"))
+            .or_else(|| exe.parent()?.parent())
+            .map(Path::to_path_buf)
+    });
+    from_exe
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("bench")
+}
+
+fn workspace_root() -> PathBuf {
+    // tests/Cargo.toml lives one level below the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// User + system CPU time of this process so far, in seconds (0 where `/proc` is
+/// missing). Resolution: one clock tick (10 ms at the usual 100 Hz).
+pub(crate) fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // The command name (field 2) is in parentheses and may hold spaces: skip past it.
+    // After it come field 3 (state) …; utime and stime are fields 14 and 15.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) as f64 / clock_ticks_per_sec(),
+        _ => 0.0,
+    }
+}
+
+/// `getconf CLK_TCK`, once; 100 when it cannot be asked (the Linux value on every
+/// common architecture).
+fn clock_ticks_per_sec() -> f64 {
+    static TICKS: OnceLock<f64> = OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|t| *t > 0.0)
+            .unwrap_or(100.0)
+    })
+}
