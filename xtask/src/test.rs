@@ -41,6 +41,7 @@ fn step(outcomes: &mut Vec<Outcome>, name: &'static str, f: impl FnOnce() -> Res
 pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     let started = Instant::now();
     let mut outcomes = Vec::new();
+    let mut counts = Counts::default();
 
     let mut tools = None;
     let mut dist = PathBuf::new();
@@ -79,11 +80,12 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             ]))
         });
         step(&mut outcomes, "cargo test --workspace", || {
-            cmd::run(
+            run_counting(
                 cmd::cargo()
                     .args(["test", "--workspace", "--no-fail-fast"])
                     .args(cargo_test_args)
                     .env("SWITCHBOARD_UI_DIR", &dist),
+                &mut counts,
             )
         });
         step(&mut outcomes, "desktop smoke (Xvfb)", || {
@@ -92,9 +94,66 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     }
 
     print_summary(&outcomes, started.elapsed().as_secs_f64());
+    // The plain closing line CI reads: every test of every `cargo test` binary.
+    println!(
+        "tests: {} passed, {} failed, {} skipped",
+        counts.passed, counts.failed, counts.ignored
+    );
     let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
     if failed > 0 {
         bail!("{failed} of {} steps failed", outcomes.len());
+    }
+    Ok(())
+}
+
+/// Totals of the `test result:` lines of a `cargo test` run.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+impl Counts {
+    /// Adds one `test result: ok. 3 passed; 0 failed; 1 ignored; …` line.
+    fn add_line(&mut self, line: &str) {
+        let Some(rest) = line.trim().strip_prefix("test result:") else {
+            return;
+        };
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(what), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(n) = n.parse::<u64>() else { continue };
+            match what {
+                "passed" => self.passed += n,
+                "failed" => self.failed += n,
+                "ignored" => self.ignored += n,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Runs `cmd` like [`cmd::run`], echoing its stdout while counting test results.
+fn run_counting(cmd: &mut Command, counts: &mut Counts) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    let line = cmd::render(cmd);
+    eprintln!("$ {line}");
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("could not start `{line}`"))?;
+    let out = child.stdout.take().context("no stdout")?;
+    for l in BufReader::new(out).lines() {
+        let l = l.context("reading test output")?;
+        counts.add_line(&l);
+        println!("{l}");
+    }
+    let status = child.wait().context("waiting for cargo test")?;
+    if !status.success() {
+        bail!("`{line}` failed ({status})");
     }
     Ok(())
 }
@@ -193,5 +252,28 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Counts;
+
+    #[test]
+    fn counts_add_up_test_result_lines() {
+        let mut c = Counts::default();
+        c.add_line("test result: ok. 36 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 6.74s");
+        c.add_line(
+            "test result: FAILED. 2 passed; 1 failed; 3 ignored; 0 measured; 0 filtered out",
+        );
+        c.add_line("running 3 tests");
+        assert_eq!(
+            c,
+            Counts {
+                passed: 38,
+                failed: 1,
+                ignored: 3
+            }
+        );
     }
 }
