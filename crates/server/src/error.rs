@@ -77,8 +77,16 @@ impl ApiError {
         self
     }
 
+    /// 400 `validation_failed`: a request that cannot be read (query, path, header).
     pub fn validation(detail: impl Into<String>) -> Self {
         Self::new(ErrorCode::ValidationFailed, detail)
+    }
+
+    /// 422 `validation_failed`: a well-formed body whose values are not acceptable.
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        let mut e = Self::new(ErrorCode::ValidationFailed, detail);
+        e.problem.status = 422;
+        e
     }
 
     pub fn not_found(what: impl std::fmt::Display) -> Self {

@@ -17,9 +17,9 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
     if let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace())
         && *first == b'['
     {
-        let mut err = ApiError::validation("the body must be a JSON object, not an array");
-        err.problem.status = 422;
-        return Err(err);
+        return Err(ApiError::unprocessable(
+            "the body must be a JSON object, not an array",
+        ));
     }
     serde_json::from_slice(bytes).map_err(|e| {
         use serde_json::error::Category;
@@ -28,13 +28,9 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
                 ErrorCode::MalformedJson,
                 format!("the body is not valid JSON ({e}); send a JSON object"),
             ),
-            Category::Data => {
-                let mut err = ApiError::validation(format!(
-                    "the body does not match the expected shape: {e}; see /api/v1/openapi.json"
-                ));
-                err.problem.status = 422;
-                err
-            }
+            Category::Data => ApiError::unprocessable(format!(
+                "the body does not match the expected shape: {e}; see /api/v1/openapi.json"
+            )),
         }
     })
 }

@@ -244,7 +244,7 @@ async fn release(
         .as_ref()
         .is_some_and(|e| e.len() > MAX_ERROR_BYTES)
     {
-        return Err(ApiError::validation(format!(
+        return Err(ApiError::unprocessable(format!(
             "error must be at most {MAX_ERROR_BYTES} bytes; shorten it"
         )));
     }

@@ -42,10 +42,10 @@ where
 {
     let v = value.unwrap_or(default);
     if v < min || v > max {
-        let mut e =
-            ApiError::validation(format!("{field} must be between {min} and {max}, got {v}"));
-        e.problem.status = 422;
-        return Err(e.with("field", field));
+        return Err(ApiError::unprocessable(format!(
+            "{field} must be between {min} and {max}, got {v}"
+        ))
+        .with("field", field));
     }
     Ok(v)
 }

@@ -40,7 +40,7 @@ fn validate(msg: SendMessage, now: i64) -> ApiResult<NewMessage> {
         .as_ref()
         .is_some_and(|c| c.len() > MAX_CORRELATION_BYTES)
     {
-        return Err(ApiError::validation(format!(
+        return Err(ApiError::unprocessable(format!(
             "correlation_id must be at most {MAX_CORRELATION_BYTES} bytes"
         )));
     }
@@ -49,7 +49,7 @@ fn validate(msg: SendMessage, now: i64) -> ApiResult<NewMessage> {
     if let Some(exp) = expires_at
         && exp <= available_at
     {
-        return Err(ApiError::validation(
+        return Err(ApiError::unprocessable(
             "expires_at must be later than now and than available_at; send a future time or omit it",
         ));
     }

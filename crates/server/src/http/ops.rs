@@ -187,7 +187,7 @@ async fn bulk(
 ) -> ApiResult<axum::Json<BulkResult>> {
     principal.require(SCOPE_OPS_WRITE)?;
     if req.ids.is_none() && req.filter.is_none() {
-        return Err(ApiError::validation(
+        return Err(ApiError::unprocessable(
             "name the events: send {\"ids\": [...]} or {\"filter\": {...}} ({\"filter\": {}} means every event)",
         ));
     }
@@ -196,7 +196,7 @@ async fn bulk(
         .as_ref()
         .is_some_and(|ids| ids.len() > MAX_PAGE as usize)
     {
-        return Err(ApiError::validation(format!(
+        return Err(ApiError::unprocessable(format!(
             "at most {MAX_PAGE} ids per request; use a filter for more"
         )));
     }
