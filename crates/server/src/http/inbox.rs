@@ -28,18 +28,24 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 
 /// Loads the agent named in the path if `principal` may use its inbox; 404 otherwise,
 /// the same answer for "foreign" and "unknown" (I9).
+/// Loads an agent of `tenant` by id or name; 404 names it when it is not there.
+pub(super) async fn load_agent(
+    state: &AppState,
+    tenant: TenantId,
+    key: &str,
+) -> ApiResult<AgentRecord> {
+    state.store.agent(tenant, key).await.map_err(|e| match e {
+        StoreError::NotFound => ApiError::not_found(format_args!("agent {key:?}")),
+        e => e.into(),
+    })
+}
+
 pub(super) async fn inbox_agent(
     state: &AppState,
     principal: &Principal,
     key: &str,
 ) -> ApiResult<AgentRecord> {
-    let agent = match state.store.agent(principal.tenant_id, key).await {
-        Ok(agent) => agent,
-        Err(StoreError::NotFound) => {
-            return Err(ApiError::not_found(format_args!("agent {key:?}")));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let agent = load_agent(state, principal.tenant_id, key).await?;
     if !principal.may_use_inbox(&agent) {
         return Err(ApiError::not_found(format_args!("agent {key:?}")));
     }

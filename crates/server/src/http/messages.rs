@@ -63,6 +63,39 @@ fn validate(msg: SendMessage, now: i64) -> ApiResult<NewMessage> {
     })
 }
 
+/// The shared shape of both sends: scope check, body parsed and validated before
+/// the key is recorded, then `work` runs at most once per Idempotency-Key (I8) with
+/// the validated message and the sender's identity.
+async fn send_once<T, F, Fut>(
+    state: AppState,
+    principal: Principal,
+    headers: HeaderMap,
+    path: String,
+    body: axum::body::Bytes,
+    work: F,
+) -> ApiResult<Response>
+where
+    T: serde::Serialize,
+    F: FnOnce(AppState, Principal, NewMessage, crate::store::Actor, crate::store::IdemKey) -> Fut,
+    Fut: std::future::Future<Output = ApiResult<T>>,
+{
+    principal.require(SCOPE_SEND)?;
+    let msg = validate(parse_json::<SendMessage>(&body)?, state.now())?;
+    let (st, me) = (state.clone(), principal.clone());
+    idempotency::run(
+        &state,
+        &principal,
+        &headers,
+        &path,
+        &body,
+        |key| async move {
+            let from = me.actor(&st).await?;
+            work(st, me, msg, from, key).await
+        },
+    )
+    .await
+}
+
 /// Send a message into one agent's inbox. The receipt names its sequence number.
 #[utoipa::path(post, path = "/api/v1/agents/{agent}/messages", tag = "messages",
     params(("agent" = String, Path, description = "Recipient agent id or name"),
@@ -78,37 +111,18 @@ async fn send_direct(
     headers: HeaderMap,
     RawJson(body): RawJson,
 ) -> ApiResult<Response> {
-    principal.require(SCOPE_SEND)?;
-    let msg: SendMessage = parse_json(&body)?;
-    let msg = validate(msg, state.now())?;
     let path = format!("/api/v1/agents/{agent}/messages");
-    let (st, me) = (state.clone(), principal.clone());
-    idempotency::run(
-        &state,
-        &principal,
-        &headers,
-        &path,
-        &body,
-        |key| async move {
-            let principal = me;
-            let to = match st.store.agent(principal.tenant_id, &agent).await {
-                Ok(a) => a,
-                Err(StoreError::NotFound) => {
-                    return Err(ApiError::not_found(format_args!("agent {agent:?}")));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let from = principal.actor(&st).await?;
+    send_once(
+        state,
+        principal,
+        headers,
+        path,
+        body,
+        |st, me, msg, from, key| async move {
+            let to = super::inbox::load_agent(&st, me.tenant_id, &agent).await?;
             let done = st
                 .store
-                .send_direct(
-                    principal.tenant_id,
-                    to.id,
-                    &from,
-                    &msg,
-                    Some(&key),
-                    st.now(),
-                )
+                .send_direct(me.tenant_id, to.id, &from, &msg, Some(&key), st.now())
                 .await?;
             st.wake(&done.wakes);
             Ok(done.value)
@@ -172,14 +186,7 @@ async fn membership(
 ) -> ApiResult<axum::Json<Room>> {
     principal.require(SCOPE_OPS_WRITE)?;
     let r = load_room(&state, &principal, &room).await?;
-    let a = state
-        .store
-        .agent(principal.tenant_id, &agent)
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => ApiError::not_found(format_args!("agent {agent:?}")),
-            e => e.into(),
-        })?;
+    let a = super::inbox::load_agent(&state, principal.tenant_id, &agent).await?;
     let room = state
         .store
         .set_member(principal.tenant_id, r.room_id, a.id, member, state.now())
@@ -225,31 +232,18 @@ async fn send_room(
     headers: HeaderMap,
     RawJson(body): RawJson,
 ) -> ApiResult<Response> {
-    principal.require(SCOPE_SEND)?;
-    let msg: SendMessage = parse_json(&body)?;
-    let msg = validate(msg, state.now())?;
     let path = format!("/api/v1/rooms/{room}/messages");
-    let (st, me) = (state.clone(), principal.clone());
-    idempotency::run(
-        &state,
-        &principal,
-        &headers,
-        &path,
-        &body,
-        |key| async move {
-            let principal = me;
-            let r = load_room(&st, &principal, &room).await?;
-            let from = principal.actor(&st).await?;
+    send_once(
+        state,
+        principal,
+        headers,
+        path,
+        body,
+        |st, me, msg, from, key| async move {
+            let r = load_room(&st, &me, &room).await?;
             let done = st
                 .store
-                .send_room(
-                    principal.tenant_id,
-                    r.room_id,
-                    &from,
-                    &msg,
-                    Some(&key),
-                    st.now(),
-                )
+                .send_room(me.tenant_id, r.room_id, &from, &msg, Some(&key), st.now())
                 .await?;
             st.wake(&done.wakes);
             Ok(done.value)
