@@ -22,6 +22,8 @@ pub struct Options {
     pub retention: Option<Duration>,
     pub max_body_bytes: Option<usize>,
     pub hooks: Hooks,
+    /// The built console (`ui/dist`) to serve at `/`; `None` serves the "not built" page.
+    pub ui_dir: Option<PathBuf>,
 }
 
 pub struct TestServer {
@@ -48,6 +50,7 @@ impl TestServer {
             database_url: format!("sqlite://{}", db_path.display()),
             operator_token_file: Some(dir.path().join("operator-token")),
             hooks: opts.hooks,
+            ui_dir: opts.ui_dir,
             // Durability across power loss is not under test here; fsync per commit
             // only slows the suite. The crash test runs the default (FULL).
             sqlite_synchronous: "normal".to_owned(),

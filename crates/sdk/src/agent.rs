@@ -20,6 +20,7 @@ use switchboard_proto::{
 
 use crate::call::Call;
 use crate::client::Sent;
+use crate::retry::Repeat;
 use crate::{Client, Error, SseStream};
 
 impl Client {
@@ -91,8 +92,11 @@ impl Client {
     ) -> Result<ClaimResponse, Error> {
         let agent = agent.to_string();
         let url = self.api_url(&["agents", &agent, "inbox", "claim"])?;
-        self.fetch(Call::new(Method::POST, url).json(request)?)
-            .await
+        // Not safe to repeat blindly: a lost answer leaves events leased.
+        let call = Call::new(Method::POST, url)
+            .json(request)?
+            .repeat(Repeat::Claim);
+        self.fetch(call).await
     }
 
     /// `POST /agents/{agent}/inbox/{event_id}/ack`: marks a claimed event completed.
@@ -146,7 +150,14 @@ impl Client {
     ) -> Result<EventState, Error> {
         let (agent, event_id) = (agent.to_string(), event_id.to_string());
         let url = self.api_url(&["agents", &agent, "inbox", &event_id, action])?;
-        self.fetch(Call::new(Method::POST, url).json(body)?).await
+        // The claim token makes a repeat harmless: a repeated ack answers as the
+        // first did, a repeated extend renews from now again, and a release whose
+        // answer was lost answers `stale_claim` on the repeat (the token is spent)
+        // without releasing twice. So these POSTs are retried like `PUT`.
+        let call = Call::new(Method::POST, url)
+            .json(body)?
+            .repeat(Repeat::Safe);
+        self.fetch(call).await
     }
 
     /// `GET /agents/{agent}/snapshot`: the baseline for a full state sync: head and

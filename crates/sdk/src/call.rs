@@ -2,14 +2,17 @@
 //!
 //! A call holds everything needed to send a request again: method, URL (query
 //! included), JSON body and idempotency key. Typed methods build one and hand it to
-//! `Client::send`; a retry policy can resend it, and a durable outbox can store it
-//! and resend it after a crash with the same key (invariant I10).
+//! `Client::send`; the retry loop resends it, and a durable outbox can store it and
+//! resend it after a crash with the same key (invariant I10). Its [`Repeat`] says
+//! whether sending it twice can do harm, which decides what the retry loop may
+//! retry.
 
 use reqwest::header::HeaderValue;
 use reqwest::{Method, Url};
 use serde::Serialize;
 
 use crate::Error;
+use crate::retry::Repeat;
 
 /// One HTTP exchange as data: everything needed to send it again.
 #[derive(Debug, Clone)]
@@ -23,16 +26,21 @@ pub(crate) struct Call {
     /// An SSE stream: no request timeout (it stays open), `Accept:
     /// text/event-stream`, `Cache-Control: no-store`.
     pub(crate) stream: bool,
+    /// Whether sending it again can do harm: set from the method, made `Safe` by
+    /// an idempotency key, and set by hand for the calls the method misjudges
+    /// (ack/release/extend, claim).
+    pub(crate) repeat: Repeat,
 }
 
 impl Call {
     pub(crate) fn new(method: Method, url: Url) -> Self {
         Self {
-            method,
             url,
             body: None,
             idempotency_key: None,
             stream: false,
+            repeat: Repeat::of_method(&method),
+            method,
         }
     }
 
@@ -68,7 +76,15 @@ impl Call {
             })?;
         value.set_sensitive(true);
         self.idempotency_key = Some(value);
+        // The server replays the stored answer to a repeat with the same key.
+        self.repeat = Repeat::Safe;
         Ok(self)
+    }
+
+    /// Overrides the repeat safety the method implies.
+    pub(crate) fn repeat(mut self, repeat: Repeat) -> Self {
+        self.repeat = repeat;
+        self
     }
 
     /// Appends `name=value` to the query string.

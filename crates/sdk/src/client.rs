@@ -6,8 +6,10 @@
 //! - *API URL*: `{base}/api/v1`; every agent and operator path is under it.
 //! - *call*: one HTTP exchange described as data (`Call`): method, URL, JSON body,
 //!   idempotency key. Every typed method builds a call and hands it to
-//!   [`Client::send`]. That is the seam a later retry policy or durable outbox wraps:
-//!   a call can be sent again, or stored and sent after a crash, with the same key.
+//!   [`Client::send`] (or `fetch`). That is the seam the retry loop wraps (see
+//!   [`RetryPolicy`]) and a durable outbox will: a call can be sent again, or stored
+//!   and sent after a crash, with the same key.
+//! - *attempt*: one send of a call over the wire; a call makes one or more.
 
 use std::fmt;
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use serde::de::DeserializeOwned;
 use switchboard_proto::Capabilities;
 
 use crate::call::Call;
+use crate::retry::{self, RetryPolicy, RetryQuota};
 use crate::{Error, Token};
 
 /// Request header carrying the idempotency key of a business write (invariant I8).
@@ -43,6 +46,9 @@ pub fn new_idempotency_key() -> String {
 /// each method documents are the ones worth handling, and every method can also get
 /// `unauthorized`, `forbidden`, `rate_limited` (with [`Error::retry_after`]),
 /// `unavailable` and `internal`.
+///
+/// Transient failures are retried before a method returns (see [`RetryPolicy`] and
+/// [`ClientBuilder::retry`]); the error returned is the last attempt's.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -58,6 +64,12 @@ struct Inner {
     authorization: HeaderValue,
     /// Applied per request (not client-wide) so SSE streams are not cut off by it.
     request_timeout: Duration,
+    /// The per-call retry budget and backoff.
+    retry: RetryPolicy,
+    /// The client-wide retry quota. An `Arc` of its own, not just part of `Inner`:
+    /// [`Client::with_token`] makes a new `Inner` that must keep draining and
+    /// refilling the same bucket, since it talks to the same server.
+    quota: Arc<RetryQuota>,
 }
 
 /// What the server said about a send besides its body.
@@ -78,6 +90,7 @@ pub struct ClientBuilder {
     connect_timeout: Duration,
     request_timeout: Duration,
     user_agent: String,
+    retry: RetryPolicy,
 }
 
 impl Default for ClientBuilder {
@@ -86,6 +99,7 @@ impl Default for ClientBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             user_agent: concat!("switchboard-sdk/", env!("CARGO_PKG_VERSION")).to_owned(),
+            retry: RetryPolicy::standard(),
         }
     }
 }
@@ -107,6 +121,14 @@ impl ClientBuilder {
     /// The `User-Agent` header (default `switchboard-sdk/<version>`).
     pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
         self.user_agent = user_agent.into();
+        self
+    }
+
+    /// How failed calls are retried (default [`RetryPolicy::standard`]: 5 attempts
+    /// within 30 s, decorrelated jitter, `Retry-After` honored, a client-wide quota).
+    /// [`RetryPolicy::none`] makes every call a single attempt.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
         self
     }
 
@@ -132,6 +154,8 @@ impl ClientBuilder {
                 api,
                 authorization: bearer(&token.into())?,
                 request_timeout: self.request_timeout,
+                quota: Arc::new(RetryQuota::new(self.retry.quota_capacity)),
+                retry: self.retry,
             }),
         })
     }
@@ -185,8 +209,8 @@ impl Client {
         ClientBuilder::default()
     }
 
-    /// The same server and connection pool with another token (for example an
-    /// operator client making agent clients).
+    /// The same server, connection pool, retry policy and retry quota with another
+    /// token (for example an operator client making agent clients).
     pub fn with_token(&self, token: impl Into<Token>) -> Result<Self, Error> {
         let inner = &self.inner;
         Ok(Self {
@@ -196,6 +220,8 @@ impl Client {
                 api: inner.api.clone(),
                 authorization: bearer(&token.into())?,
                 request_timeout: inner.request_timeout,
+                retry: inner.retry.clone(),
+                quota: inner.quota.clone(),
             }),
         })
     }
@@ -208,6 +234,7 @@ impl Client {
     /// Escape hatch: a request to `{base}/api/v1{path}` with the bearer token and the
     /// request timeout already set. `path` is used verbatim (encode it yourself) and
     /// may carry a query string. An unparsable result fails when the request is sent.
+    /// It is sent once: the retry policy does not apply.
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let url = format!("{}/{}", self.inner.api, path.trim_start_matches('/'));
         self.authorized(method, url)
@@ -238,8 +265,12 @@ impl Client {
 
     /// `GET /metrics`: the Prometheus text exposition.
     pub async fn metrics_text(&self) -> Result<String, Error> {
-        let response = self.send(Call::get(self.root_url(&["metrics"])?)).await?;
-        Ok(response.text().await?)
+        let call = Call::get(self.root_url(&["metrics"])?);
+        // The body is read inside the attempt, so a body cut short is retried too.
+        self.retrying(&call, || async {
+            Ok(self.exchange(&call).await?.text().await?)
+        })
+        .await
     }
 
     /// `{base}/api/v1/{segments…}`, each segment percent-encoded.
@@ -258,10 +289,26 @@ impl Client {
             .header(AUTHORIZATION, self.inner.authorization.clone())
     }
 
-    /// Sends a call and checks the status: any non-2xx becomes [`Error::Api`].
-    /// The returned response's body is unread.
+    /// Sends a call, retrying as the policy allows, and checks the status: any
+    /// non-2xx becomes [`Error::Api`]. The returned response's body is unread (for
+    /// streams and bodies the caller ignores; `fetch` reads bodies inside the
+    /// attempt).
     pub(crate) async fn send(&self, call: Call) -> Result<Response, Error> {
-        let mut request = self.authorized(call.method, call.url);
+        self.retrying(&call, || self.exchange(&call)).await
+    }
+
+    /// Runs `attempt` (one send of `call`) under the retry policy and quota.
+    async fn retrying<T, F, Fut>(&self, call: &Call, attempt: F) -> Result<T, Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        retry::run(&self.inner.retry, &self.inner.quota, call.repeat, attempt).await
+    }
+
+    /// One attempt: sends `call` once and checks the status.
+    async fn exchange(&self, call: &Call) -> Result<Response, Error> {
+        let mut request = self.authorized(call.method.clone(), call.url.clone());
         request = if call.stream {
             request
                 .header(ACCEPT, "text/event-stream")
@@ -271,11 +318,13 @@ impl Client {
                 .header(ACCEPT, "application/json, application/problem+json")
                 .timeout(self.inner.request_timeout)
         };
-        if let Some(key) = call.idempotency_key {
-            request = request.header(IDEMPOTENCY_KEY, key);
+        if let Some(key) = &call.idempotency_key {
+            request = request.header(IDEMPOTENCY_KEY, key.clone());
         }
-        if let Some(body) = call.body {
-            request = request.header(CONTENT_TYPE, "application/json").body(body);
+        if let Some(body) = &call.body {
+            request = request
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone());
         }
         let response = request.send().await?;
         if response.status().is_success() {
@@ -301,15 +350,21 @@ impl Client {
         call: Call,
     ) -> Result<(T, Sent), Error> {
         let what = format!("{} {}", call.method, call.url.path());
-        let response = self.send(call).await?;
-        let sent = Sent {
-            status: response.status().as_u16(),
-            replayed: response
-                .headers()
-                .get(IDEMPOTENT_REPLAYED)
-                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true")),
-        };
-        let body = response.bytes().await?;
+        // The body is read inside the attempt, so a body cut short is retried too;
+        // a body of the wrong shape is not (decoding is outside).
+        let (body, sent) = self
+            .retrying(&call, || async {
+                let response = self.exchange(&call).await?;
+                let sent = Sent {
+                    status: response.status().as_u16(),
+                    replayed: response
+                        .headers()
+                        .get(IDEMPOTENT_REPLAYED)
+                        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true")),
+                };
+                Ok((response.bytes().await?, sent))
+            })
+            .await?;
         let value =
             serde_json::from_slice(&body).map_err(|e| Error::Decode(format!("{what}: {e}")))?;
         Ok((value, sent))

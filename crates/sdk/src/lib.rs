@@ -25,14 +25,22 @@
 //! [`Error::code`] (a stable [`proto::ErrorCode`]). Secrets (the [`Token`], the
 //! idempotency keys) never appear in `Debug`, `Display` or error messages.
 //!
-//! Not here yet (a later layer over [`Client`]): retries with backoff, the durable
-//! outbox, token refresh and the keyring, SSE reconnection.
+//! Retries: transient failures (connect errors, timeouts, 408, 429, 500, 502, 503,
+//! 504, 409 `request_in_progress`) of calls that are safe to repeat are retried with
+//! decorrelated jitter, honoring `Retry-After`, within a per-call budget (5 attempts,
+//! 30 s) and a client-wide retry quota. Retries reuse the idempotency key. Configure
+//! with [`ClientBuilder::retry`] and [`RetryPolicy`]; the table of what is retried
+//! is in [`retry`].
+//!
+//! Not here yet (a later layer over [`Client`]): the durable outbox, token refresh
+//! and the keyring, SSE reconnection.
 
 mod agent;
 mod call;
 mod client;
 mod error;
 mod ops;
+pub mod retry;
 mod room;
 mod sse;
 mod token;
@@ -41,6 +49,7 @@ pub use client::{
     Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, Sent, new_idempotency_key,
 };
 pub use error::Error;
+pub use retry::{DecorrelatedJitter, RetryPolicy};
 pub use sse::{SseEvent, SseStream};
 pub use token::Token;
 

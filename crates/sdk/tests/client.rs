@@ -19,7 +19,7 @@ use switchboard_sdk::proto::{
     AgentId, ErrorCode, EventId, EventListQuery, EventStatus, InboxPage, Problem, SendMessage,
     SendReceipt, Snapshot, StatusCounts,
 };
-use switchboard_sdk::{Client, Error, Token};
+use switchboard_sdk::{Client, Error, RetryPolicy, Token};
 
 fn snapshot() -> Snapshot {
     Snapshot {
@@ -196,7 +196,12 @@ async fn non_problem_502_html_still_gives_a_typed_error() {
         }),
     );
     let server = TestServer::start(routes).await;
-    let err = server.client().capabilities().await.expect_err("502");
+    // One attempt: the subject is the error, not the retries (tests/retry.rs).
+    let err = server
+        .client_with(RetryPolicy::none())
+        .capabilities()
+        .await
+        .expect_err("502");
 
     assert_eq!(err.status(), Some(502));
     assert_eq!(
@@ -229,7 +234,12 @@ async fn rate_limited_carries_retry_after() {
         }),
     );
     let server = TestServer::start(routes).await;
-    let err = server.client().overview().await.expect_err("429");
+    // One attempt: the subject is the error, not the retries (tests/retry.rs).
+    let err = server
+        .client_with(RetryPolicy::none())
+        .overview()
+        .await
+        .expect_err("429");
     assert_eq!(err.code(), Some(ErrorCode::RateLimited));
     assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
 }
@@ -354,7 +364,11 @@ async fn connection_refused_is_a_transport_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
     drop(listener);
-    let client = Client::new(&format!("http://{addr}"), TOKEN).expect("client");
+    // One attempt: retries of refused connections are in tests/retry.rs.
+    let client = Client::builder()
+        .retry(RetryPolicy::none())
+        .build(&format!("http://{addr}"), TOKEN)
+        .expect("client");
     let err = client.healthz().await.expect_err("nothing listens");
     assert!(matches!(err, Error::Transport(_)), "{err:?}");
     assert_eq!((err.status(), err.code()), (None, None));

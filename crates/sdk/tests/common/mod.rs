@@ -77,6 +77,14 @@ impl TestServer {
         switchboard_sdk::Client::new(&self.url(), TOKEN).expect("client")
     }
 
+    /// A client with a non-default retry policy.
+    pub fn client_with(&self, retry: switchboard_sdk::RetryPolicy) -> switchboard_sdk::Client {
+        switchboard_sdk::Client::builder()
+            .retry(retry)
+            .build(&self.url(), TOKEN)
+            .expect("client")
+    }
+
     /// The requests seen so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.log.lock().expect("log").clone()
