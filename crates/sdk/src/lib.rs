@@ -40,6 +40,7 @@ mod call;
 mod client;
 mod error;
 mod ops;
+pub mod privacy;
 pub mod retry;
 mod room;
 mod sse;
@@ -49,6 +50,7 @@ pub use client::{
     Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, Sent, new_idempotency_key,
 };
 pub use error::Error;
+pub use privacy::{Blocked, Cleared, Gate};
 pub use retry::{DecorrelatedJitter, RetryPolicy};
 pub use sse::{SseEvent, SseStream};
 pub use token::Token;
