@@ -54,6 +54,8 @@ pub fn hash_token(token: &str) -> Vec<u8> {
 pub struct Principal {
     pub tenant_id: TenantId,
     pub agent_id: Option<AgentId>,
+    /// The agent's name (agent tokens), for history and audit rows.
+    pub agent_name: Option<String>,
     pub scopes: Vec<String>,
 }
 
@@ -81,13 +83,13 @@ impl Principal {
     }
 
     /// The principal's own identity for history and audit rows.
-    pub async fn actor(&self, state: &AppState) -> Result<Actor, ApiError> {
+    pub fn actor(&self) -> Actor {
         match self.agent_id {
-            None => Ok(Actor::Operator),
-            Some(id) => {
-                let me = state.store.agent(self.tenant_id, &id.to_string()).await?;
-                Ok(Actor::Agent { id, name: me.name })
-            }
+            None => Actor::Operator,
+            Some(id) => Actor::Agent {
+                id,
+                name: self.agent_name.clone().unwrap_or_default(),
+            },
         }
     }
 
@@ -135,6 +137,7 @@ impl FromRequestParts<AppState> for Principal {
         Ok(Principal {
             tenant_id: record.tenant_id,
             agent_id: record.agent_id,
+            agent_name: record.agent_name,
             scopes: record.scopes,
         })
     }

@@ -179,11 +179,7 @@ async fn claim(
     m.lease_expirations.inc_by(done.reaped.lease_expirations);
     m.quarantined.inc_by(done.reaped.quarantined);
     state.wake(&done.reaped.wakes);
-    state.hub.changed(crate::store::Wake {
-        tenant_id: agent.tenant_id,
-        agent_id: agent.id,
-        cursor_hint: agent.head_seq,
-    });
+    state.hub.changed(agent.wake(agent.head_seq));
     Ok(axum::Json(ClaimResponse {
         events: done.events,
     }))
@@ -222,11 +218,7 @@ async fn ack(
             .delivery_latency
             .observe(ms.max(0) as f64 / 1000.0);
     }
-    state.hub.changed(crate::store::Wake {
-        tenant_id: agent.tenant_id,
-        agent_id: agent.id,
-        cursor_hint: agent.head_seq,
-    });
+    state.hub.changed(agent.wake(agent.head_seq));
     Ok(axum::Json(acked.state))
 }
 

@@ -89,7 +89,7 @@ where
         &path,
         &body,
         |key| async move {
-            let from = me.actor(&st).await?;
+            let from = me.actor();
             work(st, me, msg, from, key).await
         },
     )

@@ -200,7 +200,7 @@ async fn bulk(
             "at most {MAX_PAGE} ids per request; use a filter for more"
         )));
     }
-    let actor = principal.actor(&state).await?;
+    let actor = principal.actor();
     let done = state
         .store
         .bulk(

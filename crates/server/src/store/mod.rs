@@ -24,6 +24,8 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub struct TokenRecord {
     pub tenant_id: TenantId,
     pub agent_id: Option<AgentId>,
+    /// The agent's name, read with the token so no request looks it up again.
+    pub agent_name: Option<String>,
     pub scopes: Vec<String>,
 }
 
@@ -36,6 +38,25 @@ pub struct AgentRecord {
     pub low_water: u64,
     pub created_at: Millis,
     pub last_seen_at: Option<Millis>,
+}
+
+impl AgentRecord {
+    /// This agent as the actor of history rows.
+    pub fn actor(&self) -> Actor {
+        Actor::Agent {
+            id: self.id,
+            name: self.name.clone(),
+        }
+    }
+
+    /// A wake-up for this agent's inbox.
+    pub fn wake(&self, cursor_hint: u64) -> Wake {
+        Wake {
+            tenant_id: self.tenant_id,
+            agent_id: self.id,
+            cursor_hint,
+        }
+    }
 }
 
 /// Who is acting, for event history and the audit log.

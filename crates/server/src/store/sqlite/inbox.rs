@@ -82,10 +82,7 @@ pub(super) async fn claim(
     .iter()
     .map(|r| r.try_get(0))
     .collect::<Result<_, _>>()?;
-    let actor = Actor::Agent {
-        id: agent.id,
-        name: agent.name.clone(),
-    };
+    let actor = agent.actor();
     let lease_until = now + lease_ms;
     let mut claimed = Vec::with_capacity(ids.len());
     for id in ids {
@@ -229,10 +226,7 @@ pub(super) async fn ack(
         &event.to_string(),
         now,
         "acked",
-        &Actor::Agent {
-            id: agent.id,
-            name: agent.name.clone(),
-        },
+        &agent.actor(),
         None,
     )
     .await?;
@@ -292,20 +286,13 @@ pub(super) async fn release(
         &event.to_string(),
         now,
         action,
-        &Actor::Agent {
-            id: agent.id,
-            name: agent.name.clone(),
-        },
+        &agent.actor(),
         detail,
     )
     .await?;
     tx.commit().await?;
     let wakes = if state.status == EventStatus::Pending {
-        vec![Wake {
-            tenant_id: agent.tenant_id,
-            agent_id: agent.id,
-            cursor_hint: seq,
-        }]
+        vec![agent.wake(seq)]
     } else {
         Vec::new()
     };

@@ -117,6 +117,31 @@ impl SqliteStore {
     }
 }
 
+/// Stores a token's hash with its tenant, agent and scopes.
+async fn insert_token_row(
+    conn: &mut sqlx::SqliteConnection,
+    hash: &[u8],
+    tenant: TenantId,
+    agent: Option<AgentId>,
+    scopes: &[String],
+    label: &str,
+    now: Millis,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(hash)
+    .bind(tenant.to_string())
+    .bind(agent.map(|a| a.to_string()))
+    .bind(scopes.join(" "))
+    .bind(label)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Takes the exclusive lock that makes this process the file's only server.
 fn lock_owner(url: &str) -> StoreResult<std::fs::File> {
     let path = url
@@ -191,24 +216,15 @@ impl Store for SqliteStore {
         label: &str,
         now: Millis,
     ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(hash)
-        .bind(tenant.to_string())
-        .bind(agent.map(|a| a.to_string()))
-        .bind(scopes.join(" "))
-        .bind(label)
-        .bind(now)
-        .execute(&self.write)
-        .await?;
+        let mut conn = self.write.acquire().await?;
+        insert_token_row(&mut conn, hash, tenant, agent, scopes, label, now).await?;
         Ok(())
     }
 
     async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
         let row = sqlx::query(
-            "SELECT tenant_id, agent_id, scopes FROM tokens WHERE hash = ? AND revoked_at IS NULL",
+            "SELECT t.tenant_id, t.agent_id, t.scopes, a.name FROM tokens t \
+             LEFT JOIN agents a ON a.id = t.agent_id WHERE t.hash = ? AND t.revoked_at IS NULL",
         )
         .bind(hash)
         .fetch_optional(&self.read)
@@ -218,6 +234,7 @@ impl Store for SqliteStore {
             Ok(TokenRecord {
                 tenant_id: parse_id(&row.try_get::<String, _>(0)?)?,
                 agent_id: agent.as_deref().map(parse_id).transpose()?,
+                agent_name: row.try_get(3)?,
                 scopes: row
                     .try_get::<String, _>(2)?
                     .split_whitespace()
@@ -259,18 +276,8 @@ impl Store for SqliteStore {
             .iter()
             .map(|s| s.replace("{agent_id}", &id.to_string()))
             .collect();
-        sqlx::query(
-            "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(token_hash)
-        .bind(tenant.to_string())
-        .bind(id.to_string())
-        .bind(scopes.join(" "))
-        .bind(format!("agent:{name}"))
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        let label = format!("agent:{name}");
+        insert_token_row(&mut tx, token_hash, tenant, Some(id), &scopes, &label, now).await?;
         tx.commit().await?;
         Ok(AgentRecord {
             id,
