@@ -226,6 +226,23 @@ impl Client {
         })
     }
 
+    /// The same client making exactly one attempt per call: for callers that keep
+    /// their own durable retry schedule (the outbox).
+    pub(crate) fn single_attempt(&self) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                http: inner.http.clone(),
+                root: inner.root.clone(),
+                api: inner.api.clone(),
+                authorization: inner.authorization.clone(),
+                request_timeout: inner.request_timeout,
+                retry: RetryPolicy::none(),
+                quota: inner.quota.clone(),
+            }),
+        }
+    }
+
     /// The base URL, without a trailing slash.
     pub fn base_url(&self) -> &Url {
         &self.inner.root

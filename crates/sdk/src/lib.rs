@@ -39,7 +39,9 @@ mod agent;
 mod call;
 mod client;
 mod error;
+pub mod local;
 mod ops;
+pub mod outbox;
 pub mod privacy;
 pub mod retry;
 mod room;
@@ -50,6 +52,8 @@ pub use client::{
     Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, Sent, new_idempotency_key,
 };
 pub use error::Error;
+pub use local::{LocalDb, LocalError};
+pub use outbox::{Outbox, OutboxConfig, OutboxError, Target};
 pub use privacy::{Blocked, Cleared, Gate};
 pub use retry::{DecorrelatedJitter, RetryPolicy};
 pub use sse::{SseEvent, SseStream};

@@ -84,6 +84,13 @@ impl<U: FnMut() -> f64> DecorrelatedJitter<U> {
         }
     }
 
+    /// Resumes a sequence whose last delay was `previous` (a durable outbox keeps it
+    /// between attempts, across restarts).
+    pub fn after(mut self, previous: Duration) -> Self {
+        self.previous = previous.max(self.base);
+        self
+    }
+
     /// The next delay: `min(cap, base + (previous * 3 - base) * u)`.
     pub fn next_delay(&mut self) -> Duration {
         let u = (self.uniform)();

@@ -96,6 +96,7 @@ pub use backoff::{DEFAULT_BASE_DELAY, DEFAULT_MAX_DELAY, DecorrelatedJitter};
 pub use policy::{DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ELAPSED, RetryPolicy};
 pub use quota::DEFAULT_QUOTA_CAPACITY;
 
+pub(crate) use backoff::uniform_random;
 pub(crate) use policy::Repeat;
 pub(crate) use quota::RetryQuota;
 
@@ -172,6 +173,13 @@ impl CallBudget<'_> {
         self.last_cost = Some(cost);
         Some(delay)
     }
+}
+
+/// Whether `error` is transient for a call that is safe to repeat (see the table
+/// above): the durable outbox schedules another attempt for these and gives up on
+/// the rest.
+pub(crate) fn is_transient(error: &Error) -> bool {
+    retry_cost(Repeat::Safe, Failure::of(error)).is_some()
 }
 
 #[cfg(test)]
