@@ -32,7 +32,8 @@ pub struct TestServer {
     /// Present with `Options::manual_clock`.
     pub clock: Option<ManualClock>,
     pub db_path: PathBuf,
-    workers: Workers,
+    /// `None` only while an outage holds the server down.
+    workers: Option<Workers>,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
@@ -89,7 +90,7 @@ impl TestServer {
             operator_token,
             clock,
             db_path,
-            workers,
+            workers: Some(workers),
             shutdown: Some(tx),
             handle: Some(handle),
             _dir: dir,
@@ -123,7 +124,41 @@ impl TestServer {
 
     /// One pass of the background workers (scavenger, expiry, retention).
     pub async fn tick(&self) -> switchboard_server::TickReport {
-        self.workers.tick().await.expect("worker pass")
+        self.workers
+            .as_ref()
+            .expect("server is up")
+            .tick()
+            .await
+            .expect("worker pass")
+    }
+
+    /// Stops the server, keeps it down for `downtime`, then starts it again on the
+    /// same address and the same database file (same operator token), as after an
+    /// outage. Only for servers on the real clock.
+    pub async fn outage(&mut self, downtime: Duration) {
+        assert!(self.clock.is_none(), "outage needs the real clock");
+        self.stop_inner().await;
+        // The workers hold the store, and the store holds the file's lock.
+        self.workers = None;
+        tokio::time::sleep(downtime).await;
+        let config = Config {
+            database_url: format!("sqlite://{}", self.db_path.display()),
+            operator_token_file: Some(self._dir.path().join("operator-token")),
+            sqlite_synchronous: "normal".to_owned(),
+            worker_interval: Duration::from_millis(50),
+            ..Config::default()
+        };
+        let server = Server::open(config).await.expect("server reopens");
+        let addr = self.url.trim_start_matches("http://").to_owned();
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .expect("the same address is free again");
+        self.workers = Some(server.workers());
+        let (tx, rx) = oneshot::channel::<()>();
+        self.handle = Some(tokio::spawn(server.serve(listener, async move {
+            let _ = rx.await;
+        })));
+        self.shutdown = Some(tx);
     }
 
     /// Stops gracefully and waits for the server to finish.

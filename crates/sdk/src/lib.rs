@@ -38,6 +38,7 @@
 mod agent;
 mod call;
 mod client;
+pub mod consumer;
 mod error;
 pub mod local;
 mod ops;
@@ -51,6 +52,7 @@ mod token;
 pub use client::{
     Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, Sent, new_idempotency_key,
 };
+pub use consumer::{Consumer, ConsumerConfig, Delivery, Follower, Handler, Outcome};
 pub use error::Error;
 pub use local::{LocalDb, LocalError};
 pub use outbox::{Outbox, OutboxConfig, OutboxError, Target};

@@ -536,9 +536,9 @@ impl Outbox {
     /// their retention and poison entries past theirs.
     async fn expire(&self, now: i64) -> Result<u64, OutboxError> {
         let (db, config) = (&self.inner.db, &self.inner.config);
-        let expired = sqlx::query(AssertSqlSafe(format!(
-            "DELETE FROM outbox WHERE state IN ('queued', 'retryable') AND created_at <= ?"
-        )))
+        let expired = sqlx::query(
+            "DELETE FROM outbox WHERE state IN ('queued', 'retryable') AND created_at <= ?",
+        )
         .bind(now - ms(config.ttl))
         .execute(db.pool())
         .await
@@ -844,12 +844,10 @@ fn judge(result: Result<serde_json::Value, Error>) -> Judged {
         }
         // An expired or revoked token: logging in again fixes it, so the message
         // waits instead of being thrown away.
-        Err(error) if error.status() == Some(401) => {
-            Judged::Unauthorized(format!(
-                "{}; log in again (`switchboard agent login`)",
-                describe(&error)
-            ))
-        }
+        Err(error) if error.status() == Some(401) => Judged::Unauthorized(format!(
+            "{}; log in again (`switchboard agent login`)",
+            describe(&error)
+        )),
         Err(error) if is_transient(&error) => Judged::Retry {
             retry_after: error.retry_after(),
             reason: describe(&error),

@@ -238,7 +238,11 @@ async fn a_lost_answer_then_a_replayed_200_is_accepted_once() {
         h.outbox.entry(id).await.unwrap().unwrap()
     };
     assert_eq!(entry_due.state, EntryState::Retryable);
-    assert_eq!(h.stored(), 1, "the stand-in stored it though the answer was lost");
+    assert_eq!(
+        h.stored(),
+        1,
+        "the stand-in stored it though the answer was lost"
+    );
 
     let pass = h.pass(entry_due.next_attempt_at).await;
     assert_eq!(pass.sent, 1);
@@ -265,7 +269,10 @@ async fn a_422_goes_straight_to_poison_without_a_retry() {
     let entry = h.outbox.entry(id).await.unwrap().unwrap();
     assert_eq!(entry.state, EntryState::Poison);
     let reason = entry.last_error.unwrap();
-    assert!(reason.contains("422") && reason.contains("validation_failed"), "{reason}");
+    assert!(
+        reason.contains("422") && reason.contains("validation_failed"),
+        "{reason}"
+    );
     h.pass(now() + 86_400_000).await;
     assert_eq!(h.attempts().len(), 1, "never retried");
     assert_eq!(h.outbox.counts().await.unwrap().poison, 1);
@@ -291,7 +298,11 @@ async fn every_final_status_is_poison_and_every_transient_one_is_retryable() {
     for (status, code, want) in finals
         .iter()
         .map(|(s, c)| (*s, *c, EntryState::Poison))
-        .chain(transients.iter().map(|(s, c)| (*s, *c, EntryState::Retryable)))
+        .chain(
+            transients
+                .iter()
+                .map(|(s, c)| (*s, *c, EntryState::Retryable)),
+        )
     {
         let h = harness(config()).await;
         let id = h.note(bob(), 1).await;
@@ -305,7 +316,10 @@ async fn every_final_status_is_poison_and_every_transient_one_is_retryable() {
 async fn retry_after_30_makes_the_next_attempt_exactly_30_s_later() {
     let h = harness(config()).await;
     let id = h.note(bob(), 1).await;
-    h.plan([Plan::Refuse(refusal(429, ErrorCode::RateLimited), Some("30"))]);
+    h.plan([Plan::Refuse(
+        refusal(429, ErrorCode::RateLimited),
+        Some("30"),
+    )]);
     let t0 = now();
     h.pass(t0).await;
     let entry = h.outbox.entry(id).await.unwrap().unwrap();
@@ -341,7 +355,11 @@ async fn a_privacy_rejection_makes_no_http_call_and_stores_nothing() {
     let h = harness(config()).await;
     let ssn = h
         .outbox
-        .try_enqueue(bob(), "note", message(json!({"text": "my ssn is 123-45-6789"})))
+        .try_enqueue(
+            bob(),
+            "note",
+            message(json!({"text": "my ssn is 123-45-6789"})),
+        )
         .await
         .unwrap_err();
     let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MaHQ\n-----END RSA PRIVATE KEY-----";
@@ -353,8 +371,14 @@ async fn a_privacy_rejection_makes_no_http_call_and_stores_nothing() {
     for (error, rule) in [(ssn, "pii.ssn"), (private_key, "credential.private_key")] {
         let text = format!("{error} {error:?}");
         assert!(matches!(error, OutboxError::Blocked(_)), "{text}");
-        assert!(text.contains(rule) && text.contains("text"), "names rule and path: {text}");
-        assert!(!text.contains("123-45-6789") && !text.contains("MIIEow"), "{text}");
+        assert!(
+            text.contains(rule) && text.contains("text"),
+            "names rule and path: {text}"
+        );
+        assert!(
+            !text.contains("123-45-6789") && !text.contains("MIIEow"),
+            "{text}"
+        );
     }
     h.pass(now()).await;
     assert!(h.server.seen().is_empty(), "no HTTP call at all");
@@ -368,7 +392,11 @@ async fn unknown_fields_are_stripped_before_the_entry_is_written() {
     let h = harness(config()).await;
     let enqueued = h
         .outbox
-        .try_enqueue(bob(), "note", message(json!({"text": "hi", "debug": {"env": "x"}})))
+        .try_enqueue(
+            bob(),
+            "note",
+            message(json!({"text": "hi", "debug": {"env": "x"}})),
+        )
         .await
         .unwrap();
     assert_eq!(enqueued.stripped, ["$.debug"]);
@@ -423,7 +451,11 @@ async fn a_retryable_head_blocks_only_its_own_lane() {
     h.pass(t1).await;
     h.pass(t1).await;
     assert_eq!(h.state(a1).await, EntryState::Retryable);
-    assert_eq!(h.state(a2).await, EntryState::Queued, "waits behind its head");
+    assert_eq!(
+        h.state(a2).await,
+        EntryState::Queued,
+        "waits behind its head"
+    );
     assert_eq!(h.state(b1).await, EntryState::Sent);
     assert_eq!(h.state(b2).await, EntryState::Sent, "the other lane flowed");
 
@@ -481,7 +513,10 @@ async fn too_large_is_refused_locally() {
         .try_enqueue(bob(), "note", message(json!({"text": "a".repeat(2000)})))
         .await
         .unwrap_err();
-    assert!(matches!(error, OutboxError::TooLarge { limit: 1024, .. }), "{error}");
+    assert!(
+        matches!(error, OutboxError::TooLarge { limit: 1024, .. }),
+        "{error}"
+    );
     assert_eq!(h.outbox.counts().await.unwrap().open(), 0);
 }
 
@@ -497,9 +532,15 @@ async fn entries_left_sending_by_a_dead_process_are_resent_with_the_same_key() {
     let reopened = Outbox::open(h.db.clone(), &client, gate(), config())
         .await
         .unwrap();
-    assert_eq!(reopened.entry(id).await.unwrap().unwrap().state, EntryState::Queued);
+    assert_eq!(
+        reopened.entry(id).await.unwrap().unwrap().state,
+        EntryState::Queued
+    );
     reopened.dispatch_due(now() + 600_000).await.unwrap();
-    assert_eq!(reopened.entry(id).await.unwrap().unwrap().state, EntryState::Sent);
+    assert_eq!(
+        reopened.entry(id).await.unwrap().unwrap().state,
+        EntryState::Sent
+    );
     let attempts = h.attempts();
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0].1, attempts[1].1);
@@ -541,7 +582,10 @@ async fn run_delivers_in_the_background_and_stops_on_cancel() {
         let (outbox, cancel) = (h.outbox.clone(), cancel.clone());
         async move { outbox.run(cancel).await }
     });
-    let ids = [h.note(bob(), 1).await, h.note(Target::Room("r".into()), 2).await];
+    let ids = [
+        h.note(bob(), 1).await,
+        h.note(Target::Room("r".into()), 2).await,
+    ];
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while h.outbox.counts().await.unwrap().sent < 2 {
         assert!(tokio::time::Instant::now() < deadline, "not delivered");

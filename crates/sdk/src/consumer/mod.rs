@@ -1,0 +1,679 @@
+//! The inbox consumer: claims events, hands each to a [`Handler`], and acks,
+//! releases or quarantines it, with local dedup so an event is handled once.
+//!
+//! # The loop
+//!
+//! [`Consumer::run`] claims up to [`ConsumerConfig::batch`] events at a time,
+//! whenever the SSE wake-up stream says the inbox changed, or on an adaptive poll
+//! while the stream is down (see [`Mode`]). Claims go until the inbox has nothing
+//! claimable; events of equal priority come in sequence order.
+//!
+//! # One event
+//!
+//! Local states, in the agent's state file: `delivered` (claimed) → `read` (the
+//! handler started) → `handled` (it returned [`Outcome::Ack`]; committed before the
+//! ack is sent) → `acked`. An event that comes back (the lease expired after a
+//! crash between handling and acking, or the ack was lost) and is already
+//! `handled` or `acked` is acked again **without** running the handler: that is the
+//! dedup. The table is bounded by age ([`ConsumerConfig::dedup_ttl`]) and size.
+//!
+//! While a handler runs, its lease is extended before it expires (at half the time
+//! left), so long handlers keep their claim. The handler's [`Outcome`]:
+//! - `Ack`: done.
+//! - `RetryLater`: released, pending again after the given delay or a backoff.
+//! - `Failed`: counts a local failure, and released with a backoff. The
+//!   [`ConsumerConfig::max_local_failures`]th failure (3) quarantines the event
+//!   locally and releases it as a terminal failure, so the server quarantines it at
+//!   once: no crash loop. A panicking handler counts as a failure.
+//! - `Poison`: quarantined at once, the same way.
+//!
+//! # Shutdown
+//!
+//! Cancelling the token stops claiming: the handler in flight finishes and its
+//! outcome is applied (acked), and events claimed but not started are released
+//! at once for another consumer.
+
+mod follow;
+mod wake;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use sqlx::Row;
+use switchboard_proto::{
+    ClaimRequest, ClaimedEvent, ErrorCode, EventId, ExtendRequest, InboxEvent, ReleaseRequest,
+};
+use time::OffsetDateTime;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::local::{LocalDb, LocalError, ms, now_ms};
+use crate::retry::{DecorrelatedJitter, is_transient, uniform_random};
+use crate::{Client, Error};
+
+pub use follow::{Follower, FollowerConfig};
+pub use wake::Mode;
+use wake::{PollSchedule, Waker};
+
+/// What a handler decided about an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done: ack it.
+    Ack,
+    /// Not now (a dependency is down): release it, to be claimed again after this
+    /// delay, or after a backoff when `None`. Not counted as a failure.
+    RetryLater(Option<Duration>),
+    /// It failed; the reason is kept locally and sent with the release. Counts
+    /// toward the local quarantine.
+    Failed(String),
+    /// It can never succeed: quarantine it now.
+    Poison(String),
+}
+
+/// One event handed to a handler.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The event (payload included).
+    pub event: InboxEvent,
+    /// When the current lease expires (it is extended while the handler runs).
+    pub lease_expires_at: OffsetDateTime,
+    /// Local failures of this event so far.
+    pub local_failures: u32,
+}
+
+/// Handles events. Implemented for async closures `Fn(Delivery) -> impl Future<Output
+/// = Outcome>`.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles one event. It may take long: the lease is extended meanwhile.
+    fn handle(&self, delivery: Delivery) -> impl Future<Output = Outcome> + Send;
+}
+
+impl<F, Fut> Handler for F
+where
+    F: Fn(Delivery) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Outcome> + Send,
+{
+    fn handle(&self, delivery: Delivery) -> impl Future<Output = Outcome> + Send {
+        self(delivery)
+    }
+}
+
+/// Consumer settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConsumerConfig {
+    /// Lease asked for each claim (60 s).
+    pub lease: Duration,
+    /// Events claimed at a time (1). They are handled one after another, in order.
+    pub batch: u32,
+    /// Subscribe to the SSE wake-up stream (true); polling only when false.
+    pub sse: bool,
+    /// A silence on the stream longer than this is a dead connection (75 s: the
+    /// server's default heartbeat is 15 s… set it to ~2× yours).
+    pub heartbeat_timeout: Duration,
+    /// Polling interval right after activity (1 s).
+    pub min_poll: Duration,
+    /// Polling ceiling, and the safety-net interval while SSE is up (5 min).
+    pub max_poll: Duration,
+    /// Local failures before an event is quarantined (3).
+    pub max_local_failures: u32,
+    /// Release delays after a failure: decorrelated jitter from this… (1 s)
+    pub retry_base: Duration,
+    /// …up to this (5 min).
+    pub retry_cap: Duration,
+    /// How long finished events are remembered for dedup (7 days)…
+    pub dedup_ttl: Duration,
+    /// …and at most how many (100,000).
+    pub dedup_max: u64,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(60),
+            batch: 1,
+            sse: true,
+            heartbeat_timeout: Duration::from_secs(75),
+            min_poll: Duration::from_secs(1),
+            max_poll: Duration::from_secs(300),
+            max_local_failures: 3,
+            retry_base: Duration::from_secs(1),
+            retry_cap: Duration::from_secs(300),
+            dedup_ttl: Duration::from_secs(7 * 24 * 3600),
+            dedup_max: 100_000,
+        }
+    }
+}
+
+/// What the consumer has done, for status displays and the report to the server.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumerStatus {
+    #[serde(flatten)]
+    pub mode: Mode,
+    /// Handler runs that ended in `Ack`.
+    pub handled: u64,
+    /// Acks the server confirmed.
+    pub acked: u64,
+    /// Redeliveries acked without running the handler.
+    pub deduplicated: u64,
+    /// Events quarantined locally.
+    pub poisoned: u64,
+    /// The last error talking to the server, if the last attempt failed.
+    pub last_error: Option<String>,
+}
+
+/// Why the consumer stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsumerError {
+    /// The server refused the consumer for good (unknown agent, bad token,
+    /// missing scope).
+    #[error("the server refused the consumer: {0}")]
+    Refused(#[source] Error),
+    /// The local state file failed.
+    #[error(transparent)]
+    Local(#[from] LocalError),
+}
+
+/// A locally quarantined event.
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalPoison {
+    pub event_id: String,
+    pub seq: u64,
+    pub failures: u32,
+    pub reason: Option<String>,
+    /// Unix ms.
+    pub at: i64,
+}
+
+/// See [`Consumer::crash_after_handled`].
+type CrashSeam = Arc<dyn Fn(&InboxEvent) -> bool + Send + Sync>;
+
+/// The inbox consumer of one agent.
+pub struct Consumer {
+    client: Client,
+    agent: String,
+    db: LocalDb,
+    config: ConsumerConfig,
+    status: watch::Sender<ConsumerStatus>,
+    /// Test seam: simulate a crash right after an event is marked handled.
+    crash_after_handled: Option<CrashSeam>,
+}
+
+impl fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("agent", &self.agent)
+            .field("db", &self.db.path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the claimed-events loop ended.
+enum Drained {
+    /// Nothing more is claimable; this many events were processed.
+    Empty(usize),
+    /// Cancelled (claims not started were released).
+    Cancelled,
+    /// A simulated crash (test seam).
+    Crashed,
+}
+
+impl Consumer {
+    /// A consumer of `agent`'s inbox (name or id), keeping its state in `db`.
+    pub fn new(
+        client: Client,
+        agent: impl Into<String>,
+        db: LocalDb,
+        config: ConsumerConfig,
+    ) -> Self {
+        let (status, _) = watch::channel(ConsumerStatus {
+            mode: Mode::Starting,
+            handled: 0,
+            acked: 0,
+            deduplicated: 0,
+            poisoned: 0,
+            last_error: None,
+        });
+        Self {
+            client,
+            agent: agent.into(),
+            db,
+            config,
+            status,
+            crash_after_handled: None,
+        }
+    }
+
+    /// Test seam: when `crash` returns true for an event just marked handled, `run`
+    /// returns at once without acking it, as if the process had died there.
+    #[doc(hidden)]
+    pub fn crash_after_handled(
+        mut self,
+        crash: impl Fn(&InboxEvent) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.crash_after_handled = Some(Arc::new(crash));
+        self
+    }
+
+    /// Watches the consumer's status.
+    pub fn status(&self) -> watch::Receiver<ConsumerStatus> {
+        self.status.subscribe()
+    }
+
+    /// The name the consumer publishes its mode under in the state file.
+    pub fn mode_key(agent: &str) -> String {
+        format!("mode:{agent}")
+    }
+
+    /// Runs until `cancel` fires (then finishes the event in flight and releases
+    /// the rest) or the server refuses the consumer for good.
+    pub async fn run<H: Handler>(
+        &self,
+        handler: H,
+        cancel: CancellationToken,
+    ) -> Result<(), ConsumerError> {
+        let handler = Arc::new(handler);
+        let stop_waker = cancel.child_token();
+        let waker = self.config.sse.then(|| {
+            Waker::spawn(
+                self.client.clone(),
+                self.agent.clone(),
+                self.config.heartbeat_timeout,
+                stop_waker.clone(),
+            )
+        });
+        let mut schedule = PollSchedule::new(self.config.min_poll, self.config.max_poll);
+        let result = loop {
+            if cancel.is_cancelled() {
+                break Ok(());
+            }
+            self.prune().await?;
+            match self.drain(&handler, &cancel).await {
+                Ok(Drained::Empty(0)) => schedule.idle(),
+                Ok(Drained::Empty(_)) => schedule.activity(),
+                Ok(Drained::Cancelled | Drained::Crashed) => break Ok(()),
+                Err(DrainError::Local(e)) => break Err(e.into()),
+                Err(DrainError::Server(error)) if is_fatal(&error) => {
+                    break Err(ConsumerError::Refused(error));
+                }
+                Err(DrainError::Server(error)) => {
+                    tracing::debug!(%error, "claiming failed; trying again later");
+                    self.status
+                        .send_modify(|s| s.last_error = Some(error.to_string()));
+                    schedule.idle();
+                }
+            }
+            let mode = wake::wait(waker.as_ref(), &schedule, &cancel).await;
+            self.set_mode(mode).await;
+        };
+        stop_waker.cancel();
+        result
+    }
+
+    async fn set_mode(&self, mode: Mode) {
+        let changed = self.status.borrow().mode != mode;
+        self.status.send_modify(|s| s.mode = mode);
+        if changed {
+            let value = serde_json::to_string(&mode).unwrap_or_default();
+            if let Err(error) = self.db.publish(&Self::mode_key(&self.agent), &value).await {
+                tracing::warn!(%error, "cannot publish the consumer's mode");
+            }
+        }
+    }
+
+    /// Claims and processes until nothing is claimable.
+    async fn drain<H: Handler>(
+        &self,
+        handler: &Arc<H>,
+        cancel: &CancellationToken,
+    ) -> Result<Drained, DrainError> {
+        let mut processed = 0;
+        loop {
+            let request = ClaimRequest {
+                limit: Some(self.config.batch.max(1)),
+                lease_seconds: Some(
+                    u32::try_from(self.config.lease.as_secs())
+                        .unwrap_or(u32::MAX)
+                        .max(1),
+                ),
+            };
+            let claimed = self.client.claim(&self.agent, &request).await?.events;
+            if claimed.is_empty() {
+                return Ok(Drained::Empty(processed));
+            }
+            self.status.send_modify(|s| s.last_error = None);
+            if let Some(max_seq) = claimed.iter().map(|c| c.event.seq).max() {
+                self.db
+                    .save_cursor(&format!("claimed:{}", self.agent), max_seq)
+                    .await?;
+            }
+            let mut claimed = claimed.into_iter();
+            while let Some(event) = claimed.next() {
+                if cancel.is_cancelled() {
+                    for not_started in std::iter::once(event).chain(claimed) {
+                        self.release(&not_started, Some(0), None, false).await;
+                    }
+                    return Ok(Drained::Cancelled);
+                }
+                if !self.process(handler, event).await? {
+                    return Ok(Drained::Crashed);
+                }
+                processed += 1;
+            }
+        }
+    }
+
+    /// Processes one claimed event; `false` when the crash seam fired.
+    async fn process<H: Handler>(
+        &self,
+        handler: &Arc<H>,
+        claimed: ClaimedEvent,
+    ) -> Result<bool, DrainError> {
+        let event_id = claimed.event.event_id;
+        let seen = self.seen(event_id).await?;
+        match seen.as_ref().map(|s| s.state.as_str()) {
+            Some("handled" | "acked") => {
+                self.ack(&claimed).await;
+                self.status.send_modify(|s| s.deduplicated += 1);
+                return Ok(true);
+            }
+            Some("poisoned") => {
+                let reason = seen
+                    .and_then(|s| s.last_error)
+                    .unwrap_or_else(|| "quarantined locally".into());
+                self.release(&claimed, None, Some(reason), true).await;
+                return Ok(true);
+            }
+            _ => {}
+        }
+        let failures = seen.map_or(0, |s| s.failures);
+        self.mark(&claimed.event, "read", failures, None).await?;
+        let delivery = Delivery {
+            event: claimed.event.clone(),
+            lease_expires_at: claimed.lease_expires_at,
+            local_failures: failures,
+        };
+        let outcome = self.run_handler(handler, delivery, &claimed).await;
+        match outcome {
+            Outcome::Ack => {
+                self.mark(&claimed.event, "handled", failures, None).await?;
+                self.status.send_modify(|s| s.handled += 1);
+                if self
+                    .crash_after_handled
+                    .as_ref()
+                    .is_some_and(|crash| crash(&claimed.event))
+                {
+                    return Ok(false);
+                }
+                if self.ack(&claimed).await {
+                    self.mark(&claimed.event, "acked", failures, None).await?;
+                }
+            }
+            Outcome::RetryLater(after) => {
+                self.mark(&claimed.event, "delivered", failures, None)
+                    .await?;
+                let delay = after.unwrap_or_else(|| self.backoff(claimed.event.attempts));
+                self.release(&claimed, Some(delay.as_secs()), None, false)
+                    .await;
+            }
+            Outcome::Failed(reason) => {
+                let failures = failures + 1;
+                if failures >= self.config.max_local_failures {
+                    let reason = format!("failed {failures} times locally; last: {reason}");
+                    self.poison(&claimed, failures, reason).await?;
+                } else {
+                    self.mark(&claimed.event, "delivered", failures, Some(&reason))
+                        .await?;
+                    let delay = self.backoff(failures);
+                    self.release(&claimed, Some(delay.as_secs()), Some(reason), false)
+                        .await;
+                }
+            }
+            Outcome::Poison(reason) => self.poison(&claimed, failures, reason).await?,
+        }
+        Ok(true)
+    }
+
+    /// Runs the handler in a task of its own (a panic is a failure, not the end of
+    /// the consumer), extending the lease at half the time left until it returns.
+    async fn run_handler<H: Handler>(
+        &self,
+        handler: &Arc<H>,
+        delivery: Delivery,
+        claimed: &ClaimedEvent,
+    ) -> Outcome {
+        let handler = handler.clone();
+        let mut task = tokio::spawn(async move { handler.handle(delivery).await });
+        let mut expires_at = claimed.lease_expires_at;
+        loop {
+            let left = expires_at - OffsetDateTime::now_utc();
+            let half = Duration::try_from(left / 2)
+                .unwrap_or_default()
+                .max(Duration::from_millis(100));
+            tokio::select! {
+                joined = &mut task => {
+                    return match joined {
+                        Ok(outcome) => outcome,
+                        Err(error) if error.is_panic() => Outcome::Failed("the handler panicked".into()),
+                        Err(_) => Outcome::Failed("the handler was cancelled".into()),
+                    };
+                }
+                () = tokio::time::sleep(half) => {
+                    let request = ExtendRequest {
+                        claim_token: claimed.claim_token,
+                        lease_seconds: Some(u32::try_from(self.config.lease.as_secs()).unwrap_or(u32::MAX).max(1)),
+                    };
+                    match self.client.extend(&self.agent, claimed.event.event_id, &request).await {
+                        Ok(state) => {
+                            if let Some(until) = state.lease_expires_at {
+                                expires_at = until;
+                            }
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot extend the lease; the event may be handled elsewhere");
+                            // Stop trying; the ack will tell.
+                            expires_at = OffsetDateTime::now_utc() + time::Duration::days(365);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn poison(
+        &self,
+        claimed: &ClaimedEvent,
+        failures: u32,
+        reason: String,
+    ) -> Result<(), DrainError> {
+        tracing::warn!(event = %claimed.event.event_id, %reason, "event quarantined locally");
+        self.mark(&claimed.event, "poisoned", failures, Some(&reason))
+            .await?;
+        self.status.send_modify(|s| s.poisoned += 1);
+        self.release(claimed, None, Some(reason), true).await;
+        Ok(())
+    }
+
+    /// Acks; `true` when the server confirmed. A failure is logged: the event comes
+    /// back after its lease and is then acked by dedup.
+    async fn ack(&self, claimed: &ClaimedEvent) -> bool {
+        match self
+            .client
+            .ack(&self.agent, claimed.event.event_id, claimed.claim_token)
+            .await
+        {
+            Ok(_) => {
+                self.status.send_modify(|s| s.acked += 1);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, event = %claimed.event.event_id, "ack failed; it will be acked on redelivery");
+                false
+            }
+        }
+    }
+
+    async fn release(
+        &self,
+        claimed: &ClaimedEvent,
+        delay_seconds: Option<u64>,
+        error: Option<String>,
+        terminal: bool,
+    ) {
+        let request = ReleaseRequest {
+            claim_token: claimed.claim_token,
+            delay_seconds: delay_seconds.map(|d| u32::try_from(d).unwrap_or(u32::MAX)),
+            error: error.map(|e| truncate(&e, 1000)),
+            terminal,
+        };
+        if let Err(error) = self
+            .client
+            .release(&self.agent, claimed.event.event_id, &request)
+            .await
+        {
+            tracing::warn!(%error, event = %claimed.event.event_id, "release failed; the lease will expire instead");
+        }
+    }
+
+    /// A release delay after `n` failures: decorrelated jitter grown `n` times.
+    fn backoff(&self, n: u32) -> Duration {
+        let mut jitter = DecorrelatedJitter::with_uniform(
+            self.config.retry_base,
+            self.config.retry_cap,
+            uniform_random,
+        );
+        let mut delay = self.config.retry_base;
+        for _ in 0..n.clamp(1, 16) {
+            delay = jitter.next_delay();
+        }
+        delay
+    }
+
+    async fn seen(&self, event_id: EventId) -> Result<Option<Seen>, LocalError> {
+        let row =
+            sqlx::query("SELECT state, failures, last_error FROM inbox_seen WHERE event_id = ?")
+                .bind(event_id.to_string())
+                .fetch_optional(self.db.pool())
+                .await
+                .map_err(|e| self.db.error(e))?;
+        Ok(row.map(|r| Seen {
+            state: r.get(0),
+            failures: u32::try_from(r.get::<i64, _>(1)).unwrap_or(0),
+            last_error: r.get(2),
+        }))
+    }
+
+    async fn mark(
+        &self,
+        event: &InboxEvent,
+        state: &str,
+        failures: u32,
+        error: Option<&str>,
+    ) -> Result<(), LocalError> {
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO inbox_seen (event_id, agent, seq, state, failures, last_error, seen_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) \
+             ON CONFLICT (event_id) DO UPDATE SET state = excluded.state, failures = excluded.failures, \
+             last_error = COALESCE(excluded.last_error, last_error), updated_at = excluded.updated_at",
+        )
+        .bind(event.event_id.to_string())
+        .bind(&self.agent)
+        .bind(i64::try_from(event.seq).unwrap_or(i64::MAX))
+        .bind(state)
+        .bind(failures)
+        .bind(error)
+        .bind(now)
+        .execute(self.db.pool())
+        .await
+        .map_err(|e| self.db.error(e))?;
+        Ok(())
+    }
+
+    /// Forgets finished events past the TTL, and the oldest beyond the size bound.
+    async fn prune(&self) -> Result<(), LocalError> {
+        let pool = self.db.pool();
+        sqlx::query(
+            "DELETE FROM inbox_seen WHERE state IN ('acked', 'poisoned') AND updated_at <= ?",
+        )
+        .bind(now_ms() - ms(self.config.dedup_ttl))
+        .execute(pool)
+        .await
+        .map_err(|e| self.db.error(e))?;
+        sqlx::query(
+            "DELETE FROM inbox_seen WHERE event_id IN (SELECT event_id FROM inbox_seen \
+             WHERE state IN ('acked', 'poisoned') ORDER BY updated_at DESC LIMIT -1 OFFSET ?)",
+        )
+        .bind(i64::try_from(self.config.dedup_max).unwrap_or(i64::MAX))
+        .execute(pool)
+        .await
+        .map_err(|e| self.db.error(e))?;
+        Ok(())
+    }
+}
+
+/// The local state of an event seen before.
+struct Seen {
+    state: String,
+    failures: u32,
+    last_error: Option<String>,
+}
+
+/// Locally quarantined events in `db`, newest first.
+pub async fn local_poison(db: &LocalDb, limit: u32) -> Result<Vec<LocalPoison>, LocalError> {
+    let rows = sqlx::query(
+        "SELECT event_id, seq, failures, last_error, updated_at FROM inbox_seen \
+         WHERE state = 'poisoned' ORDER BY updated_at DESC LIMIT ?",
+    )
+    .bind(limit)
+    .fetch_all(db.pool())
+    .await
+    .map_err(|e| db.error(e))?;
+    Ok(rows
+        .iter()
+        .map(|r| LocalPoison {
+            event_id: r.get(0),
+            seq: u64::try_from(r.get::<i64, _>(1)).unwrap_or(0),
+            failures: u32::try_from(r.get::<i64, _>(2)).unwrap_or(0),
+            reason: r.get(3),
+            at: r.get(4),
+        })
+        .collect())
+}
+
+enum DrainError {
+    Server(Error),
+    Local(LocalError),
+}
+
+impl From<Error> for DrainError {
+    fn from(error: Error) -> Self {
+        Self::Server(error)
+    }
+}
+
+impl From<LocalError> for DrainError {
+    fn from(error: LocalError) -> Self {
+        Self::Local(error)
+    }
+}
+
+/// A refusal no retry fixes: unknown agent, bad token, missing scope.
+fn is_fatal(error: &Error) -> bool {
+    !is_transient(error)
+        && matches!(
+            error.code(),
+            Some(ErrorCode::NotFound | ErrorCode::Unauthorized | ErrorCode::Forbidden)
+        )
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}

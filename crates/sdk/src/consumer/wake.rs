@@ -1,0 +1,257 @@
+//! When to look at the inbox: the SSE wake-up stream while it is up, adaptive
+//! polling while it is down.
+//!
+//! [`Waker`] keeps one subscription open in a task of its own and reconnects by
+//! itself (decorrelated jitter, 1 s to 30 s). Each `inbox_updated` wakes the reader.
+//! A silence longer than the heartbeat timeout counts as a dead connection. While
+//! the stream is down, [`PollSchedule`] spaces the reader's polls: about
+//! `min_poll` after activity, doubling while idle, up to `max_poll`, each wait
+//! jittered ±20 % so a fleet does not poll in lockstep. While the stream is up the
+//! reader still looks every `max_poll`, a safety net for a wake-up lost in a
+//! reconnect (the reader also looks right after every reconnect).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::Serialize;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::retry::{DecorrelatedJitter, uniform_random};
+use crate::{Client, SseEvent};
+
+/// How the reader learns about new events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Mode {
+    /// Not connected yet.
+    Starting,
+    /// The SSE stream is up: woken on every commit.
+    Sse,
+    /// The stream is down (or off): polling every `interval_ms`.
+    Polling { interval_ms: u64 },
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Starting => f.write_str("starting"),
+            Self::Sse => f.write_str("SSE"),
+            Self::Polling { interval_ms } => {
+                write!(f, "polling every {:.1} s", *interval_ms as f64 / 1000.0)
+            }
+        }
+    }
+}
+
+/// Adaptive polling intervals.
+#[derive(Debug, Clone)]
+pub(crate) struct PollSchedule {
+    min: Duration,
+    max: Duration,
+    current: Duration,
+}
+
+impl PollSchedule {
+    pub(crate) fn new(min: Duration, max: Duration) -> Self {
+        let min = min.max(Duration::from_millis(10));
+        Self {
+            min,
+            max: max.max(min),
+            current: min,
+        }
+    }
+
+    /// Something was found: poll again soon.
+    pub(crate) fn activity(&mut self) {
+        self.current = self.min;
+    }
+
+    /// Nothing was found: back off.
+    pub(crate) fn idle(&mut self) {
+        self.current = (self.current * 2).min(self.max);
+    }
+
+    /// The interval before jitter.
+    pub(crate) fn interval(&self) -> Duration {
+        self.current
+    }
+
+    /// The next wait: the interval ±20 %, never above `max`.
+    pub(crate) fn next_wait(&self, uniform: f64) -> Duration {
+        self.current
+            .mul_f64(0.8 + 0.4 * uniform.clamp(0.0, 1.0))
+            .min(self.max)
+    }
+
+    pub(crate) fn max(&self) -> Duration {
+        self.max
+    }
+}
+
+/// The SSE side: a task that keeps the subscription open and wakes the reader.
+pub(crate) struct Waker {
+    pub(crate) wake: Arc<Notify>,
+    pub(crate) connected: watch::Receiver<bool>,
+}
+
+impl Waker {
+    /// Starts the subscription task for `agent`; it stops when `cancel` fires.
+    /// `heartbeat_timeout` is the longest silence taken for a live connection.
+    pub(crate) fn spawn(
+        client: Client,
+        agent: String,
+        heartbeat_timeout: Duration,
+        cancel: CancellationToken,
+    ) -> Self {
+        let wake = Arc::new(Notify::new());
+        let (connected_tx, connected) = watch::channel(false);
+        let task_wake = wake.clone();
+        tokio::spawn(async move {
+            let mut backoff =
+                DecorrelatedJitter::new(Duration::from_secs(1), Duration::from_secs(30));
+            while !cancel.is_cancelled() {
+                let subscribed = tokio::select! {
+                    () = cancel.cancelled() => break,
+                    s = client.subscribe(&agent) => s,
+                };
+                let mut retry = None;
+                match subscribed {
+                    Ok(mut stream) => {
+                        connected_tx.send_replace(true);
+                        backoff = DecorrelatedJitter::new(
+                            Duration::from_secs(1),
+                            Duration::from_secs(30),
+                        );
+                        // Wake-ups sent while we were away are lost: look now.
+                        task_wake.notify_one();
+                        loop {
+                            let next = tokio::select! {
+                                () = cancel.cancelled() => break,
+                                next = tokio::time::timeout(heartbeat_timeout, stream.next()) => next,
+                            };
+                            match next {
+                                Ok(Some(Ok(event))) => {
+                                    if event.event == SseEvent::INBOX_UPDATED {
+                                        task_wake.notify_one();
+                                    }
+                                }
+                                Ok(Some(Err(error))) => {
+                                    tracing::debug!(%error, "wake-up stream failed; reconnecting");
+                                    break;
+                                }
+                                Ok(None) => break,
+                                Err(_) => {
+                                    tracing::debug!(
+                                        "wake-up stream silent past the heartbeat; reconnecting"
+                                    );
+                                    break;
+                                }
+                            }
+                        }
+                        retry = stream.retry();
+                        connected_tx.send_replace(false);
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "cannot subscribe; polling meanwhile");
+                    }
+                }
+                let delay = retry.unwrap_or_default().max(backoff.next_delay());
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = tokio::time::sleep(delay) => {}
+                }
+            }
+            connected_tx.send_replace(false);
+        });
+        Self { wake, connected }
+    }
+
+    pub(crate) fn is_connected(&self) -> bool {
+        *self.connected.borrow()
+    }
+}
+
+/// Waits for whichever comes first: a wake-up, the schedule's next poll (or the
+/// safety-net interval while SSE is up), or cancellation. Returns the mode it
+/// waited in.
+pub(crate) async fn wait(
+    waker: Option<&Waker>,
+    schedule: &PollSchedule,
+    cancel: &CancellationToken,
+) -> Mode {
+    let connected = waker.is_some_and(Waker::is_connected);
+    let (mode, wait) = if connected {
+        (Mode::Sse, schedule.max())
+    } else {
+        let wait = schedule.next_wait(uniform_random());
+        (
+            Mode::Polling {
+                interval_ms: u64::try_from(schedule.interval().as_millis()).unwrap_or(u64::MAX),
+            },
+            wait,
+        )
+    };
+    let woken = async {
+        match waker {
+            Some(waker) => waker.wake.notified().await,
+            None => std::future::pending().await,
+        }
+    };
+    let mut connected_changed = waker.map(|w| w.connected.clone());
+    let reconnected = async {
+        match connected_changed.as_mut() {
+            Some(rx) => {
+                let _ = rx.changed().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = cancel.cancelled() => {}
+        () = woken => {}
+        () = reconnected => {}
+        () = tokio::time::sleep(wait) => {}
+    }
+    mode
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polling_starts_near_the_minimum_and_backs_off_to_the_ceiling() {
+        let mut schedule = PollSchedule::new(Duration::from_secs(1), Duration::from_secs(300));
+        assert_eq!(schedule.interval(), Duration::from_secs(1));
+        let mut last = Duration::ZERO;
+        for _ in 0..20 {
+            schedule.idle();
+            assert!(schedule.interval() >= last);
+            last = schedule.interval();
+        }
+        assert_eq!(schedule.interval(), Duration::from_secs(300));
+        assert_eq!(
+            schedule.next_wait(1.0),
+            Duration::from_secs(300),
+            "never above max"
+        );
+        assert_eq!(schedule.next_wait(0.0), Duration::from_secs(240));
+        schedule.activity();
+        assert_eq!(schedule.interval(), Duration::from_secs(1));
+        let wait = schedule.next_wait(0.5);
+        assert_eq!(wait, Duration::from_secs(1));
+        assert_eq!(schedule.next_wait(0.0), Duration::from_millis(800));
+        assert_eq!(schedule.next_wait(1.0), Duration::from_millis(1200));
+    }
+
+    #[test]
+    fn mode_reads_well() {
+        assert_eq!(
+            Mode::Polling { interval_ms: 8000 }.to_string(),
+            "polling every 8.0 s"
+        );
+        assert_eq!(Mode::Sse.to_string(), "SSE");
+    }
+}
