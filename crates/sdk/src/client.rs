@@ -284,8 +284,9 @@ impl Client {
     pub async fn metrics_text(&self) -> Result<String, Error> {
         let call = Call::get(self.root_url(&["metrics"])?);
         // The body is read inside the attempt, so a body cut short is retried too.
-        self.retrying(&call, || async {
-            Ok(self.exchange(&call).await?.text().await?)
+        let call = &call;
+        self.retrying(call, |attempt| async move {
+            Ok(self.exchange(call, attempt).await?.text().await?)
         })
         .await
     }
@@ -311,20 +312,34 @@ impl Client {
     /// streams and bodies the caller ignores; `fetch` reads bodies inside the
     /// attempt).
     pub(crate) async fn send(&self, call: Call) -> Result<Response, Error> {
-        self.retrying(&call, || self.exchange(&call)).await
+        self.retrying(&call, |attempt| self.exchange(&call, attempt))
+            .await
     }
 
     /// Runs `attempt` (one send of `call`) under the retry policy and quota.
-    async fn retrying<T, F, Fut>(&self, call: &Call, attempt: F) -> Result<T, Error>
+    /// `attempt` gets the attempt's number, from 1.
+    async fn retrying<T, F, Fut>(&self, call: &Call, mut attempt: F) -> Result<T, Error>
     where
-        F: FnMut() -> Fut,
+        F: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        retry::run(&self.inner.retry, &self.inner.quota, call.repeat, attempt).await
+        let mut number = 0;
+        let numbered = || {
+            number += 1;
+            attempt(number)
+        };
+        retry::run(&self.inner.retry, &self.inner.quota, call.repeat, numbered).await
     }
 
-    /// One attempt: sends `call` once and checks the status.
-    async fn exchange(&self, call: &Call) -> Result<Response, Error> {
+    /// One attempt: sends `call` once, logs it (minimized) and checks the status.
+    async fn exchange(&self, call: &Call, attempt: u32) -> Result<Response, Error> {
+        let started = std::time::Instant::now();
+        let result = self.exchange_unlogged(call).await;
+        log_exchange(call, attempt, started.elapsed(), &result);
+        result
+    }
+
+    async fn exchange_unlogged(&self, call: &Call) -> Result<Response, Error> {
         let mut request = self.authorized(call.method.clone(), call.url.clone());
         request = if call.stream {
             request
@@ -366,12 +381,14 @@ impl Client {
         &self,
         call: Call,
     ) -> Result<(T, Sent), Error> {
-        let what = format!("{} {}", call.method, call.url.path());
+        // The route template, not the path: the message may reach logs.
+        let what = format!("{} {}", call.method, route_template(call.url.path()));
         // The body is read inside the attempt, so a body cut short is retried too;
         // a body of the wrong shape is not (decoding is outside).
+        let call = &call;
         let (body, sent) = self
-            .retrying(&call, || async {
-                let response = self.exchange(&call).await?;
+            .retrying(call, |attempt| async move {
+                let response = self.exchange(call, attempt).await?;
                 let sent = Sent {
                     status: response.status().as_u16(),
                     replayed: response
@@ -386,6 +403,61 @@ impl Client {
             serde_json::from_slice(&body).map_err(|e| Error::Decode(format!("{what}: {e}")))?;
         Ok((value, sent))
     }
+}
+
+/// Logs one attempt with what is safe to log (invariant I11): method, route
+/// template (ids and names replaced by `{}`; no query), status, latency, attempt
+/// number and sizes. Never the token, the idempotency key, names, ids or bodies.
+fn log_exchange(call: &Call, attempt: u32, latency: Duration, result: &Result<Response, Error>) {
+    let route = route_template(call.url.path());
+    let request_bytes = call.body.as_ref().map_or(0, Vec::len);
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    match result {
+        Ok(response) => tracing::debug!(
+            target: "switchboard_sdk::http",
+            method = %call.method,
+            route,
+            status = response.status().as_u16(),
+            latency_ms,
+            attempt,
+            request_bytes,
+            response_bytes = response.content_length(),
+        ),
+        Err(error) => tracing::debug!(
+            target: "switchboard_sdk::http",
+            method = %call.method,
+            route,
+            status = error.status(),
+            failure = error.kind(),
+            code = error.code().map(|c| c.as_str()),
+            latency_ms,
+            attempt,
+            request_bytes,
+        ),
+    }
+}
+
+/// The route of an URL path with every id or name replaced by `{}`:
+/// `/api/v1/agents/bob/inbox/0192…/ack` → `/api/v1/agents/{}/inbox/{}/ack`.
+/// Positional: the segment after a collection (`agents`, `rooms`, `members`,
+/// `events`, `inbox` but for `claim`, `memories`, `records`) is an id.
+pub(crate) fn route_template(path: &str) -> String {
+    let mut route = String::with_capacity(path.len());
+    let mut id_next = false;
+    for segment in path.split('/').filter(|s| !s.is_empty()) {
+        route.push('/');
+        let is_id = id_next && segment != "claim";
+        route.push_str(if is_id { "{}" } else { segment });
+        id_next = !is_id
+            && matches!(
+                segment,
+                "agents" | "rooms" | "members" | "events" | "inbox" | "memories" | "records"
+            );
+    }
+    if route.is_empty() {
+        route.push('/');
+    }
+    route
 }
 
 fn join(base: &Url, segments: &[&str]) -> Result<Url, Error> {
@@ -403,4 +475,36 @@ fn join(base: &Url, segments: &[&str]) -> Result<Url, Error> {
         .map_err(|()| Error::InvalidUrl(format!("{base} cannot be a base URL")))?
         .extend(segments);
     Ok(url)
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::route_template;
+
+    #[test]
+    fn ids_and_names_become_placeholders() {
+        for (path, route) in [
+            ("/api/v1/agents/bob/messages", "/api/v1/agents/{}/messages"),
+            (
+                "/api/v1/agents/bob/inbox/claim",
+                "/api/v1/agents/{}/inbox/claim",
+            ),
+            (
+                "/api/v1/agents/bob/inbox/0192-ab/ack",
+                "/api/v1/agents/{}/inbox/{}/ack",
+            ),
+            ("/api/v1/agents/agents/inbox", "/api/v1/agents/{}/inbox"),
+            (
+                "/api/v1/rooms/ops/members/bob",
+                "/api/v1/rooms/{}/members/{}",
+            ),
+            ("/api/v1/ops/events/0192", "/api/v1/ops/events/{}"),
+            ("/api/v1/ops/bulk/replay", "/api/v1/ops/bulk/replay"),
+            ("/prefix/api/v1/capabilities", "/prefix/api/v1/capabilities"),
+            ("/healthz", "/healthz"),
+            ("/", "/"),
+        ] {
+            assert_eq!(route_template(path), route, "{path}");
+        }
+    }
 }

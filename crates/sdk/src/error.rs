@@ -60,6 +60,18 @@ fn api_message(status: u16, problem: &Problem) -> String {
 }
 
 impl Error {
+    /// What kind of failure this is, as a stable word for logs and metrics:
+    /// `api`, `transport`, `decode`, `invalid_url` or `invalid_input`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Api { .. } => "api",
+            Self::Transport(_) => "transport",
+            Self::Decode(_) => "decode",
+            Self::InvalidUrl(_) => "invalid_url",
+            Self::InvalidInput(_) => "invalid_input",
+        }
+    }
+
     /// The stable Switchboard error code, when the server sent one we know.
     ///
     /// `None` for transport and decode errors and for answers that did not come

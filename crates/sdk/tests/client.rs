@@ -260,7 +260,7 @@ async fn a_2xx_body_of_the_wrong_shape_is_a_decode_error() {
         panic!("{err:?}")
     };
     assert!(
-        message.starts_with("GET /api/v1/agents/alice/inbox: "),
+        message.starts_with("GET /api/v1/agents/{}/inbox: "),
         "{message}"
     );
     assert_eq!(
