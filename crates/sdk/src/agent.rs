@@ -14,8 +14,8 @@ use std::fmt::Display;
 
 use reqwest::Method;
 use switchboard_proto::{
-    AckRequest, ClaimRequest, ClaimResponse, ClaimToken, EventId, EventState, ExtendRequest,
-    InboxPage, ReleaseRequest, SendMessage, SendReceipt, Snapshot,
+    AckRequest, ClaimRequest, ClaimResponse, ClaimToken, ClientReport, EventId, EventState,
+    ExtendRequest, InboxPage, ReleaseRequest, SendMessage, SendReceipt, Snapshot,
 };
 
 use crate::call::Call;
@@ -158,6 +158,22 @@ impl Client {
             .json(body)?
             .repeat(Repeat::Safe);
         self.fetch(call).await
+    }
+
+    /// `PUT /agents/{agent}/client-report`: replaces the agent's report about its
+    /// own side (see [`crate::report`], which builds and sends it).
+    ///
+    /// Errors: `not_found`, `validation_failed` (a list or text over its bound).
+    pub async fn put_client_report(
+        &self,
+        agent: impl Display,
+        report: &ClientReport,
+    ) -> Result<(), Error> {
+        let agent = agent.to_string();
+        let url = self.api_url(&["agents", &agent, "client-report"])?;
+        self.send(Call::new(Method::PUT, url).json(report)?)
+            .await
+            .map(drop)
     }
 
     /// `GET /agents/{agent}/snapshot`: the baseline for a full state sync: head and

@@ -44,6 +44,7 @@ pub mod local;
 mod ops;
 pub mod outbox;
 pub mod privacy;
+pub mod report;
 pub mod retry;
 mod room;
 mod sse;

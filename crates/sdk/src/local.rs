@@ -154,3 +154,24 @@ pub(crate) fn now_ms() -> i64 {
 pub(crate) fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
+
+/// `text` cut to at most `max` characters (the last one an ellipsis when cut).
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((at, _)) if text.chars().count() > max => format!("{}…", &text[..at]),
+        _ => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clip_keeps_short_text_and_cuts_long_text_to_max_chars() {
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("abcd", 3), "ab…");
+        assert_eq!(clip("ééééé", 4).chars().count(), 4);
+        assert_eq!(clip("", 3), "");
+    }
+}

@@ -6,7 +6,7 @@ use reqwest::Method;
 use serde_json::Value;
 use switchboard_proto::{
     AgentCreated, AgentSummary, AuditPage, BulkAction, BulkRequest, BulkResult, CreateAgent,
-    EventDetail, EventId, EventListQuery, OpsEventPage, Overview,
+    EventDetail, EventId, EventListQuery, OpsEventPage, Overview, ReceivedReport,
 };
 
 use crate::call::Call;
@@ -25,6 +25,13 @@ impl Client {
     /// `GET /ops/agents`: every agent of the tenant with its inbox counts.
     pub async fn agents(&self) -> Result<Vec<AgentSummary>, Error> {
         self.fetch(Call::get(self.api_url(&["ops", "agents"])?))
+            .await
+    }
+
+    /// `GET /ops/client-reports`: every agent's latest client report (its outbox
+    /// counts and poison, its consumer's mode and local quarantine).
+    pub async fn client_reports(&self) -> Result<Vec<ReceivedReport>, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "client-reports"])?))
             .await
     }
 

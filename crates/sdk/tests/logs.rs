@@ -76,8 +76,14 @@ async fn a_call_is_logged_without_names_ids_keys_tokens_or_payloads() {
             || logs.contains("route=/api/v1/agents/{}/messages"),
         "{logs}"
     );
-    assert!(logs.contains("status=201") && logs.contains("status=404"), "{logs}");
-    assert!(logs.contains("attempt=1") && logs.contains("latency_ms="), "{logs}");
+    assert!(
+        logs.contains("status=201") && logs.contains("status=404"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("attempt=1") && logs.contains("latency_ms="),
+        "{logs}"
+    );
     assert!(logs.contains("request_bytes="), "{logs}");
     for secret in [
         "agent-secret-name",
@@ -86,6 +92,9 @@ async fn a_call_is_logged_without_names_ids_keys_tokens_or_payloads() {
         key,
         TOKEN,
     ] {
-        assert!(!logs.contains(secret), "{secret} leaked into the logs:\n{logs}");
+        assert!(
+            !logs.contains(secret),
+            "{secret} leaked into the logs:\n{logs}"
+        );
     }
 }

@@ -7,4 +7,5 @@
 mod consumer;
 mod follow;
 mod outbox;
+mod report;
 mod support;

@@ -50,7 +50,7 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::local::{LocalDb, LocalError, ms, now_ms};
+use crate::local::{LocalDb, LocalError, clip, ms, now_ms};
 use crate::retry::{DecorrelatedJitter, is_transient, uniform_random};
 use crate::{Client, Error};
 
@@ -527,7 +527,7 @@ impl Consumer {
         let request = ReleaseRequest {
             claim_token: claimed.claim_token,
             delay_seconds: delay_seconds.map(|d| u32::try_from(d).unwrap_or(u32::MAX)),
-            error: error.map(|e| truncate(&e, 1000)),
+            error: error.map(|e| clip(&e, 1000)),
             terminal,
         };
         if let Err(error) = self
@@ -669,11 +669,4 @@ fn is_fatal(error: &Error) -> bool {
             error.code(),
             Some(ErrorCode::NotFound | ErrorCode::Unauthorized | ErrorCode::Forbidden)
         )
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
 }

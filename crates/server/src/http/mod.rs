@@ -3,6 +3,7 @@
 //! module per resource, merged here.
 
 pub mod auth;
+mod client_report;
 pub mod extract;
 mod idempotency;
 mod inbox;
@@ -90,6 +91,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn router(state: AppState) -> Router {
     let (api, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(inbox::routes())
+        .merge(client_report::routes())
         .merge(messages::routes())
         .merge(ops::routes())
         .merge(system::api_routes())

@@ -331,4 +331,20 @@ pub trait Store: Send + Sync + 'static {
         now: Millis,
     ) -> StoreResult<Committed<(u64, i64)>>;
     async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>>;
+
+    // --- client reports (the SDK's view of its outbox and consumer) ---
+    /// Replaces `agent`'s stored report (`report` is its JSON).
+    async fn put_client_report(&self, agent: AgentId, report: &str, now: Millis)
+    -> StoreResult<()>;
+    /// Every stored report of `tenant`'s agents: (agent, name, JSON, received at).
+    async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>>;
+}
+
+/// A stored client report.
+#[derive(Debug, Clone)]
+pub struct ClientReportRow {
+    pub agent_id: AgentId,
+    pub name: String,
+    pub report: String,
+    pub received_at: Millis,
 }

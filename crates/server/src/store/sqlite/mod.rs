@@ -494,4 +494,43 @@ impl Store for SqliteStore {
     async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
         ops::audit(self, tenant, limit).await
     }
+
+    async fn put_client_report(
+        &self,
+        agent: AgentId,
+        report: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO client_reports (agent_id, report, received_at) VALUES (?, ?, ?) \
+             ON CONFLICT (agent_id) DO UPDATE SET report = excluded.report, \
+             received_at = excluded.received_at",
+        )
+        .bind(agent.to_string())
+        .bind(report)
+        .bind(now)
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
+    async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
+        let rows = sqlx::query(
+            "SELECT a.id, a.name, r.report, r.received_at FROM client_reports r \
+             JOIN agents a ON a.id = r.agent_id WHERE a.tenant_id = ? ORDER BY a.name",
+        )
+        .bind(tenant.to_string())
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ClientReportRow {
+                    agent_id: parse_id(&row.try_get::<String, _>(0)?)?,
+                    name: row.try_get(1)?,
+                    report: row.try_get(2)?,
+                    received_at: row.try_get(3)?,
+                })
+            })
+            .collect()
+    }
 }
