@@ -143,6 +143,7 @@ pub async fn build(
         (inbox.mode, inbox.poll_interval_seconds) = match status.mode {
             Mode::Starting => ("starting".into(), None),
             Mode::Sse => ("sse".into(), None),
+            Mode::Stopped => ("stopped".into(), None),
             Mode::Polling { interval_ms } => ("polling".into(), Some(interval_ms as f64 / 1000.0)),
         };
         inbox.handled = status.handled;

@@ -311,6 +311,7 @@ impl Consumer {
             self.set_mode(mode).await;
         };
         stop_waker.cancel();
+        self.set_mode(Mode::Stopped).await;
         result
     }
 

@@ -22,7 +22,7 @@ use crate::retry::{DecorrelatedJitter, uniform_random};
 use crate::{Client, SseEvent};
 
 /// How the reader learns about new events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Mode {
     /// Not connected yet.
@@ -31,6 +31,8 @@ pub enum Mode {
     Sse,
     /// The stream is down (or off): polling every `interval_ms`.
     Polling { interval_ms: u64 },
+    /// The consumer has stopped.
+    Stopped,
 }
 
 impl std::fmt::Display for Mode {
@@ -38,6 +40,7 @@ impl std::fmt::Display for Mode {
         match self {
             Self::Starting => f.write_str("starting"),
             Self::Sse => f.write_str("SSE"),
+            Self::Stopped => f.write_str("stopped"),
             Self::Polling { interval_ms } => {
                 write!(f, "polling every {:.1} s", *interval_ms as f64 / 1000.0)
             }

@@ -38,6 +38,7 @@
 //! [`EntropyRule`]) and `pii.rs` (SSN ranges, Luhn-valid cards, e-mail). [`Config`] tunes them; the
 //! default is the safe setting.
 
+mod config;
 mod credentials;
 mod entropy;
 mod finding;
@@ -51,6 +52,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+pub use config::DEFAULT_SCHEMAS;
 pub use entropy::{EntropyRule, shannon_entropy};
 pub use finding::{Credential, Finding, PiiKind, Rule};
 pub use schema::{FieldKind, Schema};
