@@ -32,12 +32,16 @@
 //! with [`ClientBuilder::retry`] and [`RetryPolicy`]; the table of what is retried
 //! is in [`retry`].
 //!
-//! Not here yet (a later layer over [`Client`]): the durable outbox, token refresh
-//! and the keyring, SSE reconnection.
+//! Credentials: [`credentials::TokenStore`] keeps each profile's token in the OS
+//! keyring and its server URL in a profiles file; [`credentials::resolve`] lets
+//! `SWITCHBOARD_SERVER` and `SWITCHBOARD_TOKEN` override it.
+//!
+//! Not here yet (a later layer over [`Client`]): the durable outbox, SSE reconnection.
 
 mod agent;
 mod call;
 mod client;
+pub mod credentials;
 mod error;
 mod ops;
 pub mod privacy;
@@ -49,6 +53,7 @@ mod token;
 pub use client::{
     Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, Sent, new_idempotency_key,
 };
+pub use credentials::{CredentialError, Credentials, TokenStore};
 pub use error::Error;
 pub use privacy::{Blocked, Cleared, Gate};
 pub use retry::{DecorrelatedJitter, RetryPolicy};
