@@ -158,14 +158,13 @@ pub(crate) fn keyring(
 pub(crate) fn describe(backend: Backend, error: keyring_core::Error) -> String {
     use keyring_core::Error as E;
     match error {
-        E::NoStorageAccess(cause) => format!(
-            "access denied ({cause}); unlock the keyring{}",
-            match backend {
-                Backend::Keyutils =>
-                    ", or run under `keyctl session - CMD` so the process has a session keyring it may write",
-                _ => "",
-            }
-        ),
+        E::NoStorageAccess(cause) => match backend {
+            Backend::Keyutils => format!(
+                "access denied ({cause}); this process has no session keyring it may write: \
+                 run it under `keyctl session - CMD`, or log in to a full session"
+            ),
+            _ => format!("access denied ({cause}); unlock the keyring and try again"),
+        },
         E::PlatformFailure(cause) => format!("platform failure ({cause})"),
         // Both carry the stored bytes: never print them.
         E::BadEncoding(_) | E::BadDataFormat(..) => {
