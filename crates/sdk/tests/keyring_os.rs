@@ -141,3 +141,26 @@ fn secret_service_is_the_first_choice() {
         TokenStore::os().expect("the automatic choice")
     });
 }
+
+/// The CLI is async: the store's blocking D-Bus calls must work when made straight
+/// from a tokio task (zbus runs its own executor thread; nothing may try to start a
+/// second tokio runtime or wait for this one).
+#[tokio::test(flavor = "current_thread")]
+async fn secret_service_from_a_current_thread_runtime() {
+    if !enabled("secret_service_from_a_current_thread_runtime") {
+        return;
+    }
+    round_trip("secret-service-ct", Backend::SecretService, || {
+        TokenStore::open(Backend::SecretService).expect("open the Secret Service")
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_service_from_a_multi_thread_runtime() {
+    if !enabled("secret_service_from_a_multi_thread_runtime") {
+        return;
+    }
+    round_trip("secret-service-mt", Backend::SecretService, || {
+        TokenStore::os().expect("the automatic choice")
+    });
+}

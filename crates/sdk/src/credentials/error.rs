@@ -163,6 +163,12 @@ pub(crate) fn describe(backend: Backend, error: keyring_core::Error) -> String {
                 "access denied ({cause}); this process has no session keyring it may write: \
                  run it under `keyctl session - CMD`, or log in to a full session"
             ),
+            Backend::SecretService => format!(
+                "access denied ({cause}); the keyring is locked or has no default \
+                 collection: unlock it (log in to the desktop, or \
+                 `echo -n PASSWORD | gnome-keyring-daemon --unlock`), or set \
+                 SWITCHBOARD_KEYRING=keyutils to use the kernel keyring"
+            ),
             _ => format!("access denied ({cause}); unlock the keyring and try again"),
         },
         E::PlatformFailure(cause) => format!("platform failure ({cause})"),

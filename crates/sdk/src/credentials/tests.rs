@@ -235,7 +235,10 @@ fn a_failed_keyring_write_leaves_no_profile() {
         .store
         .save("default", SERVER, &Token::from(SECRET))
         .unwrap_err();
-    assert!(error.to_string().contains("unlock the keyring"), "{error}");
+    assert!(
+        error.to_string().contains("access denied (locked)"),
+        "{error}"
+    );
     assert!(
         !f.path().exists(),
         "the server is written only after the token"
@@ -586,4 +589,17 @@ async fn refresh_hooks_are_object_safe() {
         hooks[1].refresh(&current).await.unwrap().unwrap().expose(),
         "t1-next"
     );
+}
+
+#[test]
+fn access_denied_says_what_to_do_for_each_keyring() {
+    let denied = || keyring_core::Error::NoStorageAccess("denied".into());
+    let text = describe(Backend::SecretService, denied());
+    assert!(
+        text.contains("gnome-keyring-daemon --unlock")
+            && text.contains("SWITCHBOARD_KEYRING=keyutils"),
+        "{text}"
+    );
+    let text = describe(Backend::Keyutils, denied());
+    assert!(text.contains("keyctl session - CMD"), "{text}");
 }
