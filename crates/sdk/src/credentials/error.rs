@@ -31,8 +31,8 @@ pub enum CredentialError {
     /// The profile has a server URL but the keyring has no token for it, for example
     /// because the kernel keyring forgot it at a reboot.
     #[error(
-        "profile `{profile}` has a server but the {backend} keyring has no token for it \
-         (the kernel keyring forgets tokens at reboot); {hint}",
+        "profile `{profile}` has a server but the {backend} keyring has no token for it{why}; {hint}",
+        why = if backend.survives_reboot() { "" } else { " (it forgets tokens at reboot)" },
         hint = login_hint(profile)
     )]
     TokenMissing {

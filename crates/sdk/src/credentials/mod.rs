@@ -43,6 +43,8 @@ use async_trait::async_trait;
 
 pub use env::{SERVER_VAR, TOKEN_VAR, from_env, resolve};
 pub use error::CredentialError;
+/// keyring-core, for [`TokenStore::with_store`] (`Arc<keyring_core::CredentialStore>`).
+pub use keyring_core;
 pub use os::KEYRING_VAR;
 pub use profiles::default_profiles_path;
 pub use store::{Backend, TokenStore};
@@ -64,6 +66,13 @@ pub struct Credentials {
     pub server: String,
     /// The agent's bearer token.
     pub token: Token,
+}
+
+impl Credentials {
+    /// A [`Client`](crate::Client) for this server with this token.
+    pub fn client(&self) -> Result<crate::Client, crate::Error> {
+        crate::Client::new(&self.server, self.token.clone())
+    }
 }
 
 /// A refresh hook, for the login flows to come: called when the server answers 401

@@ -94,7 +94,7 @@ pub(crate) fn choose() -> Result<(Arc<CredentialStore>, Backend), CredentialErro
     Ok((store, backend))
 }
 
-fn parse(name: &str) -> Result<Backend, CredentialError> {
+pub(crate) fn parse(name: &str) -> Result<Backend, CredentialError> {
     Ok(match name {
         "secret-service" => Backend::SecretService,
         "keyutils" => Backend::Keyutils,

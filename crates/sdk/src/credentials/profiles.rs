@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -127,7 +128,10 @@ pub(crate) fn write(path: &Path, file: &ProfilesFile) -> Result<(), CredentialEr
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // Unique per process and per call, so two writers never share a temporary file.
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!(".{name}.{}.{seq}.tmp", std::process::id()));
     let written = open_private(&temp)
         .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
         .and_then(|()| std::fs::rename(&temp, path));
