@@ -252,22 +252,13 @@ fn keyring_tests(counts: &mut Counts) -> Result<()> {
         return Ok(());
     }
 
-    // The test binary's own arguments: only its group of tests.
+    // `--workspace` resolves features as the `cargo test --workspace` step did, so the
+    // test binary is already built (`-p switchboard-sdk` could rebuild dependencies
+    // with other features). The filter picks the group of tests after `--`.
     let cargo_test = |filter: &str| {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut args: Vec<std::ffi::OsString> = vec![cargo];
-        args.extend(
-            [
-                "test",
-                "-p",
-                "switchboard-sdk",
-                "--test",
-                "keyring_os",
-                "--",
-                filter,
-            ]
-            .map(Into::into),
-        );
+        args.extend(["test", "--workspace", "--test", "keyring_os", "--", filter].map(Into::into));
         args
     };
 
