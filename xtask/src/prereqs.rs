@@ -9,7 +9,8 @@ use anyhow::{Context, Result, bail};
 use crate::cmd;
 
 /// Debian packages for building, the desktop window and tray, the Xvfb smoke test,
-/// browser tests and PostgreSQL tests (installed, never started here).
+/// browser tests, PostgreSQL tests (installed, never started here) and the SDK's
+/// real-keyring tests (gnome-keyring for the Secret Service, keyutils for `keyctl`).
 const PACKAGES: &[&str] = &[
     "build-essential",
     "pkg-config",
@@ -25,6 +26,8 @@ const PACKAGES: &[&str] = &[
     "chromium",
     "chromium-driver",
     "postgresql",
+    "gnome-keyring",
+    "keyutils",
 ];
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";

@@ -88,6 +88,9 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                 &mut counts,
             )
         });
+        step(&mut outcomes, "keyring (keyutils, Secret Service)", || {
+            keyring_tests(&mut counts)
+        });
         step(&mut outcomes, "desktop smoke (Xvfb)", || {
             desktop_smoke(&dist)
         });
@@ -196,14 +199,7 @@ fn desktop_smoke(dist: &Path) -> Result<()> {
         .arg("--smoke-test")
         .arg(&shot)
         .current_dir(cmd::root());
-    // Keep toolchain lookups working although HOME moves.
-    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
-        if let Some(value) = std::env::var_os(var)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(default).into()))
-        {
-            smoke.env(var, value);
-        }
-    }
+    keep_toolchain(&mut smoke);
     smoke
         .env("HOME", &home)
         .env("XDG_RUNTIME_DIR", &runtime)
@@ -222,6 +218,111 @@ fn desktop_smoke(dist: &Path) -> Result<()> {
         eprintln!("desktop smoke: screenshot at {}", shot.display());
     }
     Ok(())
+}
+
+/// Hard limit on each real-keyring test run (it builds the test binary first).
+const KEYRING_TIMEOUT_SECS: &str = "600";
+
+/// The SDK's token store against real keyrings (`crates/sdk/tests/keyring_os.rs`):
+/// the kernel keyutils keyring in a fresh `keyctl session` with no session bus (so
+/// the automatic choice must fall back to it), then the Secret Service of a
+/// gnome-keyring started and unlocked inside `dbus-run-session`. Each run gets its own
+/// HOME and XDG dirs, so it touches no keyring of the user's. Without the tools this
+/// is a skip locally and a failure in CI (`CI=true`).
+fn keyring_tests(counts: &mut Counts) -> Result<()> {
+    let tools = [
+        ("keyctl", "keyutils"),
+        ("dbus-run-session", "dbus-daemon"),
+        ("gnome-keyring-daemon", "gnome-keyring"),
+    ];
+    let missing: Vec<&str> = tools
+        .iter()
+        .filter(|(tool, _)| cmd::stdout(Command::new(tool).arg("--version")).is_none())
+        .map(|(_, package)| *package)
+        .collect();
+    if !missing.is_empty() {
+        let what = format!(
+            "missing keyring tools; install the Debian packages: {}",
+            missing.join(" ")
+        );
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            bail!("{what}");
+        }
+        eprintln!("keyring: SKIPPED, {what} (in CI this fails)");
+        return Ok(());
+    }
+
+    // `--workspace` resolves features as the `cargo test --workspace` step did, so the
+    // test binary is already built (`-p switchboard-sdk` could rebuild dependencies
+    // with other features). The filter picks the group of tests after `--`.
+    let cargo_test = |filter: &str| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut args: Vec<std::ffi::OsString> = vec![cargo];
+        args.extend(["test", "--workspace", "--test", "keyring_os", "--", filter].map(Into::into));
+        args
+    };
+
+    let scratch = Scratch::new("switchboard-keyring")?;
+    let mut keyutils = Command::new("timeout");
+    keyutils
+        .args(["-k", "10", KEYRING_TIMEOUT_SECS, "keyctl", "session", "-"])
+        .args(cargo_test("keyutils"));
+    isolate(&mut keyutils, &scratch, "keyutils")?;
+    let first = run_counting(&mut keyutils, counts).context("the keyutils keyring tests failed");
+
+    // gnome-keyring creates and unlocks a `login` keyring with this password; it
+    // exits with the session bus when dbus-run-session ends.
+    let mut secret_service = Command::new("timeout");
+    secret_service
+        .args(["-k", "10", KEYRING_TIMEOUT_SECS, "dbus-run-session", "--"])
+        .args(["sh", "-c"])
+        .arg(
+            "echo -n switchboard-test | gnome-keyring-daemon --unlock --components=secrets \
+             >/dev/null && exec \"$@\"",
+        )
+        .arg("sh")
+        .args(cargo_test("secret_service"));
+    isolate(&mut secret_service, &scratch, "secret-service")?;
+    let second = run_counting(&mut secret_service, counts)
+        .context("the Secret Service keyring tests failed");
+    first.and(second)
+}
+
+/// Gives a keyring test run its own HOME, XDG dirs and runtime dir (with no session
+/// bus in it), keeps the toolchain reachable, and turns the tests on.
+fn isolate(command: &mut Command, scratch: &Scratch, name: &str) -> Result<()> {
+    let home = scratch.dir(name, 0o700)?;
+    let runtime = home.join("runtime");
+    std::fs::create_dir(&runtime).with_context(|| format!("creating {}", runtime.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))?;
+    }
+    keep_toolchain(command);
+    command
+        .current_dir(cmd::root())
+        .env("SWITCHBOARD_KEYRING_TEST", "1")
+        .env("HOME", &home)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("CARGO_TARGET_DIR", cmd::target_dir())
+        .env_remove("SWITCHBOARD_KEYRING")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS");
+    Ok(())
+}
+
+/// Keeps toolchain lookups working although HOME moves.
+fn keep_toolchain(command: &mut Command) {
+    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
+        if let Some(value) = std::env::var_os(var)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(default).into()))
+        {
+            command.env(var, value);
+        }
+    }
 }
 
 /// A temporary directory removed on drop.

@@ -32,13 +32,22 @@
 //! with [`ClientBuilder::retry`] and [`RetryPolicy`]; the table of what is retried
 //! is in [`retry`].
 //!
-//! Not here yet (a later layer over [`Client`]): the durable outbox, token refresh
-//! and the keyring, SSE reconnection.
+//! Credentials: [`credentials::TokenStore`] keeps each profile's token in the OS
+//! keyring and its server URL in a profiles file; [`credentials::resolve`] lets
+//! `SWITCHBOARD_SERVER` and `SWITCHBOARD_TOKEN` override it.
+//!
+//! Over the client: [`outbox`] (the durable local outbox: written before any network
+//! I/O, resent with the same key until the server has it), [`consumer`] (the inbox
+//! consumer with dedup, lease extension and local quarantine, and the cursor
+//! [`Follower`]), [`report`] (the client report operators see), [`credentials`]
+//! (tokens in the OS keyring) and [`privacy`] (the gate in front of the outbox).
+//! Their state lives in one local SQLite file ([`LocalDb`]).
 
 mod agent;
 mod call;
 mod client;
 pub mod consumer;
+pub mod credentials;
 mod error;
 pub mod local;
 mod ops;
@@ -54,6 +63,7 @@ pub use client::{
     Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, Sent, new_idempotency_key,
 };
 pub use consumer::{Consumer, ConsumerConfig, Delivery, Follower, Handler, Outcome};
+pub use credentials::{CredentialError, Credentials, TokenStore};
 pub use error::Error;
 pub use local::{LocalDb, LocalError};
 pub use outbox::{Outbox, OutboxConfig, OutboxError, Target};

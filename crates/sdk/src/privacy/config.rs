@@ -41,8 +41,7 @@ impl Gate {
     /// Adds every schema of a JSON document (see the module docs). The error says
     /// where the document is wrong.
     pub fn load_schemas(mut self, json: &str) -> Result<Self, String> {
-        let document: Value =
-            serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
+        let document: Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
         let Value::Object(types) = document else {
             return Err("the top level must be an object of message types".into());
         };
@@ -60,7 +59,9 @@ fn schema(mut schema: Schema, spec: &Value, at: &str) -> Result<Schema, String> 
     };
     for key in spec.keys() {
         if key != "fields" && key != "allow_pii" {
-            return Err(format!("{at}: unknown key {key:?} (use \"fields\" and \"allow_pii\")"));
+            return Err(format!(
+                "{at}: unknown key {key:?} (use \"fields\" and \"allow_pii\")"
+            ));
         }
     }
     let empty = Map::new();
@@ -77,7 +78,9 @@ fn schema(mut schema: Schema, spec: &Value, at: &str) -> Result<Schema, String> 
         Some(Value::Object(allow)) => {
             for (name, kinds) in allow {
                 let Value::Array(kinds) = kinds else {
-                    return Err(format!("{at}.allow_pii.{name}: expected a list of PII kinds"));
+                    return Err(format!(
+                        "{at}.allow_pii.{name}: expected a list of PII kinds"
+                    ));
                 };
                 for kind in kinds {
                     let kind = match kind.as_str() {
@@ -156,8 +159,14 @@ mod tests {
         for (document, expected) in [
             ("[]", "top level"),
             (r#"{"t": {"field": {}}}"#, "t: unknown key \"field\""),
-            (r#"{"t": {"fields": {"a": "txt"}}}"#, "t.a: \"txt\" is not a kind"),
-            (r#"{"t": {"fields": {"a": ["text", "integer"]}}}"#, "t.a: a list kind"),
+            (
+                r#"{"t": {"fields": {"a": "txt"}}}"#,
+                "t.a: \"txt\" is not a kind",
+            ),
+            (
+                r#"{"t": {"fields": {"a": ["text", "integer"]}}}"#,
+                "t.a: a list kind",
+            ),
             (r#"{"t": {"allow_pii": {"a": ["phone"]}}}"#, "t.allow_pii.a"),
             ("{", "not JSON"),
         ] {
@@ -170,7 +179,10 @@ mod tests {
     fn the_default_allows_plain_messages_only() {
         let gate = Gate::new().load_schemas(DEFAULT_SCHEMAS).unwrap();
         let cleared = gate
-            .check("message", json!({"text": "build is green", "env": {"HOME": "/root"}}))
+            .check(
+                "message",
+                json!({"text": "build is green", "env": {"HOME": "/root"}}),
+            )
             .unwrap();
         assert_eq!(cleared.stripped, ["$.env"]);
         assert!(gate.check("other", json!({})).is_err());
