@@ -1,5 +1,6 @@
-//! `switchboard`: the headless coordination server and (later) agent subcommands.
+//! `switchboard`: the headless coordination server and the agent subcommands.
 
+mod agent;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -19,15 +20,19 @@ struct Cli {
 enum Command {
     /// Run the coordination server headless (no window).
     Serve(Box<serve::ServeArgs>),
+    /// An agent's side: login, run a handler on the inbox, send through the durable
+    /// outbox, tail, status, check a payload against the privacy gate.
+    Agent(Box<agent::AgentCli>),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve::run(*args),
+        Command::Serve(args) => serve::run(*args).map(|()| 0),
+        Command::Agent(args) => agent::run(*args),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
             eprintln!("switchboard: {e:#}");
             std::process::ExitCode::FAILURE

@@ -74,10 +74,19 @@ async fn client_side_poison_and_mode_reach_the_operator() {
         .find(|r| r.name == "alice")
         .unwrap()
         .report;
-    assert_eq!(report.inbox.mode, "stopped", "the last report says it stopped");
+    assert_eq!(
+        report.inbox.mode, "stopped",
+        "the last report says it stopped"
+    );
     assert_eq!((report.outbox.poison, report.outbox.sent), (1, 0));
-    assert_eq!(report.outbox_poison[0].target.as_deref(), Some("agent:nobody"));
-    assert!(report.outbox_poison[0].reason.contains("not_found"), "{report:?}");
+    assert_eq!(
+        report.outbox_poison[0].target.as_deref(),
+        Some("agent:nobody")
+    );
+    assert!(
+        report.outbox_poison[0].reason.contains("not_found"),
+        "{report:?}"
+    );
     assert_eq!(report.inbox.poisoned, 1);
     assert!(report.inbox_poison[0].reason.contains("schema mismatch"));
     assert!(report.sdk.starts_with("switchboard-sdk/"));
@@ -98,7 +107,10 @@ async fn reports_are_bounded_and_scoped() {
         inbox_poison: vec![entry.clone(); 21],
         ..ClientReport::default()
     };
-    let error = alice.put_client_report("alice", &too_many).await.unwrap_err();
+    let error = alice
+        .put_client_report("alice", &too_many)
+        .await
+        .unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::ValidationFailed), "{error}");
     assert!(error.to_string().contains("at most 20"), "{error}");
 
@@ -109,15 +121,26 @@ async fn reports_are_bounded_and_scoped() {
         }],
         ..ClientReport::default()
     };
-    let error = alice.put_client_report("alice", &too_long).await.unwrap_err();
+    let error = alice
+        .put_client_report("alice", &too_long)
+        .await
+        .unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::ValidationFailed), "{error}");
 
     let error = bob
         .put_client_report("alice", &ClientReport::default())
         .await
         .unwrap_err();
-    assert_eq!(error.code(), Some(ErrorCode::NotFound), "another agent's report: {error}");
+    assert_eq!(
+        error.code(),
+        Some(ErrorCode::NotFound),
+        "another agent's report: {error}"
+    );
     let error = alice.client_reports().await.unwrap_err();
-    assert_eq!(error.code(), Some(ErrorCode::Forbidden), "operators only: {error}");
+    assert_eq!(
+        error.code(),
+        Some(ErrorCode::Forbidden),
+        "operators only: {error}"
+    );
     assert!(server.operator().client_reports().await.unwrap().is_empty());
 }

@@ -1,0 +1,359 @@
+//! The short subcommands: login, logout, send, tail, status, check.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use serde_json::{Value, json};
+use switchboard_sdk::consumer::{FollowerConfig, Mode, local_poison};
+use switchboard_sdk::credentials::TokenStore;
+use switchboard_sdk::outbox::{self, EntryState, OutboxConfig};
+use switchboard_sdk::proto::{InboxEvent, SendMessage, Snapshot};
+use switchboard_sdk::{Consumer, Follower, Outbox, OutboxError, Target, Token};
+use tokio_util::sync::CancellationToken;
+
+use super::Common;
+
+#[derive(Args, Debug)]
+pub(crate) struct LoginArgs {
+    /// The server's base URL, e.g. http://127.0.0.1:7700.
+    #[arg(long)]
+    server: String,
+    /// The agent token; `-` reads it from stdin (keeps it out of the shell history).
+    #[arg(long)]
+    token: String,
+}
+
+pub(crate) async fn login(common: &Common, args: LoginArgs) -> anyhow::Result<u8> {
+    let token = if args.token == "-" {
+        let mut token = String::new();
+        std::io::stdin().read_to_string(&mut token)?;
+        token.trim().to_owned()
+    } else {
+        args.token
+    };
+    if token.is_empty() {
+        bail!("the token is empty");
+    }
+    let token = Token::from(token);
+    let client = switchboard_sdk::Client::new(&args.server, token.clone())?;
+    if let Err(error) = client.capabilities().await {
+        eprintln!(
+            "warning: {} did not answer ({error}); saving the login anyway",
+            args.server
+        );
+    }
+    let store = TokenStore::os()?;
+    store.save(&common.profile, &args.server, &token)?;
+    eprintln!(
+        "logged in to {} as profile {:?}; the token is in the {:?} keyring",
+        args.server,
+        common.profile,
+        store.backend()
+    );
+    Ok(0)
+}
+
+pub(crate) fn logout(common: &Common) -> anyhow::Result<u8> {
+    let removed = TokenStore::os()?.sign_out(&common.profile)?;
+    if removed {
+        eprintln!(
+            "signed out of profile {:?}: keyring entry and profile removed",
+            common.profile
+        );
+    } else {
+        eprintln!("profile {:?} was not logged in", common.profile);
+    }
+    Ok(0)
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SendArgs {
+    /// The recipient agent (name or id).
+    #[arg(long, required_unless_present = "room", conflicts_with = "room")]
+    to: Option<String>,
+    /// The room (name or id): one event per member.
+    #[arg(long)]
+    room: Option<String>,
+    /// The message type the privacy gate checks the payload as.
+    #[arg(long = "type", default_value = "message")]
+    message_type: String,
+    /// The payload as JSON text; omit it to read JSON from --file or stdin.
+    payload: Option<String>,
+    /// Read the payload from this file (`-` is stdin).
+    #[arg(long, conflicts_with = "payload")]
+    file: Option<PathBuf>,
+    #[arg(long)]
+    correlation_id: Option<String>,
+    /// -1000..=1000; higher is claimed first.
+    #[arg(long)]
+    priority: Option<i32>,
+    /// How long to try before leaving the message queued, in seconds.
+    #[arg(long, default_value_t = 10)]
+    wait_seconds: u64,
+}
+
+pub(crate) async fn send(common: &Common, args: SendArgs) -> anyhow::Result<u8> {
+    let payload = match (&args.payload, &args.file) {
+        (Some(text), _) => parse_json(text, "the payload")?,
+        (None, Some(path)) => parse_json(&read_input(path)?, &path.display().to_string())?,
+        (None, None) => parse_json(&read_input(&PathBuf::from("-"))?, "stdin")?,
+    };
+    let target = match (args.to, args.room) {
+        (Some(agent), _) => Target::Agent(agent),
+        (None, Some(room)) => Target::Room(room),
+        (None, None) => bail!("say where: --to AGENT or --room ROOM"),
+    };
+    let gate = common.gate()?;
+    let client = common.client()?;
+    let db = common.db().await?;
+    let outbox = Outbox::open(db, &client, gate, OutboxConfig::default()).await?;
+    let message = SendMessage {
+        payload,
+        correlation_id: args.correlation_id,
+        priority: args.priority,
+        ..SendMessage::default()
+    };
+    let enqueued = match outbox
+        .try_enqueue(target, &args.message_type, message)
+        .await
+    {
+        Ok(enqueued) => enqueued,
+        Err(OutboxError::Blocked(blocked)) => {
+            for refusal in &blocked.refusals {
+                eprintln!("refused: {refusal}");
+            }
+            eprintln!("nothing was stored or sent; check a payload with `switchboard agent check`");
+            return Ok(1);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    for path in &enqueued.stripped {
+        eprintln!(
+            "stripped {path} (not in the {:?} schema)",
+            args.message_type
+        );
+    }
+    let entry = outbox
+        .deliver(enqueued.id, Duration::from_secs(args.wait_seconds))
+        .await?
+        .context("the entry expired before it could be sent")?;
+    println!(
+        "{}",
+        json!({"outbox_id": entry.id, "state": entry.state, "receipt": entry.receipt, "last_error": entry.last_error})
+    );
+    match entry.state {
+        EntryState::Sent => Ok(0),
+        EntryState::Poison => {
+            eprintln!(
+                "the server refused it: {}",
+                entry.last_error.unwrap_or_default()
+            );
+            Ok(1)
+        }
+        _ => {
+            eprintln!(
+                "queued (#{}): {}; `switchboard agent run` or the next `send` delivers it",
+                entry.id,
+                entry.last_error.as_deref().unwrap_or("not sent yet")
+            );
+            Ok(0)
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TailArgs {
+    /// The agent whose inbox to follow (name or id).
+    #[arg(long, env = "SWITCHBOARD_AGENT")]
+    name: String,
+    /// Start from the oldest retained event instead of the saved cursor.
+    #[arg(long)]
+    from_start: bool,
+    /// Print what is there now and exit instead of following.
+    #[arg(long)]
+    once: bool,
+}
+
+pub(crate) async fn tail(common: &Common, args: TailArgs) -> anyhow::Result<u8> {
+    let client = common.client()?;
+    let db = common.db().await?;
+    let follower = Follower::new(
+        client,
+        args.name.clone(),
+        db,
+        format!("tail:{}", args.name),
+        FollowerConfig::default(),
+    );
+    if args.from_start {
+        follower.set_cursor(0).await?;
+    }
+    let print = |event: &InboxEvent| {
+        println!("{}", serde_json::to_string(event).unwrap_or_default());
+    };
+    let resync = |snapshot: &Snapshot| {
+        eprintln!(
+            "the saved cursor is below retention; resuming at {} (oldest retained {})",
+            snapshot.resume_cursor, snapshot.oldest_cursor
+        );
+    };
+    if args.once {
+        let (mut print, mut resync) = (print, resync);
+        follower.catch_up(&mut print, &mut resync).await?;
+        return Ok(0);
+    }
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stop.cancel();
+    });
+    follower.run(print, resync, cancel).await?;
+    Ok(0)
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct StatusArgs {
+    /// The agent to show the consumer of [default: SWITCHBOARD_AGENT].
+    #[arg(long, env = "SWITCHBOARD_AGENT")]
+    name: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn status(common: &Common, args: StatusArgs) -> anyhow::Result<u8> {
+    let path = common.state_path();
+    if !path.exists() {
+        bail!(
+            "no local state at {} yet; it is created by `switchboard agent send`, `run` or `tail`",
+            path.display()
+        );
+    }
+    let db = common.db().await?;
+    let counts = outbox::counts(&db).await?;
+    let poison = outbox::poison_entries(&db, 10).await?;
+    let mut inbox = Value::Null;
+    if let Some(name) = &args.name {
+        let mode = db
+            .published(&Consumer::mode_key(name))
+            .await?
+            .and_then(|(value, at)| {
+                let mode: Mode = serde_json::from_str(&value).ok()?;
+                Some((mode, at))
+            });
+        inbox = json!({
+            "agent": name,
+            "mode": mode.map(|(m, _)| m.to_string()),
+            "mode_as_of_ms": mode.map(|(_, at)| at),
+            "claimed_cursor": db.cursor(&format!("claimed:{name}")).await?,
+            "tail_cursor": db.cursor(&format!("tail:{name}")).await?,
+            "local_quarantine": local_poison(&db, 10).await?,
+        });
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "state": path, "outbox": counts, "outbox_poison": poison, "inbox": inbox,
+            }))?
+        );
+        return Ok(0);
+    }
+    println!("state: {}", path.display());
+    println!(
+        "outbox: queued {}, sending {}, retryable {}, sent {}, poison {}, expired {}",
+        counts.queued, counts.sending, counts.retryable, counts.sent, counts.poison, counts.expired
+    );
+    for entry in &poison {
+        println!(
+            "  poison #{} to {}: {}",
+            entry.id,
+            entry.target,
+            entry.last_error.as_deref().unwrap_or("")
+        );
+    }
+    if let Some(name) = &args.name {
+        let mode = match (&inbox["mode"], inbox["mode_as_of_ms"].as_i64()) {
+            (Value::String(mode), Some(at)) => {
+                let age = (now_ms() - at).max(0) / 1000;
+                format!("{mode} (as of {age} s ago)")
+            }
+            _ => "never ran here".to_owned(),
+        };
+        println!("inbox of {name}: {mode}");
+        println!(
+            "  cursors: claimed {}, tail {}",
+            inbox["claimed_cursor"], inbox["tail_cursor"]
+        );
+        for p in local_poison(&db, 10).await? {
+            println!(
+                "  quarantined locally: event {} (seq {}) after {} failures: {}",
+                p.event_id,
+                p.seq,
+                p.failures,
+                p.reason.unwrap_or_default()
+            );
+        }
+    }
+    Ok(0)
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CheckArgs {
+    /// The JSON payload file; `-` (the default) reads stdin.
+    #[arg(default_value = "-")]
+    file: PathBuf,
+    /// The message type to check it as.
+    #[arg(long = "type", default_value = "message")]
+    message_type: String,
+}
+
+pub(crate) fn check(common: &Common, args: CheckArgs) -> anyhow::Result<u8> {
+    let payload = parse_json(&read_input(&args.file)?, &args.file.display().to_string())?;
+    let gate = common.gate()?;
+    match gate.check(&args.message_type, payload) {
+        Ok(cleared) => {
+            println!("allowed as {:?}", args.message_type);
+            for path in &cleared.stripped {
+                println!("stripped: {path}");
+            }
+            for finding in &cleared.allowed_pii {
+                println!("allowed PII: {finding}");
+            }
+            println!("{}", serde_json::to_string_pretty(&cleared.payload)?);
+            Ok(0)
+        }
+        Err(blocked) => {
+            println!("refused as {:?}", args.message_type);
+            for refusal in &blocked.refusals {
+                println!("refused: {refusal}");
+            }
+            Ok(1)
+        }
+    }
+}
+
+fn read_input(path: &PathBuf) -> anyhow::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read stdin")?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+    }
+}
+
+fn parse_json(text: &str, what: &str) -> anyhow::Result<Value> {
+    serde_json::from_str(text).with_context(|| format!("{what} is not JSON"))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

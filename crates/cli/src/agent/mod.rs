@@ -1,0 +1,159 @@
+//! `switchboard agent …`: an agent's side from the shell. Login keeps the token in
+//! the OS keyring; `run` consumes the inbox through a command; `send` goes through
+//! the durable outbox; `tail` follows the inbox read-only; `status` reads the local
+//! state; `check` runs the privacy gate on a payload without sending anything.
+//!
+//! Local state (outbox, cursors, dedup) lives in one SQLite file per profile:
+//! `$XDG_DATA_HOME/switchboard/agents/<profile>.db` unless `--state` says otherwise.
+//! The privacy gate's schemas come from `--schemas`, else
+//! `$XDG_CONFIG_HOME/switchboard/schemas.json`, else the built-in `message` type.
+
+mod commands;
+mod run;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use switchboard_sdk::credentials::{self, Credentials, TokenStore};
+use switchboard_sdk::privacy::{DEFAULT_SCHEMAS, Gate};
+use switchboard_sdk::{Client, LocalDb};
+
+#[derive(Args, Debug)]
+pub(crate) struct AgentArgs {
+    #[command(subcommand)]
+    command: AgentCommand,
+}
+
+/// Options every subcommand takes.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct Common {
+    /// The login profile (several servers or agents on one machine).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_PROFILE",
+        default_value = "default",
+        global = true
+    )]
+    profile: String,
+    /// The local state file [default: $XDG_DATA_HOME/switchboard/agents/<profile>.db].
+    #[arg(long, env = "SWITCHBOARD_STATE", global = true)]
+    state: Option<PathBuf>,
+    /// Privacy-gate schemas (JSON) [default: $XDG_CONFIG_HOME/switchboard/schemas.json,
+    /// else the built-in `message` type].
+    #[arg(long, env = "SWITCHBOARD_SCHEMAS", global = true)]
+    schemas: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum AgentCommand {
+    /// Store the server URL and the agent token (in the OS keyring).
+    Login(commands::LoginArgs),
+    /// Remove the stored login (keyring entry and profile).
+    Logout,
+    /// Consume the inbox: each event goes to CMD on stdin. Exit 0 acks, 75
+    /// (EX_TEMPFAIL) releases it for later, anything else counts a failure (the
+    /// third quarantines it).
+    Run(run::RunArgs),
+    /// Send a message through the durable outbox.
+    Send(commands::SendArgs),
+    /// Follow the inbox read-only, one JSON event per line.
+    Tail(commands::TailArgs),
+    /// Outbox counts, poison entries, cursors and the consumer's connection mode.
+    Status(commands::StatusArgs),
+    /// Run the privacy gate on a payload locally; nothing is sent. Exits 1 when it
+    /// would be refused.
+    Check(commands::CheckArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct AgentCli {
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    args: AgentArgs,
+}
+
+/// Runs a subcommand; the exit code on success.
+pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let common = cli.common;
+    runtime.block_on(async move {
+        match cli.args.command {
+            AgentCommand::Login(args) => commands::login(&common, args).await,
+            AgentCommand::Logout => commands::logout(&common),
+            AgentCommand::Run(args) => run::run(&common, args).await,
+            AgentCommand::Send(args) => commands::send(&common, args).await,
+            AgentCommand::Tail(args) => commands::tail(&common, args).await,
+            AgentCommand::Status(args) => commands::status(&common, args).await,
+            AgentCommand::Check(args) => commands::check(&common, args),
+        }
+    })
+}
+
+impl Common {
+    /// The login: `SWITCHBOARD_SERVER` + `SWITCHBOARD_TOKEN` when set, else the
+    /// profile in the keyring.
+    fn credentials(&self) -> anyhow::Result<Credentials> {
+        if let Some(credentials) = credentials::from_env()? {
+            return Ok(credentials);
+        }
+        let store = TokenStore::os().ok();
+        Ok(credentials::resolve(store.as_ref(), &self.profile)?)
+    }
+
+    fn client(&self) -> anyhow::Result<Client> {
+        let credentials = self.credentials()?;
+        credentials
+            .client()
+            .with_context(|| format!("cannot use the server URL {}", credentials.server))
+    }
+
+    fn state_path(&self) -> PathBuf {
+        self.state.clone().unwrap_or_else(|| {
+            switchboard_server::Config::data_dir()
+                .join("agents")
+                .join(format!("{}.db", self.profile))
+        })
+    }
+
+    async fn db(&self) -> anyhow::Result<LocalDb> {
+        Ok(LocalDb::open(self.state_path()).await?)
+    }
+
+    /// The privacy gate with the configured schemas.
+    fn gate(&self) -> anyhow::Result<Gate> {
+        let (text, from) = match &self.schemas {
+            Some(path) => (
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read the schemas {}", path.display()))?,
+                path.display().to_string(),
+            ),
+            None => {
+                let path = config_dir().join("schemas.json");
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => (text, path.display().to_string()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => (
+                        DEFAULT_SCHEMAS.to_owned(),
+                        "the built-in schemas".to_owned(),
+                    ),
+                    Err(e) => bail!("cannot read the schemas {}: {e}", path.display()),
+                }
+            }
+        };
+        Gate::new()
+            .load_schemas(&text)
+            .map_err(|e| anyhow::anyhow!("{from}: {e}"))
+    }
+}
+
+/// `$XDG_CONFIG_HOME/switchboard`, else `~/.config/switchboard`.
+fn config_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("switchboard");
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".config/switchboard"),
+        None => PathBuf::from(".switchboard"),
+    }
+}
