@@ -2,8 +2,9 @@
 //!
 //! - `run`: install prerequisites, build the console UI, then open the desktop app
 //!   (or, with no display, the headless server).
-//! - `test`: prerequisites, UI build, fmt, clippy (host and wasm), every workspace test
-//!   and a desktop smoke test under Xvfb. Prints a summary; exits non-zero on any failure.
+//! - `test`: prerequisites, UI build, fmt, clippy (host and wasm), every workspace test,
+//!   the real-keyring tests (keyutils and Secret Service) and a desktop smoke test under
+//!   Xvfb. Prints a summary; exits non-zero on any failure.
 //! - `bench`: the benchmark binary of the `tests` crate.
 //! - `prereqs` and `ui` run the first two stages of `run` on their own.
 //!
@@ -25,8 +26,9 @@ usage: cargo xtask <task> [args…]
 tasks:
   run [args…]    prerequisites, UI build, then the desktop app (args go to it), or
                  `switchboard serve` when no display is available
-  test [args…]   prerequisites, UI build, fmt, clippy, `cargo test --workspace [args…]`
-                 and the desktop smoke test under Xvfb
+  test [args…]   prerequisites, UI build, fmt, clippy, `cargo test --workspace [args…]`,
+                 the real-keyring tests (keyctl session; dbus-run-session with
+                 gnome-keyring) and the desktop smoke test under Xvfb
   bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`
   prereqs        only install/check the prerequisites
   ui             only build the console UI into ui/dist";
