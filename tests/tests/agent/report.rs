@@ -93,6 +93,29 @@ async fn client_side_poison_and_mode_reach_the_operator() {
 }
 
 #[tokio::test]
+async fn a_report_tells_the_console_through_the_change_stream() {
+    use futures::StreamExt;
+    let server = TestServer::start().await;
+    let (created, alice) = server.agent("alice").await;
+    let mut stream = server.operator().ops_stream().await.unwrap();
+    alice
+        .put_client_report("alice", &ClientReport::default())
+        .await
+        .unwrap();
+    let change = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let event = stream.next().await.expect("open").expect("event");
+            if let Some(change) = event.ops_change() {
+                return change;
+            }
+        }
+    })
+    .await
+    .expect("a change event");
+    assert_eq!(change.agent_id, created.agent_id);
+}
+
+#[tokio::test]
 async fn reports_are_bounded_and_scoped() {
     let server = TestServer::start().await;
     let (_, alice) = server.agent("alice").await;

@@ -40,6 +40,8 @@ async fn put_report(
         .store
         .put_client_report(agent.id, &json, state.now())
         .await?;
+    // The console refreshes its Agents page on the change stream.
+    state.hub.changed(agent.wake(agent.head_seq));
     Ok(StatusCode::NO_CONTENT)
 }
 
