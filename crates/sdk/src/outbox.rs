@@ -490,8 +490,8 @@ impl Outbox {
                 Duration::from_millis(u64::try_from(due - now_ms()).unwrap_or(0))
             });
             let wake = (tokio::time::Instant::now() + due.min(IDLE_RECHECK)).min(deadline);
+            // Each pass finished its attempts, so nothing of ours is in flight here.
             if tokio::time::Instant::now() >= deadline {
-                self.requeue_sending().await?;
                 return Ok(entry);
             }
             tokio::time::sleep_until(wake).await;
