@@ -17,12 +17,14 @@
 //! - *low-water mark* (`oldest_cursor`): the smallest cursor the server can still
 //!   answer; below it the events were removed by retention and the answer is `410`.
 
+mod console;
 mod event;
 mod ids;
 mod ops;
 mod problem;
 mod room;
 
+pub use console::*;
 pub use event::*;
 pub use ids::*;
 pub use ops::*;

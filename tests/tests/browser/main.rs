@@ -16,4 +16,5 @@
 
 mod console;
 mod driver;
+mod session;
 mod support;
