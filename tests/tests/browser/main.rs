@@ -16,5 +16,6 @@
 
 mod console;
 mod driver;
+mod journey;
 mod session;
 mod support;
