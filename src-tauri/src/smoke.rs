@@ -1,7 +1,10 @@
 //! Smoke mode (`--smoke-test`): proves the whole desktop path works on a real display
 //! (Xvfb in CI). It waits for the console page to load and, when a console UI is being
-//! served, for the UI's `#app-ready` element; then it screenshots the X root window,
-//! prints one `smoke:` line and quits through the app handle (exit 0 on success).
+//! served, for the UI's `#app-ready` element *and* the logged-in overview (`#overview`,
+//! which only an authenticated console renders: the one-time login link worked); then
+//! it screenshots the X root window, closes the window and checks that it was only
+//! hidden (the app stays in the tray), prints one `smoke:` line and quits through the
+//! app handle (exit 0 on success).
 //!
 //! It can never hang: a watchdog thread ends the process after [`HARD_TIMEOUT`].
 
@@ -27,9 +30,11 @@ const HARD_TIMEOUT: Duration = Duration::from_secs(90);
 /// Exit status when the watchdog fires (the same as coreutils `timeout`).
 const EXIT_TIMED_OUT: i32 = 124;
 
-/// Returns the text of `#server-info` once `#app-ready` exists, else `null`.
+/// Returns the text of `#server-info` once `#app-ready` and the logged-in overview
+/// exist, else `null`.
 const READY_PROBE: &str = "(function () {
   if (!document.getElementById('app-ready')) return null;
+  if (!document.getElementById('overview')) return null;
   var info = document.getElementById('server-info');
   return info ? info.textContent : '';
 })()";
@@ -99,15 +104,25 @@ impl Smoke {
             .unwrap_or_default();
 
         let loaded = format!("page loaded in {:.1}s", loaded_after.as_secs_f64());
+        if let Err(why) = close_hides(app) {
+            println!("smoke: FAILED: {loaded}, but {why}");
+            return 1;
+        }
         match ready {
             Some(info) => {
                 let after = ready_after.as_secs_f64();
-                println!("smoke: ok: {loaded}, console ready in {after:.1}s ({info}){shot}");
+                println!(
+                    "smoke: ok: {loaded}, console logged in and ready in {after:.1}s ({info}), \
+                     closing hides the window{shot}"
+                );
                 0
             }
             None if self.require_ready => {
                 let secs = READY_TIMEOUT.as_secs();
-                println!("smoke: FAILED: {loaded}, but no #app-ready within {secs}s{shot}");
+                println!(
+                    "smoke: FAILED: {loaded}, but no logged-in console (#app-ready and #overview) \
+                     within {secs}s{shot}"
+                );
                 1
             }
             None => {
@@ -141,6 +156,27 @@ impl Smoke {
             }
         }
     }
+}
+
+/// Closes the console window and checks that it was hidden, not destroyed.
+fn close_hides<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
+    let window = app
+        .get_webview_window(WINDOW)
+        .ok_or("the console window is gone before closing it")?;
+    window
+        .close()
+        .map_err(|e| format!("closing the window failed: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+        let Some(window) = app.get_webview_window(WINDOW) else {
+            return Err("closing the window destroyed it (it should only hide)".to_owned());
+        };
+        if matches!(window.is_visible(), Ok(false)) {
+            return Ok(());
+        }
+    }
+    Err("the window was still visible 5 s after closing it".to_owned())
 }
 
 /// Polls the window for `#app-ready`; returns the `#server-info` text once it exists.

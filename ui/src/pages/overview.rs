@@ -10,8 +10,9 @@ use crate::format;
 use crate::live::Live;
 
 fn tile(id: &'static str, label: &'static str, value: String, hint: &'static str) -> AnyView {
+    let alert = id == "quarantined" && value != "0";
     view! {
-        <div class="tile" id=format!("tile-{id}") title=hint>
+        <div class=if alert { "tile alert" } else { "tile" } id=format!("tile-{id}") title=hint>
             <span class="tile-label">{label}</span>
             <span class="tile-value">{value}</span>
         </div>
