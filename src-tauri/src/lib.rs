@@ -112,7 +112,11 @@ fn try_run() -> anyhow::Result<i32> {
             ConsoleUrls::home(server.url().clone())
         }
     };
-    let smoke = options.smoke.map(|smoke| smoke.require_ready(serves_ui));
+    let smoke = options.smoke.map(|smoke| {
+        smoke
+            .require_ready(serves_ui)
+            .with_server(server.state().clone())
+    });
     let result = run_app(
         tauri::Builder::default(),
         urls,

@@ -2,13 +2,17 @@
 //! Failure to notify (no notification daemon, no session bus) is logged once, never
 //! fatal. Showing one is blocking D-Bus work, so it runs on tokio's blocking pool.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Set after the first failure, so a missing daemon is reported once.
 static FAILED_ONCE: AtomicBool = AtomicBool::new(false);
+/// Notifications asked for, and those the daemon accepted (read by smoke mode).
+static ASKED: AtomicU64 = AtomicU64::new(0);
+static SHOWN: AtomicU64 = AtomicU64::new(0);
 
 /// Shows "N events quarantined for agent X: last error".
 pub(crate) fn quarantined(text: &str) {
+    ASKED.fetch_add(1, Ordering::Relaxed);
     let text = text.to_owned();
     tokio::task::spawn_blocking(move || {
         let shown = notify_rust::Notification::new()
@@ -17,12 +21,24 @@ pub(crate) fn quarantined(text: &str) {
             .body(&text)
             .show();
         match shown {
-            Ok(_) => tracing::info!("notified: {text}"),
+            Ok(_) => {
+                SHOWN.fetch_add(1, Ordering::Relaxed);
+                tracing::info!("notified: {text}");
+            }
             Err(error) => {
                 if !FAILED_ONCE.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(%error, "desktop notifications are unavailable; the tray tooltip still shows the quarantined count");
+                    tracing::warn!(
+                        %error,
+                        "desktop notifications are unavailable; the tray tooltip still shows \
+                         the quarantined count"
+                    );
                 }
             }
         }
     });
+}
+
+/// How many notifications were asked for, and how many the daemon accepted.
+pub(crate) fn counts() -> (u64, u64) {
+    (ASKED.load(Ordering::Relaxed), SHOWN.load(Ordering::Relaxed))
 }

@@ -14,6 +14,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use switchboard_server::http::AppState;
 use tauri::webview::PageLoadEvent;
 use tauri::{AppHandle, Manager, Runtime};
 
@@ -27,6 +28,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 const SETTLE: Duration = Duration::from_millis(700);
 /// Whatever happens, the process exits after this long.
 const HARD_TIMEOUT: Duration = Duration::from_secs(90);
+/// The tray polls every 3 s and reports a burst one poll after it ends.
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(15);
 /// Exit status when the watchdog fires (the same as coreutils `timeout`).
 const EXIT_TIMED_OUT: i32 = 124;
 
@@ -40,10 +43,22 @@ const READY_PROBE: &str = "(function () {
 })()";
 
 /// What smoke mode should do; see the module docs.
-#[derive(Debug)]
 pub struct Smoke {
     screenshot: Option<PathBuf>,
     require_ready: bool,
+    /// The embedded server: with it, smoke mode also checks that a burst of
+    /// quarantines gives exactly one notification.
+    server: Option<AppState>,
+}
+
+impl std::fmt::Debug for Smoke {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Smoke")
+            .field("screenshot", &self.screenshot)
+            .field("require_ready", &self.require_ready)
+            .field("server", &self.server.is_some())
+            .finish()
+    }
 }
 
 impl Smoke {
@@ -52,7 +67,14 @@ impl Smoke {
         Self {
             screenshot,
             require_ready: false,
+            server: None,
         }
+    }
+
+    /// Also check the quarantine notification against this embedded server.
+    pub fn with_server(mut self, server: AppState) -> Self {
+        self.server = Some(server);
+        self
     }
 
     /// Whether the console UI must render `#app-ready` (true when a UI is served).
@@ -108,12 +130,22 @@ impl Smoke {
             println!("smoke: FAILED: {loaded}, but {why}");
             return 1;
         }
+        let notified = match (&self.server, &ready) {
+            (Some(server), Some(_)) => match one_notification_per_burst(server) {
+                Ok(note) => format!(", {note}"),
+                Err(why) => {
+                    println!("smoke: FAILED: {loaded}, but {why}");
+                    return 1;
+                }
+            },
+            _ => String::new(),
+        };
         match ready {
             Some(info) => {
                 let after = ready_after.as_secs_f64();
                 println!(
                     "smoke: ok: {loaded}, console logged in and ready in {after:.1}s ({info}), \
-                     closing hides the window{shot}"
+                     closing hides the window{notified}{shot}"
                 );
                 0
             }
@@ -156,6 +188,80 @@ impl Smoke {
             }
         }
     }
+}
+
+/// Quarantines three events of a fresh agent through the embedded server's store
+/// (the agent's own claim and failed releases), then waits for the tray's watcher to
+/// ask for exactly one notification for the burst.
+fn one_notification_per_burst(server: &AppState) -> Result<String, String> {
+    let before = crate::notify::counts();
+    tauri::async_runtime::block_on(quarantine_three(server))
+        .map_err(|e| format!("could not quarantine work for the notification check: {e}"))?;
+    let deadline = Instant::now() + NOTIFY_TIMEOUT;
+    while crate::notify::counts().0 == before.0 {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "no notification for a burst of 3 quarantines within {}s",
+                NOTIFY_TIMEOUT.as_secs()
+            ));
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    // One more poll without news: still exactly one.
+    thread::sleep(crate::status::INTERVAL + Duration::from_millis(500));
+    let (asked, shown) = crate::notify::counts();
+    if asked - before.0 != 1 {
+        return Err(format!(
+            "a burst of 3 quarantines gave {} notifications, expected one",
+            asked - before.0
+        ));
+    }
+    Ok(if shown > before.1 {
+        "one notification for a burst of 3 quarantines (shown by the daemon)".to_owned()
+    } else {
+        "one notification for a burst of 3 quarantines (no daemon accepted it)".to_owned()
+    })
+}
+
+async fn quarantine_three(server: &AppState) -> Result<(), switchboard_server::StoreError> {
+    use switchboard_server::http::auth::{agent_scopes, generate_token, hash_token};
+    use switchboard_server::store::{Actor, NewMessage, ReleaseArgs};
+    let store = &server.store;
+    let now = server.now();
+    let agent = store
+        .create_agent(
+            server.tenant,
+            &format!("smoke-bot-{now}"),
+            &hash_token(&generate_token("sb_ag_")),
+            &agent_scopes(),
+            now,
+        )
+        .await?;
+    for n in 0..3 {
+        let msg = NewMessage {
+            payload: format!("{{\"smoke\":{n}}}"),
+            correlation_id: None,
+            priority: 0,
+            available_at: now,
+            expires_at: None,
+            max_attempts: 1,
+        };
+        store
+            .send_direct(server.tenant, agent.id, &Actor::Operator, &msg, None, now)
+            .await?;
+    }
+    let claimed = store.claim(&agent, 3, 60_000, now).await?;
+    for c in claimed.events {
+        let args = ReleaseArgs {
+            delay_ms: 0,
+            error: Some("smoke: schema mismatch".to_owned()),
+            terminal: false,
+        };
+        store
+            .release(&agent, c.event.event_id, c.claim_token, &args, now)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Closes the console window and checks that it was hidden, not destroyed.

@@ -69,8 +69,13 @@ pub(crate) fn install<R: Runtime>(app: &App<R>) -> tauri::Result<()> {
 /// Runs until the app's runtime stops.
 pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
     let mut bursts = Coalescer::default();
+    // The first pass runs at once: it is the baseline (what is quarantined already at
+    // start-up is not news).
+    let mut first = true;
     loop {
-        tokio::time::sleep(status::INTERVAL).await;
+        if !std::mem::take(&mut first) {
+            tokio::time::sleep(status::INTERVAL).await;
+        }
         if state.shutdown.is_cancelled() {
             return;
         }
