@@ -17,19 +17,22 @@
 //! - *low-water mark* (`oldest_cursor`): the smallest cursor the server can still
 //!   answer; below it the events were removed by retention and the answer is `410`.
 
-mod console;
 mod event;
 mod ids;
 mod ops;
 mod problem;
 mod room;
 
-pub use console::*;
+// The console's session (login, one-time links).
+mod console;
+
 pub use event::*;
 pub use ids::*;
 pub use ops::*;
 pub use problem::*;
 pub use room::*;
+
+pub use console::*;
 
 /// Timestamps on the wire are RFC 3339 strings (UTC).
 pub type Timestamp = time::OffsetDateTime;
