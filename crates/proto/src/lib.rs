@@ -23,16 +23,11 @@ mod ops;
 mod problem;
 mod room;
 
-// The console's session (login, one-time links).
-mod console;
-
 pub use event::*;
 pub use ids::*;
 pub use ops::*;
 pub use problem::*;
 pub use room::*;
-
-pub use console::*;
 
 /// Timestamps on the wire are RFC 3339 strings (UTC).
 pub type Timestamp = time::OffsetDateTime;
@@ -41,6 +36,10 @@ pub type Timestamp = time::OffsetDateTime;
 pub mod rfc3339 {
     pub use time::serde::rfc3339::*;
 }
+
+// The console's session (login, one-time links).
+mod console;
+pub use console::*;
 
 /// Limits the server enforces, published at `/api/v1/capabilities`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
