@@ -300,6 +300,83 @@ async fn operator_journey_login_live_inspect_quarantine_replay_purge_audit() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn release_a_claimed_event_from_the_inspector() {
+    let Some(ui) = console_and_browser() else {
+        return;
+    };
+    let server = console_server(ui).await;
+    let (_, bot) = server.agent("slow-bot").await;
+    let id = send(&server, "slow-bot", json!({"task": "long"}), 5).await;
+    let claimed = bot
+        .claim(
+            "slow-bot",
+            &ClaimRequest {
+                limit: Some(1),
+                lease_seconds: Some(600),
+            },
+        )
+        .await
+        .expect("claim");
+    let token = claimed.events[0].claim_token;
+
+    let browser = Browser::start().await;
+    let link: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/ops/login-links", server.url))
+        .bearer_auth(&server.operator_token)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("json");
+    browser
+        .open_console(&format!(
+            "{}{}",
+            server.url,
+            link["path"].as_str().expect("path")
+        ))
+        .await;
+    browser.find("#overview").await;
+    bounded(
+        "goto",
+        browser.client.goto(&format!("{}/events/{id}", server.url)),
+    )
+    .await;
+
+    let first = browser
+        .wait_text("#lease-countdown", "the lease counts down", |t| {
+            t.starts_with("expires in 9m")
+        })
+        .await;
+    browser
+        .wait_text("#lease-countdown", "a second later", |t| {
+            t != first && t.starts_with("expires in")
+        })
+        .await;
+    browser.click("#event-release").await;
+    browser.click("#confirm-ok").await;
+    browser
+        .wait_text("#action-result", "the release is reported", |t| {
+            t.starts_with("Released 1 event")
+        })
+        .await;
+    browser
+        .wait_text("#event-status", "the event is pending again", |t| {
+            t == "pending"
+        })
+        .await;
+    browser.find("#timeline li[data-action='released']").await;
+
+    // The holder's token no longer works (its claim was invalidated).
+    let stale = bot.ack("slow-bot", id, token).await;
+    assert!(
+        stale.is_err(),
+        "the old claim token is stale after an operator release"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn a_read_only_link_logs_in_without_destructive_buttons() {
     let Some(ui) = console_and_browser() else {
         return;
