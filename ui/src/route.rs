@@ -18,6 +18,8 @@ pub(crate) struct EventQuery {
     pub(crate) status: Option<String>,
     pub(crate) correlation_id: Option<String>,
     pub(crate) q: Option<String>,
+    /// Kept as typed: the server says if it is not a number.
+    pub(crate) priority: Option<String>,
 }
 
 impl EventQuery {
@@ -32,6 +34,7 @@ impl EventQuery {
                 "status" => out.status = value,
                 "correlation_id" => out.correlation_id = value,
                 "q" => out.q = value,
+                "priority" => out.priority = value,
                 _ => {}
             }
         }
@@ -45,6 +48,7 @@ impl EventQuery {
             ("status", &self.status),
             ("correlation_id", &self.correlation_id),
             ("q", &self.q),
+            ("priority", &self.priority),
         ]
         .iter()
         .filter_map(|(k, v)| v.as_ref().filter(|v| !v.is_empty()).map(|v| (k, v)))
@@ -218,11 +222,12 @@ mod tests {
             status: Some("quarantined".into()),
             correlation_id: None,
             q: Some("schema mismatch & more".into()),
+            priority: Some("-5".into()),
         };
         let qs = q.to_query_string();
         assert_eq!(
             qs,
-            "agent=build-bot&status=quarantined&q=schema%20mismatch%20%26%20more"
+            "agent=build-bot&status=quarantined&q=schema%20mismatch%20%26%20more&priority=-5"
         );
         assert_eq!(EventQuery::parse(&qs), q);
         assert_eq!(Route::parse(&format!("/inbox?{qs}")), Route::Inbox(q));

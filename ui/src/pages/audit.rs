@@ -26,6 +26,7 @@ fn scope(e: &AuditEntry) -> String {
                     .as_ref()
                     .map(|c| format!("correlation_id={c}")),
                 f.q.as_ref().map(|q| format!("payload contains {q:?}")),
+                f.priority.map(|p| format!("priority={p}")),
             ]
             .into_iter()
             .flatten()

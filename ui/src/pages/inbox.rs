@@ -54,6 +54,7 @@ pub(crate) fn InboxPage(query: EventQuery) -> impl IntoView {
     let status = RwSignal::new(query.status.clone().unwrap_or_default());
     let correlation = RwSignal::new(query.correlation_id.clone().unwrap_or_default());
     let text = RwSignal::new(query.q.clone().unwrap_or_default());
+    let priority = RwSignal::new(query.priority.clone().unwrap_or_default());
     let after = RwSignal::new(None::<EventId>);
     let back = RwSignal::new(Vec::<Option<EventId>>::new());
 
@@ -73,6 +74,7 @@ pub(crate) fn InboxPage(query: EventQuery) -> impl IntoView {
             status: some(status.get_untracked()),
             correlation_id: some(correlation.get_untracked()),
             q: some(text.get_untracked()),
+            priority: some(priority.get_untracked()),
         };
         nav.go(&href("/inbox", &q));
     };
@@ -99,6 +101,7 @@ pub(crate) fn InboxPage(query: EventQuery) -> impl IntoView {
                 </label>
                 {text_field("filter-correlation", "Correlation id", correlation)}
                 {text_field("filter-text", "Payload contains", text)}
+                {text_field("filter-priority", "Priority", priority)}
                 <button type="submit" id="filter-apply" class="primary">"Apply"</button>
                 {filtered.then(|| view! { <Link href="/inbox">"Clear filters"</Link> })}
             </form>

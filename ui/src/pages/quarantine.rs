@@ -63,6 +63,7 @@ pub(crate) fn QuarantinePage(query: EventQuery) -> impl IntoView {
         status: Some(EventStatus::Quarantined),
         correlation_id: None,
         q: None,
+        priority: None,
     };
     let scope_words = match &query.agent {
         Some(a) => format!("all quarantined events of agent {a}"),

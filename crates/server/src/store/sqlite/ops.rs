@@ -103,6 +103,9 @@ fn push_filter(qb: &mut QueryBuilder<Sqlite>, filter: &EventFilter) {
     if let Some(status) = filter.status {
         qb.push(" AND e.status = ").push_bind(status.as_str());
     }
+    if let Some(p) = filter.priority {
+        qb.push(" AND e.priority = ").push_bind(p);
+    }
     if let Some(c) = &filter.correlation_id {
         qb.push(" AND e.correlation_id = ").push_bind(c.clone());
     }
