@@ -146,3 +146,50 @@ mod tests {
         assert_eq!(burst_text("x", 1, None), "1 event quarantined for agent x");
     }
 }
+
+/// The tray icon's "something is quarantined" variant: `rgba` (`width`×`height`,
+/// 4 bytes a pixel) with a red dot in the top-right corner.
+pub(crate) fn badged(rgba: &[u8], width: u32, height: u32) -> Vec<u8> {
+    let mut out = rgba.to_vec();
+    let r = (width.min(height) / 3).max(2) as i64;
+    let (cx, cy) = (width as i64 - r, r);
+    for y in 0..height as i64 {
+        for x in 0..width as i64 {
+            let (dx, dy) = (x - cx, y - cy);
+            if dx * dx + dy * dy <= r * r {
+                let i = ((y * width as i64 + x) * 4) as usize;
+                if let Some(px) = out.get_mut(i..i + 4) {
+                    px.copy_from_slice(&[0xd0, 0x20, 0x20, 0xff]);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod badge_tests {
+    use super::badged;
+
+    #[test]
+    fn the_dot_is_red_in_the_top_right_and_leaves_the_rest() {
+        let (w, h) = (12u32, 12u32);
+        let blue: Vec<u8> = std::iter::repeat_n([0x30, 0x60, 0xd0, 0xff], (w * h) as usize)
+            .flatten()
+            .collect();
+        let out = badged(&blue, w, h);
+        assert_eq!(out.len(), blue.len());
+        let px = |x: u32, y: u32| &out[((y * w + x) * 4) as usize..((y * w + x) * 4 + 4) as usize];
+        assert_eq!(px(w - 4, 4), [0xd0, 0x20, 0x20, 0xff], "inside the dot");
+        assert_eq!(
+            px(0, h - 1),
+            [0x30, 0x60, 0xd0, 0xff],
+            "bottom-left untouched"
+        );
+        assert_eq!(
+            badged(&[], 0, 0),
+            Vec::<u8>::new(),
+            "no panic on an empty image"
+        );
+    }
+}

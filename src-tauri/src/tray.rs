@@ -1,6 +1,7 @@
 //! The tray icon: "Open console", "Pause notifications" (for 1 hour / until resumed /
 //! resume) and "Quit" (the caller then stops the server gracefully). Its tooltip
-//! shows the quarantined count, refreshed by [`watch`].
+//! shows the quarantined count, and the icon gets a red dot while anything is
+//! quarantined; [`watch`] refreshes both.
 //!
 //! Building it succeeds even with no tray host (e.g. under bare Xvfb); it is then
 //! simply invisible.
@@ -10,6 +11,7 @@ use std::time::Instant;
 
 use switchboard_proto::{EventListQuery, EventStatus};
 use switchboard_server::http::AppState;
+use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIconBuilder;
 use tauri::{App, AppHandle, Manager, Runtime};
@@ -69,6 +71,8 @@ pub(crate) fn install<R: Runtime>(app: &App<R>) -> tauri::Result<()> {
 /// Runs until the app's runtime stops.
 pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
     let mut bursts = Coalescer::default();
+    // Which icon the tray shows: `Some(true)` with the red dot (work is quarantined).
+    let mut badge_shown: Option<bool> = None;
     // The first pass runs at once: it is the baseline (what is quarantined already at
     // start-up is not news).
     let mut first = true;
@@ -97,6 +101,24 @@ pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
             let text = status::tooltip(total, pause.describe(now).as_deref());
             if let Err(error) = tray.set_tooltip(Some(text)) {
                 tracing::debug!(%error, "tray: could not set the tooltip");
+            }
+            let alert = total > 0;
+            if badge_shown != Some(alert)
+                && let Some(icon) = app.default_window_icon()
+            {
+                let icon = if alert {
+                    Image::new_owned(
+                        status::badged(icon.rgba(), icon.width(), icon.height()),
+                        icon.width(),
+                        icon.height(),
+                    )
+                } else {
+                    icon.clone().to_owned()
+                };
+                match tray.set_icon(Some(icon)) {
+                    Ok(()) => badge_shown = Some(alert),
+                    Err(error) => tracing::debug!(%error, "tray: could not set the icon"),
+                }
             }
         }
         for (agent, events) in bursts.observe(&counts) {
