@@ -94,6 +94,20 @@ fn try_run() -> anyhow::Result<i32> {
         .context("starting the tokio runtime")?;
     tauri::async_runtime::set(runtime.handle().clone());
 
+    if let Some(remote) = options.server_url {
+        // A remote console: no embedded server, no tray status; the console's own
+        // login page takes the token (or `remote` is a one-time link).
+        let home = remote.join("/").context("the server URL's root")?;
+        tracing::info!(url = %home, "opening a remote console");
+        let smoke = options.smoke.map(|smoke| smoke.require_ready(true));
+        let urls = ConsoleUrls {
+            home,
+            entry: remote,
+        };
+        return run_app(tauri::Builder::default(), urls, smoke, None)
+            .context("running the desktop app");
+    }
+
     let config = switchboard_server::Config {
         ui_dir: ui_dir(),
         ..switchboard_server::Config::default()
