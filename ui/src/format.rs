@@ -56,6 +56,17 @@ pub(crate) fn payload(value: Option<&serde_json::Value>) -> String {
     }
 }
 
+/// A latency in seconds: `850 µs`, `12 ms`, `1.4 s`; `–` when unknown.
+pub(crate) fn latency(seconds: Option<f64>) -> String {
+    match seconds {
+        None => "–".to_owned(),
+        Some(s) if !s.is_finite() || s < 0.0 => "–".to_owned(),
+        Some(s) if s < 0.001 => format!("{:.0} µs", s * 1e6),
+        Some(s) if s < 1.0 => format!("{:.0} ms", s * 1e3),
+        Some(s) => format!("{s:.1} s"),
+    }
+}
+
 /// `1 event` / `3 events`.
 pub(crate) fn events(n: u64) -> String {
     if n == 1 {
@@ -107,6 +118,15 @@ mod tests {
         let v = serde_json::json!({"task": "build"});
         assert_eq!(payload(Some(&v)), "{\n  \"task\": \"build\"\n}");
         assert!(payload(None).contains("no payload"));
+    }
+
+    #[test]
+    fn latencies_pick_a_readable_unit() {
+        assert_eq!(latency(None), "–");
+        assert_eq!(latency(Some(0.00085)), "850 µs");
+        assert_eq!(latency(Some(0.0123)), "12 ms");
+        assert_eq!(latency(Some(1.44)), "1.4 s");
+        assert_eq!(latency(Some(f64::NAN)), "–");
     }
 
     #[test]

@@ -76,3 +76,20 @@ impl std::fmt::Debug for LoginLink {
             .finish()
     }
 }
+
+/// Server-wide counters since this server process started, and delivery latency
+/// percentiles, for the console's overview tiles (`Overview::counters`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OpsCounters {
+    pub lease_expirations_total: u64,
+    pub stale_claim_rejections_total: u64,
+    pub quarantined_total: u64,
+    pub delivered_total: u64,
+    /// From an event becoming available to its ack, estimated from the histogram
+    /// buckets (linear within a bucket, like Prometheus' `histogram_quantile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_latency_p50_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_latency_p99_seconds: Option<f64>,
+}

@@ -52,6 +52,9 @@ pub struct Overview {
     pub oldest_pending_age_seconds: Option<f64>,
     #[serde(with = "time::serde::rfc3339")]
     pub server_time: OffsetDateTime,
+    /// Counters since the server started (absent from servers that predate them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::OpsCounters>,
 }
 
 /// Which events an operator query or bulk action covers. Every field narrows.

@@ -190,6 +190,8 @@ async fn operator_journey_login_live_inspect_quarantine_replay_purge_audit() {
         .await;
     browser.click("#login-submit").await;
     browser.find("#overview-tiles").await;
+    let p50 = browser.text("#tile-latency-p50 .tile-value").await;
+    assert_eq!(p50, "–", "no delivery yet, so no latency");
     browser
         .wait_text("#live", "the live stream connects", |t| t.contains("Live"))
         .await;

@@ -53,6 +53,17 @@ pub(crate) fn OverviewPage() -> impl IntoView {
                                 "Age of the oldest claimable event",
                             )}
                         </div>
+                        {o.counters.clone().map(|c| view! {
+                            <h2>"Since the server started"</h2>
+                            <div class="tiles" id="counter-tiles">
+                                {tile("lease-expirations", "Lease expirations", c.lease_expirations_total.to_string(), "Claims whose lease ran out before an ack")}
+                                {tile("stale-claims", "Stale-claim rejections", c.stale_claim_rejections_total.to_string(), "Ack, release or extend with an outdated claim token (409 stale_claim)")}
+                                {tile("fencing", "Fencing rejections", "–".to_owned(), "Fenced memories are not on this server yet")}
+                                {tile("delivered", "Delivered", c.delivered_total.to_string(), "Events acked")}
+                                {tile("latency-p50", "Latency p50", format::latency(c.delivery_latency_p50_seconds), "From available to acked, median")}
+                                {tile("latency-p99", "Latency p99", format::latency(c.delivery_latency_p99_seconds), "From available to acked, 99th percentile")}
+                            </div>
+                        })}
                         {(t.quarantined > 0).then(|| view! {
                             <p class="notice">
                                 {format::events(t.quarantined)} " in the quarantine. "
