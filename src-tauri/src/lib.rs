@@ -138,6 +138,9 @@ fn try_run() -> anyhow::Result<i32> {
         Some(server.state().clone()),
     );
     runtime.block_on(server.stop());
+    // A notification still on screen holds a blocking thread (waiting for a click);
+    // dropping the runtime would wait for it, so give it only a moment.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result.context("running the desktop app")
 }
 
@@ -203,6 +206,22 @@ fn show_console<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     }
     let home = app.state::<Console>().home.clone();
     console_window(app, home).build().map(drop)
+}
+
+/// The console's home URL.
+fn console_home<R: Runtime>(app: &AppHandle<R>) -> Url {
+    app.state::<Console>().home.clone()
+}
+
+/// Shows the console window on `url` (a page of the console), creating it if needed.
+fn open_console_at<R: Runtime>(app: &AppHandle<R>, url: Url) -> tauri::Result<()> {
+    if let Some(window) = app.get_webview_window(WINDOW) {
+        window.navigate(url)?;
+        window.unminimize()?;
+        window.show()?;
+        return window.set_focus();
+    }
+    console_window(app, url).build().map(drop)
 }
 
 /// The console window on `url`, not yet built.

@@ -10,8 +10,9 @@ static FAILED_ONCE: AtomicBool = AtomicBool::new(false);
 static ASKED: AtomicU64 = AtomicU64::new(0);
 static SHOWN: AtomicU64 = AtomicU64::new(0);
 
-/// Shows "N events quarantined for agent X: last error".
-pub(crate) fn quarantined(text: &str) {
+/// Shows "N events quarantined for agent X: last error". Clicking it (where the
+/// platform reports clicks: freedesktop notification daemons) calls `on_click`.
+pub(crate) fn quarantined(text: &str, on_click: impl FnOnce() + Send + 'static) {
     ASKED.fetch_add(1, Ordering::Relaxed);
     let text = text.to_owned();
     tokio::task::spawn_blocking(move || {
@@ -19,11 +20,21 @@ pub(crate) fn quarantined(text: &str) {
             .appname("Switchboard")
             .summary("Work quarantined")
             .body(&text)
+            .action("default", "Open the quarantine")
             .show();
         match shown {
-            Ok(_) => {
+            Ok(handle) => {
                 SHOWN.fetch_add(1, Ordering::Relaxed);
                 tracing::info!("notified: {text}");
+                // Blocks this pool thread until the notification is clicked or closed.
+                #[cfg(all(unix, not(target_os = "macos")))]
+                handle.wait_for_action(|action| {
+                    if action == "default" {
+                        on_click();
+                    }
+                });
+                #[cfg(not(all(unix, not(target_os = "macos"))))]
+                let _ = (handle, on_click);
             }
             Err(error) => {
                 if !FAILED_ONCE.swap(true, Ordering::Relaxed) {

@@ -39,6 +39,7 @@ const READY_PROBE: &str = "(function () {
   if (!document.getElementById('app-ready')) return null;
   if (!document.getElementById('overview')) return null;
   var info = document.getElementById('server-info');
+  if (info && info.textContent === '\\u2026') return null;
   return info ? info.textContent : '';
 })()";
 
@@ -131,7 +132,7 @@ impl Smoke {
             return 1;
         }
         let notified = match (&self.server, &ready) {
-            (Some(server), Some(_)) => match one_notification_per_burst(server) {
+            (Some(server), Some(_)) => match one_notification_per_burst(app, server) {
                 Ok(note) => format!(", {note}"),
                 Err(why) => {
                     println!("smoke: FAILED: {loaded}, but {why}");
@@ -193,10 +194,14 @@ impl Smoke {
 /// Quarantines three events of a fresh agent through the embedded server's store
 /// (the agent's own claim and failed releases), then waits for the tray's watcher to
 /// ask for exactly one notification for the burst.
-fn one_notification_per_burst(server: &AppState) -> Result<String, String> {
+fn one_notification_per_burst<R: Runtime>(
+    app: &AppHandle<R>,
+    server: &AppState,
+) -> Result<String, String> {
     let before = crate::notify::counts();
-    tauri::async_runtime::block_on(quarantine_three(server))
+    let agent = tauri::async_runtime::block_on(quarantine_three(server))
         .map_err(|e| format!("could not quarantine work for the notification check: {e}"))?;
+    let agent = agent.as_str();
     let deadline = Instant::now() + NOTIFY_TIMEOUT;
     while crate::notify::counts().0 == before.0 {
         if Instant::now() > deadline {
@@ -216,14 +221,48 @@ fn one_notification_per_burst(server: &AppState) -> Result<String, String> {
             asked - before.0
         ));
     }
-    Ok(if shown > before.1 {
-        "one notification for a burst of 3 quarantines (shown by the daemon)".to_owned()
-    } else {
-        "one notification for a burst of 3 quarantines (no daemon accepted it)".to_owned()
-    })
+    if shown == before.1 {
+        return Ok(
+            "one notification for a burst of 3 quarantines (no daemon accepted it)".to_owned(),
+        );
+    }
+    let click = click_opens_quarantine(app, agent)?;
+    Ok(format!(
+        "one notification for a burst of 3 quarantines (shown by the daemon){click}"
+    ))
 }
 
-async fn quarantine_three(server: &AppState) -> Result<(), switchboard_server::StoreError> {
+/// Clicks the notification through dunst (`dunstctl action 0`, its default action)
+/// and checks that the hidden window comes back on the agent's quarantine.
+fn click_opens_quarantine<R: Runtime>(app: &AppHandle<R>, agent: &str) -> Result<String, String> {
+    let clicked = Command::new("dunstctl").args(["action", "0"]).status();
+    if !matches!(clicked, Ok(s) if s.success()) {
+        return Ok(" (dunstctl unavailable: click not checked)".to_owned());
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = String::new();
+    while Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(200));
+        if let Some(window) = app.get_webview_window(WINDOW)
+            && let Ok(url) = window.url()
+        {
+            seen = url.to_string();
+            let agent_matches = url.query_pairs().any(|(k, v)| k == "agent" && v == agent);
+            if url.path() == "/quarantine"
+                && agent_matches
+                && matches!(window.is_visible(), Ok(true))
+            {
+                return Ok(", clicking it opens the agent's quarantine".to_owned());
+            }
+        }
+    }
+    Err(format!(
+        "clicking the notification did not show the quarantine of {agent} (window at {seen})"
+    ))
+}
+
+/// Returns the new agent's name.
+async fn quarantine_three(server: &AppState) -> Result<String, switchboard_server::StoreError> {
     use switchboard_server::http::auth::{agent_scopes, generate_token, hash_token};
     use switchboard_server::store::{Actor, NewMessage, ReleaseArgs};
     let store = &server.store;
@@ -261,7 +300,7 @@ async fn quarantine_three(server: &AppState) -> Result<(), switchboard_server::S
             .release(&agent, c.event.event_id, c.claim_token, &args, now)
             .await?;
     }
-    Ok(())
+    Ok(agent.name)
 }
 
 /// Closes the console window and checks that it was hidden, not destroyed.

@@ -127,7 +127,15 @@ pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
             }
             let last_error = last_error(&state, &agent).await;
             let text = status::burst_text(&agent, events, last_error.as_deref());
-            crate::notify::quarantined(&text);
+            let (app, home) = (app.clone(), crate::console_home(&app));
+            crate::notify::quarantined(&text, move || {
+                let mut url = home;
+                url.set_path("/quarantine");
+                url.query_pairs_mut().append_pair("agent", &agent);
+                if let Err(error) = crate::open_console_at(&app, url) {
+                    tracing::warn!(%error, "could not open the quarantine");
+                }
+            });
         }
     }
 }
