@@ -184,13 +184,17 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     )
     .await
     {
-        Ok(link) => println!(
-            "{}",
-            serde_json::json!({
+        Ok(link) => {
+            let line = serde_json::json!({
                 "login_url": format!("{url}{}", link.path),
                 "login_expires_in_seconds": switchboard_server::http::session::TICKET_TTL.as_secs(),
-            })
-        ),
+            });
+            // Not println!: a reader that took the ready line and closed the pipe must
+            // not bring the server down (println! panics on a broken pipe).
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        }
         Err(e) => tracing::warn!(detail = ?e.problem.detail, "could not mint a console login link"),
     }
     tracing::info!(%url, "listening");
