@@ -219,6 +219,7 @@ async fn operator_journey_login_live_inspect_quarantine_replay_purge_audit() {
             t == "1"
         })
         .await;
+    browser.screenshot("browser-agents.png").await;
 
     // Click through to the inbox, then the inspector with its timeline.
     browser.click("tr[data-agent='build-bot'] td a").await;
@@ -231,6 +232,7 @@ async fn operator_journey_login_live_inspect_quarantine_replay_purge_audit() {
         "pretty JSON payload: {payload}"
     );
     assert!(browser.text("#event-attempts").await.starts_with("0 of 5"));
+    browser.screenshot("browser-inspector.png").await;
 
     // Two events go to the quarantine (max_attempts=1, then a failed release).
     let (replayed, purged) = quarantine_two(&server, "build-bot", &bot).await;
@@ -281,6 +283,9 @@ async fn operator_journey_login_live_inspect_quarantine_replay_purge_audit() {
         })
         .await;
     browser.find("#quarantine-empty").await;
+    browser.click("a[data-nav='/']").await;
+    browser.find("#counter-tiles").await;
+    browser.screenshot("browser-overview.png").await;
 
     // Both actions are in the audit log.
     browser.click("a[data-nav='/audit']").await;

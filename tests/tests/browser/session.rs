@@ -134,6 +134,26 @@ async fn token_login_sets_a_strict_httponly_cookie_that_works_until_logout() {
 }
 
 #[tokio::test]
+async fn behind_a_tls_proxy_the_cookie_is_secure() {
+    let server = TestServer::start().await;
+    let plain = login(&server, &server.operator_token).await;
+    let (_, header) = session_cookie(&plain);
+    assert!(
+        !header.contains("Secure"),
+        "plain HTTP on 127.0.0.1: {header}"
+    );
+    let proxied = http()
+        .post(format!("{}/api/v1/session", server.url))
+        .header("x-forwarded-proto", "https")
+        .json(&json!({ "token": server.operator_token }))
+        .send()
+        .await
+        .expect("login");
+    let (_, header) = session_cookie(&proxied);
+    assert!(header.contains("Secure"), "{header}");
+}
+
+#[tokio::test]
 async fn bad_logins_are_problems_not_sessions() {
     let server = TestServer::start().await;
     let wrong = login(&server, "sb_op_not-a-real-token").await;

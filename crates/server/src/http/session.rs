@@ -54,9 +54,19 @@ fn millis(d: Duration) -> Millis {
     d.as_millis() as Millis
 }
 
+/// Whether the browser reached us over HTTPS (through a TLS-terminating proxy, which
+/// says so in `X-Forwarded-Proto`): then the cookie is also `Secure`.
+fn over_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+}
+
 /// The `Set-Cookie` value that stores `session` (or, with `None`, removes it).
-fn session_cookie(session: Option<&str>) -> HeaderValue {
+fn session_cookie(session: Option<&str>, secure: bool) -> HeaderValue {
     let mut c = Cookie::build((SESSION_COOKIE, session.unwrap_or("").to_owned()))
+        .secure(secure)
         .http_only(true)
         .same_site(SameSite::Strict)
         .path("/")
@@ -122,6 +132,7 @@ async fn start_session(
     responses((status = 201, body = SessionInfo), (status = 401, body = Problem), (status = 403, body = Problem)))]
 async fn create_session(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Json(req): Json<CreateSession>,
 ) -> ApiResult<Response> {
     let token = req.token.trim();
@@ -153,8 +164,10 @@ async fn create_session(
         expires_at: Some(to_timestamp(expires_at)),
     };
     let mut resp = (StatusCode::CREATED, axum::Json(body)).into_response();
-    resp.headers_mut()
-        .insert(header::SET_COOKIE, session_cookie(Some(&session)));
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie(Some(&session), over_https(&headers)),
+    );
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(resp)
@@ -182,8 +195,10 @@ async fn end_session(State(state): State<AppState>, headers: HeaderMap) -> ApiRe
         tracing::info!("console session ended");
     }
     let mut resp = StatusCode::NO_CONTENT.into_response();
-    resp.headers_mut()
-        .insert(header::SET_COOKIE, session_cookie(None));
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie(None, over_https(&headers)),
+    );
     Ok(resp)
 }
 
@@ -280,7 +295,11 @@ struct LoginQuery {
 }
 
 /// Redeems a one-time ticket: sets the session cookie and redirects to `/`.
-async fn redeem(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> ApiResult<Response> {
+async fn redeem(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<LoginQuery>,
+) -> ApiResult<Response> {
     let grant = state
         .store
         .take_grant(&hash_token(q.ticket.trim()), GrantKind::Ticket, state.now())
@@ -303,7 +322,10 @@ async fn redeem(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> A
     let mut resp = StatusCode::SEE_OTHER.into_response();
     let h = resp.headers_mut();
     h.insert(header::LOCATION, HeaderValue::from_static("/"));
-    h.insert(header::SET_COOKIE, session_cookie(Some(&session)));
+    h.insert(
+        header::SET_COOKIE,
+        session_cookie(Some(&session), over_https(&headers)),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
         header::REFERRER_POLICY,
