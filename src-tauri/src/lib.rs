@@ -5,17 +5,27 @@
 //! webview window on the console the server serves at `/`, and a tray icon. The console
 //! is the same page a browser gets from `switchboard serve`.
 //!
+//! The window first opens a one-time login link (`/login?ticket=…`) minted by the
+//! embedded server, which sets the HttpOnly session cookie and redirects to `/`: the
+//! operator is logged in without pasting a token, and the token never reaches the
+//! page. Closing the window hides it; the app lives on in the tray (Open console,
+//! Pause notifications, Quit), whose tooltip shows the quarantined count.
+//!
 //! Terms: the *console* is the web UI (`ui/`); *smoke mode* (`--smoke-test`) opens the
 //! window, waits for the console to render, takes a screenshot and quits, for CI.
 
 mod embedded;
+mod notify;
 mod options;
+mod pause;
 mod smoke;
+mod status;
 mod tray;
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use switchboard_server::http::AppState;
 use tauri::{App, AppHandle, Manager, Runtime, Url, WebviewUrl, WebviewWindowBuilder};
 
 use crate::embedded::EmbeddedServer;
@@ -30,7 +40,26 @@ const EXIT_NO_DISPLAY: i32 = 2;
 
 /// Where the console lives, shared with the tray so it can reopen the window.
 struct Console {
-    url: Url,
+    /// The console's home, `http://127.0.0.1:PORT/` (the session cookie is set).
+    home: Url,
+}
+
+/// The console's addresses: its home, and what the window opens first (a one-time
+/// login link, or the home when there is none).
+#[derive(Debug, Clone)]
+pub struct ConsoleUrls {
+    pub home: Url,
+    pub entry: Url,
+}
+
+impl ConsoleUrls {
+    /// The window opens `home` itself (no login link).
+    pub fn home(home: Url) -> Self {
+        Self {
+            entry: home.clone(),
+            home,
+        }
+    }
 }
 
 /// Runs the desktop app and exits the process with its status.
@@ -65,6 +94,20 @@ fn try_run() -> anyhow::Result<i32> {
         .context("starting the tokio runtime")?;
     tauri::async_runtime::set(runtime.handle().clone());
 
+    if let Some(remote) = options.server_url {
+        // A remote console: no embedded server, no tray status; the console's own
+        // login page takes the token (or `remote` is a one-time link).
+        let home = remote.join("/").context("the server URL's root")?;
+        tracing::info!(url = %home, "opening a remote console");
+        let smoke = options.smoke.map(|smoke| smoke.require_ready(true));
+        let urls = ConsoleUrls {
+            home,
+            entry: remote,
+        };
+        return run_app(tauri::Builder::default(), urls, smoke, None)
+            .context("running the desktop app");
+    }
+
     let config = switchboard_server::Config {
         ui_dir: ui_dir(),
         ..switchboard_server::Config::default()
@@ -73,27 +116,67 @@ fn try_run() -> anyhow::Result<i32> {
     let server = runtime.block_on(EmbeddedServer::start(config))?;
     tracing::info!(url = %server.url(), "embedded server listening");
 
-    let smoke = options.smoke.map(|smoke| smoke.require_ready(serves_ui));
-    let result = run_app(tauri::Builder::default(), server.url().clone(), smoke);
+    let urls = match runtime.block_on(server.login_url()) {
+        Ok(entry) => ConsoleUrls {
+            home: server.url().clone(),
+            entry,
+        },
+        Err(error) => {
+            tracing::warn!("{error:#}; the console will ask for the operator token");
+            ConsoleUrls::home(server.url().clone())
+        }
+    };
+    let smoke = options.smoke.map(|smoke| {
+        smoke
+            .require_ready(serves_ui)
+            .with_server(server.state().clone())
+    });
+    let result = run_app(
+        tauri::Builder::default(),
+        urls,
+        smoke,
+        Some(server.state().clone()),
+    );
     runtime.block_on(server.stop());
+    // A notification still on screen holds a blocking thread (waiting for a click);
+    // dropping the runtime would wait for it, so give it only a moment.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result.context("running the desktop app")
 }
 
 /// Builds the app on `builder`, with a window on `console` (the embedded server's URL),
-/// and runs it until it exits; returns its exit status. The caller owns the server.
+/// and runs it until it exits; returns its exit status. The caller owns the server;
+/// with its `state`, the tray shows the quarantined count and notifies of bursts.
 ///
 /// Generic over the runtime (the thin-shell pattern), so `tauri::test::mock_builder()`
 /// can drive it as well as the real Wry runtime.
 pub fn run_app<R: Runtime>(
     builder: tauri::Builder<R>,
-    console: Url,
+    console: ConsoleUrls,
     smoke: Option<Smoke>,
+    server: Option<AppState>,
 ) -> tauri::Result<i32> {
+    let entry = console.entry;
     let app = builder
-        .manage(Console { url: console })
+        .manage(Console { home: console.home })
+        .manage(pause::Notifications::default())
+        .on_window_event(|window, event| {
+            // Closing the console keeps the app in the tray; Quit ends it.
+            if let tauri::WindowEvent::CloseRequested { api, .. } = event
+                && window.label() == WINDOW
+            {
+                api.prevent_close();
+                if let Err(error) = window.hide() {
+                    tracing::warn!(%error, "could not hide the console window");
+                }
+            }
+        })
         .setup(move |app| {
+            if let Some(state) = server {
+                tauri::async_runtime::spawn(tray::watch(app.handle().clone(), state));
+            }
             // An error returned from setup makes Tauri panic; report it and exit instead.
-            if let Err(error) = setup(app, smoke) {
+            if let Err(error) = setup(app, smoke, entry) {
                 eprintln!("switchboard-desktop: {error:#}");
                 app.handle().exit(1);
             }
@@ -103,9 +186,9 @@ pub fn run_app<R: Runtime>(
     Ok(app.run_return(|_, _| {}))
 }
 
-fn setup<R: Runtime>(app: &mut App<R>, smoke: Option<Smoke>) -> anyhow::Result<()> {
+fn setup<R: Runtime>(app: &mut App<R>, smoke: Option<Smoke>, entry: Url) -> anyhow::Result<()> {
     tray::install(app).context("creating the tray icon")?;
-    let mut window = console_window(app);
+    let mut window = console_window(app, entry);
     if let Some(smoke) = smoke {
         let probe = smoke.start(app.handle().clone());
         window = window.on_page_load(move |_, payload| probe.page_load(payload.event()));
@@ -121,12 +204,31 @@ fn show_console<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         window.show()?;
         return window.set_focus();
     }
-    console_window(app).build().map(drop)
+    let home = app.state::<Console>().home.clone();
+    console_window(app, home).build().map(drop)
 }
 
-/// The console window, not yet built.
-fn console_window<R: Runtime, M: Manager<R>>(manager: &M) -> WebviewWindowBuilder<'_, R, M> {
-    let url = manager.state::<Console>().url.clone();
+/// The console's home URL.
+fn console_home<R: Runtime>(app: &AppHandle<R>) -> Url {
+    app.state::<Console>().home.clone()
+}
+
+/// Shows the console window on `url` (a page of the console), creating it if needed.
+fn open_console_at<R: Runtime>(app: &AppHandle<R>, url: Url) -> tauri::Result<()> {
+    if let Some(window) = app.get_webview_window(WINDOW) {
+        window.navigate(url)?;
+        window.unminimize()?;
+        window.show()?;
+        return window.set_focus();
+    }
+    console_window(app, url).build().map(drop)
+}
+
+/// The console window on `url`, not yet built.
+fn console_window<R: Runtime, M: Manager<R>>(
+    manager: &M,
+    url: Url,
+) -> WebviewWindowBuilder<'_, R, M> {
     WebviewWindowBuilder::new(manager, WINDOW, WebviewUrl::External(url))
         .title("Switchboard")
         .inner_size(1200.0, 760.0)

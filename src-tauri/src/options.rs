@@ -3,13 +3,17 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
+use tauri::Url;
 
 use crate::Smoke;
 
 const USAGE: &str = "\
-usage: switchboard-desktop [--smoke-test [SCREENSHOT.png]]
+usage: switchboard-desktop [--server-url URL] [--smoke-test [SCREENSHOT.png]]
 
+  --server-url URL     open the console of a remote `switchboard serve` instead of
+                       starting the embedded server; log in there with the operator
+                       token, or pass the one-time link it printed as URL
   --smoke-test [PATH]  open the window, wait for the console to render, save a
                        screenshot of the X root window to PATH (if given and
                        ImageMagick's `import` exists), then quit; exit 0 on success
@@ -19,6 +23,8 @@ For a server without a window use `switchboard serve`.";
 
 pub(crate) struct Options {
     pub(crate) smoke: Option<Smoke>,
+    /// A remote server's console (http or https); `None` embeds the server.
+    pub(crate) server_url: Option<Url>,
 }
 
 impl Options {
@@ -26,6 +32,7 @@ impl Options {
     pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<Option<Self>> {
         let mut args = args.into_iter().peekable();
         let mut smoke = None;
+        let mut server_url = None;
         while let Some(arg) = args.next() {
             match arg.to_str() {
                 Some("--smoke-test") => {
@@ -34,6 +41,19 @@ impl Options {
                         .map(PathBuf::from);
                     smoke = Some(Smoke::new(screenshot));
                 }
+                Some("--server-url") => {
+                    let Some(value) = args.next() else {
+                        bail!("--server-url needs a URL, e.g. http://10.0.0.5:7700/\n\n{USAGE}");
+                    };
+                    let value = value.to_string_lossy();
+                    let url = Url::parse(&value)
+                        .ok()
+                        .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+                        .with_context(|| {
+                            format!("--server-url {value:?} is not an http(s) URL, e.g. http://10.0.0.5:7700/")
+                        })?;
+                    server_url = Some(url);
+                }
                 Some("-h" | "--help") => {
                     println!("{USAGE}");
                     return Ok(None);
@@ -41,7 +61,7 @@ impl Options {
                 _ => bail!("unexpected argument {arg:?}\n\n{USAGE}"),
             }
         }
-        Ok(Some(Self { smoke }))
+        Ok(Some(Self { smoke, server_url }))
     }
 }
 
@@ -70,6 +90,20 @@ mod tests {
         );
         let without = parse(&["--smoke-test"]).unwrap().expect("not help");
         assert_eq!(without.smoke.unwrap().screenshot(), None);
+    }
+
+    #[test]
+    fn server_url_must_be_http() {
+        let remote = parse(&["--server-url", "http://10.0.0.5:7700/"])
+            .unwrap()
+            .expect("not help");
+        assert_eq!(
+            remote.server_url.map(|u| u.to_string()).as_deref(),
+            Some("http://10.0.0.5:7700/")
+        );
+        assert!(parse(&["--server-url", "file:///etc/passwd"]).is_err());
+        assert!(parse(&["--server-url", "nonsense"]).is_err());
+        assert!(parse(&["--server-url"]).is_err(), "the value is required");
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Smoke mode (`--smoke-test`): proves the whole desktop path works on a real display
 //! (Xvfb in CI). It waits for the console page to load and, when a console UI is being
-//! served, for the UI's `#app-ready` element; then it screenshots the X root window,
-//! prints one `smoke:` line and quits through the app handle (exit 0 on success).
+//! served, for the UI's `#app-ready` element *and* the logged-in overview (`#overview`,
+//! which only an authenticated console renders: the one-time login link worked); then
+//! it screenshots the X root window, closes the window and checks that it was only
+//! hidden (the app stays in the tray), prints one `smoke:` line and quits through the
+//! app handle (exit 0 on success).
 //!
 //! It can never hang: a watchdog thread ends the process after [`HARD_TIMEOUT`].
 
@@ -11,6 +14,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use switchboard_server::http::AppState;
 use tauri::webview::PageLoadEvent;
 use tauri::{AppHandle, Manager, Runtime};
 
@@ -24,21 +28,38 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 const SETTLE: Duration = Duration::from_millis(700);
 /// Whatever happens, the process exits after this long.
 const HARD_TIMEOUT: Duration = Duration::from_secs(90);
+/// The tray polls every 3 s and reports a burst one poll after it ends.
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(15);
 /// Exit status when the watchdog fires (the same as coreutils `timeout`).
 const EXIT_TIMED_OUT: i32 = 124;
 
-/// Returns the text of `#server-info` once `#app-ready` exists, else `null`.
+/// Returns the text of `#server-info` once `#app-ready` and the logged-in overview
+/// exist, else `null`.
 const READY_PROBE: &str = "(function () {
   if (!document.getElementById('app-ready')) return null;
+  if (!document.getElementById('overview')) return null;
   var info = document.getElementById('server-info');
+  if (info && info.textContent === '\\u2026') return null;
   return info ? info.textContent : '';
 })()";
 
 /// What smoke mode should do; see the module docs.
-#[derive(Debug)]
 pub struct Smoke {
     screenshot: Option<PathBuf>,
     require_ready: bool,
+    /// The embedded server: with it, smoke mode also checks that a burst of
+    /// quarantines gives exactly one notification.
+    server: Option<AppState>,
+}
+
+impl std::fmt::Debug for Smoke {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Smoke")
+            .field("screenshot", &self.screenshot)
+            .field("require_ready", &self.require_ready)
+            .field("server", &self.server.is_some())
+            .finish()
+    }
 }
 
 impl Smoke {
@@ -47,7 +68,14 @@ impl Smoke {
         Self {
             screenshot,
             require_ready: false,
+            server: None,
         }
+    }
+
+    /// Also check the quarantine notification against this embedded server.
+    pub fn with_server(mut self, server: AppState) -> Self {
+        self.server = Some(server);
+        self
     }
 
     /// Whether the console UI must render `#app-ready` (true when a UI is served).
@@ -99,15 +127,35 @@ impl Smoke {
             .unwrap_or_default();
 
         let loaded = format!("page loaded in {:.1}s", loaded_after.as_secs_f64());
+        if let Err(why) = close_hides(app) {
+            println!("smoke: FAILED: {loaded}, but {why}");
+            return 1;
+        }
+        let notified = match (&self.server, &ready) {
+            (Some(server), Some(_)) => match one_notification_per_burst(app, server) {
+                Ok(note) => format!(", {note}"),
+                Err(why) => {
+                    println!("smoke: FAILED: {loaded}, but {why}");
+                    return 1;
+                }
+            },
+            _ => String::new(),
+        };
         match ready {
             Some(info) => {
                 let after = ready_after.as_secs_f64();
-                println!("smoke: ok: {loaded}, console ready in {after:.1}s ({info}){shot}");
+                println!(
+                    "smoke: ok: {loaded}, console logged in and ready in {after:.1}s ({info}), \
+                     closing hides the window{notified}{shot}"
+                );
                 0
             }
             None if self.require_ready => {
                 let secs = READY_TIMEOUT.as_secs();
-                println!("smoke: FAILED: {loaded}, but no #app-ready within {secs}s{shot}");
+                println!(
+                    "smoke: FAILED: {loaded}, but no logged-in console (#app-ready and #overview) \
+                     within {secs}s{shot}"
+                );
                 1
             }
             None => {
@@ -141,6 +189,139 @@ impl Smoke {
             }
         }
     }
+}
+
+/// Quarantines three events of a fresh agent through the embedded server's store
+/// (the agent's own claim and failed releases), then waits for the tray's watcher to
+/// ask for exactly one notification for the burst.
+fn one_notification_per_burst<R: Runtime>(
+    app: &AppHandle<R>,
+    server: &AppState,
+) -> Result<String, String> {
+    let before = crate::notify::counts();
+    let agent = tauri::async_runtime::block_on(quarantine_three(server))
+        .map_err(|e| format!("could not quarantine work for the notification check: {e}"))?;
+    let agent = agent.as_str();
+    let deadline = Instant::now() + NOTIFY_TIMEOUT;
+    while crate::notify::counts().0 == before.0 {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "no notification for a burst of 3 quarantines within {}s",
+                NOTIFY_TIMEOUT.as_secs()
+            ));
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    // One more poll without news: still exactly one.
+    thread::sleep(crate::status::INTERVAL + Duration::from_millis(500));
+    let (asked, shown) = crate::notify::counts();
+    if asked - before.0 != 1 {
+        return Err(format!(
+            "a burst of 3 quarantines gave {} notifications, expected one",
+            asked - before.0
+        ));
+    }
+    if shown == before.1 {
+        return Ok(
+            "one notification for a burst of 3 quarantines (no daemon accepted it)".to_owned(),
+        );
+    }
+    let click = click_opens_quarantine(app, agent)?;
+    Ok(format!(
+        "one notification for a burst of 3 quarantines (shown by the daemon){click}"
+    ))
+}
+
+/// Clicks the notification through dunst (`dunstctl action 0`, its default action)
+/// and checks that the hidden window comes back on the agent's quarantine.
+fn click_opens_quarantine<R: Runtime>(app: &AppHandle<R>, agent: &str) -> Result<String, String> {
+    let clicked = Command::new("dunstctl").args(["action", "0"]).status();
+    if !matches!(clicked, Ok(s) if s.success()) {
+        return Ok(" (dunstctl unavailable: click not checked)".to_owned());
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = String::new();
+    while Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(200));
+        if let Some(window) = app.get_webview_window(WINDOW)
+            && let Ok(url) = window.url()
+        {
+            seen = url.to_string();
+            let agent_matches = url.query_pairs().any(|(k, v)| k == "agent" && v == agent);
+            if url.path() == "/quarantine"
+                && agent_matches
+                && matches!(window.is_visible(), Ok(true))
+            {
+                return Ok(", clicking it opens the agent's quarantine".to_owned());
+            }
+        }
+    }
+    Err(format!(
+        "clicking the notification did not show the quarantine of {agent} (window at {seen})"
+    ))
+}
+
+/// Returns the new agent's name.
+async fn quarantine_three(server: &AppState) -> Result<String, switchboard_server::StoreError> {
+    use switchboard_server::http::auth::{agent_scopes, generate_token, hash_token};
+    use switchboard_server::store::{Actor, NewMessage, ReleaseArgs};
+    let store = &server.store;
+    let now = server.now();
+    let agent = store
+        .create_agent(
+            server.tenant,
+            &format!("smoke-bot-{now}"),
+            &hash_token(&generate_token("sb_ag_")),
+            &agent_scopes(),
+            now,
+        )
+        .await?;
+    for n in 0..3 {
+        let msg = NewMessage {
+            payload: format!("{{\"smoke\":{n}}}"),
+            correlation_id: None,
+            priority: 0,
+            available_at: now,
+            expires_at: None,
+            max_attempts: 1,
+        };
+        store
+            .send_direct(server.tenant, agent.id, &Actor::Operator, &msg, None, now)
+            .await?;
+    }
+    let claimed = store.claim(&agent, 3, 60_000, now).await?;
+    for c in claimed.events {
+        let args = ReleaseArgs {
+            delay_ms: 0,
+            error: Some("smoke: schema mismatch".to_owned()),
+            terminal: false,
+        };
+        store
+            .release(&agent, c.event.event_id, c.claim_token, &args, now)
+            .await?;
+    }
+    Ok(agent.name)
+}
+
+/// Closes the console window and checks that it was hidden, not destroyed.
+fn close_hides<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
+    let window = app
+        .get_webview_window(WINDOW)
+        .ok_or("the console window is gone before closing it")?;
+    window
+        .close()
+        .map_err(|e| format!("closing the window failed: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+        let Some(window) = app.get_webview_window(WINDOW) else {
+            return Err("closing the window destroyed it (it should only hide)".to_owned());
+        };
+        if matches!(window.is_visible(), Ok(false)) {
+            return Ok(());
+        }
+    }
+    Err("the window was still visible 5 s after closing it".to_owned())
 }
 
 /// Polls the window for `#app-ready`; returns the `#server-info` text once it exists.

@@ -1,30 +1,62 @@
-//! The tray icon: "Open console" and "Quit". (The console issue adds status to it.)
+//! The tray icon: "Open console", "Pause notifications" (for 1 hour / until resumed /
+//! resume) and "Quit" (the caller then stops the server gracefully). Its tooltip
+//! shows the quarantined count, and the icon gets a red dot while anything is
+//! quarantined; [`watch`] refreshes both.
 //!
 //! Building it succeeds even with no tray host (e.g. under bare Xvfb); it is then
 //! simply invisible.
 
-use tauri::menu::{Menu, MenuItem};
-use tauri::tray::TrayIconBuilder;
-use tauri::{App, Runtime};
+use std::collections::BTreeMap;
+use std::time::Instant;
 
+use switchboard_proto::{EventListQuery, EventStatus};
+use switchboard_server::http::AppState;
+use tauri::image::Image;
+use tauri::menu::{Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::tray::TrayIconBuilder;
+use tauri::{App, AppHandle, Manager, Runtime};
+
+use crate::pause::{Notifications, ONE_HOUR, Pause};
+use crate::status::{self, Coalescer};
+
+pub(crate) const TRAY_ID: &str = "switchboard";
 const OPEN: &str = "open-console";
+const PAUSE_HOUR: &str = "pause-1h";
+const PAUSE: &str = "pause";
+const RESUME: &str = "resume";
 const QUIT: &str = "quit";
 
 pub(crate) fn install<R: Runtime>(app: &App<R>) -> tauri::Result<()> {
     let open = MenuItem::with_id(app, OPEN, "Open console", true, None::<&str>)?;
+    let hour = MenuItem::with_id(app, PAUSE_HOUR, "For 1 hour", true, None::<&str>)?;
+    let forever = MenuItem::with_id(app, PAUSE, "Until resumed", true, None::<&str>)?;
+    let resume = MenuItem::with_id(app, RESUME, "Resume", true, None::<&str>)?;
+    let pause = Submenu::with_items(
+        app,
+        "Pause notifications",
+        true,
+        &[&hour, &forever, &resume],
+    )?;
     let quit = MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?;
-    let menu = Menu::with_items(app, &[&open, &quit])?;
-    let mut tray = TrayIconBuilder::with_id("switchboard")
+    let separator = PredefinedMenuItem::separator(app)?;
+    let menu = Menu::with_items(app, &[&open, &pause, &separator, &quit])?;
+    let mut tray = TrayIconBuilder::with_id(TRAY_ID)
         .tooltip("Switchboard")
         .menu(&menu)
-        .on_menu_event(|app, event| match event.id().as_ref() {
-            OPEN => {
-                if let Err(error) = crate::show_console(app) {
-                    tracing::error!(%error, "could not show the console window");
+        .on_menu_event(|app, event| {
+            let notes = app.state::<Notifications>();
+            match event.id().as_ref() {
+                OPEN => {
+                    if let Err(error) = crate::show_console(app) {
+                        tracing::error!(%error, "could not show the console window");
+                    }
                 }
+                PAUSE_HOUR => notes.set(Pause::Until(Instant::now() + ONE_HOUR)),
+                PAUSE => notes.set(Pause::Indefinite),
+                RESUME => notes.set(Pause::Off),
+                QUIT => app.exit(0),
+                _ => {}
             }
-            QUIT => app.exit(0),
-            _ => {}
         });
     if let Some(icon) = app.default_window_icon() {
         tray = tray.icon(icon.clone());
@@ -32,4 +64,93 @@ pub(crate) fn install<R: Runtime>(app: &App<R>) -> tauri::Result<()> {
     // The tray manager keeps the icon alive; the handle is not needed.
     tray.build(app)?;
     Ok(())
+}
+
+/// Polls the embedded server every [`status::INTERVAL`]: updates the tooltip and
+/// reports each finished burst of quarantines (unless notifications are paused).
+/// Runs until the app's runtime stops.
+pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
+    let mut bursts = Coalescer::default();
+    // Which icon the tray shows: `Some(true)` with the red dot (work is quarantined).
+    let mut badge_shown: Option<bool> = None;
+    // The first pass runs at once: it is the baseline (what is quarantined already at
+    // start-up is not news).
+    let mut first = true;
+    loop {
+        if !std::mem::take(&mut first) {
+            tokio::time::sleep(status::INTERVAL).await;
+        }
+        if state.shutdown.is_cancelled() {
+            return;
+        }
+        let depth = match state.store.depth(Some(state.tenant)).await {
+            Ok(depth) => depth,
+            Err(error) => {
+                tracing::debug!(%error, "tray: could not read the inbox depth");
+                continue;
+            }
+        };
+        let counts: BTreeMap<String, u64> = depth
+            .iter()
+            .map(|d| (d.agent_name.clone(), d.counts.quarantined))
+            .collect();
+        let total = counts.values().sum();
+        let pause = app.state::<Notifications>().get();
+        let now = Instant::now();
+        if let Some(tray) = app.tray_by_id(TRAY_ID) {
+            let text = status::tooltip(total, pause.describe(now).as_deref());
+            if let Err(error) = tray.set_tooltip(Some(text)) {
+                tracing::debug!(%error, "tray: could not set the tooltip");
+            }
+            let alert = total > 0;
+            if badge_shown != Some(alert)
+                && let Some(icon) = app.default_window_icon()
+            {
+                let icon = if alert {
+                    Image::new_owned(
+                        status::badged(icon.rgba(), icon.width(), icon.height()),
+                        icon.width(),
+                        icon.height(),
+                    )
+                } else {
+                    icon.clone().to_owned()
+                };
+                match tray.set_icon(Some(icon)) {
+                    Ok(()) => badge_shown = Some(alert),
+                    Err(error) => tracing::debug!(%error, "tray: could not set the icon"),
+                }
+            }
+        }
+        for (agent, events) in bursts.observe(&counts) {
+            if pause.active(now) {
+                continue;
+            }
+            let last_error = last_error(&state, &agent).await;
+            let text = status::burst_text(&agent, events, last_error.as_deref());
+            let (app, home) = (app.clone(), crate::console_home(&app));
+            crate::notify::quarantined(&text, move || {
+                let mut url = home;
+                url.set_path("/quarantine");
+                url.query_pairs_mut().append_pair("agent", &agent);
+                if let Err(error) = crate::open_console_at(&app, url) {
+                    tracing::warn!(%error, "could not open the quarantine");
+                }
+            });
+        }
+    }
+}
+
+/// The last error of the newest quarantined event of `agent`.
+async fn last_error(state: &AppState, agent: &str) -> Option<String> {
+    let query = EventListQuery {
+        agent: Some(agent.to_owned()),
+        status: Some(EventStatus::Quarantined),
+        ..EventListQuery::default()
+    };
+    let page = state
+        .store
+        .list_events(state.tenant, &query, 1000)
+        .await
+        .ok()?;
+    page.events.last().and_then(|e| e.event.last_error.clone())
 }

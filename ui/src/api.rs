@@ -1,34 +1,134 @@
 //! Calls to the server's HTTP API from the browser (`window.fetch`).
+//!
+//! The console authenticates with its session cookie (same origin, sent by the
+//! browser); it never holds a token after login. A 401 from any call means the
+//! session is over: [`on_unauthorized`] tells the app to show the login page.
+//! Errors carry the server's problem `detail`, which is what the page shows.
 
-use switchboard_proto::Capabilities;
+use std::cell::RefCell;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use switchboard_proto::Problem;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::Response;
+use web_sys::{Headers, RequestCredentials, RequestInit, Response};
 
-/// `GET /api/v1/capabilities` (public). Errors are human-readable text for the page.
-pub(crate) async fn capabilities() -> Result<Capabilities, String> {
-    const PATH: &str = "/api/v1/capabilities";
-    let window = web_sys::window().ok_or("no browser window")?;
-    let response: Response = JsFuture::from(window.fetch_with_str(PATH))
-        .await
-        .map_err(|e| format!("GET {PATH}: {}", describe(&e)))?
-        .dyn_into()
-        .map_err(|e| format!("GET {PATH}: not a Response: {}", describe(&e)))?;
-    if !response.ok() {
-        return Err(format!(
-            "GET {PATH}: HTTP {} {}",
-            response.status(),
-            response.status_text()
-        ));
+/// A failed call: the HTTP status (0 when the server could not be reached) and the
+/// sentence to show.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ApiError {
+    pub(crate) status: u16,
+    pub(crate) detail: String,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
     }
-    let body = JsFuture::from(response.text().map_err(|e| describe(&e))?)
-        .await
-        .map_err(|e| format!("GET {PATH}: reading the body: {}", describe(&e)))?
-        .as_string()
-        .ok_or_else(|| format!("GET {PATH}: the body is not text"))?;
-    serde_json::from_str(&body).map_err(|e| format!("GET {PATH}: unexpected document: {e}"))
+}
+
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
+
+thread_local! {
+    static UNAUTHORIZED: RefCell<Option<Box<dyn Fn()>>> = const { RefCell::new(None) };
+}
+
+/// Registers what to do when a call answers 401 (the app shows its login page).
+pub(crate) fn on_unauthorized(f: impl Fn() + 'static) {
+    UNAUTHORIZED.with(|u| *u.borrow_mut() = Some(Box::new(f)));
 }
 
 fn describe(value: &JsValue) -> String {
     value.as_string().unwrap_or_else(|| format!("{value:?}"))
+}
+
+fn unreachable(e: &JsValue) -> ApiError {
+    ApiError {
+        status: 0,
+        detail: format!(
+            "the server did not answer ({}); is it still running?",
+            describe(e)
+        ),
+    }
+}
+
+async fn call(method: &str, path: &str, body: Option<String>) -> ApiResult<(u16, String)> {
+    let window = web_sys::window().ok_or_else(|| ApiError {
+        status: 0,
+        detail: "no browser window".to_owned(),
+    })?;
+    let init = RequestInit::new();
+    init.set_method(method);
+    init.set_credentials(RequestCredentials::SameOrigin);
+    let headers = Headers::new().map_err(|e| unreachable(&e))?;
+    headers
+        .append("accept", "application/json")
+        .map_err(|e| unreachable(&e))?;
+    if let Some(body) = body {
+        headers
+            .append("content-type", "application/json")
+            .map_err(|e| unreachable(&e))?;
+        init.set_body(&JsValue::from_str(&body));
+    }
+    init.set_headers(&headers);
+    let response: Response = JsFuture::from(window.fetch_with_str_and_init(path, &init))
+        .await
+        .map_err(|e| unreachable(&e))?
+        .dyn_into()
+        .map_err(|e| unreachable(&e))?;
+    let status = response.status();
+    let text = match response.text() {
+        Ok(p) => JsFuture::from(p)
+            .await
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    if response.ok() {
+        return Ok((status, text));
+    }
+    if status == 401 {
+        UNAUTHORIZED.with(|u| {
+            if let Some(f) = u.borrow().as_ref() {
+                f();
+            }
+        });
+    }
+    let detail = serde_json::from_str::<Problem>(&text)
+        .ok()
+        .and_then(|p| p.detail.or(Some(p.title)))
+        .unwrap_or_else(|| format!("{method} {path}: HTTP {status}"));
+    Err(ApiError { status, detail })
+}
+
+fn parse<T: DeserializeOwned>(path: &str, text: &str) -> ApiResult<T> {
+    serde_json::from_str(text).map_err(|e| ApiError {
+        status: 0,
+        detail: format!("{path}: unexpected answer from the server: {e}"),
+    })
+}
+
+pub(crate) async fn get<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
+    let (_, text) = call("GET", path, None).await?;
+    parse(path, &text)
+}
+
+pub(crate) async fn send<B: Serialize, T: DeserializeOwned>(
+    method: &str,
+    path: &str,
+    body: &B,
+) -> ApiResult<T> {
+    let body = serde_json::to_string(body).map_err(|e| ApiError {
+        status: 0,
+        detail: e.to_string(),
+    })?;
+    let (_, text) = call(method, path, Some(body)).await?;
+    parse(path, &text)
+}
+
+/// A call whose answer has no body worth reading (logout).
+pub(crate) async fn send_empty(method: &str, path: &str) -> ApiResult<()> {
+    call(method, path, None).await.map(drop)
 }

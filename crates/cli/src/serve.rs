@@ -175,6 +175,28 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let url = format!("http://{addr}");
     let ready = serde_json::json!({ "ready": true, "url": url, "console_url": format!("{url}/") });
     println!("{ready}");
+    // A second line: a one-time console link (single use, two minutes), so the
+    // operator can open the console without pasting the token. Never logged.
+    match switchboard_server::http::session::login_link(
+        server.state(),
+        server.operator_token(),
+        false,
+    )
+    .await
+    {
+        Ok(link) => {
+            let line = serde_json::json!({
+                "login_url": format!("{url}{}", link.path),
+                "login_expires_in_seconds": switchboard_server::http::session::TICKET_TTL.as_secs(),
+            });
+            // Not println!: a reader that took the ready line and closed the pipe must
+            // not bring the server down (println! panics on a broken pipe).
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        }
+        Err(e) => tracing::warn!(detail = ?e.problem.detail, "could not mint a console login link"),
+    }
     tracing::info!(%url, "listening");
     server.serve(listener, shutdown_signal()).await?;
     Ok(())

@@ -39,6 +39,10 @@ pub mod rfc3339 {
     pub use time::serde::rfc3339::*;
 }
 
+// The console's session (login, one-time links).
+mod console;
+pub use console::*;
+
 /// Limits the server enforces, published at `/api/v1/capabilities`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -52,6 +52,9 @@ pub struct Overview {
     pub oldest_pending_age_seconds: Option<f64>,
     #[serde(with = "time::serde::rfc3339")]
     pub server_time: OffsetDateTime,
+    /// Counters since the server started (absent from servers that predate them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::OpsCounters>,
 }
 
 /// Which events an operator query or bulk action covers. Every field narrows.
@@ -69,6 +72,9 @@ pub struct EventFilter {
     /// Substring of the payload's JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub q: Option<String>,
+    /// Exactly this priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
 }
 
 /// Query of `GET /api/v1/ops/events`: a filter plus pagination.
@@ -84,6 +90,9 @@ pub struct EventListQuery {
     pub correlation_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub q: Option<String>,
+    /// Exactly this priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
     /// Opaque cursor from a previous page's `next_cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<EventId>,
@@ -99,6 +108,7 @@ impl EventListQuery {
             status: self.status,
             correlation_id: self.correlation_id.clone(),
             q: self.q.clone(),
+            priority: self.priority,
         }
     }
 }

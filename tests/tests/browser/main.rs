@@ -16,4 +16,7 @@
 
 mod console;
 mod driver;
+mod filters;
+mod journey;
+mod session;
 mod support;

@@ -4,12 +4,19 @@
 //! (`sb_op_` operator, `sb_ag_` agent). Only its SHA-256 is stored. Scopes follow the
 //! design: `ops:read`, `ops:write`, `agent:{agent_id}:inbox`, `messages:send`; a JWT
 //! carrying the same scopes can replace the lookup later without touching handlers.
+//!
+//! The console may instead present a session cookie ([`SESSION_COOKIE`], see
+//! `http/session.rs`). It stands for the operator token it was made from, with that
+//! token's scopes or fewer. A state-changing request that relies on the cookie must
+//! carry an `Origin` header naming this server (the router's Origin check compares
+//! it with `Host`): browsers always send one, and a request without it is not ours.
 
 use super::AppState;
 use crate::error::ApiError;
-use crate::store::{Actor, AgentRecord};
+use crate::store::{Actor, AgentRecord, GrantKind};
 use axum::extract::FromRequestParts;
-use axum::http::header::AUTHORIZATION;
+use axum::http::Method;
+use axum::http::header::{AUTHORIZATION, COOKIE, ORIGIN};
 use axum::http::request::Parts;
 use base64::Engine;
 use rand::RngCore;
@@ -19,6 +26,9 @@ use switchboard_proto::{AgentId, ErrorCode, TenantId};
 pub const SCOPE_OPS_READ: &str = "ops:read";
 pub const SCOPE_OPS_WRITE: &str = "ops:write";
 pub const SCOPE_SEND: &str = "messages:send";
+
+/// Name of the console's session cookie.
+pub const SESSION_COOKIE: &str = "sb_session";
 
 pub fn operator_scopes() -> Vec<String> {
     [SCOPE_OPS_READ, SCOPE_OPS_WRITE, SCOPE_SEND]
@@ -57,6 +67,18 @@ pub struct Principal {
     /// The agent's name (agent tokens), for history and audit rows.
     pub agent_name: Option<String>,
     pub scopes: Vec<String>,
+    /// SHA-256 of the token this principal acts with (directly, or behind a session).
+    pub token_hash: Vec<u8>,
+    /// Set when the request was authenticated by the console's session cookie.
+    pub session: Option<SessionRef>,
+}
+
+/// The console session behind a cookie-authenticated request.
+#[derive(Debug, Clone)]
+pub struct SessionRef {
+    /// SHA-256 of the session id (the cookie's value is never kept).
+    pub hash: Vec<u8>,
+    pub expires_at: crate::clock::Millis,
 }
 
 impl Principal {
@@ -70,7 +92,14 @@ impl Principal {
         } else {
             Err(ApiError::new(
                 ErrorCode::Forbidden,
-                format!("this token lacks the {scope:?} scope; use a token that has it"),
+                if self.session.is_some() {
+                    format!(
+                        "this console session lacks the {scope:?} scope (it is read-only); \
+                         log in with an operator token that has it"
+                    )
+                } else {
+                    format!("this token lacks the {scope:?} scope; use a token that has it")
+                },
             ))
         }
     }
@@ -106,6 +135,18 @@ fn unauthorized(detail: &str) -> ApiError {
     ApiError::new(ErrorCode::Unauthorized, detail.to_owned())
 }
 
+/// The value of the cookie `name` in the request's `Cookie` headers, if any.
+pub fn request_cookie(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == name)
+        .map(|c| c.value().to_owned())
+}
+
 impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
@@ -113,10 +154,14 @@ impl FromRequestParts<AppState> for Principal {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
-            .ok_or_else(|| unauthorized("no credentials; send Authorization: Bearer <token>"))?;
+        let Some(header) = parts.headers.get(AUTHORIZATION) else {
+            return match request_cookie(&parts.headers, SESSION_COOKIE) {
+                Some(session) => from_session(parts, state, &session).await,
+                None => Err(unauthorized(
+                    "no credentials; send Authorization: Bearer <token>, or log in to the console",
+                )),
+            };
+        };
         let token = header
             .to_str()
             .ok()
@@ -127,18 +172,54 @@ impl FromRequestParts<AppState> for Principal {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
-        let record = state
-            .store
-            .token(&hash_token(token))
-            .await?
-            .ok_or_else(|| {
-                unauthorized("the bearer token is unknown or revoked; use a current token")
-            })?;
+        let token_hash = hash_token(token);
+        let record = state.store.token(&token_hash).await?.ok_or_else(|| {
+            unauthorized("the bearer token is unknown or revoked; use a current token")
+        })?;
         Ok(Principal {
             tenant_id: record.tenant_id,
             agent_id: record.agent_id,
             agent_name: record.agent_name,
             scopes: record.scopes,
+            token_hash,
+            session: None,
         })
     }
+}
+
+/// The principal behind a console session cookie.
+async fn from_session(
+    parts: &Parts,
+    state: &AppState,
+    session: &str,
+) -> Result<Principal, ApiError> {
+    let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if !safe && !parts.headers.contains_key(ORIGIN) {
+        // SameSite=Strict already keeps the cookie off cross-site requests; this is
+        // the second lock. (A present Origin was compared with Host by the router.)
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "a change made with the console session must come from the console page \
+             (the Origin header is missing); scripts should send Authorization: Bearer <token>",
+        ));
+    }
+    let hash = hash_token(session);
+    let grant = state
+        .store
+        .grant(&hash, GrantKind::Session, state.now())
+        .await?
+        .ok_or_else(|| {
+            unauthorized("the console session has expired or was ended; log in again")
+        })?;
+    Ok(Principal {
+        tenant_id: grant.record.tenant_id,
+        agent_id: grant.record.agent_id,
+        agent_name: grant.record.agent_name,
+        scopes: grant.record.scopes,
+        token_hash: grant.token_hash,
+        session: Some(SessionRef {
+            hash,
+            expires_at: grant.expires_at,
+        }),
+    })
 }

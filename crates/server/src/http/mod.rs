@@ -10,6 +10,7 @@ mod inbox;
 pub mod limits;
 mod messages;
 mod ops;
+pub mod session;
 mod system;
 
 use crate::config::Config;
@@ -94,6 +95,7 @@ pub fn router(state: AppState) -> Router {
         .merge(client_report::routes())
         .merge(messages::routes())
         .merge(ops::routes())
+        .merge(session::routes())
         .merge(system::api_routes())
         .split_for_parts();
     let openapi = Arc::new(openapi);
@@ -108,6 +110,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/{*rest}", axum::routing::any(api_not_found));
     let max_body = state.config.max_body_bytes;
     api.merge(system::routes())
+        .merge(session::page_routes())
         .fallback_service(system::console(&state.config).with_state(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(check_origin))

@@ -29,6 +29,44 @@ pub struct TokenRecord {
     pub scopes: Vec<String>,
 }
 
+/// What a console grant is: a session (cookie) or a one-time login ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantKind {
+    Session,
+    Ticket,
+}
+
+impl GrantKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Ticket => "ticket",
+        }
+    }
+}
+
+/// A console grant to store. Only hashes: the session id and ticket never are.
+#[derive(Debug, Clone)]
+pub struct NewGrant<'a> {
+    pub hash: &'a [u8],
+    pub kind: GrantKind,
+    pub tenant: TenantId,
+    /// The token it came from; revoking that token ends the grant.
+    pub token_hash: &'a [u8],
+    /// Never more than the token's scopes.
+    pub scopes: &'a [String],
+    pub expires_at: Millis,
+}
+
+/// A live console grant.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    /// Who it acts as, with the grant's own scopes.
+    pub record: TokenRecord,
+    pub token_hash: Vec<u8>,
+    pub expires_at: Millis,
+}
+
 #[derive(Debug, Clone)]
 pub struct AgentRecord {
     pub id: AgentId,
@@ -205,6 +243,20 @@ pub trait Store: Send + Sync + 'static {
         now: Millis,
     ) -> StoreResult<()>;
     async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
+
+    // --- console sessions and one-time login tickets (hashes only, I11) ---
+    /// Stores a grant; also forgets expired ones.
+    async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()>;
+    /// A live grant of `kind` (unexpired, its token not revoked).
+    async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>>;
+    /// Like [`Store::grant`], but deletes it in the same statement: single use.
+    async fn take_grant(
+        &self,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>>;
+    async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()>;
 
     // --- agents ---
     /// Creates an agent and its token in one transaction.

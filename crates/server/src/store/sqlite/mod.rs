@@ -245,6 +245,27 @@ impl Store for SqliteStore {
         .transpose()
     }
 
+    async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()> {
+        ops::insert_grant(self, grant, now).await
+    }
+
+    async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
+        ops::grant(self, hash, kind, now, false).await
+    }
+
+    async fn take_grant(
+        &self,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>> {
+        ops::grant(self, hash, kind, now, true).await
+    }
+
+    async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()> {
+        ops::delete_grant(self, hash).await
+    }
+
     async fn create_agent(
         &self,
         tenant: TenantId,

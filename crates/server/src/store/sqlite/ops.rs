@@ -103,6 +103,9 @@ fn push_filter(qb: &mut QueryBuilder<Sqlite>, filter: &EventFilter) {
     if let Some(status) = filter.status {
         qb.push(" AND e.status = ").push_bind(status.as_str());
     }
+    if let Some(p) = filter.priority {
+        qb.push(" AND e.priority = ").push_bind(p);
+    }
     if let Some(c) = &filter.correlation_id {
         qb.push(" AND e.correlation_id = ").push_bind(c.clone());
     }
@@ -330,4 +333,99 @@ pub(super) async fn audit(
             })
         })
         .collect()
+}
+
+pub(super) async fn insert_grant(
+    store: &SqliteStore,
+    grant: &NewGrant<'_>,
+    now: Millis,
+) -> StoreResult<()> {
+    let mut tx = store.begin_write().await?;
+    // Expired grants are of no use to anyone; forget them while writing anyway.
+    sqlx::query("DELETE FROM console_grants WHERE expires_at <= ?")
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO console_grants (hash, kind, tenant_id, token_hash, scopes, created_at, expires_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(grant.hash)
+    .bind(grant.kind.as_str())
+    .bind(grant.tenant.to_string())
+    .bind(grant.token_hash)
+    .bind(grant.scopes.join(" "))
+    .bind(now)
+    .bind(grant.expires_at)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Reads a live grant; with `take`, deletes it in the same write transaction, so a
+/// ticket works once even when two requests race for it.
+pub(super) async fn grant(
+    store: &SqliteStore,
+    hash: &[u8],
+    kind: GrantKind,
+    now: Millis,
+    take: bool,
+) -> StoreResult<Option<Grant>> {
+    const SELECT: &str = "SELECT g.tenant_id, t.agent_id, g.scopes, a.name, g.token_hash, g.expires_at \
+         FROM console_grants g JOIN tokens t ON t.hash = g.token_hash \
+         LEFT JOIN agents a ON a.id = t.agent_id \
+         WHERE g.hash = ? AND g.kind = ? AND g.expires_at > ? AND t.revoked_at IS NULL";
+    let row = if take {
+        let mut tx = store.begin_write().await?;
+        let row = sqlx::query(SELECT)
+            .bind(hash)
+            .bind(kind.as_str())
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        // Used or not, valid or not: a presented ticket is gone.
+        sqlx::query("DELETE FROM console_grants WHERE hash = ? AND kind = ?")
+            .bind(hash)
+            .bind(kind.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        row
+    } else {
+        sqlx::query(SELECT)
+            .bind(hash)
+            .bind(kind.as_str())
+            .bind(now)
+            .fetch_optional(store.read())
+            .await?
+    };
+    row.map(|row| {
+        let agent: Option<String> = row.try_get(1)?;
+        Ok(Grant {
+            record: TokenRecord {
+                tenant_id: parse_id(&row.try_get::<String, _>(0)?)?,
+                agent_id: agent.as_deref().map(parse_id).transpose()?,
+                agent_name: row.try_get(3)?,
+                scopes: row
+                    .try_get::<String, _>(2)?
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect(),
+            },
+            token_hash: row.try_get(4)?,
+            expires_at: row.try_get(5)?,
+        })
+    })
+    .transpose()
+}
+
+pub(super) async fn delete_grant(store: &SqliteStore, hash: &[u8]) -> StoreResult<()> {
+    let mut tx = store.begin_write().await?;
+    sqlx::query("DELETE FROM console_grants WHERE hash = ?")
+        .bind(hash)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
 }

@@ -1,0 +1,436 @@
+//! An operator's journey through the console in a real browser: log in with the
+//! operator token, watch an agent's depth change live, inspect an event's timeline,
+//! find quarantined work, replay one event and purge another (type-to-confirm), and
+//! see both actions in the audit log. Also: a read-only link in the browser, and the
+//! live indicator when the server goes away.
+
+use std::time::{Duration, Instant};
+
+use fantoccini::Locator;
+use fantoccini::elements::Element;
+use serde_json::json;
+use switchboard_proto::{ClaimRequest, EventId, ReleaseRequest, SendMessage};
+use switchboard_tests::sdk::Client;
+use switchboard_tests::{TestServer, key};
+
+use crate::driver::Browser;
+use crate::support::{WAIT, bounded, console_and_browser, console_server, target_dir};
+
+impl Browser {
+    /// The element `css` matches, waiting for it.
+    async fn find(&self, css: &str) -> Element {
+        bounded(
+            &format!("waiting for {css}"),
+            self.client
+                .wait()
+                .at_most(WAIT)
+                .for_element(Locator::Css(css)),
+        )
+        .await
+    }
+
+    async fn click(&self, css: &str) {
+        let e = self.find(css).await;
+        bounded(&format!("clicking {css}"), e.click()).await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let e = self.find(css).await;
+        bounded(&format!("typing into {css}"), e.send_keys(text)).await;
+    }
+
+    /// Waits until the text of `css` satisfies `ok`; returns it.
+    async fn wait_text(&self, css: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        let mut last = String::new();
+        loop {
+            if let Ok(Ok(e)) =
+                tokio::time::timeout(Duration::from_secs(5), self.client.find(Locator::Css(css)))
+                    .await
+                && let Ok(Ok(t)) = tokio::time::timeout(Duration::from_secs(5), e.text()).await
+            {
+                if ok(&t) {
+                    return t;
+                }
+                last = t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css}: {what} within {WAIT:?}; last text {last:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until `css` matches exactly `n` elements.
+    async fn wait_count(&self, css: &str, n: usize) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let found = bounded(
+                &format!("finding {css}"),
+                self.client.find_all(Locator::Css(css)),
+            )
+            .await
+            .len();
+            if found == n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css}: expected {n} elements within {WAIT:?}, found {found}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn exists(&self, css: &str) -> bool {
+        !bounded(
+            &format!("finding {css}"),
+            self.client.find_all(Locator::Css(css)),
+        )
+        .await
+        .is_empty()
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let png = bounded("taking a screenshot", self.client.screenshot()).await;
+        let path = target_dir().join(name);
+        let _ = std::fs::write(&path, &png);
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("browser screenshot: {}\n", path.display()).as_bytes(),
+        );
+    }
+}
+
+/// Sends `payload` to `agent` as the operator; returns the event id.
+async fn send(
+    server: &TestServer,
+    agent: &str,
+    payload: serde_json::Value,
+    max_attempts: u32,
+) -> EventId {
+    server
+        .operator()
+        .send_message(
+            agent,
+            &SendMessage {
+                payload,
+                correlation_id: None,
+                priority: None,
+                available_at: None,
+                expires_at: None,
+                max_attempts: Some(max_attempts),
+            },
+            &key(),
+        )
+        .await
+        .expect("send")
+        .event_id
+}
+
+/// Sends two single-attempt events to `agent`, claims them and fails both: they go
+/// to the quarantine. Returns their ids.
+async fn quarantine_two(server: &TestServer, agent: &str, client: &Client) -> (EventId, EventId) {
+    let a = send(server, agent, json!({"task": "deploy", "n": 1}), 1).await;
+    let b = send(server, agent, json!({"task": "deploy", "n": 2}), 1).await;
+    let claimed = client
+        .claim(
+            agent,
+            &ClaimRequest {
+                limit: Some(10),
+                lease_seconds: Some(60),
+            },
+        )
+        .await
+        .expect("claim");
+    for c in claimed.events {
+        client
+            .release(
+                agent,
+                c.event.event_id,
+                &ReleaseRequest {
+                    claim_token: c.claim_token,
+                    delay_seconds: None,
+                    error: Some("schema mismatch: field ref is missing".to_owned()),
+                    terminal: false,
+                },
+            )
+            .await
+            .expect("release");
+    }
+    (a, b)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn operator_journey_login_live_inspect_quarantine_replay_purge_audit() {
+    let Some(ui) = console_and_browser() else {
+        return;
+    };
+    let server = console_server(ui).await;
+    let (_, bot) = server.agent("build-bot").await;
+    let browser = Browser::start().await;
+    browser.open_console(&format!("{}/", server.url)).await;
+
+    // Not logged in: the login page. Log in with the operator token.
+    browser.find("#login").await;
+    browser.type_into("#login-token", "sb_op_wrong").await;
+    browser.click("#login-submit").await;
+    browser
+        .wait_text(
+            "#login-error",
+            "a wrong token shows the server's detail",
+            |t| t.contains("unknown or revoked"),
+        )
+        .await;
+    let field = browser.find("#login-token").await;
+    bounded("clearing the field", field.clear()).await;
+    browser
+        .type_into("#login-token", &server.operator_token)
+        .await;
+    browser.click("#login-submit").await;
+    browser.find("#overview-tiles").await;
+    let p50 = browser.text("#tile-latency-p50 .tile-value").await;
+    assert_eq!(p50, "–", "no delivery yet, so no latency");
+    browser
+        .wait_text("#live", "the live stream connects", |t| t.contains("Live"))
+        .await;
+    let url = bounded("reading the URL", browser.client.current_url()).await;
+    assert!(
+        !url.as_str().contains(&server.operator_token),
+        "the token never sits in the page URL"
+    );
+
+    // Agents: the depth changes live after a message is sent over HTTP.
+    browser.click("a[data-nav='/agents']").await;
+    let pending = "tr[data-agent='build-bot'] td[data-col='pending']";
+    browser
+        .wait_text(pending, "starts at 0", |t| t == "0")
+        .await;
+    let first = send(
+        &server,
+        "build-bot",
+        json!({"task": "build", "ref": "main"}),
+        5,
+    )
+    .await;
+    browser
+        .wait_text(pending, "shows the new event without a reload", |t| {
+            t == "1"
+        })
+        .await;
+    browser.screenshot("browser-agents.png").await;
+
+    // Click through to the inbox, then the inspector with its timeline.
+    browser.click("tr[data-agent='build-bot'] td a").await;
+    let row_link = format!("tr[data-event='{first}'] a");
+    browser.click(&row_link).await;
+    browser.find("#timeline li[data-action='created']").await;
+    let payload = browser.text("#payload").await;
+    assert!(
+        payload.contains("\"ref\": \"main\""),
+        "pretty JSON payload: {payload}"
+    );
+    assert!(browser.text("#event-attempts").await.starts_with("0 of 5"));
+    browser.screenshot("browser-inspector.png").await;
+
+    // Two events go to the quarantine (max_attempts=1, then a failed release).
+    let (replayed, purged) = quarantine_two(&server, "build-bot", &bot).await;
+    browser.click("a[data-nav='/quarantine']").await;
+    browser.wait_count("#quarantine-table tbody tr", 2).await;
+    let error = browser
+        .text(&format!(
+            "tr[data-event='{replayed}'] td[data-col='last-error']"
+        ))
+        .await;
+    assert!(
+        error.contains("schema mismatch"),
+        "the last error is listed: {error}"
+    );
+    browser.screenshot("browser-quarantine.png").await;
+
+    // Replay one: the confirmation shows the count.
+    browser
+        .click(&format!("button[data-replay='{replayed}']"))
+        .await;
+    let text = browser.text("#confirm-text").await;
+    assert!(text.starts_with("Replay 1 event"), "{text}");
+    browser.click("#confirm-ok").await;
+    browser
+        .wait_text("#action-result", "the replay is reported", |t| {
+            t.starts_with("Replayed 1 event")
+        })
+        .await;
+    browser.wait_count("#quarantine-table tbody tr", 1).await;
+
+    // Purge the other: the button stays disabled until the word is typed.
+    browser
+        .click(&format!("button[data-purge='{purged}']"))
+        .await;
+    let ok = browser.find("#confirm-ok").await;
+    assert_eq!(
+        bounded("reading disabled", ok.attr("disabled"))
+            .await
+            .as_deref(),
+        Some("true"),
+        "purge needs type-to-confirm"
+    );
+    browser.type_into("#confirm-input", "purge").await;
+    browser.click("#confirm-ok").await;
+    browser
+        .wait_text("#action-result", "the purge is reported", |t| {
+            t.starts_with("Purged 1 event")
+        })
+        .await;
+    browser.find("#quarantine-empty").await;
+    browser.click("a[data-nav='/']").await;
+    browser.find("#counter-tiles").await;
+    browser.screenshot("browser-overview.png").await;
+
+    // Both actions are in the audit log.
+    browser.click("a[data-nav='/audit']").await;
+    browser.find("tr[data-audit-action='replay']").await;
+    browser.find("tr[data-audit-action='purge']").await;
+    let replay_count = browser
+        .text("tr[data-audit-action='replay'] td[data-col='count']")
+        .await;
+    assert_eq!(replay_count, "1");
+    browser.screenshot("browser-audit.png").await;
+
+    // The server goes away: the console says so.
+    server.stop().await;
+    browser
+        .wait_text("#live", "the indicator shows the disconnection", |t| {
+            t.contains("Disconnected")
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn release_a_claimed_event_from_the_inspector() {
+    let Some(ui) = console_and_browser() else {
+        return;
+    };
+    let server = console_server(ui).await;
+    let (_, bot) = server.agent("slow-bot").await;
+    let id = send(&server, "slow-bot", json!({"task": "long"}), 5).await;
+    let claimed = bot
+        .claim(
+            "slow-bot",
+            &ClaimRequest {
+                limit: Some(1),
+                lease_seconds: Some(600),
+            },
+        )
+        .await
+        .expect("claim");
+    let token = claimed.events[0].claim_token;
+
+    let browser = Browser::start().await;
+    let link: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/ops/login-links", server.url))
+        .bearer_auth(&server.operator_token)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("json");
+    browser
+        .open_console(&format!(
+            "{}{}",
+            server.url,
+            link["path"].as_str().expect("path")
+        ))
+        .await;
+    browser.find("#overview").await;
+    bounded(
+        "goto",
+        browser.client.goto(&format!("{}/events/{id}", server.url)),
+    )
+    .await;
+
+    let first = browser
+        .wait_text("#lease-countdown", "the lease counts down", |t| {
+            t.starts_with("expires in 9m")
+        })
+        .await;
+    browser
+        .wait_text("#lease-countdown", "a second later", |t| {
+            t != first && t.starts_with("expires in")
+        })
+        .await;
+    browser.click("#event-release").await;
+    browser.click("#confirm-ok").await;
+    browser
+        .wait_text("#action-result", "the release is reported", |t| {
+            t.starts_with("Released 1 event")
+        })
+        .await;
+    browser
+        .wait_text("#event-status", "the event is pending again", |t| {
+            t == "pending"
+        })
+        .await;
+    browser.find("#timeline li[data-action='released']").await;
+
+    // The holder's token no longer works (its claim was invalidated).
+    let stale = bot.ack("slow-bot", id, token).await;
+    assert!(
+        stale.is_err(),
+        "the old claim token is stale after an operator release"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_read_only_link_logs_in_without_destructive_buttons() {
+    let Some(ui) = console_and_browser() else {
+        return;
+    };
+    let server = console_server(ui).await;
+    let (_, bot) = server.agent("lint-bot").await;
+    quarantine_two(&server, "lint-bot", &bot).await;
+    let link: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/ops/login-links", server.url))
+        .bearer_auth(&server.operator_token)
+        .json(&json!({"read_only": true}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("json");
+    let path = link["path"].as_str().expect("path");
+
+    let browser = Browser::start().await;
+    browser.open_console(&format!("{}{path}", server.url)).await;
+    browser.find("#overview-tiles").await;
+    let url = bounded("reading the URL", browser.client.current_url()).await;
+    assert_eq!(url.path(), "/", "redirected to the console");
+    assert!(url.query().is_none(), "no ticket left in the URL: {url}");
+    browser.find("#read-only").await;
+
+    browser.click("a[data-nav='/quarantine']").await;
+    browser.wait_count("#quarantine-table tbody tr", 2).await;
+    for css in [
+        "button[data-replay]",
+        "button[data-purge]",
+        "#replay-all",
+        "#purge-all",
+        "#select-all",
+    ] {
+        assert!(
+            !browser.exists(css).await,
+            "{css} is hidden for a read-only session"
+        );
+    }
+    // The cookie works once per link: the same link again is refused.
+    browser
+        .client
+        .goto(&format!("{}{path}", server.url))
+        .await
+        .expect("goto");
+    let body = browser.text("body").await;
+    assert!(body.contains("already used or has expired"), "{body}");
+}

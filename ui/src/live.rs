@@ -1,0 +1,133 @@
+//! Live updates from the operator stream (`/api/v1/ops/stream`, SSE), not polling.
+//!
+//! Every `changed` (or `resync`) event bumps [`Live::version`], at most once per
+//! [`THROTTLE`]; pages re-read what they show when it changes. The browser's
+//! EventSource retries by itself after a dropped connection; when it gives up (for
+//! example on a 401 or while the server is down), we open a new one after
+//! [`RECONNECT`]. [`Live::state`] drives the indicator in the header.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::closure::Closure;
+use web_sys::EventSource;
+
+/// Coalesces bursts of changes into one refresh.
+const THROTTLE: Duration = Duration::from_millis(250);
+/// Wait before opening a new stream after the browser gave up on one.
+const RECONNECT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LiveState {
+    Connecting,
+    Connected,
+    Disconnected,
+}
+
+impl LiveState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Connecting => "connecting",
+            Self::Connected => "connected",
+            Self::Disconnected => "disconnected",
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Live {
+    pub(crate) version: RwSignal<u64>,
+    pub(crate) state: RwSignal<LiveState>,
+}
+
+type Handlers = Vec<Closure<dyn FnMut(web_sys::Event)>>;
+
+struct Stream {
+    source: EventSource,
+    // Kept alive as long as the source: the browser calls them.
+    _handlers: Handlers,
+}
+
+impl Live {
+    /// Opens the stream and keeps it open while `active` is true.
+    pub(crate) fn start(active: Signal<bool>) -> Self {
+        let live = Self {
+            version: RwSignal::new(0),
+            state: RwSignal::new(LiveState::Connecting),
+        };
+        let current: Rc<RefCell<Option<Stream>>> = Rc::new(RefCell::new(None));
+        let cur = current.clone();
+        Effect::new(move |_| {
+            if active.get() {
+                open(live, cur.clone());
+            } else if let Some(s) = cur.borrow_mut().take() {
+                s.source.close();
+            }
+        });
+        live
+    }
+
+    /// Asks pages to re-read now (after an action of our own).
+    pub(crate) fn bump(&self) {
+        self.version.update(|v| *v += 1);
+    }
+}
+
+fn open(live: Live, current: Rc<RefCell<Option<Stream>>>) {
+    if let Some(old) = current.borrow_mut().take() {
+        old.source.close();
+    }
+    live.state.set(LiveState::Connecting);
+    let Ok(source) = EventSource::new("/api/v1/ops/stream") else {
+        live.state.set(LiveState::Disconnected);
+        return;
+    };
+    let pending = Rc::new(RefCell::new(false));
+    let on_change = {
+        let pending = pending.clone();
+        Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+            if pending.replace(true) {
+                return;
+            }
+            let pending = pending.clone();
+            set_timeout(
+                move || {
+                    pending.replace(false);
+                    live.bump();
+                },
+                THROTTLE,
+            );
+        })
+    };
+    let on_open = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+        live.state.set(LiveState::Connected);
+        // Whatever happened while we were away: read it again.
+        live.bump();
+    });
+    let on_error = {
+        let current = current.clone();
+        Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+            live.state.set(LiveState::Disconnected);
+            let closed = current
+                .borrow()
+                .as_ref()
+                .is_some_and(|s| s.source.ready_state() == EventSource::CLOSED);
+            if closed {
+                let current = current.clone();
+                set_timeout(move || open(live, current), RECONNECT);
+            }
+        })
+    };
+    for kind in ["changed", "resync"] {
+        let _ = source.add_event_listener_with_callback(kind, on_change.as_ref().unchecked_ref());
+    }
+    source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+    source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    *current.borrow_mut() = Some(Stream {
+        source,
+        _handlers: vec![on_change, on_open, on_error],
+    });
+}

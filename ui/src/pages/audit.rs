@@ -1,0 +1,79 @@
+//! Audit log: every operator action, newest first.
+
+use leptos::prelude::*;
+use switchboard_proto::{AuditEntry, AuditPage};
+
+use super::{error_box, loading};
+use crate::api;
+use crate::format;
+use crate::live::Live;
+
+/// What an action covered, in words.
+fn scope(e: &AuditEntry) -> String {
+    match (&e.ids, &e.filter) {
+        (Some(ids), _) => format!(
+            "ids: {}",
+            ids.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (None, Some(f)) => {
+            let parts: Vec<String> = [
+                f.agent.as_ref().map(|a| format!("agent={a}")),
+                f.status.map(|s| format!("status={}", s.as_str())),
+                f.correlation_id
+                    .as_ref()
+                    .map(|c| format!("correlation_id={c}")),
+                f.q.as_ref().map(|q| format!("payload contains {q:?}")),
+                f.priority.map(|p| format!("priority={p}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if parts.is_empty() {
+                "filter: every event".to_owned()
+            } else {
+                format!("filter: {}", parts.join(", "))
+            }
+        }
+        (None, None) => "–".to_owned(),
+    }
+}
+
+#[component]
+pub(crate) fn AuditPage() -> impl IntoView {
+    let live = expect_context::<Live>();
+    let data = LocalResource::new(move || {
+        live.version.get();
+        api::get::<AuditPage>("/api/v1/ops/audit?limit=200")
+    });
+    view! {
+        <section id="audit">
+            <h1>"Audit log"</h1>
+            {move || match data.get() {
+                None => loading(),
+                Some(Err(e)) => error_box(&e),
+                Some(Ok(page)) if page.entries.is_empty() => view! {
+                    <p class="empty">"No operator actions yet. Replays, releases and purges are recorded here, with who, what and how many."</p>
+                }.into_any(),
+                Some(Ok(page)) => view! {
+                    <table id="audit-table">
+                        <thead><tr><th>"When"</th><th>"Who"</th><th>"Action"</th><th class="num">"Count"</th><th>"What"</th></tr></thead>
+                        <tbody>
+                            {page.entries.into_iter().map(|e| view! {
+                                <tr data-audit-action=e.action.clone() data-audit-id=e.id>
+                                    <td>{format::when(e.at)}</td>
+                                    <td>{e.actor.clone()}</td>
+                                    <td>{e.action.clone()}</td>
+                                    <td class="num" data-col="count">{e.count}</td>
+                                    <td class="scope">{scope(&e)}</td>
+                                </tr>
+                            }).collect::<Vec<_>>()}
+                        </tbody>
+                    </table>
+                }.into_any(),
+            }}
+        </section>
+    }
+}

@@ -1,0 +1,87 @@
+//! Overview: live health tiles from `/api/v1/ops/overview`.
+
+use leptos::prelude::*;
+use switchboard_proto::Overview;
+
+use super::{error_box, loading};
+use crate::api;
+use crate::app::Link;
+use crate::format;
+use crate::live::Live;
+
+fn tile(id: &'static str, label: &'static str, value: String, hint: &'static str) -> AnyView {
+    let alert = id == "quarantined" && value != "0";
+    view! {
+        <div class=if alert { "tile alert" } else { "tile" } id=format!("tile-{id}") title=hint>
+            <span class="tile-label">{label}</span>
+            <span class="tile-value">{value}</span>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+pub(crate) fn OverviewPage() -> impl IntoView {
+    let live = expect_context::<Live>();
+    let data = LocalResource::new(move || {
+        live.version.get();
+        api::get::<Overview>("/api/v1/ops/overview")
+    });
+    view! {
+        <section id="overview">
+            <h1>"Overview"</h1>
+            {move || match data.get() {
+                None => loading(),
+                Some(Err(e)) => error_box(&e),
+                Some(Ok(o)) => {
+                    let online = o.agents.iter().filter(|a| a.subscribers > 0).count();
+                    let t = &o.totals;
+                    let empty = o.agents.is_empty();
+                    view! {
+                        <div class="tiles" id="overview-tiles">
+                            {tile("agents", "Agents", o.agents.len().to_string(), "Agents in this tenant")}
+                            {tile("online", "Online", format!("{online}"), "Agents with an open SSE subscription")}
+                            {tile("subscribers", "Subscribers", o.subscribers.to_string(), "Open SSE subscriptions on this server")}
+                            {tile("pending", "Pending", t.pending.to_string(), "Waiting to be claimed")}
+                            {tile("claimed", "Claimed", t.claimed.to_string(), "Held under a visibility lease")}
+                            {tile("quarantined", "Quarantined", t.quarantined.to_string(), "Dead-lettered: attempts exhausted or failed for good")}
+                            {tile("completed", "Completed", t.completed.to_string(), "Acked, kept as metadata until retention")}
+                            {tile(
+                                "oldest-pending",
+                                "Oldest pending",
+                                o.oldest_pending_age_seconds.map(format::age).unwrap_or_else(|| "–".to_owned()),
+                                "Age of the oldest claimable event",
+                            )}
+                        </div>
+                        {o.counters.clone().map(|c| view! {
+                            <h2>"Since the server started"</h2>
+                            <div class="tiles" id="counter-tiles">
+                                {tile("lease-expirations", "Lease expirations", c.lease_expirations_total.to_string(), "Claims whose lease ran out before an ack")}
+                                {tile("stale-claims", "Stale-claim rejections", c.stale_claim_rejections_total.to_string(), "Ack, release or extend with an outdated claim token (409 stale_claim)")}
+                                {tile("fencing", "Fencing rejections", "–".to_owned(), "Fenced memories are not on this server yet")}
+                                {tile("delivered", "Delivered", c.delivered_total.to_string(), "Events acked")}
+                                {tile("latency-p50", "Latency p50", format::latency(c.delivery_latency_p50_seconds), "From available to acked, median")}
+                                {tile("latency-p99", "Latency p99", format::latency(c.delivery_latency_p99_seconds), "From available to acked, 99th percentile")}
+                            </div>
+                        })}
+                        {(t.quarantined > 0).then(|| view! {
+                            <p class="notice">
+                                {format::events(t.quarantined)} " in the quarantine. "
+                                <Link href="/quarantine">"Review them"</Link>
+                            </p>
+                        })}
+                        {empty.then(|| view! {
+                            <p class="empty">
+                                "No agents yet. Create one with "
+                                <code>"POST /api/v1/ops/agents {\"name\": \"build-bot\"}"</code>
+                                " (see the README's API tour); its inbox shows up here live."
+                            </p>
+                        })}
+                        <p class="muted">"Server time " {format::when(o.server_time)}</p>
+                    }
+                    .into_any()
+                }
+            }}
+        </section>
+    }
+}
