@@ -208,6 +208,9 @@ fn desktop_smoke(dist: &Path) -> Result<()> {
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .env("XDG_STATE_HOME", home.join(".local/state"))
         .env("GDK_BACKEND", "x11")
+        // WebKitGTK's accelerated compositing draws nothing into Xvfb's screenshot
+        // (the page renders, the PNG is white); software compositing shows it.
+        .env("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
         // No accessibility bus: nothing reads it here, and it only adds noise.
         .env("NO_AT_BRIDGE", "1")
         .env("SWITCHBOARD_UI_DIR", dist)

@@ -434,3 +434,120 @@ async fn a_read_only_link_logs_in_without_destructive_buttons() {
     let body = browser.text("body").await;
     assert!(body.contains("already used or has expired"), "{body}");
 }
+
+/// The agents' client side (issue 6): what an agent's SDK reports about its outbox
+/// and consumer shows on the Agents page, poison on both sides included, and a new
+/// report arrives live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_page_shows_each_agents_client_side() {
+    use switchboard_proto::{ClientPoison, ClientReport, InboxSummary, OutboxSummary};
+    let Some(dist) = console_and_browser() else {
+        return;
+    };
+    let server = console_server(dist).await;
+    let (_, alice) = server.agent("alice").await;
+    let report = ClientReport {
+        sdk: "switchboard-sdk/test".into(),
+        outbox: OutboxSummary {
+            queued: 2,
+            retryable: 1,
+            poison: 1,
+            ..OutboxSummary::default()
+        },
+        outbox_poison: vec![ClientPoison {
+            id: "17".into(),
+            target: Some("agent:nobody".into()),
+            reason: "HTTP 404 not_found: agent \"nobody\"".into(),
+            at: time::OffsetDateTime::now_utc(),
+        }],
+        inbox: InboxSummary {
+            mode: "polling".into(),
+            poll_interval_seconds: Some(8.0),
+            handled: 5,
+            ..InboxSummary::default()
+        },
+        inbox_poison: vec![],
+    };
+    alice
+        .put_client_report("alice", &report)
+        .await
+        .expect("report");
+
+    let browser = Browser::start().await;
+    let link: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/ops/login-links", server.url))
+        .bearer_auth(&server.operator_token)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("json");
+    browser
+        .open_console(&format!(
+            "{}{}",
+            server.url,
+            link["path"].as_str().expect("path")
+        ))
+        .await;
+    bounded(
+        "goto",
+        browser.client.goto(&format!("{}/agents", server.url)),
+    )
+    .await;
+    let row = r#"#client-table tr[data-client-agent="alice"]"#;
+    browser
+        .wait_text(
+            &format!("{row} td[data-col=\"mode\"]"),
+            "the polling mode",
+            |t| t == "polling every 8s",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .text(&format!("{row} td[data-col=\"outbox-open\"]"))
+            .await,
+        "3"
+    );
+    assert_eq!(
+        browser
+            .text(&format!("{row} td[data-col=\"outbox-poison\"]"))
+            .await,
+        "1"
+    );
+    let poison = browser
+        .text(r#"#client-poison li[data-client-poison="outbox"][data-agent="alice"]"#)
+        .await;
+    assert!(
+        poison.contains("agent:nobody") && poison.contains("not_found"),
+        "{poison}"
+    );
+
+    // A new report (the consumer quarantined an event) arrives without a reload.
+    let mut later = report.clone();
+    later.inbox.mode = "sse".into();
+    later.inbox.poisoned = 1;
+    later.inbox_poison = vec![ClientPoison {
+        id: "0192-event".into(),
+        target: None,
+        reason: "failed 3 times locally; last: schema mismatch".into(),
+        at: time::OffsetDateTime::now_utc(),
+    }];
+    alice
+        .put_client_report("alice", &later)
+        .await
+        .expect("report");
+    browser
+        .wait_text(
+            &format!("{row} td[data-col=\"mode\"]"),
+            "the live update",
+            |t| t == "sse",
+        )
+        .await;
+    let poison = browser
+        .text(r#"#client-poison li[data-client-poison="inbox"][data-agent="alice"]"#)
+        .await;
+    assert!(poison.contains("schema mismatch"), "{poison}");
+    browser.screenshot("browser-agents-client-side.png").await;
+}

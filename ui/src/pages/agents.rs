@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 use switchboard_proto::AgentSummary;
 
+use super::client::ClientSide;
 use super::{error_box, loading};
 use crate::api;
 use crate::app::Link;
@@ -81,6 +82,7 @@ pub(crate) fn AgentsPage() -> impl IntoView {
                     </table>
                 }.into_any(),
             }}
+            <ClientSide/>
         </section>
     }
 }
