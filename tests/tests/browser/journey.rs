@@ -92,6 +92,24 @@ impl Browser {
         .is_empty()
     }
 
+    /// Opens the console through a one-time login link minted with the operator
+    /// token, as the desktop app does; returns the link's path.
+    async fn open_logged_in(&self, server: &TestServer, read_only: bool) -> String {
+        let link: serde_json::Value = reqwest::Client::new()
+            .post(format!("{}/api/v1/ops/login-links", server.url))
+            .bearer_auth(&server.operator_token)
+            .json(&json!({ "read_only": read_only }))
+            .send()
+            .await
+            .expect("mint")
+            .json()
+            .await
+            .expect("json");
+        let path = link["path"].as_str().expect("path").to_owned();
+        self.open_console(&format!("{}{path}", server.url)).await;
+        path
+    }
+
     async fn screenshot(&self, name: &str) {
         let png = bounded("taking a screenshot", self.client.screenshot()).await;
         let path = target_dir().join(name);
@@ -327,23 +345,7 @@ async fn release_a_claimed_event_from_the_inspector() {
     let token = claimed.events[0].claim_token;
 
     let browser = Browser::start().await;
-    let link: serde_json::Value = reqwest::Client::new()
-        .post(format!("{}/api/v1/ops/login-links", server.url))
-        .bearer_auth(&server.operator_token)
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("json");
-    browser
-        .open_console(&format!(
-            "{}{}",
-            server.url,
-            link["path"].as_str().expect("path")
-        ))
-        .await;
+    browser.open_logged_in(&server, false).await;
     browser.find("#overview").await;
     bounded(
         "goto",
@@ -391,20 +393,8 @@ async fn a_read_only_link_logs_in_without_destructive_buttons() {
     let server = console_server(ui).await;
     let (_, bot) = server.agent("lint-bot").await;
     quarantine_two(&server, "lint-bot", &bot).await;
-    let link: serde_json::Value = reqwest::Client::new()
-        .post(format!("{}/api/v1/ops/login-links", server.url))
-        .bearer_auth(&server.operator_token)
-        .json(&json!({"read_only": true}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("json");
-    let path = link["path"].as_str().expect("path");
-
     let browser = Browser::start().await;
-    browser.open_console(&format!("{}{path}", server.url)).await;
+    let path = browser.open_logged_in(&server, true).await;
     browser.find("#overview-tiles").await;
     let url = bounded("reading the URL", browser.client.current_url()).await;
     assert_eq!(url.path(), "/", "redirected to the console");
@@ -474,23 +464,7 @@ async fn the_agents_page_shows_each_agents_client_side() {
         .expect("report");
 
     let browser = Browser::start().await;
-    let link: serde_json::Value = reqwest::Client::new()
-        .post(format!("{}/api/v1/ops/login-links", server.url))
-        .bearer_auth(&server.operator_token)
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("mint")
-        .json()
-        .await
-        .expect("json");
-    browser
-        .open_console(&format!(
-            "{}{}",
-            server.url,
-            link["path"].as_str().expect("path")
-        ))
-        .await;
+    browser.open_logged_in(&server, false).await;
     bounded(
         "goto",
         browser.client.goto(&format!("{}/agents", server.url)),

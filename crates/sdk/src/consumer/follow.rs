@@ -135,14 +135,13 @@ impl Follower {
         cancel: CancellationToken,
     ) -> Result<(), ConsumerError> {
         let stop_waker = cancel.child_token();
-        let waker = self.config.sse.then(|| {
-            Waker::spawn(
-                self.client.clone(),
-                self.agent.clone(),
-                self.config.heartbeat_timeout,
-                stop_waker.clone(),
-            )
-        });
+        let waker = Waker::start(
+            self.config.sse,
+            &self.client,
+            &self.agent,
+            self.config.heartbeat_timeout,
+            &stop_waker,
+        );
         let mut schedule = PollSchedule::new(self.config.min_poll, self.config.max_poll);
         let result = loop {
             if cancel.is_cancelled() {

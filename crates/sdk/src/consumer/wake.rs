@@ -171,6 +171,24 @@ impl Waker {
         Self { wake, connected }
     }
 
+    /// [`Waker::spawn`] when `sse` is on, else `None` (polling only).
+    pub(crate) fn start(
+        sse: bool,
+        client: &Client,
+        agent: &str,
+        heartbeat_timeout: Duration,
+        stop: &CancellationToken,
+    ) -> Option<Self> {
+        sse.then(|| {
+            Self::spawn(
+                client.clone(),
+                agent.to_owned(),
+                heartbeat_timeout,
+                stop.clone(),
+            )
+        })
+    }
+
     pub(crate) fn is_connected(&self) -> bool {
         *self.connected.borrow()
     }
