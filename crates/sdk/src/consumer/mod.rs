@@ -34,160 +34,32 @@
 //! at once for another consumer.
 
 mod follow;
+mod seen;
+mod types;
 mod wake;
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-use sqlx::Row;
 use switchboard_proto::{
-    ClaimRequest, ClaimedEvent, ErrorCode, EventId, ExtendRequest, InboxEvent, ReleaseRequest,
+    ClaimRequest, ClaimedEvent, ErrorCode, ExtendRequest, InboxEvent, ReleaseRequest,
 };
 use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::local::{LocalDb, LocalError, clip, ms, now_ms};
+use crate::local::{LocalDb, LocalError, clip};
 use crate::retry::{DecorrelatedJitter, is_transient, uniform_random};
 use crate::{Client, Error};
 
 pub use follow::{Follower, FollowerConfig};
+pub use seen::local_poison;
+pub use types::{
+    ConsumerConfig, ConsumerError, ConsumerStatus, Delivery, Handler, LocalPoison, Outcome,
+};
 pub use wake::Mode;
 use wake::{PollSchedule, Waker};
-
-/// What a handler decided about an event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Done: ack it.
-    Ack,
-    /// Not now (a dependency is down): release it, to be claimed again after this
-    /// delay, or after a backoff when `None`. Not counted as a failure.
-    RetryLater(Option<Duration>),
-    /// It failed; the reason is kept locally and sent with the release. Counts
-    /// toward the local quarantine.
-    Failed(String),
-    /// It can never succeed: quarantine it now.
-    Poison(String),
-}
-
-/// One event handed to a handler.
-#[derive(Debug, Clone)]
-pub struct Delivery {
-    /// The event (payload included).
-    pub event: InboxEvent,
-    /// When the current lease expires (it is extended while the handler runs).
-    pub lease_expires_at: OffsetDateTime,
-    /// Local failures of this event so far.
-    pub local_failures: u32,
-}
-
-/// Handles events. Implemented for async closures `Fn(Delivery) -> impl Future<Output
-/// = Outcome>`.
-pub trait Handler: Send + Sync + 'static {
-    /// Handles one event. It may take long: the lease is extended meanwhile.
-    fn handle(&self, delivery: Delivery) -> impl Future<Output = Outcome> + Send;
-}
-
-impl<F, Fut> Handler for F
-where
-    F: Fn(Delivery) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Outcome> + Send,
-{
-    fn handle(&self, delivery: Delivery) -> impl Future<Output = Outcome> + Send {
-        self(delivery)
-    }
-}
-
-/// Consumer settings.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ConsumerConfig {
-    /// Lease asked for each claim (60 s).
-    pub lease: Duration,
-    /// Events claimed at a time (1). They are handled one after another, in order.
-    pub batch: u32,
-    /// Subscribe to the SSE wake-up stream (true); polling only when false.
-    pub sse: bool,
-    /// A silence on the stream longer than this is a dead connection (75 s: the
-    /// server's default heartbeat is 15 s… set it to ~2× yours).
-    pub heartbeat_timeout: Duration,
-    /// Polling interval right after activity (1 s).
-    pub min_poll: Duration,
-    /// Polling ceiling, and the safety-net interval while SSE is up (5 min).
-    pub max_poll: Duration,
-    /// Local failures before an event is quarantined (3).
-    pub max_local_failures: u32,
-    /// Release delays after a failure: decorrelated jitter from this… (1 s)
-    pub retry_base: Duration,
-    /// …up to this (5 min).
-    pub retry_cap: Duration,
-    /// How long finished events are remembered for dedup (7 days)…
-    pub dedup_ttl: Duration,
-    /// …and at most how many (100,000).
-    pub dedup_max: u64,
-}
-
-impl Default for ConsumerConfig {
-    fn default() -> Self {
-        Self {
-            lease: Duration::from_secs(60),
-            batch: 1,
-            sse: true,
-            heartbeat_timeout: Duration::from_secs(75),
-            min_poll: Duration::from_secs(1),
-            max_poll: Duration::from_secs(300),
-            max_local_failures: 3,
-            retry_base: Duration::from_secs(1),
-            retry_cap: Duration::from_secs(300),
-            dedup_ttl: Duration::from_secs(7 * 24 * 3600),
-            dedup_max: 100_000,
-        }
-    }
-}
-
-/// What the consumer has done, for status displays and the report to the server.
-#[derive(Debug, Clone, Serialize)]
-pub struct ConsumerStatus {
-    #[serde(flatten)]
-    pub mode: Mode,
-    /// Handler runs that ended in `Ack`.
-    pub handled: u64,
-    /// Acks the server confirmed.
-    pub acked: u64,
-    /// Redeliveries acked without running the handler.
-    pub deduplicated: u64,
-    /// Events quarantined locally.
-    pub poisoned: u64,
-    /// The last error talking to the server, if the last attempt failed.
-    pub last_error: Option<String>,
-}
-
-/// Why the consumer stopped.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConsumerError {
-    /// The server refused the consumer for good (unknown agent, bad token,
-    /// missing scope).
-    #[error("the server refused the consumer: {0}")]
-    Refused(#[source] Error),
-    /// The local state file failed.
-    #[error(transparent)]
-    Local(#[from] LocalError),
-}
-
-/// A locally quarantined event.
-#[derive(Debug, Clone, Serialize)]
-pub struct LocalPoison {
-    pub event_id: String,
-    pub seq: u64,
-    pub failures: u32,
-    pub reason: Option<String>,
-    /// Unix ms.
-    pub at: i64,
-}
 
 /// See [`Consumer::crash_after_handled`].
 type CrashSeam = Arc<dyn Fn(&InboxEvent) -> bool + Send + Sync>;
@@ -552,97 +424,6 @@ impl Consumer {
         }
         delay
     }
-
-    async fn seen(&self, event_id: EventId) -> Result<Option<Seen>, LocalError> {
-        let row =
-            sqlx::query("SELECT state, failures, last_error FROM inbox_seen WHERE event_id = ?")
-                .bind(event_id.to_string())
-                .fetch_optional(self.db.pool())
-                .await
-                .map_err(|e| self.db.error(e))?;
-        Ok(row.map(|r| Seen {
-            state: r.get(0),
-            failures: u32::try_from(r.get::<i64, _>(1)).unwrap_or(0),
-            last_error: r.get(2),
-        }))
-    }
-
-    async fn mark(
-        &self,
-        event: &InboxEvent,
-        state: &str,
-        failures: u32,
-        error: Option<&str>,
-    ) -> Result<(), LocalError> {
-        let now = now_ms();
-        sqlx::query(
-            "INSERT INTO inbox_seen (event_id, agent, seq, state, failures, last_error, seen_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) \
-             ON CONFLICT (event_id) DO UPDATE SET state = excluded.state, failures = excluded.failures, \
-             last_error = COALESCE(excluded.last_error, last_error), updated_at = excluded.updated_at",
-        )
-        .bind(event.event_id.to_string())
-        .bind(&self.agent)
-        .bind(i64::try_from(event.seq).unwrap_or(i64::MAX))
-        .bind(state)
-        .bind(failures)
-        .bind(error)
-        .bind(now)
-        .execute(self.db.pool())
-        .await
-        .map_err(|e| self.db.error(e))?;
-        Ok(())
-    }
-
-    /// Forgets finished events past the TTL, and the oldest beyond the size bound.
-    async fn prune(&self) -> Result<(), LocalError> {
-        let pool = self.db.pool();
-        sqlx::query(
-            "DELETE FROM inbox_seen WHERE state IN ('acked', 'poisoned') AND updated_at <= ?",
-        )
-        .bind(now_ms() - ms(self.config.dedup_ttl))
-        .execute(pool)
-        .await
-        .map_err(|e| self.db.error(e))?;
-        sqlx::query(
-            "DELETE FROM inbox_seen WHERE event_id IN (SELECT event_id FROM inbox_seen \
-             WHERE state IN ('acked', 'poisoned') ORDER BY updated_at DESC LIMIT -1 OFFSET ?)",
-        )
-        .bind(i64::try_from(self.config.dedup_max).unwrap_or(i64::MAX))
-        .execute(pool)
-        .await
-        .map_err(|e| self.db.error(e))?;
-        Ok(())
-    }
-}
-
-/// The local state of an event seen before.
-struct Seen {
-    state: String,
-    failures: u32,
-    last_error: Option<String>,
-}
-
-/// Locally quarantined events in `db`, newest first.
-pub async fn local_poison(db: &LocalDb, limit: u32) -> Result<Vec<LocalPoison>, LocalError> {
-    let rows = sqlx::query(
-        "SELECT event_id, seq, failures, last_error, updated_at FROM inbox_seen \
-         WHERE state = 'poisoned' ORDER BY updated_at DESC LIMIT ?",
-    )
-    .bind(limit)
-    .fetch_all(db.pool())
-    .await
-    .map_err(|e| db.error(e))?;
-    Ok(rows
-        .iter()
-        .map(|r| LocalPoison {
-            event_id: r.get(0),
-            seq: u64::try_from(r.get::<i64, _>(1)).unwrap_or(0),
-            failures: u32::try_from(r.get::<i64, _>(2)).unwrap_or(0),
-            reason: r.get(3),
-            at: r.get(4),
-        })
-        .collect())
 }
 
 enum DrainError {

@@ -1,0 +1,57 @@
+//! What an attempt's result means for an entry: sent, retry (when), or poison.
+
+use std::time::Duration;
+
+use crate::Error;
+use crate::retry::is_transient;
+
+/// What an attempt's result means for the entry.
+#[derive(Debug, PartialEq)]
+pub(super) enum Judged {
+    Sent(serde_json::Value),
+    Retry {
+        retry_after: Option<Duration>,
+        reason: String,
+    },
+    /// The token was refused: wait the longest delay.
+    Unauthorized(String),
+    Poison(String),
+}
+
+/// The error and its sources on one line ("transport error: …: operation timed
+/// out"): what an operator needs to see in `last_error`.
+fn describe(error: &Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+pub(super) fn judge(result: Result<serde_json::Value, Error>) -> Judged {
+    match result {
+        Ok(receipt) => Judged::Sent(receipt),
+        // A 2xx whose body is not a receipt: the server took the message.
+        Err(Error::Decode(reason)) => {
+            tracing::warn!(%reason, "outbox entry sent, but the receipt was unreadable");
+            Judged::Sent(serde_json::Value::Null)
+        }
+        // An expired or revoked token: logging in again fixes it, so the message
+        // waits instead of being thrown away.
+        Err(error) if error.status() == Some(401) => Judged::Unauthorized(format!(
+            "{}; log in again (`switchboard agent login`)",
+            describe(&error)
+        )),
+        Err(error) if is_transient(&error) => Judged::Retry {
+            retry_after: error.retry_after(),
+            reason: describe(&error),
+        },
+        Err(error) => Judged::Poison(describe(&error)),
+    }
+}
