@@ -54,6 +54,8 @@ pub struct Client {
     inner: Arc<Inner>,
 }
 
+/// Cloned (cheaply: the pool and the quota are shared) to derive clients.
+#[derive(Clone)]
 struct Inner {
     http: reqwest::Client,
     /// The base URL without a trailing slash.
@@ -212,34 +214,22 @@ impl Client {
     /// The same server, connection pool, retry policy and retry quota with another
     /// token (for example an operator client making agent clients).
     pub fn with_token(&self, token: impl Into<Token>) -> Result<Self, Error> {
-        let inner = &self.inner;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                http: inner.http.clone(),
-                root: inner.root.clone(),
-                api: inner.api.clone(),
-                authorization: bearer(&token.into())?,
-                request_timeout: inner.request_timeout,
-                retry: inner.retry.clone(),
-                quota: inner.quota.clone(),
-            }),
-        })
+        let authorization = bearer(&token.into())?;
+        Ok(self.derive(|inner| inner.authorization = authorization))
     }
 
     /// The same client making exactly one attempt per call: for callers that keep
     /// their own durable retry schedule (the outbox).
     pub(crate) fn single_attempt(&self) -> Self {
-        let inner = &self.inner;
+        self.derive(|inner| inner.retry = RetryPolicy::none())
+    }
+
+    /// A client like this one (same pool, same quota) with `change` applied.
+    fn derive(&self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = Inner::clone(&self.inner);
+        change(&mut inner);
         Self {
-            inner: Arc::new(Inner {
-                http: inner.http.clone(),
-                root: inner.root.clone(),
-                api: inner.api.clone(),
-                authorization: inner.authorization.clone(),
-                request_timeout: inner.request_timeout,
-                retry: RetryPolicy::none(),
-                quota: inner.quota.clone(),
-            }),
+            inner: Arc::new(inner),
         }
     }
 
