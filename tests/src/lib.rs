@@ -24,6 +24,8 @@ pub struct Options {
     pub hooks: Hooks,
     /// The built console (`ui/dist`) to serve at `/`; `None` serves the "not built" page.
     pub ui_dir: Option<PathBuf>,
+    /// How often the overview's history samples (default 5 s).
+    pub sample_interval: Option<Duration>,
 }
 
 pub struct TestServer {
@@ -71,6 +73,9 @@ impl TestServer {
         if let Some(r) = opts.retention {
             config.retention = r;
         }
+        if let Some(i) = opts.sample_interval {
+            config.sample_interval = i;
+        }
         if let Some(b) = opts.max_body_bytes {
             config.max_body_bytes = b;
         }
@@ -112,6 +117,62 @@ impl TestServer {
             .expect("create agent");
         let client = Client::new(&self.url, created.token.as_str()).expect("client");
         (created, client)
+    }
+
+    /// Creates agent `name` with `n` events in its quarantine (sent with
+    /// `max_attempts: 1`, claimed under a 1 s lease, then reaped), and returns the
+    /// agent's client. On the manual clock it advances time; otherwise it waits out
+    /// the lease.
+    pub async fn fill_quarantine(&self, name: &str, n: usize) -> Client {
+        use futures::StreamExt;
+        use switchboard_sdk::proto::{ClaimRequest, SendMessage};
+        let (_, agent) = self.agent(name).await;
+        let op = self.operator();
+        futures::stream::iter(0..n)
+            .map(|i| {
+                let op = op.clone();
+                async move {
+                    let message = SendMessage {
+                        payload: serde_json::json!({ "n": i }),
+                        max_attempts: Some(1),
+                        ..Default::default()
+                    };
+                    op.send_message(name, &message, &key())
+                        .await
+                        .expect("send succeeds");
+                }
+            })
+            .buffer_unordered(16)
+            .collect::<Vec<()>>()
+            .await;
+        let claim = ClaimRequest {
+            limit: Some(100),
+            lease_seconds: Some(1),
+        };
+        let mut claimed = 0;
+        while claimed < n {
+            let got = agent.claim(name, &claim).await.expect("claim").events.len();
+            assert!(got > 0, "claimed {claimed} of {n}, then nothing");
+            claimed += got;
+        }
+        match &self.clock {
+            Some(_) => self.advance(Duration::from_millis(1_100)),
+            None => tokio::time::sleep(Duration::from_millis(1_100)).await,
+        }
+        let reaped = self.tick().await.reap.quarantined;
+        // On the real clock the background workers may have reaped some already.
+        let quarantined = self
+            .operator()
+            .overview()
+            .await
+            .expect("overview")
+            .totals
+            .quarantined;
+        assert!(
+            reaped as usize <= n && quarantined as usize >= n,
+            "{quarantined} quarantined of {n}"
+        );
+        agent
     }
 
     /// Advances the manual clock.

@@ -92,4 +92,7 @@ pub struct OpsCounters {
     pub delivery_latency_p50_seconds: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_latency_p99_seconds: Option<f64>,
+    /// The same counters over the last minute, from the sample history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_minute: Option<crate::OpsRates>,
 }

@@ -20,6 +20,7 @@
 mod client_report;
 mod event;
 mod ids;
+mod jobs;
 mod ops;
 mod problem;
 mod room;
@@ -27,6 +28,7 @@ mod room;
 pub use client_report::*;
 pub use event::*;
 pub use ids::*;
+pub use jobs::*;
 pub use ops::*;
 pub use problem::*;
 pub use room::*;

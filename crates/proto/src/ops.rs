@@ -175,6 +175,15 @@ impl BulkAction {
             Self::Purge => "purge",
         }
     }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "replay" => Self::Replay,
+            "release" => Self::Release,
+            "purge" => Self::Purge,
+            _ => return None,
+        })
+    }
 }
 
 /// `POST /api/v1/ops/bulk/{replay|release|purge}`: either `ids` or `filter`.
@@ -211,6 +220,12 @@ pub struct AuditEntry {
     pub count: u64,
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// Present when the action ran as a job: where it is (`count` is its progress).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_state: Option<crate::JobState>,
+    /// Events the job covered when it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_total: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,8 @@ use reqwest::Method;
 use serde_json::Value;
 use switchboard_proto::{
     AgentCreated, AgentSummary, AuditPage, BulkAction, BulkRequest, BulkResult, CreateAgent,
-    EventDetail, EventId, EventListQuery, OpsEventPage, Overview, ReceivedReport,
+    EventDetail, EventId, EventListQuery, Job, JobPage, OpsEventPage, OpsHistory, Overview,
+    ReceivedReport, StartJob,
 };
 
 use crate::call::Call;
@@ -76,6 +77,46 @@ impl Client {
             .await
     }
 
+    /// `POST /ops/jobs`: starts a bulk job over every event `job.filter` (or
+    /// `job.ids`) covers now; it runs on the server in batches. Follow it with
+    /// [`Client::job`] or the `job` events of [`Client::ops_stream`].
+    ///
+    /// Errors: `validation_failed` (no ids or filter, rate out of 1..=10,000).
+    pub async fn start_job(&self, job: &StartJob) -> Result<Job, Error> {
+        let url = self.api_url(&["ops", "jobs"])?;
+        self.fetch(Call::new(Method::POST, url).json(job)?).await
+    }
+
+    /// `GET /ops/jobs/{job_id}`: how far a job got.
+    ///
+    /// Errors: `not_found`.
+    pub async fn job(&self, job_id: i64) -> Result<Job, Error> {
+        let id = job_id.to_string();
+        self.fetch(Call::get(self.api_url(&["ops", "jobs", &id])?))
+            .await
+    }
+
+    /// `GET /ops/jobs`: the newest jobs first.
+    pub async fn jobs(&self) -> Result<JobPage, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "jobs"])?)).await
+    }
+
+    /// `POST /ops/jobs/{job_id}/cancel`: stops a running job before its next batch.
+    ///
+    /// Errors: `not_found`.
+    pub async fn cancel_job(&self, job_id: i64) -> Result<Job, Error> {
+        let id = job_id.to_string();
+        let url = self.api_url(&["ops", "jobs", &id, "cancel"])?;
+        self.fetch(Call::new(Method::POST, url)).await
+    }
+
+    /// `GET /ops/history`: the overview's samples (depth and counters) and the
+    /// delivery latency distribution over their window.
+    pub async fn history(&self) -> Result<OpsHistory, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "history"])?))
+            .await
+    }
+
     /// `GET /ops/audit`: the newest audit entries, newest first.
     pub async fn audit(&self, limit: Option<u32>) -> Result<AuditPage, Error> {
         let mut call = Call::get(self.api_url(&["ops", "audit"])?);
@@ -86,7 +127,7 @@ impl Client {
     }
 
     /// `GET /ops/stream`: the console's change stream. Events are `changed` (see
-    /// [`crate::SseEvent::ops_change`]) and `heartbeat`. Reconnecting is the
+    /// [`crate::SseEvent::ops_change`]), `job` (a [`Job`] as JSON) and `heartbeat`. Reconnecting is the
     /// caller's job, as for [`Client::subscribe`].
     pub async fn ops_stream(&self) -> Result<SseStream, Error> {
         self.open_stream(self.api_url(&["ops", "stream"])?).await

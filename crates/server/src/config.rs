@@ -20,6 +20,10 @@ pub struct Config {
     pub heartbeat: Duration,
     /// How often background workers run (scavenger, expiry, retention).
     pub worker_interval: Duration,
+    /// How often the overview's history takes a sample (depth, counters).
+    pub sample_interval: Duration,
+    /// How many samples the history keeps (720 × 5 s = one hour).
+    pub history_samples: usize,
     /// Terminal events (completed, expired, purged) older than this are removed.
     pub retention: Duration,
     /// How long idempotency records are kept (at least 24 h).
@@ -42,6 +46,8 @@ impl Default for Config {
             ui_dir: None,
             heartbeat: Duration::from_secs(30),
             worker_interval: Duration::from_secs(1),
+            sample_interval: Duration::from_secs(5),
+            history_samples: 720,
             retention: Duration::from_secs(24 * 3600),
             idempotency_ttl: Duration::from_secs(24 * 3600),
             max_body_bytes: 5 * 1024 * 1024,
@@ -60,6 +66,8 @@ impl std::fmt::Debug for Config {
             .field("ui_dir", &self.ui_dir)
             .field("heartbeat", &self.heartbeat)
             .field("worker_interval", &self.worker_interval)
+            .field("sample_interval", &self.sample_interval)
+            .field("history_samples", &self.history_samples)
             .field("retention", &self.retention)
             .field("idempotency_ttl", &self.idempotency_ttl)
             .field("max_body_bytes", &self.max_body_bytes)

@@ -23,6 +23,9 @@ pub enum StoreError {
     Forbidden(String),
     #[error("invalid: {0}")]
     Invalid(String),
+    /// More events match than an immediate action may change (make it a job).
+    #[error("{0} events match")]
+    TooMany(u64),
     /// A test hook or a commit failure rolled the transaction back.
     #[error("aborted: {0}")]
     Aborted(String),
@@ -123,6 +126,11 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(why) => Self::new(ErrorCode::Conflict, why),
             StoreError::Forbidden(why) => Self::new(ErrorCode::Forbidden, why),
             StoreError::Invalid(why) => Self::validation(why),
+            StoreError::TooMany(n) => Self::unprocessable(format!(
+                "{n} events match, more than one request changes at once; start a job \
+                 instead (POST /api/v1/ops/jobs with the same filter), which works in \
+                 batches, reports progress and can be cancelled"
+            )),
             StoreError::Aborted(why) => {
                 tracing::warn!(reason = %why, "transaction aborted");
                 Self::new(

@@ -5,7 +5,16 @@
 use crate::store::Wake;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use switchboard_proto::AgentId;
+use switchboard_proto::{AgentId, Job, TenantId};
+
+/// What the operator stream hears.
+#[derive(Debug, Clone)]
+pub enum OpsSignal {
+    /// An inbox changed.
+    Changed(Wake),
+    /// A bulk job of `TenantId` progressed or ended.
+    Job(TenantId, Box<Job>),
+}
 use tokio::sync::broadcast;
 
 /// Capacity of each channel. A subscriber that falls this far behind gets one
@@ -21,8 +30,8 @@ struct HubInner {
     /// Per-agent channels, created on first subscription. `count` is the number of
     /// live SSE subscriptions (shown in the overview).
     agents: Mutex<HashMap<AgentId, AgentChannel>>,
-    /// Every wake-up, for the console's operator stream.
-    ops: broadcast::Sender<Wake>,
+    /// Every wake-up and job progress, for the console's operator stream.
+    ops: broadcast::Sender<OpsSignal>,
 }
 
 struct AgentChannel {
@@ -80,14 +89,22 @@ impl Hub {
             if let Some(ch) = agents.get(&wake.agent_id) {
                 let _ = ch.tx.send(wake.cursor_hint);
             }
-            let _ = self.inner.ops.send(*wake);
+            let _ = self.inner.ops.send(OpsSignal::Changed(*wake));
         }
     }
 
     /// Tells only the console: something changed that gives agents no new work
     /// (an ack, a claim).
     pub fn changed(&self, wake: Wake) {
-        let _ = self.inner.ops.send(wake);
+        let _ = self.inner.ops.send(OpsSignal::Changed(wake));
+    }
+
+    /// Tells the console how a bulk job is doing.
+    pub fn job(&self, tenant: TenantId, job: &Job) {
+        let _ = self
+            .inner
+            .ops
+            .send(OpsSignal::Job(tenant, Box::new(job.clone())));
     }
 
     pub fn subscribe(&self, agent: AgentId) -> Subscription {
@@ -104,7 +121,7 @@ impl Hub {
         }
     }
 
-    pub fn subscribe_ops(&self) -> broadcast::Receiver<Wake> {
+    pub fn subscribe_ops(&self) -> broadcast::Receiver<OpsSignal> {
         self.inner.ops.subscribe()
     }
 

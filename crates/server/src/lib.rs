@@ -7,9 +7,11 @@
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod history;
 pub mod hooks;
 pub mod http;
 pub mod hub;
+mod jobs;
 pub mod metrics;
 mod server;
 pub mod store;

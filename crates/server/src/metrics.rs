@@ -121,4 +121,125 @@ impl Metrics {
         }
         out
     }
+
+    /// `(upper bound, cumulative count)` of the delivery latency histogram.
+    pub fn latency_buckets(&self) -> Vec<(f64, u64)> {
+        // Only the histogram's buckets are not readable directly: encode it alone.
+        let mut registry = Registry::default();
+        registry.register("latency", "", self.delivery_latency.clone());
+        let mut text = String::new();
+        match prometheus_client::encoding::text::encode(&mut text, &registry) {
+            Ok(()) => buckets(&text),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The counters the overview shows, now.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            lease_expirations: self.lease_expirations.get(),
+            stale_claim_rejections: self.stale_claim_rejections.get(),
+            quarantined: self.quarantined.get(),
+            delivered: self.delivered.get(),
+        }
+    }
+}
+
+/// The server counters behind the overview's per-minute tiles.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub lease_expirations: u64,
+    pub stale_claim_rejections: u64,
+    pub quarantined: u64,
+    pub delivered: u64,
+}
+
+/// `(upper bound, cumulative count)` of the `*_bucket{le="…"} N` lines of `text`.
+fn buckets(text: &str) -> Vec<(f64, u64)> {
+    text.lines()
+        .filter(|l| l.contains("_bucket{"))
+        .filter_map(|l| {
+            let le = l.split("le=\"").nth(1)?.split('"').next()?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            let n = l.rsplit(' ').next()?.parse().ok()?;
+            Some((le, n))
+        })
+        .collect()
+}
+
+/// The `q` quantile of a cumulative histogram, interpolated linearly inside its
+/// bucket; `None` without observations. A quantile in the `+Inf` bucket is reported
+/// as the largest finite bound.
+pub fn quantile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
+    let total = buckets.last()?.1;
+    if total == 0 {
+        return None;
+    }
+    let rank = q * total as f64;
+    let mut lower = (0.0, 0u64);
+    for &(le, n) in buckets {
+        if n as f64 >= rank {
+            if le.is_infinite() {
+                return Some(lower.0);
+            }
+            let inside = (n - lower.1) as f64;
+            let frac = if inside > 0.0 {
+                (rank - lower.1 as f64) / inside
+            } else {
+                1.0
+            };
+            return Some(lower.0 + (le - lower.0) * frac);
+        }
+        lower = (le, n);
+    }
+    Some(lower.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_read_from_the_text_format() {
+        let text = "# TYPE latency histogram\nlatency_sum 1.5\nlatency_count 3\n\
+                    latency_bucket{le=\"0.1\"} 1\nlatency_bucket{le=\"1.0\"} 3\n\
+                    latency_bucket{le=\"+Inf\"} 3\n";
+        assert_eq!(buckets(text), vec![(0.1, 1), (1.0, 3), (f64::INFINITY, 3)]);
+    }
+
+    #[test]
+    fn quantiles_interpolate_inside_the_bucket() {
+        let b = [(0.1, 1), (1.0, 3), (f64::INFINITY, 3)];
+        let p50 = quantile(&b, 0.5).unwrap();
+        assert!((p50 - 0.325).abs() < 1e-9, "{p50}");
+        let p99 = quantile(&b, 0.99).unwrap();
+        assert!((p99 - 0.9865).abs() < 1e-9, "{p99}");
+        assert_eq!(quantile(&[(1.0, 0), (f64::INFINITY, 0)], 0.5), None);
+        assert_eq!(quantile(&[], 0.5), None);
+        assert_eq!(
+            quantile(&[(1.0, 0), (f64::INFINITY, 4)], 0.5),
+            Some(1.0),
+            "beyond the last bound: the last finite bound"
+        );
+    }
+
+    #[test]
+    fn a_fresh_registry_has_empty_buckets_and_zero_counters() {
+        let m = Metrics::new();
+        let b = m.latency_buckets();
+        assert_eq!(b.len(), 15, "14 bounds and +Inf");
+        assert!(b.iter().all(|&(_, n)| n == 0));
+        assert_eq!(quantile(&b, 0.5), None);
+        assert_eq!(m.counters(), Counters::default());
+        m.delivery_latency.observe(0.2);
+        m.delivered.inc();
+        let b = m.latency_buckets();
+        assert_eq!(b.iter().find(|(le, _)| *le == 0.25).map(|x| x.1), Some(1));
+        assert_eq!(b.iter().find(|(le, _)| *le == 0.1).map(|x| x.1), Some(0));
+        assert_eq!(m.counters().delivered, 1);
+    }
 }

@@ -2,6 +2,7 @@
 //! caller's shutdown signal.
 
 use crate::config::Config;
+use crate::history::History;
 use crate::http::auth::{generate_token, hash_token, operator_scopes};
 use crate::http::{AppState, StateInner, router};
 use crate::hub::Hub;
@@ -71,10 +72,20 @@ impl Server {
                 "forgot idempotency keys of requests that died with the last process"
             );
         }
+        let interrupted = store.jobs_interrupted(now).await?;
+        if interrupted > 0 {
+            tracing::warn!(
+                interrupted,
+                "bulk jobs of the last process stopped part way; their audit rows say how far"
+            );
+        }
         let tenant = store.ensure_tenant("default", now).await?;
         let operator_token = operator_token(store.as_ref(), &config, tenant, now).await?;
+        let history = History::new(config.sample_interval, config.history_samples);
         let state = AppState::new(StateInner {
             store,
+            history,
+            tasks: tokio_util::task::TaskTracker::new(),
             config,
             hub: Hub::new(),
             metrics: Metrics::new(),
@@ -124,6 +135,9 @@ impl Server {
             .await;
         state.shutdown.cancel();
         let _ = workers.await;
+        // Bulk jobs see the cancel, record where they stopped, and end.
+        state.tasks.close();
+        state.tasks.wait().await;
         state.store.close().await;
         tracing::info!("database closed");
         result

@@ -46,6 +46,13 @@ impl Workers {
         if retention.events_removed > 0 {
             tracing::info!(events_removed = retention.events_removed, "retention pass");
         }
+        if self.state.history.due(now) {
+            let depth = self.state.store.depth(None).await?;
+            let m = &self.state.metrics;
+            self.state
+                .history
+                .record(now, &depth, m.counters(), m.latency_buckets());
+        }
         Ok(TickReport { reap, retention })
     }
 

@@ -3,6 +3,7 @@
 mod errors;
 mod idempotency;
 mod isolation;
+mod jobs;
 mod limits;
 mod ops;
 mod rooms;

@@ -7,6 +7,7 @@ mod client_report;
 pub mod extract;
 mod idempotency;
 mod inbox;
+mod jobs;
 pub mod limits;
 mod messages;
 mod ops;
@@ -45,6 +46,10 @@ pub struct StateInner {
     pub tenant: TenantId,
     /// Cancelled at shutdown: SSE streams end so graceful shutdown can finish.
     pub shutdown: CancellationToken,
+    /// The overview's sample history.
+    pub history: crate::history::History,
+    /// Background tasks (bulk jobs) that shutdown waits for before closing the store.
+    pub tasks: tokio_util::task::TaskTracker,
 }
 
 impl Deref for AppState {
@@ -66,6 +71,11 @@ impl AppState {
     /// Sends wake-ups; call after the commit that made them.
     pub fn wake(&self, wakes: &[Wake]) {
         self.hub.notify(wakes);
+    }
+
+    /// Tells the console how a bulk job is doing.
+    pub fn publish_job(&self, tenant: TenantId, job: &switchboard_proto::Job) {
+        self.hub.job(tenant, job);
     }
 }
 
@@ -95,6 +105,7 @@ pub fn router(state: AppState) -> Router {
         .merge(client_report::routes())
         .merge(messages::routes())
         .merge(ops::routes())
+        .merge(jobs::routes())
         .merge(session::routes())
         .merge(system::api_routes())
         .split_for_parts();

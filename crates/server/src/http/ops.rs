@@ -8,6 +8,8 @@ use super::extract::{Json, Path, Query};
 use super::limits::*;
 use crate::clock::to_timestamp;
 use crate::error::{ApiError, ApiResult};
+use crate::hub::OpsSignal;
+use crate::metrics::quantile;
 use crate::store::{DepthRow, StoreError};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -130,20 +132,15 @@ async fn overview(
         totals,
         agents,
         server_time: to_timestamp(state.now()),
-        counters: Some(counters(&state.metrics)),
+        counters: Some(counters(&state)),
     }))
 }
 
-/// The overview's counters, read from the server's metrics.
-fn counters(m: &crate::metrics::Metrics) -> OpsCounters {
-    // Only the histogram's buckets are not readable directly: encode it alone.
-    let mut registry = prometheus_client::registry::Registry::default();
-    registry.register("latency", "", m.delivery_latency.clone());
-    let mut text = String::new();
-    let buckets = match prometheus_client::encoding::text::encode(&mut text, &registry) {
-        Ok(()) => buckets(&text),
-        Err(_) => Vec::new(),
-    };
+/// The overview's counters, read from the server's metrics, with the rates over the
+/// last minute from the sample history.
+fn counters(state: &AppState) -> OpsCounters {
+    let m = &state.metrics;
+    let buckets = m.latency_buckets();
     OpsCounters {
         lease_expirations_total: m.lease_expirations.get(),
         stale_claim_rejections_total: m.stale_claim_rejections.get(),
@@ -151,86 +148,7 @@ fn counters(m: &crate::metrics::Metrics) -> OpsCounters {
         delivered_total: m.delivered.get(),
         delivery_latency_p50_seconds: quantile(&buckets, 0.5),
         delivery_latency_p99_seconds: quantile(&buckets, 0.99),
-    }
-}
-
-/// `(upper bound, cumulative count)` of the `*_bucket{le="…"} N` lines of `text`.
-fn buckets(text: &str) -> Vec<(f64, u64)> {
-    text.lines()
-        .filter(|l| l.contains("_bucket{"))
-        .filter_map(|l| {
-            let le = l.split("le=\"").nth(1)?.split('"').next()?;
-            let le = if le == "+Inf" {
-                f64::INFINITY
-            } else {
-                le.parse().ok()?
-            };
-            let n = l.rsplit(' ').next()?.parse().ok()?;
-            Some((le, n))
-        })
-        .collect()
-}
-
-/// The `q` quantile of a cumulative histogram, interpolated linearly inside its
-/// bucket; `None` without observations. A quantile in the `+Inf` bucket is reported
-/// as the largest finite bound.
-fn quantile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
-    let total = buckets.last()?.1;
-    if total == 0 {
-        return None;
-    }
-    let rank = q * total as f64;
-    let mut lower = (0.0, 0u64);
-    for &(le, n) in buckets {
-        if n as f64 >= rank {
-            if le.is_infinite() {
-                return Some(lower.0);
-            }
-            let inside = (n - lower.1) as f64;
-            let frac = if inside > 0.0 {
-                (rank - lower.1 as f64) / inside
-            } else {
-                1.0
-            };
-            return Some(lower.0 + (le - lower.0) * frac);
-        }
-        lower = (le, n);
-    }
-    Some(lower.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buckets_are_read_from_the_text_format() {
-        let text = "# TYPE latency histogram\nlatency_sum 1.5\nlatency_count 3\n\
-                    latency_bucket{le=\"0.1\"} 1\nlatency_bucket{le=\"1.0\"} 3\n\
-                    latency_bucket{le=\"+Inf\"} 3\n";
-        assert_eq!(buckets(text), vec![(0.1, 1), (1.0, 3), (f64::INFINITY, 3)]);
-    }
-
-    #[test]
-    fn quantiles_interpolate_inside_the_bucket() {
-        let b = [(0.1, 1), (1.0, 3), (f64::INFINITY, 3)];
-        let p50 = quantile(&b, 0.5).unwrap();
-        assert!((p50 - 0.325).abs() < 1e-9, "{p50}");
-        let p99 = quantile(&b, 0.99).unwrap();
-        assert!((p99 - 0.9865).abs() < 1e-9, "{p99}");
-        assert_eq!(quantile(&[(1.0, 0), (f64::INFINITY, 0)], 0.5), None);
-        assert_eq!(quantile(&[], 0.5), None);
-        assert_eq!(
-            quantile(&[(1.0, 0), (f64::INFINITY, 4)], 0.5),
-            Some(1.0),
-            "beyond the last bound: the last finite bound"
-        );
-    }
-
-    #[test]
-    fn counters_start_at_zero_without_latency() {
-        let c = counters(&crate::metrics::Metrics::new());
-        assert_eq!(c, OpsCounters::default());
+        per_minute: state.history.rates(state.now(), m.counters()),
     }
 }
 
@@ -275,7 +193,9 @@ async fn event_detail(
 }
 
 /// Replay (quarantined → pending, attempts reset), release (claimed → pending, token
-/// invalidated) or purge, by id list or by filter. Recorded in the audit log.
+/// invalidated) or purge, by id list or by filter, at once and in one transaction.
+/// At most 1,000 events: for more, start a job (`POST /api/v1/ops/jobs`). Recorded in
+/// the audit log.
 #[utoipa::path(post, path = "/api/v1/ops/bulk/{action}", tag = "ops",
     params(("action" = BulkAction, Path, description = "replay, release or purge")),
     request_body = BulkRequest,
@@ -302,13 +222,17 @@ async fn bulk(
         )));
     }
     let actor = principal.actor();
+    let scope = crate::store::Scope {
+        action,
+        ids: req.ids.as_deref(),
+        filter: req.filter.as_ref(),
+    };
     let done = state
         .store
         .bulk(
             principal.tenant_id,
-            action,
-            req.ids.as_deref(),
-            req.filter.as_ref(),
+            &scope,
+            u64::from(MAX_PAGE),
             &actor,
             state.now(),
         )
@@ -350,7 +274,8 @@ async fn audit(
 }
 
 /// The console's live stream: `changed {"agent_id","cursor_hint"}` whenever an inbox
-/// of the tenant changes, `heartbeat` at the configured interval.
+/// of the tenant changes, `job {…}` (a [`Job`]) after each batch of a bulk job and
+/// when it ends, `heartbeat` at the configured interval.
 #[utoipa::path(get, path = "/api/v1/ops/stream", tag = "ops",
     responses((status = 200, description = "text/event-stream", content_type = "text/event-stream")))]
 async fn stream(
@@ -370,9 +295,12 @@ async fn stream(
                 _ = shutdown.cancelled() => break,
                 _ = ticks.tick() => yield Ok(Event::default().event("heartbeat").data("{}")),
                 msg = rx.recv() => match msg {
-                    Ok(w) if w.tenant_id == tenant => {
+                    Ok(OpsSignal::Changed(w)) if w.tenant_id == tenant => {
                         let change = OpsChange { agent_id: w.agent_id, cursor_hint: w.cursor_hint };
                         yield Ok(Event::default().event("changed").data(serde_json::to_string(&change).unwrap_or_default()));
+                    }
+                    Ok(OpsSignal::Job(t, job)) if t == tenant => {
+                        yield Ok(Event::default().event("job").data(serde_json::to_string(&job).unwrap_or_default()));
                     }
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => yield Ok(Event::default().event("resync").data("{}")),

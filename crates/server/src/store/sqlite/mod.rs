@@ -8,6 +8,7 @@
 
 mod background;
 mod inbox;
+mod jobs;
 mod ops;
 mod rows;
 mod send;
@@ -503,17 +504,16 @@ impl Store for SqliteStore {
     async fn bulk(
         &self,
         tenant: TenantId,
-        action: BulkAction,
-        ids: Option<&[EventId]>,
-        filter: Option<&EventFilter>,
+        scope: &Scope<'_>,
+        max: u64,
         actor: &Actor,
         now: Millis,
     ) -> StoreResult<Committed<(u64, i64)>> {
-        ops::bulk(self, tenant, action, ids, filter, actor, now).await
+        jobs::bulk(self, tenant, scope, max, actor, now).await
     }
 
     async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        ops::audit(self, tenant, limit).await
+        jobs::audit(self, tenant, limit).await
     }
 
     async fn put_client_report(

@@ -1,6 +1,6 @@
 //! Operator reads and bulk actions (each recorded in the audit log).
 
-use super::{EVENT_COLS, SqliteStore, event_from_row, history, parse_id};
+use super::{EVENT_COLS, SqliteStore, event_from_row, parse_id};
 use crate::clock::{Millis, to_timestamp};
 use crate::store::*;
 use sqlx::AssertSqlSafe;
@@ -46,7 +46,7 @@ pub(super) async fn depth(
 ) -> StoreResult<Vec<DepthRow>> {
     let mut tx = store.read().begin().await?;
     let agents = sqlx::query(
-        "SELECT id, name FROM agents WHERE (?1 IS NULL OR tenant_id = ?1) ORDER BY name",
+        "SELECT id, name, tenant_id FROM agents WHERE (?1 IS NULL OR tenant_id = ?1) ORDER BY name",
     )
     .bind(tenant.map(|t| t.to_string()))
     .fetch_all(&mut *tx)
@@ -59,6 +59,7 @@ pub(super) async fn depth(
             DepthRow {
                 agent_id: parse_id(&id)?,
                 agent_name: row.try_get(1)?,
+                tenant_id: parse_id(&row.try_get::<String, _>(2)?)?,
                 counts: StatusCounts::default(),
                 oldest_pending_at: None,
             },
@@ -92,7 +93,7 @@ pub(super) async fn depth(
 }
 
 /// Appends `filter`'s conditions (on `events e` joined with `agents a`) to `qb`.
-fn push_filter(qb: &mut QueryBuilder<Sqlite>, filter: &EventFilter) {
+pub(super) fn push_filter(qb: &mut QueryBuilder<Sqlite>, filter: &EventFilter) {
     if let Some(agent) = &filter.agent {
         if let Ok(id) = agent.parse::<AgentId>() {
             qb.push(" AND e.agent_id = ").push_bind(id.to_string());
@@ -209,130 +210,6 @@ pub(super) async fn event_detail(
         event: ops_event(&row)?,
         history,
     })
-}
-
-/// Statuses an action applies to.
-fn applies_to(action: BulkAction) -> &'static str {
-    match action {
-        BulkAction::Replay => "('quarantined')",
-        BulkAction::Release => "('claimed')",
-        BulkAction::Purge => "('pending','claimed','completed','quarantined','expired')",
-    }
-}
-
-pub(super) async fn bulk(
-    store: &SqliteStore,
-    tenant: TenantId,
-    action: BulkAction,
-    ids: Option<&[EventId]>,
-    filter: Option<&EventFilter>,
-    actor: &Actor,
-    now: Millis,
-) -> StoreResult<Committed<(u64, i64)>> {
-    let mut tx = store.begin_write().await?;
-    let mut qb = QueryBuilder::<Sqlite>::new(
-        "SELECT e.id, e.agent_id, e.seq FROM events e JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = ",
-    );
-    qb.push_bind(tenant.to_string());
-    qb.push(format!(" AND e.status IN {}", applies_to(action)));
-    if let Some(ids) = ids {
-        let json = serde_json::to_string(&ids.iter().map(ToString::to_string).collect::<Vec<_>>())
-            .unwrap_or_else(|_| "[]".to_owned());
-        qb.push(" AND e.id IN (SELECT value FROM json_each(")
-            .push_bind(json)
-            .push("))");
-    }
-    if let Some(filter) = filter {
-        push_filter(&mut qb, filter);
-    }
-    qb.push(" ORDER BY e.id");
-    let targets = qb.build().fetch_all(&mut *tx).await?;
-    let set = match action {
-        BulkAction::Replay => {
-            "status = 'pending', attempts = 0, claim_token = NULL, lease_expires_at = NULL, available_at = ?1, updated_at = ?1"
-        }
-        BulkAction::Release => {
-            "status = 'pending', claim_token = NULL, lease_expires_at = NULL, available_at = ?1, updated_at = ?1"
-        }
-        BulkAction::Purge => {
-            "status = 'purged', payload = NULL, claim_token = NULL, lease_expires_at = NULL, updated_at = ?1"
-        }
-    };
-    let update = format!("UPDATE events SET {set} WHERE id = ?2");
-    let mut wakes: BTreeMap<String, Wake> = BTreeMap::new();
-    for row in &targets {
-        let id: String = row.try_get(0)?;
-        sqlx::query(AssertSqlSafe(update.as_str()))
-            .bind(now)
-            .bind(&id)
-            .execute(&mut *tx)
-            .await?;
-        let verb = match action {
-            BulkAction::Replay => "replayed",
-            BulkAction::Release => "released",
-            BulkAction::Purge => "purged",
-        };
-        history(&mut tx, &id, now, verb, actor, None).await?;
-        let agent: String = row.try_get(1)?;
-        let seq = row.try_get::<i64, _>(2)? as u64;
-        let wake = Wake {
-            tenant_id: tenant,
-            agent_id: parse_id(&agent)?,
-            cursor_hint: seq,
-        };
-        wakes
-            .entry(agent)
-            .and_modify(|w| w.cursor_hint = w.cursor_hint.max(seq))
-            .or_insert(wake);
-    }
-    let count = targets.len() as u64;
-    let audit_id: i64 = sqlx::query(
-        "INSERT INTO audit_log (tenant_id, actor, action, ids, filter, count, at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-    )
-    .bind(tenant.to_string())
-    .bind(actor.to_string())
-    .bind(action.as_str())
-    .bind(ids.map(|ids| serde_json::to_string(ids).unwrap_or_default()))
-    .bind(filter.map(|f| serde_json::to_string(f).unwrap_or_default()))
-    .bind(count as i64)
-    .bind(now)
-    .fetch_one(&mut *tx)
-    .await?
-    .try_get(0)?;
-    tx.commit().await?;
-    Ok(Committed {
-        value: (count, audit_id),
-        wakes: wakes.into_values().collect(),
-    })
-}
-
-pub(super) async fn audit(
-    store: &SqliteStore,
-    tenant: TenantId,
-    limit: u32,
-) -> StoreResult<Vec<AuditEntry>> {
-    let rows = sqlx::query(
-        "SELECT id, actor, action, ids, filter, count, at FROM audit_log WHERE tenant_id = ? ORDER BY id DESC LIMIT ?",
-    )
-    .bind(tenant.to_string())
-    .bind(i64::from(limit))
-    .fetch_all(store.read())
-    .await?;
-    rows.iter()
-        .map(|r| {
-            let ids: Option<String> = r.try_get(3)?;
-            let filter: Option<String> = r.try_get(4)?;
-            Ok(AuditEntry {
-                id: r.try_get(0)?,
-                actor: r.try_get(1)?,
-                action: r.try_get(2)?,
-                ids: ids.and_then(|s| serde_json::from_str(&s).ok()),
-                filter: filter.and_then(|s| serde_json::from_str(&s).ok()),
-                count: r.try_get::<i64, _>(5)? as u64,
-                at: to_timestamp(r.try_get(6)?),
-            })
-        })
-        .collect()
 }
 
 pub(super) async fn insert_grant(

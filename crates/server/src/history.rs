@@ -1,0 +1,256 @@
+//! The overview's sample history: every `sample_interval` the workers record the
+//! inbox depth of each tenant and the server's counters, and keep the last
+//! `history_samples` of them in memory (an hour at the defaults). The console's charts
+//! draw them, and the overview's per-minute rates are differences between the
+//! counters now and a sample about a minute old.
+//!
+//! In memory, not in a table: the history is a view of this process (its counters
+//! start at zero with it), cheap to lose at restart, and never written on the hot path.
+
+use crate::clock::{Millis, to_timestamp};
+use crate::metrics::Counters;
+use crate::store::DepthRow;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Duration;
+use switchboard_proto::{LatencyBucket, OpsHistory, OpsRates, OpsSample, TenantId};
+
+/// Depth of one tenant's inboxes: pending, claimed, quarantined.
+type Depth = (u64, u64, u64);
+
+struct Tick {
+    at: Millis,
+    counters: Counters,
+    /// Cumulative delivery-latency buckets `(upper bound, count)`.
+    latency: Vec<(f64, u64)>,
+    depth: HashMap<TenantId, Depth>,
+}
+
+pub struct History {
+    ticks: Mutex<VecDeque<Tick>>,
+    interval: Duration,
+    capacity: usize,
+}
+
+const MINUTE_MS: Millis = 60_000;
+
+impl History {
+    pub fn new(interval: Duration, capacity: usize) -> Self {
+        Self {
+            ticks: Mutex::new(VecDeque::with_capacity(capacity.min(4096))),
+            interval,
+            capacity: capacity.max(2),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Tick>> {
+        self.ticks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when the newest sample is `interval` old (or there is none).
+    pub fn due(&self, now: Millis) -> bool {
+        self.lock()
+            .back()
+            .is_none_or(|t| now - t.at >= self.interval.as_millis() as Millis)
+    }
+
+    /// Adds a sample, dropping the oldest beyond the capacity.
+    pub fn record(
+        &self,
+        now: Millis,
+        depth: &[DepthRow],
+        counters: Counters,
+        latency: Vec<(f64, u64)>,
+    ) {
+        let mut by_tenant: HashMap<TenantId, Depth> = HashMap::new();
+        for row in depth {
+            let d = by_tenant.entry(row.tenant_id).or_default();
+            d.0 += row.counts.pending;
+            d.1 += row.counts.claimed;
+            d.2 += row.counts.quarantined;
+        }
+        let mut ticks = self.lock();
+        while ticks.len() >= self.capacity {
+            ticks.pop_front();
+        }
+        ticks.push_back(Tick {
+            at: now,
+            counters,
+            latency,
+            depth: by_tenant,
+        });
+    }
+
+    /// The samples of `tenant`, oldest first, and the latency distribution of the acks
+    /// made in their window.
+    pub fn samples(&self, tenant: TenantId) -> OpsHistory {
+        let ticks = self.lock();
+        let samples = ticks
+            .iter()
+            .map(|t| {
+                let (pending, claimed, quarantined) =
+                    t.depth.get(&tenant).copied().unwrap_or_default();
+                OpsSample {
+                    at: to_timestamp(t.at),
+                    pending,
+                    claimed,
+                    quarantined,
+                    lease_expirations_total: t.counters.lease_expirations,
+                    stale_claim_rejections_total: t.counters.stale_claim_rejections,
+                    delivered_total: t.counters.delivered,
+                }
+            })
+            .collect();
+        let latency = match (ticks.front(), ticks.back()) {
+            (Some(first), Some(last)) => distribution(&first.latency, &last.latency),
+            _ => Vec::new(),
+        };
+        OpsHistory {
+            interval_seconds: self.interval.as_secs_f64(),
+            samples,
+            latency,
+        }
+    }
+
+    /// Counters per minute: `current` minus the newest sample at least a minute old,
+    /// scaled to one minute. While the server is younger than a minute, the counts
+    /// since the oldest sample (not extrapolated). `None` without samples.
+    pub fn rates(&self, now: Millis, current: Counters) -> Option<OpsRates> {
+        let ticks = self.lock();
+        let base = ticks
+            .iter()
+            .rev()
+            .find(|t| now - t.at >= MINUTE_MS)
+            .or_else(|| ticks.front())?;
+        let span = now - base.at;
+        let scale = if span > MINUTE_MS {
+            MINUTE_MS as f64 / span as f64
+        } else {
+            1.0
+        };
+        let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 * scale;
+        let b = base.counters;
+        Some(OpsRates {
+            lease_expirations_per_minute: rate(current.lease_expirations, b.lease_expirations),
+            stale_claim_rejections_per_minute: rate(
+                current.stale_claim_rejections,
+                b.stale_claim_rejections,
+            ),
+            quarantined_per_minute: rate(current.quarantined, b.quarantined),
+            delivered_per_minute: rate(current.delivered, b.delivered),
+        })
+    }
+}
+
+/// Per-bucket counts of the observations between two cumulative snapshots.
+fn distribution(first: &[(f64, u64)], last: &[(f64, u64)]) -> Vec<LatencyBucket> {
+    let mut out = Vec::with_capacity(last.len());
+    let mut below = 0u64;
+    for (i, &(le, n)) in last.iter().enumerate() {
+        let before = first.get(i).map_or(0, |&(_, m)| m);
+        let cumulative = n.saturating_sub(before);
+        out.push(LatencyBucket {
+            le_seconds: le.is_finite().then_some(le),
+            count: cumulative.saturating_sub(below),
+        });
+        below = cumulative;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_proto::StatusCounts;
+
+    fn tenant() -> TenantId {
+        "0192f0c4-0000-7000-8000-000000000001".parse().unwrap()
+    }
+
+    fn row(tenant: TenantId, pending: u64, quarantined: u64) -> DepthRow {
+        DepthRow {
+            agent_id: uuid::Uuid::now_v7().to_string().parse().unwrap(),
+            tenant_id: tenant,
+            agent_name: "a".into(),
+            counts: StatusCounts {
+                pending,
+                quarantined,
+                ..StatusCounts::default()
+            },
+            oldest_pending_at: None,
+        }
+    }
+
+    fn delivered(n: u64) -> Counters {
+        Counters {
+            delivered: n,
+            lease_expirations: n / 2,
+            ..Counters::default()
+        }
+    }
+
+    #[test]
+    fn samples_are_due_at_the_interval_and_capped() {
+        let h = History::new(Duration::from_secs(5), 3);
+        assert!(h.due(0), "the first sample is due at once");
+        h.record(0, &[], delivered(0), Vec::new());
+        assert!(!h.due(4_999));
+        assert!(h.due(5_000));
+        for i in 1..=4 {
+            h.record(i * 5_000, &[], delivered(0), Vec::new());
+        }
+        let s = h.samples(tenant());
+        assert_eq!(s.samples.len(), 3, "the oldest are dropped");
+        assert_eq!(s.samples[0].at, to_timestamp(10_000));
+        assert_eq!(s.interval_seconds, 5.0);
+    }
+
+    #[test]
+    fn depth_is_summed_per_tenant_and_other_tenants_are_not_shown() {
+        let h = History::new(Duration::from_secs(5), 10);
+        let other: TenantId = "0192f0c4-0000-7000-8000-000000000002".parse().unwrap();
+        h.record(
+            0,
+            &[row(tenant(), 3, 1), row(tenant(), 2, 0), row(other, 50, 50)],
+            delivered(0),
+            Vec::new(),
+        );
+        let s = &h.samples(tenant()).samples[0];
+        assert_eq!((s.pending, s.claimed, s.quarantined), (5, 0, 1));
+        let unknown: TenantId = "0192f0c4-0000-7000-8000-000000000003".parse().unwrap();
+        assert_eq!(h.samples(unknown).samples[0].pending, 0);
+    }
+
+    #[test]
+    fn rates_count_the_last_minute_and_scale_a_longer_span() {
+        let h = History::new(Duration::from_secs(5), 100);
+        assert_eq!(h.rates(0, delivered(10)), None, "no samples, no rate");
+        h.record(0, &[], delivered(0), Vec::new());
+        // Younger than a minute: what happened since the first sample, as is.
+        let r = h.rates(20_000, delivered(10)).unwrap();
+        assert_eq!(r.delivered_per_minute, 10.0);
+        assert_eq!(r.lease_expirations_per_minute, 5.0);
+        h.record(30_000, &[], delivered(40), Vec::new());
+        h.record(65_000, &[], delivered(100), Vec::new());
+        // At 100 s: the newest sample at least 60 s old is the one at 30 s (40).
+        // 160 - 40 = 120 in 70 s = 102.857… per minute.
+        let r = h.rates(100_000, delivered(160)).unwrap();
+        assert!((r.delivered_per_minute - 120.0 * 60.0 / 70.0).abs() < 1e-9);
+        // Exactly a minute: no scaling.
+        let r = h.rates(90_000, delivered(100)).unwrap();
+        assert_eq!(r.delivered_per_minute, 60.0);
+    }
+
+    #[test]
+    fn latency_distribution_covers_the_window_only() {
+        let h = History::new(Duration::from_secs(5), 100);
+        let first = vec![(0.1, 4), (1.0, 6), (f64::INFINITY, 7)];
+        let last = vec![(0.1, 5), (1.0, 10), (f64::INFINITY, 12)];
+        h.record(0, &[], delivered(0), first);
+        h.record(5_000, &[], delivered(0), last);
+        let l = h.samples(tenant()).latency;
+        let counts: Vec<_> = l.iter().map(|b| (b.le_seconds, b.count)).collect();
+        // Cumulative in the window: 1, 4, 5, so per bucket 1, 3 and 1.
+        assert_eq!(counts, vec![(Some(0.1), 1), (Some(1.0), 3), (None, 1)]);
+    }
+}

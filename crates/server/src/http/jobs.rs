@@ -1,0 +1,166 @@
+//! Bulk jobs (`/api/v1/ops/jobs`) and the overview's sample history
+//! (`/api/v1/ops/history`).
+
+use super::AppState;
+use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
+use super::extract::{Json, Path, Query};
+use super::limits::*;
+use crate::error::{ApiError, ApiResult};
+use crate::jobs::{MAX_RATE, spawn};
+use crate::store::{JobSpec, StoreError};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use switchboard_proto::*;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start_job, list_jobs))
+        .routes(routes!(get_job))
+        .routes(routes!(cancel_job))
+        .routes(routes!(history))
+}
+
+/// Start a bulk job: replay, release or purge every event the filter (or id list)
+/// covers, in batches, with progress on the operator stream (`job` events) and here.
+/// Events arriving after the start are not included. Recorded in the audit log, whose
+/// row is the job (same id) and shows how far it got.
+#[utoipa::path(post, path = "/api/v1/ops/jobs", tag = "ops", request_body = StartJob,
+    responses((status = 202, body = Job, headers(("Location" = String))), (status = 422, body = Problem)))]
+async fn start_job(
+    State(state): State<AppState>,
+    principal: Principal,
+    Json(req): Json<StartJob>,
+) -> ApiResult<(StatusCode, HeaderMap, axum::Json<Job>)> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    if req.ids.is_none() && req.filter.is_none() {
+        return Err(ApiError::unprocessable(
+            "name the events: send \"ids\": [...] or \"filter\": {...} ({} means every event)",
+        ));
+    }
+    if req
+        .ids
+        .as_ref()
+        .is_some_and(|ids| ids.len() > MAX_PAGE as usize)
+    {
+        return Err(ApiError::unprocessable(format!(
+            "at most {MAX_PAGE} ids per job; use a filter for more"
+        )));
+    }
+    if let Some(rate) = req.rate_per_second
+        && !(1..=MAX_RATE).contains(&rate)
+    {
+        return Err(ApiError::unprocessable(format!(
+            "rate_per_second must be between 1 and {MAX_RATE} (events per second), not {rate}; leave it out for no pacing"
+        )));
+    }
+    let spec = JobSpec {
+        tenant: principal.tenant_id,
+        action: req.action,
+        ids: req.ids,
+        filter: req.filter,
+        rate: req.rate_per_second,
+        actor: principal.actor(),
+    };
+    let started = state.store.job_start(&spec, state.now()).await?;
+    let job = started.job.clone();
+    tracing::info!(
+        job_id = job.job_id,
+        action = job.action.as_str(),
+        total = job.total,
+        rate = job.rate_per_second,
+        "bulk job started"
+    );
+    spawn(&state, spec, started);
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&format!("/api/v1/ops/jobs/{}", job.job_id)) {
+        headers.insert(header::LOCATION, v);
+    }
+    Ok((StatusCode::ACCEPTED, headers, axum::Json(job)))
+}
+
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+struct JobsQuery {
+    /// 1..=1000, default 100.
+    limit: Option<u32>,
+}
+
+/// Bulk jobs of the tenant, newest first.
+#[utoipa::path(get, path = "/api/v1/ops/jobs", tag = "ops", params(JobsQuery),
+    responses((status = 200, body = JobPage)))]
+async fn list_jobs(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<JobsQuery>,
+) -> ApiResult<axum::Json<JobPage>> {
+    principal.require(SCOPE_OPS_READ)?;
+    let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
+    Ok(axum::Json(JobPage {
+        jobs: state.store.jobs(principal.tenant_id, limit).await?,
+    }))
+}
+
+fn job_not_found(id: i64) -> impl FnOnce(StoreError) -> ApiError {
+    move |e| match e {
+        StoreError::NotFound => ApiError::not_found(format_args!("job {id}")),
+        e => e.into(),
+    }
+}
+
+/// One bulk job: how far it got.
+#[utoipa::path(get, path = "/api/v1/ops/jobs/{job_id}", tag = "ops",
+    params(("job_id" = i64, Path)),
+    responses((status = 200, body = Job), (status = 404, body = Problem)))]
+async fn get_job(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> ApiResult<axum::Json<Job>> {
+    principal.require(SCOPE_OPS_READ)?;
+    let job = state
+        .store
+        .job(principal.tenant_id, id)
+        .await
+        .map_err(job_not_found(id))?;
+    Ok(axum::Json(job))
+}
+
+/// Cancel a running job. It stops before its next batch (`cancelling`, then
+/// `cancelled`); what it changed stays changed. Cancelling an ended job changes nothing.
+#[utoipa::path(post, path = "/api/v1/ops/jobs/{job_id}/cancel", tag = "ops",
+    params(("job_id" = i64, Path)),
+    responses((status = 200, body = Job), (status = 404, body = Problem)))]
+async fn cancel_job(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> ApiResult<axum::Json<Job>> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    let job = state
+        .store
+        .job_cancel(principal.tenant_id, id, state.now())
+        .await
+        .map_err(job_not_found(id))?;
+    state.publish_job(principal.tenant_id, &job);
+    tracing::info!(
+        job_id = id,
+        state = job.state.as_str(),
+        "bulk job cancel asked"
+    );
+    Ok(axum::Json(job))
+}
+
+/// The overview's history: a sample of inbox depth and counters every
+/// `sample_interval` (5 s) for the last hour, oldest first, and the delivery latency
+/// distribution over that window.
+#[utoipa::path(get, path = "/api/v1/ops/history", tag = "ops",
+    responses((status = 200, body = OpsHistory)))]
+async fn history(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> ApiResult<axum::Json<OpsHistory>> {
+    principal.require(SCOPE_OPS_READ)?;
+    Ok(axum::Json(state.history.samples(principal.tenant_id)))
+}
