@@ -17,6 +17,17 @@ pub(crate) fn age(seconds: f64) -> String {
     }
 }
 
+/// A per-minute rate: whole numbers as such, small ones with one decimal.
+pub(crate) fn rate(per_minute: f64) -> String {
+    if !per_minute.is_finite() || per_minute <= 0.0 {
+        "0".to_owned()
+    } else if per_minute < 10.0 && per_minute.fract() != 0.0 {
+        format!("{per_minute:.1}")
+    } else {
+        format!("{}", per_minute.round() as u64)
+    }
+}
+
 /// A lease countdown from `now` to `until` (milliseconds since the epoch).
 pub(crate) fn countdown(now_ms: i64, until_ms: i64) -> String {
     let left = until_ms - now_ms;
@@ -87,6 +98,16 @@ pub(crate) fn confirmed(typed: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_are_whole_or_one_decimal() {
+        assert_eq!(rate(0.0), "0");
+        assert_eq!(rate(-1.0), "0");
+        assert_eq!(rate(f64::NAN), "0");
+        assert_eq!(rate(3.0), "3");
+        assert_eq!(rate(2.5), "2.5");
+        assert_eq!(rate(102.857), "103");
+    }
 
     #[test]
     fn ages_are_short_and_never_negative() {

@@ -1,7 +1,9 @@
 //! Live updates from the operator stream (`/api/v1/ops/stream`, SSE), not polling.
 //!
 //! Every `changed` (or `resync`) event bumps [`Live::version`], at most once per
-//! [`THROTTLE`]; pages re-read what they show when it changes. The browser's
+//! [`THROTTLE`]; pages re-read what they show when it changes. `sampled` bumps
+//! [`Live::samples`] (the overview's charts) and `job` sets [`Live::job`] (bulk job
+//! progress). The browser's
 //! EventSource retries by itself after a dropped connection; when it gives up (for
 //! example on a 401 or while the server is down), we open a new one after
 //! [`RECONNECT`]. [`Live::state`] drives the indicator in the header.
@@ -11,6 +13,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use leptos::prelude::*;
+use switchboard_proto::Job;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use web_sys::EventSource;
@@ -41,6 +44,10 @@ impl LiveState {
 pub(crate) struct Live {
     pub(crate) version: RwSignal<u64>,
     pub(crate) state: RwSignal<LiveState>,
+    /// Bumped when the server's history takes a sample (the overview's charts).
+    pub(crate) samples: RwSignal<u64>,
+    /// The latest `job` event: a bulk job's progress or end.
+    pub(crate) job: RwSignal<Option<Job>>,
 }
 
 type Handlers = Vec<Closure<dyn FnMut(web_sys::Event)>>;
@@ -57,6 +64,8 @@ impl Live {
         let live = Self {
             version: RwSignal::new(0),
             state: RwSignal::new(LiveState::Connecting),
+            samples: RwSignal::new(0),
+            job: RwSignal::new(None),
         };
         let current: Rc<RefCell<Option<Stream>>> = Rc::new(RefCell::new(None));
         let cur = current.clone();
@@ -124,10 +133,23 @@ fn open(live: Live, current: Rc<RefCell<Option<Stream>>>) {
     for kind in ["changed", "resync"] {
         let _ = source.add_event_listener_with_callback(kind, on_change.as_ref().unchecked_ref());
     }
+    let on_sample = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+        live.samples.update(|v| *v += 1);
+    });
+    let on_job = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
+        let data = ev
+            .dyn_ref::<web_sys::MessageEvent>()
+            .and_then(|m| m.data().as_string());
+        if let Some(job) = data.and_then(|d| serde_json::from_str::<Job>(&d).ok()) {
+            live.job.set(Some(job));
+        }
+    });
+    let _ = source.add_event_listener_with_callback("sampled", on_sample.as_ref().unchecked_ref());
+    let _ = source.add_event_listener_with_callback("job", on_job.as_ref().unchecked_ref());
     source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
     source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     *current.borrow_mut() = Some(Stream {
         source,
-        _handlers: vec![on_change, on_open, on_error],
+        _handlers: vec![on_change, on_open, on_error, on_sample, on_job],
     });
 }

@@ -24,6 +24,8 @@ mod live;
 mod pages;
 // Pure helpers, compiled and unit-tested on the host too.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod charts;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod format;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod route;

@@ -14,6 +14,8 @@ pub enum OpsSignal {
     Changed(Wake),
     /// A bulk job of `TenantId` progressed or ended.
     Job(TenantId, Box<Job>),
+    /// The overview's history took a sample (charts may redraw).
+    Sampled,
 }
 use tokio::sync::broadcast;
 
@@ -97,6 +99,11 @@ impl Hub {
     /// (an ack, a claim).
     pub fn changed(&self, wake: Wake) {
         let _ = self.inner.ops.send(OpsSignal::Changed(wake));
+    }
+
+    /// Tells the console the history has a new sample.
+    pub fn sampled(&self) {
+        let _ = self.inner.ops.send(OpsSignal::Sampled);
     }
 
     /// Tells the console how a bulk job is doing.

@@ -52,6 +52,7 @@ impl Workers {
             self.state
                 .history
                 .record(now, &depth, m.counters(), m.latency_buckets());
+            self.state.hub.sampled();
         }
         Ok(TickReport { reap, retention })
     }

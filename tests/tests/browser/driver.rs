@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
-use crate::support::{CHROMEDRIVER, CHROMIUM, WAIT, bounded};
+use fantoccini::elements::Element;
+use switchboard_tests::TestServer;
+
+use crate::support::{CHROMEDRIVER, CHROMIUM, WAIT, bounded, target_dir};
 
 /// The browser's flags: headless, no sandbox (tests run as root), and nothing that
 /// reaches out to the network or depends on the machine's GPU and /dev/shm.
@@ -285,4 +288,115 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .expect("a free local port")
         .port()
+}
+
+/// Waiting and acting on the page, each bounded by [`WAIT`].
+impl Browser {
+    /// The element `css` matches, waiting for it.
+    pub(crate) async fn find(&self, css: &str) -> Element {
+        bounded(
+            &format!("waiting for {css}"),
+            self.client
+                .wait()
+                .at_most(WAIT)
+                .for_element(Locator::Css(css)),
+        )
+        .await
+    }
+
+    pub(crate) async fn click(&self, css: &str) {
+        let e = self.find(css).await;
+        bounded(&format!("clicking {css}"), e.click()).await;
+    }
+
+    pub(crate) async fn type_into(&self, css: &str, text: &str) {
+        let e = self.find(css).await;
+        bounded(&format!("typing into {css}"), e.send_keys(text)).await;
+    }
+
+    /// Waits until the text of `css` satisfies `ok`; returns it.
+    pub(crate) async fn wait_text(
+        &self,
+        css: &str,
+        what: &str,
+        ok: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + WAIT;
+        let mut last = String::new();
+        loop {
+            if let Ok(Ok(e)) =
+                tokio::time::timeout(Duration::from_secs(5), self.client.find(Locator::Css(css)))
+                    .await
+                && let Ok(Ok(t)) = tokio::time::timeout(Duration::from_secs(5), e.text()).await
+            {
+                if ok(&t) {
+                    return t;
+                }
+                last = t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css}: {what} within {WAIT:?}; last text {last:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until `css` matches exactly `n` elements.
+    pub(crate) async fn wait_count(&self, css: &str, n: usize) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let found = bounded(
+                &format!("finding {css}"),
+                self.client.find_all(Locator::Css(css)),
+            )
+            .await
+            .len();
+            if found == n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css}: expected {n} elements within {WAIT:?}, found {found}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub(crate) async fn exists(&self, css: &str) -> bool {
+        !bounded(
+            &format!("finding {css}"),
+            self.client.find_all(Locator::Css(css)),
+        )
+        .await
+        .is_empty()
+    }
+
+    /// Opens the console through a one-time login link minted with the operator
+    /// token, as the desktop app does; returns the link's path.
+    pub(crate) async fn open_logged_in(&self, server: &TestServer, read_only: bool) -> String {
+        let link: serde_json::Value = reqwest::Client::new()
+            .post(format!("{}/api/v1/ops/login-links", server.url))
+            .bearer_auth(&server.operator_token)
+            .json(&json!({ "read_only": read_only }))
+            .send()
+            .await
+            .expect("mint")
+            .json()
+            .await
+            .expect("json");
+        let path = link["path"].as_str().expect("path").to_owned();
+        self.open_console(&format!("{}{path}", server.url)).await;
+        path
+    }
+
+    pub(crate) async fn screenshot(&self, name: &str) {
+        let png = bounded("taking a screenshot", self.client.screenshot()).await;
+        let path = target_dir().join(name);
+        let _ = std::fs::write(&path, &png);
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("browser screenshot: {}\n", path.display()).as_bytes(),
+        );
+    }
 }

@@ -4,122 +4,13 @@
 //! see both actions in the audit log. Also: a read-only link in the browser, and the
 //! live indicator when the server goes away.
 
-use std::time::{Duration, Instant};
-
-use fantoccini::Locator;
-use fantoccini::elements::Element;
 use serde_json::json;
 use switchboard_proto::{ClaimRequest, EventId, ReleaseRequest, SendMessage};
 use switchboard_tests::sdk::Client;
 use switchboard_tests::{TestServer, key};
 
 use crate::driver::Browser;
-use crate::support::{WAIT, bounded, console_and_browser, console_server, target_dir};
-
-impl Browser {
-    /// The element `css` matches, waiting for it.
-    async fn find(&self, css: &str) -> Element {
-        bounded(
-            &format!("waiting for {css}"),
-            self.client
-                .wait()
-                .at_most(WAIT)
-                .for_element(Locator::Css(css)),
-        )
-        .await
-    }
-
-    async fn click(&self, css: &str) {
-        let e = self.find(css).await;
-        bounded(&format!("clicking {css}"), e.click()).await;
-    }
-
-    async fn type_into(&self, css: &str, text: &str) {
-        let e = self.find(css).await;
-        bounded(&format!("typing into {css}"), e.send_keys(text)).await;
-    }
-
-    /// Waits until the text of `css` satisfies `ok`; returns it.
-    async fn wait_text(&self, css: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + WAIT;
-        let mut last = String::new();
-        loop {
-            if let Ok(Ok(e)) =
-                tokio::time::timeout(Duration::from_secs(5), self.client.find(Locator::Css(css)))
-                    .await
-                && let Ok(Ok(t)) = tokio::time::timeout(Duration::from_secs(5), e.text()).await
-            {
-                if ok(&t) {
-                    return t;
-                }
-                last = t;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{css}: {what} within {WAIT:?}; last text {last:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Waits until `css` matches exactly `n` elements.
-    async fn wait_count(&self, css: &str, n: usize) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let found = bounded(
-                &format!("finding {css}"),
-                self.client.find_all(Locator::Css(css)),
-            )
-            .await
-            .len();
-            if found == n {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{css}: expected {n} elements within {WAIT:?}, found {found}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    async fn exists(&self, css: &str) -> bool {
-        !bounded(
-            &format!("finding {css}"),
-            self.client.find_all(Locator::Css(css)),
-        )
-        .await
-        .is_empty()
-    }
-
-    /// Opens the console through a one-time login link minted with the operator
-    /// token, as the desktop app does; returns the link's path.
-    async fn open_logged_in(&self, server: &TestServer, read_only: bool) -> String {
-        let link: serde_json::Value = reqwest::Client::new()
-            .post(format!("{}/api/v1/ops/login-links", server.url))
-            .bearer_auth(&server.operator_token)
-            .json(&json!({ "read_only": read_only }))
-            .send()
-            .await
-            .expect("mint")
-            .json()
-            .await
-            .expect("json");
-        let path = link["path"].as_str().expect("path").to_owned();
-        self.open_console(&format!("{}{path}", server.url)).await;
-        path
-    }
-
-    async fn screenshot(&self, name: &str) {
-        let png = bounded("taking a screenshot", self.client.screenshot()).await;
-        let path = target_dir().join(name);
-        let _ = std::fs::write(&path, &png);
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("browser screenshot: {}\n", path.display()).as_bytes(),
-        );
-    }
-}
+use crate::support::{bounded, console_and_browser, console_server};
 
 /// Sends `payload` to `agent` as the operator; returns the event id.
 async fn send(

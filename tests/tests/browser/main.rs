@@ -17,6 +17,7 @@
 mod console;
 mod driver;
 mod filters;
+mod jobs;
 mod journey;
 mod session;
 mod support;

@@ -8,6 +8,18 @@ use crate::api;
 use crate::format;
 use crate::live::Live;
 
+/// How a job went (`completed`, `cancelled at 3200 of 10000`), or `–` for an action
+/// that ran at once.
+fn job(e: &AuditEntry) -> String {
+    match (e.job_state, e.job_total) {
+        (Some(state), Some(total)) if e.count < total => {
+            format!("{} at {} of {total}", state.as_str(), e.count)
+        }
+        (Some(state), _) => state.as_str().to_owned(),
+        (None, _) => "–".to_owned(),
+    }
+}
+
 /// What an action covered, in words.
 fn scope(e: &AuditEntry) -> String {
     match (&e.ids, &e.filter) {
@@ -59,7 +71,7 @@ pub(crate) fn AuditPage() -> impl IntoView {
                 }.into_any(),
                 Some(Ok(page)) => view! {
                     <table id="audit-table">
-                        <thead><tr><th>"When"</th><th>"Who"</th><th>"Action"</th><th class="num">"Count"</th><th>"What"</th></tr></thead>
+                        <thead><tr><th>"When"</th><th>"Who"</th><th>"Action"</th><th class="num">"Count"</th><th>"Job"</th><th>"What"</th></tr></thead>
                         <tbody>
                             {page.entries.into_iter().map(|e| view! {
                                 <tr data-audit-action=e.action.clone() data-audit-id=e.id>
@@ -67,6 +79,7 @@ pub(crate) fn AuditPage() -> impl IntoView {
                                     <td>{e.actor.clone()}</td>
                                     <td>{e.action.clone()}</td>
                                     <td class="num" data-col="count">{e.count}</td>
+                                    <td data-col="job">{job(&e)}</td>
                                     <td class="scope">{scope(&e)}</td>
                                 </tr>
                             }).collect::<Vec<_>>()}

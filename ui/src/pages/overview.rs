@@ -1,8 +1,10 @@
-//! Overview: live health tiles from `/api/v1/ops/overview`.
+//! Overview: live health tiles from `/api/v1/ops/overview` (per-minute rates from
+//! the server's sample history) and the charts of the last hour.
 
 use leptos::prelude::*;
 use switchboard_proto::Overview;
 
+use super::charts::Charts;
 use super::{error_box, loading};
 use crate::api;
 use crate::app::Link;
@@ -53,17 +55,27 @@ pub(crate) fn OverviewPage() -> impl IntoView {
                                 "Age of the oldest claimable event",
                             )}
                         </div>
-                        {o.counters.clone().map(|c| view! {
-                            <h2>"Since the server started"</h2>
-                            <div class="tiles" id="counter-tiles">
-                                {tile("lease-expirations", "Lease expirations", c.lease_expirations_total.to_string(), "Claims whose lease ran out before an ack")}
-                                {tile("stale-claims", "Stale-claim rejections", c.stale_claim_rejections_total.to_string(), "Ack, release or extend with an outdated claim token (409 stale_claim)")}
-                                {tile("fencing", "Fencing rejections", "–".to_owned(), "Fenced memories are not on this server yet")}
-                                {tile("delivered", "Delivered", c.delivered_total.to_string(), "Events acked")}
-                                {tile("latency-p50", "Latency p50", format::latency(c.delivery_latency_p50_seconds), "From available to acked, median")}
-                                {tile("latency-p99", "Latency p99", format::latency(c.delivery_latency_p99_seconds), "From available to acked, 99th percentile")}
-                            </div>
+                        {o.counters.clone().map(|c| {
+                            let r = c.per_minute.clone().unwrap_or_default();
+                            view! {
+                                <h2>"Per minute"</h2>
+                                <div class="tiles" id="counter-tiles">
+                                    {tile("lease-expirations", "Lease expirations/min", format::rate(r.lease_expirations_per_minute), "Claims whose lease ran out before an ack, over the last minute")}
+                                    {tile("stale-claims", "Stale-claim rejections/min", format::rate(r.stale_claim_rejections_per_minute), "Ack, release or extend with an outdated claim token (409 stale_claim), over the last minute")}
+                                    {tile("fencing", "Fencing rejections/min", "–".to_owned(), "Fenced memories are not on this server yet")}
+                                    {tile("delivered", "Delivered/min", format::rate(r.delivered_per_minute), "Events acked over the last minute")}
+                                    {tile("latency-p50", "Latency p50", format::latency(c.delivery_latency_p50_seconds), "From available to acked, median since the server started")}
+                                    {tile("latency-p99", "Latency p99", format::latency(c.delivery_latency_p99_seconds), "From available to acked, 99th percentile since the server started")}
+                                </div>
+                                <p class="muted" id="counter-totals">
+                                    {format!(
+                                        "Since the server started: {} lease expirations, {} stale-claim rejections, {} quarantined, {} delivered.",
+                                        c.lease_expirations_total, c.stale_claim_rejections_total, c.quarantined_total, c.delivered_total
+                                    )}
+                                </p>
+                            }
                         })}
+                        <Charts />
                         {(t.quarantined > 0).then(|| view! {
                             <p class="notice">
                                 {format::events(t.quarantined)} " in the quarantine. "

@@ -275,7 +275,8 @@ async fn audit(
 
 /// The console's live stream: `changed {"agent_id","cursor_hint"}` whenever an inbox
 /// of the tenant changes, `job {…}` (a [`Job`]) after each batch of a bulk job and
-/// when it ends, `heartbeat` at the configured interval.
+/// when it ends, `sampled` when the overview's history has a new sample, `heartbeat`
+/// at the configured interval.
 #[utoipa::path(get, path = "/api/v1/ops/stream", tag = "ops",
     responses((status = 200, description = "text/event-stream", content_type = "text/event-stream")))]
 async fn stream(
@@ -299,6 +300,7 @@ async fn stream(
                         let change = OpsChange { agent_id: w.agent_id, cursor_hint: w.cursor_hint };
                         yield Ok(Event::default().event("changed").data(serde_json::to_string(&change).unwrap_or_default()));
                     }
+                    Ok(OpsSignal::Sampled) => yield Ok(Event::default().event("sampled").data("{}")),
                     Ok(OpsSignal::Job(t, job)) if t == tenant => {
                         yield Ok(Event::default().event("job").data(serde_json::to_string(&job).unwrap_or_default()));
                     }
