@@ -7,6 +7,9 @@
 //!   minimal axum route that parses the same JSON body and answers 201.
 //! - *W2*: drain a pre-loaded inbox with claim(limit = batch) + ack per event over
 //!   HTTP. Baseline: a raw sqlx loop running the store's SQL with no HTTP.
+//! - *R1*: bulk replay of 10,000 quarantined events as a server job, with a prober's
+//!   send latency during the job next to the idle server's. Baseline: the job's SQL
+//!   in a raw sqlx loop, same batches.
 //! - *ratio*: server msgs/s ÷ baseline msgs/s. *goal*: the ratio an issue asks for.
 //!
 //! Every server runs in this process with `Config::default()` (WAL, synchronous
@@ -16,10 +19,12 @@
 //!
 //! Options: `--quick` (smoke run), `--dir PATH` (where the temp databases go; its
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
-//! (W2 pre-load), `--consumers N` (W2), `--only W1|W2`. `BENCH_QUICK=1` is the same
+//! (W2 pre-load), `--consumers N` (W2), `--only W1|W2|R1`. `BENCH_QUICK=1` is the same
 //! as `--quick`. A full run takes about 1.5 minutes on 2 cores.
 
 // A crate root looks for modules next to itself; these live in `bench/`.
+#[path = "bench/r1.rs"]
+mod r1;
 #[path = "bench/raw.rs"]
 mod raw;
 #[path = "bench/report.rs"]
@@ -75,13 +80,13 @@ impl Settings {
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--dir PATH] [--seconds S] [--events N] \
-                         [--consumers N] [--only W1|W2]\n  \
+                         [--consumers N] [--only W1|W2|R1]\n  \
                          --quick      small counts (smoke run, a few seconds)\n  \
                          --dir PATH   parent dir of the temp databases (default: $TMPDIR)\n  \
                          --seconds S  W1 measuring time per side (default 8, quick 1)\n  \
                          --events N   W2 events pre-loaded per drain (default 5000, quick 1000)\n  \
                          --consumers N  W2 concurrent consumers, both sides (default 4)\n  \
-                         --only W     run only W1 or only W2"
+                         --only W     run only W1, W2 or R1"
                     );
                     std::process::exit(0);
                 }
@@ -115,8 +120,8 @@ async fn main() -> Result<()> {
         );
     }
     let runs = |w: &str| settings.only.as_deref().is_none_or(|only| only == w);
-    if !runs("W1") && !runs("W2") {
-        bail!("--only takes W1 or W2");
+    if !runs("W1") && !runs("W2") && !runs("R1") {
+        bail!("--only takes W1, W2 or R1");
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -136,8 +141,20 @@ async fn main() -> Result<()> {
         report::write_json(&dir.join("w2.json"), &w2)?;
         rows.extend(w2);
     }
+    let mut notes = Vec::new();
+    if runs("R1") {
+        let (r1, responsiveness) = r1::run(&settings).await.context("R1")?;
+        report::write_json(&dir.join("r1.json"), std::slice::from_ref(&r1))?;
+        let text = serde_json::to_string_pretty(&responsiveness)?;
+        std::fs::write(dir.join("r1-responsiveness.json"), text + "\n")?;
+        rows.push(r1);
+        notes.push(responsiveness);
+    }
     println!();
     report::print_table(&rows);
+    for note in &notes {
+        note.print();
+    }
     println!("\nJSON results in {}", dir.display());
     Ok(())
 }

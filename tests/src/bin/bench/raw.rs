@@ -120,7 +120,7 @@ pub(crate) async fn drain(
 }
 
 /// One connection with the server's pragmas (see `SqliteStore::open`).
-async fn writer(url: &str) -> Result<SqlitePool> {
+pub(crate) async fn writer(url: &str) -> Result<SqlitePool> {
     let opts = SqliteConnectOptions::from_str(url)?
         .create_if_missing(false)
         .foreign_keys(true)

@@ -62,10 +62,12 @@ pub(crate) fn print_table(rows: &[Row]) {
     println!("{}", "-".repeat(143));
     let label = |row: &Row| match row.workload {
         "W1" => "enqueue HTTP + Idempotency-Key".to_owned(),
+        "R1" => format!("bulk replay job, {} events", row.messages),
         _ => format!("drain claim+ack, {}", row.variant.replace('_', " ")),
     };
     let base = |row: &Row| match row.workload {
         "W1" => "minimal axum route",
+        "R1" => "raw sqlx batches",
         _ => "raw sqlx loop",
     };
     for row in rows {

@@ -188,15 +188,15 @@ async fn server_drain(s: &Settings, template: &Template, batch: u32) -> Result<D
 }
 
 /// The pre-loaded database every drain copies.
-struct Template {
-    dir: TempDir,
-    agent: AgentId,
+pub(crate) struct Template {
+    pub(crate) dir: TempDir,
+    pub(crate) agent: AgentId,
     /// The agent's bearer token (its hash is in the database).
-    token: String,
+    pub(crate) token: String,
 }
 
 impl Template {
-    async fn build(parent: &Path, events: usize) -> Result<Self> {
+    pub(crate) async fn build(parent: &Path, events: usize) -> Result<Self> {
         let dir = temp_dir(parent)?;
         let url = format!("sqlite://{}", dir.path().join(DB_FILE).display());
         // Setup only, so no fsync per event; every drain reopens with FULL.
@@ -218,7 +218,7 @@ impl Template {
 
     /// A fresh temp dir holding a copy of the database (and of its WAL, if closing
     /// left one; no connection is open, so the pair is consistent).
-    fn copy(&self, parent: &Path) -> Result<TempDir> {
+    pub(crate) fn copy(&self, parent: &Path) -> Result<TempDir> {
         let dir = temp_dir(parent)?;
         for suffix in ["", "-wal"] {
             let from = self.dir.path().join(format!("{DB_FILE}{suffix}"));
