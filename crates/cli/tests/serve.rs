@@ -204,3 +204,81 @@ async fn serve_prints_ready_keeps_secrets_out_of_logs_and_stops_on_sigterm() {
     sigterm(&again);
     assert!(wait_exit(&mut again, Duration::from_secs(10)).success());
 }
+
+/// The second line `serve` prints: a one-time console login link. It logs the browser
+/// in (an HttpOnly, SameSite=Strict session cookie, then a redirect to the console
+/// without the ticket), works once, and never reaches the logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_prints_a_one_time_console_login_link() {
+    use switchboard_sdk::reqwest;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = spawn(dir.path(), &["--log-format", "json"]);
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).expect("ready line");
+    let ready: serde_json::Value = serde_json::from_str(&first).expect("JSON");
+    let url = ready["url"].as_str().expect("url").to_owned();
+    let mut second = String::new();
+    out.read_line(&mut second).expect("login line");
+    let line: serde_json::Value = serde_json::from_str(&second).expect("the login line is JSON");
+    assert_eq!(line["login_expires_in_seconds"], 120, "{second}");
+    let login_url = line["login_url"].as_str().expect("login_url").to_owned();
+    assert!(
+        login_url.starts_with(&format!("{url}/login?ticket=")),
+        "{login_url}"
+    );
+
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let answer = http.get(&login_url).send().await.expect("login");
+    assert_eq!(answer.status(), 303, "redeemed with a redirect");
+    assert_eq!(
+        answer.headers()["location"],
+        "/",
+        "no ticket left in the URL"
+    );
+    let cookie = answer.headers()["set-cookie"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    for attribute in ["sb_session=", "HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+    }
+    let session = cookie.split(';').next().expect("name=value").to_owned();
+    let me: serde_json::Value = http
+        .get(format!("{url}/api/v1/session"))
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("session")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(me["via"], "cookie");
+    assert_eq!(me["read_only"], false, "the printed link is the operator's");
+
+    let again = http.get(&login_url).send().await.expect("second use");
+    assert_eq!(again.status(), 401, "a link works once");
+    let problem: serde_json::Value = again.json().await.expect("a problem document");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("already used")),
+        "{problem}"
+    );
+
+    sigterm(&child);
+    assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    let mut logs = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut logs)
+        .expect("read logs");
+    let ticket = login_url.split("ticket=").nth(1).expect("ticket");
+    assert!(!logs.contains(ticket), "the ticket reached the logs");
+    assert!(logs.contains("console login link redeemed"), "{logs}");
+}
