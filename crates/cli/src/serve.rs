@@ -39,6 +39,13 @@ pub(crate) struct ServeArgs {
     /// Background worker interval in milliseconds [default: 1000].
     #[arg(long, env = "SWITCHBOARD_WORKER_INTERVAL_MS")]
     worker_interval_ms: Option<u64>,
+    /// How often the overview's history samples depth and counters, in seconds
+    /// [default: 5].
+    #[arg(long, env = "SWITCHBOARD_SAMPLE_INTERVAL_SECONDS")]
+    sample_interval_seconds: Option<f64>,
+    /// How many history samples are kept in memory [default: 720, an hour at 5 s].
+    #[arg(long, env = "SWITCHBOARD_HISTORY_SAMPLES")]
+    history_samples: Option<usize>,
     /// Keep completed/expired/purged events this long, in seconds [default: 86400].
     #[arg(long, env = "SWITCHBOARD_RETENTION_SECONDS")]
     retention_seconds: Option<u64>,
@@ -66,6 +73,8 @@ struct FileConfig {
     ui_dir: Option<PathBuf>,
     heartbeat_seconds: Option<f64>,
     worker_interval_ms: Option<u64>,
+    sample_interval_seconds: Option<f64>,
+    history_samples: Option<usize>,
     retention_seconds: Option<u64>,
     idempotency_ttl_seconds: Option<u64>,
     max_body_bytes: Option<usize>,
@@ -110,6 +119,21 @@ fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             bail!("worker_interval_ms must be between 10 and 3600000, got {ms}");
         }
         config.worker_interval = Duration::from_millis(ms);
+    }
+    if let Some(s) = args
+        .sample_interval_seconds
+        .or(file.sample_interval_seconds)
+    {
+        if !(0.1..=3600.0).contains(&s) {
+            bail!("sample_interval_seconds must be between 0.1 and 3600, got {s}");
+        }
+        config.sample_interval = Duration::from_secs_f64(s);
+    }
+    if let Some(n) = args.history_samples.or(file.history_samples) {
+        if !(2..=100_000).contains(&n) {
+            bail!("history_samples must be between 2 and 100000, got {n}");
+        }
+        config.history_samples = n;
     }
     if let Some(s) = args.retention_seconds.or(file.retention_seconds) {
         config.retention = Duration::from_secs(s);
@@ -233,7 +257,8 @@ mod tests {
         let path = dir.join("sb.toml");
         std::fs::write(
             &path,
-            "listen = \"127.0.0.1:9999\"\nheartbeat_seconds = 5\nretention_seconds = 60\n",
+            "listen = \"127.0.0.1:9999\"\nheartbeat_seconds = 5\nretention_seconds = 60\n\
+             sample_interval_seconds = 2.5\nhistory_samples = 100\n",
         )
         .unwrap();
         let args = ServeArgs {
@@ -249,6 +274,13 @@ mod tests {
             "the file wins over the default"
         );
         assert_eq!(s.config.retention, Duration::from_secs(60));
+        assert_eq!(s.config.sample_interval, Duration::from_millis(2_500));
+        assert_eq!(s.config.history_samples, 100);
+        let bad = resolve(ServeArgs {
+            history_samples: Some(1),
+            ..Default::default()
+        });
+        assert!(bad.is_err_and(|e| e.to_string().contains("history_samples")));
         assert_eq!(
             s.config.idempotency_ttl,
             Duration::from_secs(86_400),
