@@ -61,3 +61,11 @@ uuid_id!(
     /// current one; any other is stale.
     ClaimToken
 );
+uuid_id!(
+    /// A memory instance: minted only by the control plane (register or branch).
+    MemoryId
+);
+uuid_id!(
+    /// One acquisition of a name + memory lease.
+    LeaseId
+);

@@ -49,6 +49,7 @@ mod client;
 pub mod consumer;
 pub mod credentials;
 mod error;
+mod leases;
 pub mod local;
 mod ops;
 pub mod outbox;

@@ -23,6 +23,18 @@ pub enum StoreError {
     Forbidden(String),
     #[error("invalid: {0}")]
     Invalid(String),
+    /// The name or the memory has another live lease (or is in its lock delay).
+    #[error("lease held: {0}")]
+    LeaseHeld(String),
+    /// A fencing token lower than the current one.
+    #[error("stale fence: {0}")]
+    StaleFence(String),
+    /// The lease ran out (and nobody took over yet).
+    #[error("lease expired: {0}")]
+    LeaseExpired(String),
+    /// The name's skeleton is leased under a different canonical name.
+    #[error("confusable name")]
+    Confusable { canonical: String, skeleton: String },
     /// More events match than an immediate action may change (make it a job).
     #[error("{0} events match")]
     TooMany(u64),
@@ -126,6 +138,20 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(why) => Self::new(ErrorCode::Conflict, why),
             StoreError::Forbidden(why) => Self::new(ErrorCode::Forbidden, why),
             StoreError::Invalid(why) => Self::validation(why),
+            StoreError::LeaseHeld(why) => Self::new(ErrorCode::LeaseHeld, why),
+            StoreError::StaleFence(why) => Self::new(ErrorCode::StaleFence, why),
+            StoreError::LeaseExpired(why) => Self::new(ErrorCode::LeaseExpired, why),
+            StoreError::Confusable {
+                canonical,
+                skeleton,
+            } => Self::new(
+                ErrorCode::NameConfusable,
+                switchboard_names::NameError::Confusable {
+                    canonical,
+                    skeleton,
+                }
+                .to_string(),
+            ),
             StoreError::TooMany(n) => Self::unprocessable(format!(
                 "{n} events match, more than one request changes at once; start a job \
                  instead (POST /api/v1/ops/jobs with the same filter), which works in \

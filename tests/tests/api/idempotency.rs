@@ -4,18 +4,14 @@
 //! same body, sent again with `Idempotent-Replayed: true` and nothing written. Keys are
 //! scoped to the tenant and the calling principal, and are stored only as hashes.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
 use switchboard_tests::sdk::proto::CreateRoom;
 use switchboard_tests::sdk::reqwest::Method;
-use switchboard_tests::server::Hooks;
 use switchboard_tests::{Options, TestServer, key};
-use tokio::sync::Notify;
 
-use crate::support::{call, inbox, message, send_raw, send_room_raw};
+use crate::support::{Gate, call, inbox, message, send_raw, send_room_raw};
 
 #[tokio::test]
 async fn identical_retry_replays_status_and_body_and_writes_once() {
@@ -74,31 +70,9 @@ async fn same_key_with_another_body_is_422_and_changes_nothing() {
     assert!(inbox(&server.operator(), "carol").await.is_empty());
 }
 
-/// Holds the first request that records a key until the test releases it.
-#[derive(Default)]
-struct Gate {
-    armed: AtomicBool,
-    entered: Notify,
-    release: Notify,
-}
-
 #[tokio::test]
 async fn duplicate_in_flight_is_409_then_the_first_completes_and_replays() {
-    let gate = Arc::new(Gate::default());
-    gate.armed.store(true, Ordering::SeqCst);
-    let hook_gate = gate.clone();
-    let hooks = Hooks {
-        after_key_recorded: Some(Arc::new(move || {
-            let gate = hook_gate.clone();
-            Box::pin(async move {
-                if gate.armed.swap(false, Ordering::SeqCst) {
-                    gate.entered.notify_one();
-                    gate.release.notified().await;
-                }
-            })
-        })),
-        ..Hooks::default()
-    };
+    let (gate, hooks) = Gate::armed();
     let server = TestServer::with(Options {
         hooks,
         ..Options::default()

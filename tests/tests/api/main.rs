@@ -4,6 +4,7 @@ mod errors;
 mod idempotency;
 mod isolation;
 mod jobs;
+mod leases;
 mod limits;
 mod ops;
 mod rooms;

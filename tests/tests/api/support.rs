@@ -173,3 +173,35 @@ pub(crate) async fn next_event(stream: &mut SseStream, name: &str) -> Value {
 pub(crate) fn message(payload: Value) -> Value {
     json!({ "payload": payload })
 }
+
+/// Holds the first request that records an idempotency key (the server's
+/// `after_key_recorded` hook) until the test releases it.
+#[derive(Default)]
+pub(crate) struct Gate {
+    armed: std::sync::atomic::AtomicBool,
+    pub(crate) entered: tokio::sync::Notify,
+    pub(crate) release: tokio::sync::Notify,
+}
+
+impl Gate {
+    /// An armed gate and the hooks that use it.
+    pub(crate) fn armed() -> (std::sync::Arc<Self>, switchboard_tests::server::Hooks) {
+        use std::sync::atomic::Ordering;
+        let gate = std::sync::Arc::new(Self::default());
+        gate.armed.store(true, Ordering::SeqCst);
+        let hook_gate = gate.clone();
+        let hooks = switchboard_tests::server::Hooks {
+            after_key_recorded: Some(std::sync::Arc::new(move || {
+                let gate = hook_gate.clone();
+                Box::pin(async move {
+                    if gate.armed.swap(false, Ordering::SeqCst) {
+                        gate.entered.notify_one();
+                        gate.release.notified().await;
+                    }
+                })
+            })),
+            ..Default::default()
+        };
+        (gate, hooks)
+    }
+}

@@ -8,5 +8,6 @@ mod common;
 mod concurrency;
 mod inbox;
 mod leases;
+mod name_leases;
 mod retention;
 mod sse;

@@ -54,6 +54,22 @@ fn read_key(headers: &HeaderMap) -> ApiResult<String> {
     }
 }
 
+/// How a resource's answers are kept and replayed.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Policy {
+    /// The status of a replayed success; `None`: the stored one (201).
+    pub(super) replay_success: Option<StatusCode>,
+    /// Refusals that hold only for the moment (a lease held by someone else): not
+    /// stored, and the key is forgotten, so a retry with it asks again.
+    pub(super) momentary: &'static [u16],
+}
+
+/// Every outcome below 500 is stored and replayed as it was.
+pub(super) const REPLAY_AS_STORED: Policy = Policy {
+    replay_success: None,
+    momentary: &[],
+};
+
 /// Runs `work` at most once per key; replays its stored response on identical retries.
 pub(super) async fn run<T, F, Fut>(
     state: &AppState,
@@ -61,6 +77,7 @@ pub(super) async fn run<T, F, Fut>(
     headers: &HeaderMap,
     path: &str,
     body: &[u8],
+    policy: Policy,
     work: F,
 ) -> ApiResult<Response>
 where
@@ -87,7 +104,12 @@ where
         .await?
     {
         IdemBegin::Fresh => {}
-        IdemBegin::Replay(stored) => return Ok(replay(stored)),
+        IdemBegin::Replay(mut stored) => {
+            if let Some(status) = policy.replay_success.filter(|_| stored.status < 300) {
+                stored.status = status.as_u16();
+            }
+            return Ok(replay(stored));
+        }
         IdemBegin::Mismatch => {
             return Err(ApiError::new(
                 ErrorCode::IdempotencyKeyReused,
@@ -110,7 +132,7 @@ where
     }
     match work(key.clone()).await {
         Ok(value) => Ok((StatusCode::CREATED, axum::Json(value)).into_response()),
-        Err(e) if e.problem.status < 500 => {
+        Err(e) if e.problem.status < 500 && !policy.momentary.contains(&e.problem.status) => {
             let stored = StoredResponse {
                 status: e.problem.status,
                 body: serde_json::to_string(&e.problem).unwrap_or_default(),

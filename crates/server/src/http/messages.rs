@@ -88,6 +88,7 @@ where
         &headers,
         &path,
         &body,
+        idempotency::REPLAY_AS_STORED,
         |key| async move {
             let from = me.actor();
             work(st, me, msg, from, key).await

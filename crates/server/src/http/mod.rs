@@ -8,6 +8,7 @@ pub mod extract;
 mod idempotency;
 mod inbox;
 mod jobs;
+mod leases;
 pub mod limits;
 mod messages;
 mod ops;
@@ -90,6 +91,7 @@ impl AppState {
         (name = "agent", description = "An agent's inbox"),
         (name = "messages", description = "Business writes that fan out into inboxes"),
         (name = "ops", description = "The operator API"),
+        (name = "leases", description = "Memory instances and name + memory leases with fencing tokens"),
         (name = "system", description = "Health, metrics, capabilities"),
     ),
     components(schemas(switchboard_proto::Problem, switchboard_proto::InboxUpdated, switchboard_proto::OpsChange))
@@ -106,6 +108,7 @@ pub fn router(state: AppState) -> Router {
         .merge(messages::routes())
         .merge(ops::routes())
         .merge(jobs::routes())
+        .merge(leases::routes())
         .merge(session::routes())
         .merge(system::api_routes())
         .split_for_parts();

@@ -226,7 +226,7 @@ pub struct DepthRow {
 }
 
 #[async_trait]
-pub trait Store: JobStore + Send + Sync + 'static {
+pub trait Store: JobStore + LeaseStore + Send + Sync + 'static {
     /// A short name: `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> StoreResult<()>;
@@ -486,4 +486,91 @@ pub trait JobStore: Send + Sync {
     async fn jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<switchboard_proto::Job>>;
     /// At start: jobs left live by a stopped process become `interrupted`.
     async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64>;
+}
+
+/// A lease to acquire, validated by the handler.
+#[derive(Debug, Clone)]
+pub struct NewLease {
+    pub tenant: TenantId,
+    /// Canonical form and skeleton (the uniqueness key) of the name.
+    pub name: String,
+    pub skeleton: String,
+    pub memory: switchboard_proto::MemoryId,
+    pub ttl_ms: Millis,
+    pub lock_delay_ms: Millis,
+    pub owner_client: Option<String>,
+    /// Who asks (`Actor` as text), for operators.
+    pub holder: String,
+}
+
+/// Memory instances and their leases. Time is the server's clock (`now`): with
+/// SQLite the server is the database's only client, so its clock is the database
+/// clock; a client's clock is never used.
+#[async_trait]
+pub trait LeaseStore: Send + Sync {
+    async fn register_memory(
+        &self,
+        tenant: TenantId,
+        label: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<switchboard_proto::Memory>;
+    /// A new memory recording `parent` and `parent_token` (which must not be above
+    /// the parent's current token).
+    async fn branch_memory(
+        &self,
+        tenant: TenantId,
+        parent: switchboard_proto::MemoryId,
+        parent_token: u64,
+        label: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<switchboard_proto::Memory>;
+    async fn memory(
+        &self,
+        tenant: TenantId,
+        id: switchboard_proto::MemoryId,
+    ) -> StoreResult<switchboard_proto::Memory>;
+    async fn lineage(
+        &self,
+        tenant: TenantId,
+        id: switchboard_proto::MemoryId,
+    ) -> StoreResult<switchboard_proto::Lineage>;
+    /// Claims the name and the memory together, in one transaction (I7), or neither:
+    /// `LeaseHeld` when either has another live lease or is in its lock delay,
+    /// `Confusable` when the skeleton is leased under another canonical name.
+    /// An expired lease in the way is taken over. The new fencing token is one above
+    /// both the name's and the memory's last.
+    async fn acquire_lease(
+        &self,
+        lease: &NewLease,
+        idem: Option<&IdemKey>,
+        now: Millis,
+    ) -> StoreResult<switchboard_proto::Lease>;
+    async fn renew_lease(
+        &self,
+        tenant: TenantId,
+        id: switchboard_proto::LeaseId,
+        token: u64,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<switchboard_proto::Lease>;
+    async fn release_lease(
+        &self,
+        tenant: TenantId,
+        id: switchboard_proto::LeaseId,
+        token: u64,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// Ends a lease now and bumps both fences past its token, so its holder is
+    /// refused from then on; the lock delay starts now.
+    async fn force_release_lease(
+        &self,
+        tenant: TenantId,
+        id: switchboard_proto::LeaseId,
+        now: Millis,
+    ) -> StoreResult<switchboard_proto::OpsLease>;
+    async fn leases(
+        &self,
+        tenant: TenantId,
+        now: Millis,
+    ) -> StoreResult<Vec<switchboard_proto::OpsLease>>;
 }

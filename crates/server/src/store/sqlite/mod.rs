@@ -9,6 +9,7 @@
 mod background;
 mod inbox;
 mod jobs;
+mod leases;
 mod ops;
 mod rows;
 mod send;

@@ -88,7 +88,7 @@ pub(super) async fn idem_abort(store: &SqliteStore, key: &IdemKey) -> StoreResul
 }
 
 /// Stores the response with the business change, in the same transaction.
-async fn idem_finish(
+pub(super) async fn idem_finish(
     conn: &mut SqliteConnection,
     key: Option<&IdemKey>,
     status: u16,

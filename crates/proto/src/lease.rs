@@ -1,0 +1,150 @@
+//! Memory instances and the leases that bind a canonical agent name to one of them,
+//! with fencing tokens (issue 5).
+//!
+//! Terms:
+//! - *memory instance*: an identity for an agent's memory, a UUIDv7 minted by the
+//!   server (`POST /memories`), or by branching one (`POST /memories/branch`), which
+//!   records the parent and the parent's fencing token at the branch. A copy of the
+//!   bytes is not a branch: only the server mints ids.
+//! - *lease*: the right to run as `name` on `memory_instance_id` until `expires_at`.
+//!   A name (by its confusable skeleton, service-wide) and a memory each have at most
+//!   one live lease; one request claims both or neither.
+//! - *fencing token*: a number that strictly increases with every acquisition and
+//!   takeover of a name or a memory (and with a force-release). The data plane refuses
+//!   any token lower than the memory's current one (`409 stale_fence`).
+//! - *lock delay*: after a lease expires or is force-released, its name and memory
+//!   stay unavailable for this long (Consul's lock-delay), so a holder that missed its
+//!   expiry notices before anyone else starts.
+
+use crate::{LeaseId, MemoryId};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// `POST /api/v1/memories`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RegisterMemory {
+    /// A note for operators, at most 200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// `POST /api/v1/memories/branch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BranchMemory {
+    pub parent_memory_instance_id: MemoryId,
+    /// The parent's fencing token the branch starts from: at most the parent's
+    /// current token.
+    pub parent_fencing_token: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// A memory instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Memory {
+    pub memory_instance_id: MemoryId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_memory_instance_id: Option<MemoryId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branched_at_token: Option<u64>,
+    /// The memory's current fencing token (0: never leased).
+    pub fencing_token: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// `GET /api/v1/memories/{id}/lineage`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Lineage {
+    pub memory: Memory,
+    /// Parent first, then its parent, up to the root.
+    pub ancestors: Vec<Memory>,
+    /// Every branch below, breadth first (each names its parent).
+    pub descendants: Vec<Memory>,
+}
+
+/// `POST /api/v1/leases` (needs an `Idempotency-Key`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AcquireLease {
+    /// The agent name; canonicalized (PRECIS UsernameCaseMapped, UTS #39).
+    pub name: String,
+    pub memory_instance_id: MemoryId,
+    /// 0.1..=300.
+    pub ttl_seconds: f64,
+    /// Who holds it, for operators (host, pid…), at most 200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_client: Option<String>,
+    /// Quiet period after this lease expires or is force-released, 0..=60 s;
+    /// default 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_delay_seconds: Option<f64>,
+}
+
+/// A lease as its holder sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Lease {
+    pub lease_id: LeaseId,
+    /// The canonical name.
+    pub name: String,
+    pub memory_instance_id: MemoryId,
+    pub fencing_token: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_client: Option<String>,
+    pub ttl_seconds: f64,
+    pub lock_delay_seconds: f64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub acquired_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// `POST /api/v1/leases/renew`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RenewLease {
+    pub lease_id: LeaseId,
+    pub fencing_token: u64,
+    /// A new TTL (0.1..=300); default: the lease's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds: Option<f64>,
+}
+
+/// `POST /api/v1/leases/release`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseLease {
+    pub lease_id: LeaseId,
+    pub fencing_token: u64,
+}
+
+/// `GET /api/v1/ops/leases`: every live lease of the tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LeasePage {
+    pub leases: Vec<OpsLease>,
+}
+
+/// A lease as operators see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OpsLease {
+    #[serde(flatten)]
+    pub lease: Lease,
+    /// Who acquired it (`agent:build-bot`, `operator`).
+    pub holder: String,
+    /// Past `expires_at`, not yet taken over.
+    pub expired: bool,
+}

@@ -1,0 +1,458 @@
+//! Memory instances and name + memory leases with fencing tokens (I7). Every change
+//! is one `BEGIN IMMEDIATE` transaction on the single writer, so "check both, then
+//! claim both" cannot interleave with another acquisition: there is exactly one
+//! winner, and a refusal rolls everything back.
+
+use super::send::idem_finish;
+use super::{SqliteStore, parse_id};
+use crate::clock::{Millis, to_timestamp};
+use crate::store::*;
+use async_trait::async_trait;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+use switchboard_proto::{Lease, LeaseId, Lineage, Memory, MemoryId, OpsLease};
+
+const MEMORY_COLS: &str = "id, label, parent_id, branched_at_token, fence, created_at";
+const LEASE_COLS: &str = "id, name, skeleton, memory_id, fence, holder, owner_client, ttl_ms, \
+     lock_delay_ms, acquired_at, expires_at";
+
+fn memory_from_row(r: &SqliteRow) -> StoreResult<Memory> {
+    let parent: Option<String> = r.try_get("parent_id")?;
+    Ok(Memory {
+        memory_instance_id: parse_id(&r.try_get::<String, _>("id")?)?,
+        label: r.try_get("label")?,
+        parent_memory_instance_id: parent.as_deref().map(parse_id).transpose()?,
+        branched_at_token: r
+            .try_get::<Option<i64>, _>("branched_at_token")?
+            .map(|t| t as u64),
+        fencing_token: r.try_get::<i64, _>("fence")? as u64,
+        created_at: to_timestamp(r.try_get("created_at")?),
+    })
+}
+
+/// A stored lease row.
+struct Stored {
+    lease: Lease,
+    skeleton: String,
+    holder: String,
+    lock_delay_ms: Millis,
+    expires_at: Millis,
+}
+
+fn lease_from_row(r: &SqliteRow) -> StoreResult<Stored> {
+    let ttl_ms: i64 = r.try_get("ttl_ms")?;
+    let lock_delay_ms: i64 = r.try_get("lock_delay_ms")?;
+    let expires_at: i64 = r.try_get("expires_at")?;
+    Ok(Stored {
+        lease: Lease {
+            lease_id: parse_id(&r.try_get::<String, _>("id")?)?,
+            name: r.try_get("name")?,
+            memory_instance_id: parse_id(&r.try_get::<String, _>("memory_id")?)?,
+            fencing_token: r.try_get::<i64, _>("fence")? as u64,
+            owner_client: r.try_get("owner_client")?,
+            ttl_seconds: ttl_ms as f64 / 1000.0,
+            lock_delay_seconds: lock_delay_ms as f64 / 1000.0,
+            acquired_at: to_timestamp(r.try_get("acquired_at")?),
+            expires_at: to_timestamp(expires_at),
+        },
+        skeleton: r.try_get("skeleton")?,
+        holder: r.try_get("holder")?,
+        lock_delay_ms,
+        expires_at,
+    })
+}
+
+async fn load_memory(
+    conn: &mut SqliteConnection,
+    tenant: TenantId,
+    id: MemoryId,
+) -> StoreResult<Memory> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = ? AND id = ?"
+    )))
+    .bind(tenant.to_string())
+    .bind(id.to_string())
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    memory_from_row(&row)
+}
+
+async fn insert_memory(
+    conn: &mut SqliteConnection,
+    tenant: TenantId,
+    label: Option<&str>,
+    parent: Option<(MemoryId, u64)>,
+    now: Millis,
+) -> StoreResult<Memory> {
+    let id = MemoryId::new();
+    sqlx::query(
+        "INSERT INTO memories (id, tenant_id, label, parent_id, branched_at_token, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(id.to_string())
+    .bind(tenant.to_string())
+    .bind(label)
+    .bind(parent.map(|(p, _)| p.to_string()))
+    .bind(parent.map(|(_, t)| t as i64))
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    load_memory(conn, tenant, id).await
+}
+
+/// The lease of `tenant` with id `id`, if it is still stored.
+async fn load_lease(
+    conn: &mut SqliteConnection,
+    tenant: TenantId,
+    id: LeaseId,
+) -> StoreResult<Option<Stored>> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = ? AND id = ?"
+    )))
+    .bind(tenant.to_string())
+    .bind(id.to_string())
+    .fetch_optional(&mut *conn)
+    .await?
+    .as_ref()
+    .map(lease_from_row)
+    .transpose()
+}
+
+/// Moves the fences of a lease's name and memory to at least `fence`, and their lock
+/// delay to at least `quiet_until`.
+async fn set_fences(
+    conn: &mut SqliteConnection,
+    skeleton: &str,
+    memory: &str,
+    fence: i64,
+    quiet_until: Millis,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO name_fences (skeleton, fence, quiet_until) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (skeleton) DO UPDATE SET fence = MAX(fence, ?2), quiet_until = MAX(quiet_until, ?3)",
+    )
+    .bind(skeleton)
+    .bind(fence)
+    .bind(quiet_until)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE memories SET fence = MAX(fence, ?1), quiet_until = MAX(quiet_until, ?2) WHERE id = ?3",
+    )
+    .bind(fence)
+    .bind(quiet_until)
+    .bind(memory)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The stale-fence refusal, saying what is current.
+fn stale(id: LeaseId, token: u64, current: i64) -> StoreError {
+    StoreError::StaleFence(format!(
+        "fencing token {token} of lease {id} is stale: the current token is {current}; \
+         this holder lost the lease, acquire it again"
+    ))
+}
+
+fn secs(ms: Millis) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+#[async_trait]
+impl LeaseStore for SqliteStore {
+    async fn register_memory(
+        &self,
+        tenant: TenantId,
+        label: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<Memory> {
+        let mut tx = self.begin_write().await?;
+        let memory = insert_memory(&mut tx, tenant, label, None, now).await?;
+        tx.commit().await?;
+        Ok(memory)
+    }
+
+    async fn branch_memory(
+        &self,
+        tenant: TenantId,
+        parent: MemoryId,
+        parent_token: u64,
+        label: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<Memory> {
+        let mut tx = self.begin_write().await?;
+        let p = load_memory(&mut tx, tenant, parent).await?;
+        if parent_token > p.fencing_token {
+            return Err(StoreError::Invalid(format!(
+                "parent_fencing_token {parent_token} is above the parent's current token {}; \
+                 branch from a token the parent has reached",
+                p.fencing_token
+            )));
+        }
+        let memory =
+            insert_memory(&mut tx, tenant, label, Some((parent, parent_token)), now).await?;
+        tx.commit().await?;
+        Ok(memory)
+    }
+
+    async fn memory(&self, tenant: TenantId, id: MemoryId) -> StoreResult<Memory> {
+        let mut conn = self.read().acquire().await?;
+        load_memory(&mut conn, tenant, id).await
+    }
+
+    async fn lineage(&self, tenant: TenantId, id: MemoryId) -> StoreResult<Lineage> {
+        let mut tx = self.read().begin().await?;
+        let memory = load_memory(&mut tx, tenant, id).await?;
+        let mut ancestors = Vec::new();
+        let mut next = memory.parent_memory_instance_id;
+        while let Some(p) = next {
+            let m = load_memory(&mut tx, tenant, p).await?;
+            next = m.parent_memory_instance_id;
+            ancestors.push(m);
+        }
+        let mut descendants: Vec<Memory> = Vec::new();
+        let mut frontier = vec![id];
+        while !frontier.is_empty() {
+            let mut found = Vec::new();
+            for parent in &frontier {
+                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = ? AND parent_id = ? ORDER BY id"
+                )))
+                .bind(tenant.to_string())
+                .bind(parent.to_string())
+                .fetch_all(&mut *tx)
+                .await?;
+                for r in &rows {
+                    found.push(memory_from_row(r)?);
+                }
+            }
+            frontier = found.iter().map(|m| m.memory_instance_id).collect();
+            descendants.extend(found);
+        }
+        tx.commit().await?;
+        Ok(Lineage {
+            memory,
+            ancestors,
+            descendants,
+        })
+    }
+
+    async fn acquire_lease(
+        &self,
+        new: &NewLease,
+        idem: Option<&IdemKey>,
+        now: Millis,
+    ) -> StoreResult<Lease> {
+        let mut tx = self.begin_write().await?;
+        let memory = load_memory(&mut tx, new.tenant, new.memory).await?;
+        let memory_id = new.memory.to_string();
+        // Whatever holds the name (by skeleton) or the memory now.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {LEASE_COLS} FROM leases WHERE skeleton = ? OR memory_id = ?"
+        )))
+        .bind(&new.skeleton)
+        .bind(&memory_id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut quiet_until: Millis = 0;
+        for r in &rows {
+            let held = lease_from_row(r)?;
+            let on_name = held.skeleton == new.skeleton;
+            if held.expires_at > now {
+                if on_name && held.lease.name != new.name {
+                    return Err(StoreError::Confusable {
+                        canonical: new.name.clone(),
+                        skeleton: new.skeleton.clone(),
+                    });
+                }
+                let what = if on_name {
+                    format!("the name '{}'", new.name)
+                } else {
+                    format!("memory {}", new.memory)
+                };
+                return Err(StoreError::LeaseHeld(format!(
+                    "{what} is held by another live lease for {} more; nothing was claimed. \
+                     Retry after it expires or is released",
+                    secs(held.expires_at - now)
+                )));
+            }
+            // Expired: taken over below, after its lock delay.
+            quiet_until = quiet_until.max(held.expires_at + held.lock_delay_ms);
+            sqlx::query("DELETE FROM leases WHERE id = ?")
+                .bind(held.lease.lease_id.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
+        let name_fence: Option<(i64, i64)> =
+            sqlx::query_as("SELECT fence, quiet_until FROM name_fences WHERE skeleton = ?")
+                .bind(&new.skeleton)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let memory_quiet: i64 = sqlx::query_scalar("SELECT quiet_until FROM memories WHERE id = ?")
+            .bind(&memory_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let quiet_until = quiet_until
+            .max(memory_quiet)
+            .max(name_fence.map_or(0, |f| f.1));
+        if quiet_until > now {
+            return Err(StoreError::LeaseHeld(format!(
+                "the name '{}' or memory {} is in its lock delay for {} more (after an \
+                 expiry or a forced release); nothing was claimed. Retry then",
+                new.name,
+                new.memory,
+                secs(quiet_until - now)
+            )));
+        }
+        let fence = name_fence
+            .map_or(0, |f| f.0)
+            .max(memory.fencing_token as i64)
+            + 1;
+        set_fences(&mut tx, &new.skeleton, &memory_id, fence, 0).await?;
+        let id = LeaseId::new();
+        sqlx::query(
+            "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
+             owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(new.tenant.to_string())
+        .bind(&new.name)
+        .bind(&new.skeleton)
+        .bind(&memory_id)
+        .bind(fence)
+        .bind(&new.holder)
+        .bind(&new.owner_client)
+        .bind(new.ttl_ms)
+        .bind(new.lock_delay_ms)
+        .bind(now)
+        .bind(now + new.ttl_ms)
+        .execute(&mut *tx)
+        .await?;
+        let lease = load_lease(&mut tx, new.tenant, id)
+            .await?
+            .ok_or(StoreError::NotFound)?
+            .lease;
+        idem_finish(&mut tx, idem, 201, &lease).await?;
+        tx.commit().await?;
+        Ok(lease)
+    }
+
+    async fn renew_lease(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        token: u64,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Lease> {
+        let mut tx = self.begin_write().await?;
+        let Some(held) = load_lease(&mut tx, tenant, id).await? else {
+            // Released, forced out or taken over: a newer token exists or will.
+            return Err(StoreError::StaleFence(format!(
+                "lease {id} is no longer held (released, forced out or taken over); \
+                 fencing token {token} is stale; acquire it again"
+            )));
+        };
+        if held.lease.fencing_token != token {
+            return Err(stale(id, token, held.lease.fencing_token as i64));
+        }
+        if held.expires_at <= now {
+            return Err(StoreError::LeaseExpired(format!(
+                "lease {id} expired {} ago; renew earlier (at a third of the TTL), and \
+                 acquire it again now",
+                secs(now - held.expires_at)
+            )));
+        }
+        let ttl = ttl_ms.unwrap_or((held.lease.ttl_seconds * 1000.0).round() as Millis);
+        sqlx::query("UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE id = ?")
+            .bind(ttl)
+            .bind(now + ttl)
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        let lease = load_lease(&mut tx, tenant, id)
+            .await?
+            .ok_or(StoreError::NotFound)?
+            .lease;
+        tx.commit().await?;
+        Ok(lease)
+    }
+
+    async fn release_lease(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        token: u64,
+        _now: Millis,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        match load_lease(&mut tx, tenant, id).await? {
+            Some(held) if held.lease.fencing_token == token => {
+                // A clean release: the holder says it is done, so no lock delay.
+                sqlx::query("DELETE FROM leases WHERE id = ?")
+                    .bind(id.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Some(held) => return Err(stale(id, token, held.lease.fencing_token as i64)),
+            // Already gone (released before, forced out, taken over): the holder
+            // wants it ended, and it is. Releasing twice is not an error.
+            None => {}
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn force_release_lease(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        now: Millis,
+    ) -> StoreResult<OpsLease> {
+        let mut tx = self.begin_write().await?;
+        let held = load_lease(&mut tx, tenant, id)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        sqlx::query("DELETE FROM leases WHERE id = ?")
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        let bumped = held.lease.fencing_token as i64 + 1;
+        set_fences(
+            &mut tx,
+            &held.skeleton,
+            &held.lease.memory_instance_id.to_string(),
+            bumped,
+            now + held.lock_delay_ms,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(OpsLease {
+            expired: held.expires_at <= now,
+            lease: held.lease,
+            holder: held.holder,
+        })
+    }
+
+    async fn leases(&self, tenant: TenantId, now: Millis) -> StoreResult<Vec<OpsLease>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = ? ORDER BY expires_at"
+        )))
+        .bind(tenant.to_string())
+        .fetch_all(self.read())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let held = lease_from_row(r)?;
+                Ok(OpsLease {
+                    expired: held.expires_at <= now,
+                    lease: held.lease,
+                    holder: held.holder,
+                })
+            })
+            .collect()
+    }
+}

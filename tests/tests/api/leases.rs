@@ -1,0 +1,404 @@
+//! Memory instances and name + memory leases over real HTTP (issue 5): the lease's
+//! life (acquire, replay, renew, expiry, lock delay, takeover, release,
+//! force-release), fencing tokens that only grow, all-or-nothing claims, canonical
+//! and confusable names, the idempotency cases, and the branch lineage.
+
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard_tests::sdk::proto::{
+    AcquireLease, BranchMemory, Lease, Memory, MemoryId, RegisterMemory, ReleaseLease, RenewLease,
+};
+use switchboard_tests::sdk::reqwest::Method;
+use switchboard_tests::sdk::{Client, Error};
+use switchboard_tests::{Options, TestServer, key};
+
+use crate::support::{Gate, Reply};
+
+async fn memory(client: &Client) -> Memory {
+    client
+        .register_memory(&RegisterMemory::default())
+        .await
+        .expect("register memory")
+}
+
+fn ask(name: &str, memory: MemoryId, ttl: f64) -> AcquireLease {
+    AcquireLease {
+        name: name.to_owned(),
+        memory_instance_id: memory,
+        ttl_seconds: ttl,
+        owner_client: Some("host-a pid 42".into()),
+        lock_delay_seconds: None,
+    }
+}
+
+async fn acquire(client: &Client, name: &str, memory: MemoryId, ttl: f64) -> Result<Lease, Error> {
+    client
+        .acquire_lease(&ask(name, memory, ttl), &key())
+        .await
+        .map(|(lease, _)| lease)
+}
+
+#[track_caller]
+fn refused(result: Result<impl std::fmt::Debug, Error>, status: u16, code: &str) -> String {
+    let e = result.expect_err("refused");
+    let p = e
+        .problem()
+        .unwrap_or_else(|| panic!("a problem document: {e}"));
+    assert_eq!((p.status, p.code.as_deref()), (status, Some(code)), "{p:?}");
+    p.detail.clone().unwrap_or_default()
+}
+
+fn renew(lease: &Lease) -> RenewLease {
+    RenewLease {
+        lease_id: lease.lease_id,
+        fencing_token: lease.fencing_token,
+        ttl_seconds: None,
+    }
+}
+
+#[tokio::test]
+async fn a_lease_lives_renews_expires_into_its_lock_delay_and_is_taken_over_with_a_higher_token() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let (_, a) = server.agent("agent-a").await;
+    let (_, b) = server.agent("agent-b").await;
+    let m = memory(&a).await;
+    assert_eq!(m.fencing_token, 0, "never leased");
+
+    // A new claim answers 201, its replay 200 with the same lease.
+    let k = key();
+    let (first, sent) = a
+        .acquire_lease(&ask("Build-Bot", m.memory_instance_id, 10.0), &k)
+        .await
+        .unwrap();
+    assert_eq!((sent.status, sent.replayed), (201, false));
+    assert_eq!(first.name, "build-bot", "the canonical name");
+    assert_eq!(first.fencing_token, 1);
+    assert_eq!(first.lock_delay_seconds, 5.0, "the default lock delay");
+    let (again, sent) = a
+        .acquire_lease(&ask("Build-Bot", m.memory_instance_id, 10.0), &k)
+        .await
+        .unwrap();
+    assert_eq!((sent.status, sent.replayed), (200, true));
+    assert_eq!(again, first);
+
+    // Held: the same name elsewhere, or the same memory under another name.
+    let other = memory(&b).await;
+    refused(
+        acquire(&b, "build-bot", other.memory_instance_id, 10.0).await,
+        423,
+        "lease_held",
+    );
+    refused(
+        acquire(&b, "BUILD-BOT", other.memory_instance_id, 10.0).await,
+        423,
+        "lease_held",
+    );
+    let d = refused(
+        acquire(&b, "deploy-bot", m.memory_instance_id, 10.0).await,
+        423,
+        "lease_held",
+    );
+    assert!(d.contains("nothing was claimed"), "{d}");
+    // ...and nothing of the refused claim stuck: its free name is still free.
+    let deploy = acquire(&b, "deploy-bot", other.memory_instance_id, 10.0)
+        .await
+        .unwrap();
+    assert_eq!(deploy.fencing_token, 1);
+
+    // Renew moves the expiry; a wrong token is stale.
+    server.advance(Duration::from_secs(6));
+    let renewed = a.renew_lease(&renew(&first)).await.unwrap();
+    assert!(renewed.expires_at > first.expires_at);
+    let mut wrong = renew(&first);
+    wrong.fencing_token = 7;
+    refused(a.renew_lease(&wrong).await, 409, "stale_fence");
+
+    // Past its expiry: 410 to the holder, and the lock delay holds others off.
+    server.advance(Duration::from_secs(11));
+    let d = refused(a.renew_lease(&renew(&first)).await, 410, "lease_expired");
+    assert!(d.contains("expired"), "{d}");
+    let third = memory(&b).await;
+    let d = refused(
+        acquire(&b, "build-bot", third.memory_instance_id, 10.0).await,
+        423,
+        "lease_held",
+    );
+    assert!(d.contains("lock delay"), "{d}");
+    server.advance(Duration::from_secs(5));
+    let taken = acquire(&b, "build-bot", third.memory_instance_id, 10.0)
+        .await
+        .unwrap();
+    assert_eq!(taken.fencing_token, 2, "the takeover's token is higher");
+    refused(a.renew_lease(&renew(&first)).await, 409, "stale_fence");
+
+    // A clean release frees both at once (no lock delay) and the memory's token keeps
+    // growing with the next holder.
+    b.release_lease(&ReleaseLease {
+        lease_id: taken.lease_id,
+        fencing_token: taken.fencing_token,
+    })
+    .await
+    .unwrap();
+    b.release_lease(&ReleaseLease {
+        lease_id: taken.lease_id,
+        fencing_token: taken.fencing_token,
+    })
+    .await
+    .expect("releasing twice is fine");
+    let next = acquire(&a, "build-bot", m.memory_instance_id, 10.0)
+        .await
+        .unwrap();
+    assert_eq!(
+        next.fencing_token, 3,
+        "above both the name's 2 and the memory's 1"
+    );
+
+    // Force-release: the operator ends it, the fences move past it, the lock delay
+    // starts, and the holder's token is refused from then on.
+    let op = server.operator();
+    let listed = op.ops_leases().await.unwrap().leases;
+    assert_eq!(listed.len(), 2);
+    let row = listed
+        .iter()
+        .find(|l| l.lease.lease_id == next.lease_id)
+        .unwrap();
+    assert_eq!(row.holder, "agent:agent-a");
+    assert_eq!(row.lease.owner_client.as_deref(), Some("host-a pid 42"));
+    op.force_release_lease(next.lease_id).await.unwrap();
+    refused(a.renew_lease(&renew(&next)).await, 409, "stale_fence");
+    assert_eq!(
+        a.memory(m.memory_instance_id).await.unwrap().fencing_token,
+        4
+    );
+    refused(
+        acquire(&a, "build-bot", m.memory_instance_id, 10.0).await,
+        423,
+        "lease_held",
+    );
+    server.advance(Duration::from_secs(5));
+    let after = acquire(&a, "build-bot", m.memory_instance_id, 10.0)
+        .await
+        .unwrap();
+    assert_eq!(after.fencing_token, 5);
+    let forced = op.force_release_lease(after.lease_id).await;
+    assert!(forced.is_ok());
+    refused(
+        op.force_release_lease(after.lease_id).await,
+        404,
+        "not_found",
+    );
+}
+
+#[tokio::test]
+async fn names_are_canonical_and_confusable_names_collide() {
+    let server = TestServer::start().await;
+    let (_, a) = server.agent("a").await;
+    let m1 = memory(&a).await;
+    let m2 = memory(&a).await;
+    acquire(&a, "cop", m1.memory_instance_id, 30.0)
+        .await
+        .unwrap();
+    // Cyrillic с, о, р: all one script, so a valid name, with the skeleton of "cop".
+    let d = refused(
+        acquire(&a, "\u{441}\u{43e}\u{440}", m2.memory_instance_id, 30.0).await,
+        422,
+        "name_confusable",
+    );
+    assert!(
+        d.contains("looks like a name that is already in use"),
+        "{d}"
+    );
+    // Mixed scripts and spaces are not names at all.
+    refused(
+        acquire(&a, "p\u{430}ypal", m2.memory_instance_id, 30.0).await,
+        422,
+        "name_invalid",
+    );
+    refused(
+        acquire(&a, "two words", m2.memory_instance_id, 30.0).await,
+        422,
+        "name_invalid",
+    );
+    // Fullwidth and case fold to the same canonical name: held, not confusable.
+    refused(
+        acquire(&a, "\u{ff23}OP", m2.memory_instance_id, 30.0).await,
+        423,
+        "lease_held",
+    );
+}
+
+#[tokio::test]
+async fn acquiring_covers_every_idempotency_case_and_bounds() {
+    let (gate, hooks) = Gate::armed();
+    let server = TestServer::with(Options {
+        hooks,
+        ..Options::default()
+    })
+    .await;
+    let (_, a) = server.agent("a").await;
+    let m = memory(&a).await;
+    let body =
+        json!({"name": "idem-bot", "memory_instance_id": m.memory_instance_id, "ttl_seconds": 30});
+    let post = |body: serde_json::Value, k: Option<String>| {
+        let a = a.clone();
+        async move {
+            let mut req = a.request(Method::POST, "leases").json(&body);
+            if let Some(k) = k {
+                req = req.header("idempotency-key", format!("\"{k}\""));
+            }
+            Reply::read(req.send().await.unwrap()).await
+        }
+    };
+    post(body.clone(), None)
+        .await
+        .problem(400, "idempotency_key_required");
+
+    // In flight: a duplicate gets 409; then the first completes and replays as 200.
+    let k = key();
+    let first = tokio::spawn(post(body.clone(), Some(k.clone())));
+    tokio::time::timeout(Duration::from_secs(5), gate.entered.notified())
+        .await
+        .expect("the first request reaches the hook");
+    post(body.clone(), Some(k.clone()))
+        .await
+        .problem(409, "request_in_progress");
+    gate.release.notify_one();
+    let first = first.await.unwrap();
+    assert_eq!(first.status, 201, "{}", first.text());
+    let replay = post(body.clone(), Some(k.clone())).await;
+    assert_eq!((replay.status, replay.replayed()), (200, true));
+    assert_eq!(replay.json(), first.json());
+    // Same key, different body: 422.
+    let mut other = body.clone();
+    other["ttl_seconds"] = json!(60);
+    post(other, Some(k.clone()))
+        .await
+        .problem(422, "idempotency_key_reused");
+
+    // A held lease is an answer of the moment: the same key asks again later.
+    let (_, b) = server.agent("b").await;
+    let held_key = key();
+    let theirs = json!({"name": "idem-bot", "memory_instance_id": memory(&b).await.memory_instance_id, "ttl_seconds": 30});
+    let ask_b = |k: String| {
+        let (b, theirs) = (b.clone(), theirs.clone());
+        async move {
+            Reply::read(
+                b.request(Method::POST, "leases")
+                    .header("idempotency-key", k)
+                    .json(&theirs)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await
+        }
+    };
+    ask_b(held_key.clone()).await.problem(423, "lease_held");
+    let lease: Lease = serde_json::from_value(first.json()).unwrap();
+    a.release_lease(&ReleaseLease {
+        lease_id: lease.lease_id,
+        fencing_token: lease.fencing_token,
+    })
+    .await
+    .unwrap();
+    let won = ask_b(held_key).await;
+    assert_eq!(won.status, 201, "the same key now claims: {}", won.text());
+
+    // Bounds.
+    for (field, value) in [
+        ("ttl_seconds", json!(301)),
+        ("ttl_seconds", json!(0.05)),
+        ("lock_delay_seconds", json!(61)),
+    ] {
+        let mut bad = body.clone();
+        bad[field] = value;
+        let p = post(bad, Some(key()))
+            .await
+            .problem(422, "validation_failed");
+        assert!(p["detail"].as_str().unwrap().contains(field), "{p}");
+    }
+    let unknown = json!({"name": "x", "memory_instance_id": MemoryId::new(), "ttl_seconds": 30});
+    post(unknown, Some(key())).await.problem(404, "not_found");
+}
+
+#[tokio::test]
+async fn branches_record_their_parent_and_the_lineage_walks_both_ways() {
+    let server = TestServer::start().await;
+    let (_, a) = server.agent("a").await;
+    let root = memory(&a).await;
+    let lease = acquire(&a, "lineage-bot", root.memory_instance_id, 30.0)
+        .await
+        .unwrap();
+    let branch = |parent: MemoryId, token: u64| BranchMemory {
+        parent_memory_instance_id: parent,
+        parent_fencing_token: token,
+        label: Some("experiment".into()),
+    };
+    let d = refused(
+        a.branch_memory(&branch(root.memory_instance_id, 2)).await,
+        422,
+        "validation_failed",
+    );
+    assert!(d.contains("above the parent's current token 1"), "{d}");
+    let child = a
+        .branch_memory(&branch(root.memory_instance_id, lease.fencing_token))
+        .await
+        .unwrap();
+    assert_eq!(
+        child.parent_memory_instance_id,
+        Some(root.memory_instance_id)
+    );
+    assert_eq!(child.branched_at_token, Some(1));
+    assert_eq!(child.fencing_token, 0, "a branch starts unleased");
+    assert_ne!(
+        child.memory_instance_id, root.memory_instance_id,
+        "a new id"
+    );
+    let sibling = a
+        .branch_memory(&branch(root.memory_instance_id, 0))
+        .await
+        .unwrap();
+    let grandchild = a
+        .branch_memory(&branch(child.memory_instance_id, 0))
+        .await
+        .unwrap();
+
+    let of_child = a.lineage(child.memory_instance_id).await.unwrap();
+    assert_eq!(
+        of_child
+            .ancestors
+            .iter()
+            .map(|m| m.memory_instance_id)
+            .collect::<Vec<_>>(),
+        [root.memory_instance_id]
+    );
+    assert_eq!(
+        of_child
+            .descendants
+            .iter()
+            .map(|m| m.memory_instance_id)
+            .collect::<Vec<_>>(),
+        [grandchild.memory_instance_id]
+    );
+    let of_root = a.lineage(root.memory_instance_id).await.unwrap();
+    assert!(of_root.ancestors.is_empty());
+    let mut below: Vec<_> = of_root
+        .descendants
+        .iter()
+        .map(|m| m.memory_instance_id)
+        .collect();
+    below.sort();
+    let mut expected = vec![
+        child.memory_instance_id,
+        sibling.memory_instance_id,
+        grandchild.memory_instance_id,
+    ];
+    expected.sort();
+    assert_eq!(below, expected);
+    refused(a.lineage(MemoryId::new()).await, 404, "not_found");
+}

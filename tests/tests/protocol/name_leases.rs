@@ -1,0 +1,110 @@
+//! I7 under contention: 100 concurrent clients claim the same name with different
+//! memories, then the same memory under different names, 200 times over. Each round
+//! has exactly one winner, nothing of a loser's claim is left behind (the operator
+//! sees exactly the winner's lease), and the fencing tokens of the contested name and
+//! of the contested memory strictly increase from round to round.
+
+use futures::future::join_all;
+use switchboard_tests::TestServer;
+use switchboard_tests::key;
+use switchboard_tests::sdk::Client;
+use switchboard_tests::sdk::proto::{AcquireLease, Lease, MemoryId, RegisterMemory, ReleaseLease};
+
+const CONTENDERS: usize = 100;
+const ROUNDS: usize = 200;
+
+async fn contend(client: &Client, claims: Vec<(String, MemoryId)>) -> Lease {
+    let attempts = claims.into_iter().map(|(name, memory)| {
+        let client = client.clone();
+        async move {
+            let ask = AcquireLease {
+                name,
+                memory_instance_id: memory,
+                ttl_seconds: 60.0,
+                owner_client: None,
+                lock_delay_seconds: None,
+            };
+            client.acquire_lease(&ask, &key()).await.map(|(l, _)| l)
+        }
+    });
+    let mut winners = Vec::new();
+    for result in join_all(attempts).await {
+        match result {
+            Ok(lease) => winners.push(lease),
+            Err(e) => {
+                let code = e.problem().and_then(|p| p.code.clone());
+                assert_eq!(code.as_deref(), Some("lease_held"), "a loser is told: {e}");
+            }
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one winner: {winners:?}");
+    winners.remove(0)
+}
+
+async fn only_lease_is(op: &Client, winner: &Lease) {
+    let leases = op.ops_leases().await.expect("leases").leases;
+    assert_eq!(leases.len(), 1, "no partial claim is left: {leases:?}");
+    assert_eq!(&leases[0].lease, winner);
+}
+
+async fn release(client: &Client, lease: &Lease) {
+    client
+        .release_lease(&ReleaseLease {
+            lease_id: lease.lease_id,
+            fencing_token: lease.fencing_token,
+        })
+        .await
+        .expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_one_of_100_concurrent_claims_wins_every_round_and_tokens_only_grow() {
+    let server = TestServer::start().await;
+    let (_, agent) = server.agent("racer").await;
+    let op = server.operator();
+    let register = || async {
+        agent
+            .register_memory(&RegisterMemory::default())
+            .await
+            .expect("memory")
+            .memory_instance_id
+    };
+    let memories: Vec<MemoryId> = join_all((0..CONTENDERS).map(|_| register())).await;
+    let shared = register().await;
+    let names: Vec<String> = (0..CONTENDERS).map(|i| format!("racer-{i}")).collect();
+
+    let (mut name_token, mut memory_token) = (0, 0);
+    for round in 0..ROUNDS {
+        // One name, a hundred memories.
+        let claims = memories
+            .iter()
+            .map(|m| ("contested".to_owned(), *m))
+            .collect();
+        let won = contend(&agent, claims).await;
+        assert!(
+            won.fencing_token > name_token,
+            "round {round}: the name's token {} after {name_token}",
+            won.fencing_token
+        );
+        name_token = won.fencing_token;
+        only_lease_is(&op, &won).await;
+        release(&agent, &won).await;
+
+        // One memory, a hundred names.
+        let claims = names.iter().map(|n| (n.clone(), shared)).collect();
+        let won = contend(&agent, claims).await;
+        assert!(
+            won.fencing_token > memory_token,
+            "round {round}: the memory's token {} after {memory_token}",
+            won.fencing_token
+        );
+        memory_token = won.fencing_token;
+        only_lease_is(&op, &won).await;
+        release(&agent, &won).await;
+    }
+    assert_eq!(
+        name_token, ROUNDS as u64,
+        "one acquisition per round, no gaps"
+    );
+    assert_eq!(memory_token, ROUNDS as u64);
+}
