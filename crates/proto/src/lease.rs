@@ -148,3 +148,70 @@ pub struct OpsLease {
     /// Past `expires_at`, not yet taken over.
     pub expired: bool,
 }
+
+/// The header carrying the fencing token of the current lease on every record call.
+pub const FENCING_TOKEN: &str = "fencing-token";
+
+/// A record of a memory: `GET`/`PUT /api/v1/memories/{id}/records/{key}`. Its
+/// version is the `ETag` (`"v3"`); send it back as `If-Match` to update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MemoryRecord {
+    pub memory_instance_id: MemoryId,
+    pub key: String,
+    pub value: serde_json::Value,
+    pub version: u64,
+    /// The token of the write that made this version.
+    pub fencing_token: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl MemoryRecord {
+    /// The ETag of `version`: `"v3"`.
+    pub fn etag(version: u64) -> String {
+        format!("\"v{version}\"")
+    }
+}
+
+/// The payload of a `memory_updated` inbox event, sent to the agents subscribed to a
+/// memory in the same transaction as the change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MemoryUpdated {
+    /// Always `memory_updated`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub memory_instance_id: MemoryId,
+    pub key: String,
+    /// The new version (for a delete, the version that was deleted).
+    pub version: u64,
+    pub deleted: bool,
+    pub fencing_token: u64,
+}
+
+/// One refused data-plane call: a token that was not the memory's current one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FencingRejection {
+    pub id: i64,
+    pub memory_instance_id: MemoryId,
+    pub presented_token: u64,
+    pub current_token: u64,
+    /// The `owner_client` of the lease the presented token came from, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_client: Option<String>,
+    /// Who made the call (`agent:build-bot`).
+    pub actor: String,
+    /// `get`, `put` or `delete`, and the record key.
+    pub operation: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+/// `GET /api/v1/ops/fencing-rejections`: newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FencingRejectionPage {
+    pub rejections: Vec<FencingRejection>,
+}

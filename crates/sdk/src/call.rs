@@ -23,6 +23,8 @@ pub(crate) struct Call {
     pub(crate) body: Option<Vec<u8>>,
     /// Sensitive: never logged (invariant I11).
     pub(crate) idempotency_key: Option<HeaderValue>,
+    /// Other request headers (`Fencing-Token`, `If-Match`).
+    pub(crate) headers: Vec<(&'static str, HeaderValue)>,
     /// An SSE stream: no request timeout (it stays open), `Accept:
     /// text/event-stream`, `Cache-Control: no-store`.
     pub(crate) stream: bool,
@@ -38,6 +40,7 @@ impl Call {
             url,
             body: None,
             idempotency_key: None,
+            headers: Vec::new(),
             stream: false,
             repeat: Repeat::of_method(&method),
             method,
@@ -78,6 +81,14 @@ impl Call {
         self.idempotency_key = Some(value);
         // The server replays the stored answer to a repeat with the same key.
         self.repeat = Repeat::Safe;
+        Ok(self)
+    }
+
+    /// Adds a request header.
+    pub(crate) fn header(mut self, name: &'static str, value: &str) -> Result<Self, Error> {
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| Error::InvalidInput(format!("{name} must be visible ASCII")))?;
+        self.headers.push((name, value));
         Ok(self)
     }
 

@@ -343,6 +343,9 @@ impl Client {
         if let Some(key) = &call.idempotency_key {
             request = request.header(IDEMPOTENCY_KEY, key.clone());
         }
+        for (name, value) in &call.headers {
+            request = request.header(*name, value.clone());
+        }
         if let Some(body) = &call.body {
             request = request
                 .header(CONTENT_TYPE, "application/json")
@@ -441,7 +444,15 @@ pub(crate) fn route_template(path: &str) -> String {
         id_next = !is_id
             && matches!(
                 segment,
-                "agents" | "rooms" | "members" | "events" | "inbox" | "memories" | "records"
+                "agents"
+                    | "rooms"
+                    | "members"
+                    | "events"
+                    | "inbox"
+                    | "memories"
+                    | "records"
+                    | "subscribers"
+                    | "jobs"
             );
     }
     if route.is_empty() {

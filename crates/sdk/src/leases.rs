@@ -3,9 +3,20 @@
 
 use reqwest::Method;
 use switchboard_proto::{
-    AcquireLease, BranchMemory, Lease, LeaseId, LeasePage, Lineage, Memory, MemoryId, OpsLease,
-    RegisterMemory, ReleaseLease, RenewLease,
+    AcquireLease, BranchMemory, FENCING_TOKEN, FencingRejectionPage, Lease, LeaseId, LeasePage,
+    Lineage, Memory, MemoryId, MemoryRecord, OpsLease, RegisterMemory, ReleaseLease, RenewLease,
 };
+
+/// What a record write requires of the stored version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precondition {
+    /// Nothing: only for a record that does not exist yet (else 428).
+    None,
+    /// The version read before (`If-Match: "v3"`); else 412.
+    IfMatch(u64),
+    /// Create only (`If-None-Match: *`); 412 if it exists.
+    Absent,
+}
 
 use crate::call::Call;
 use crate::{Client, Error, Sent};
@@ -88,5 +99,86 @@ impl Client {
         let id = id.to_string();
         let url = self.api_url(&["ops", "leases", &id, "force-release"])?;
         self.fetch(Call::new(Method::POST, url)).await
+    }
+
+    fn record_call(
+        &self,
+        method: Method,
+        memory: MemoryId,
+        key: &str,
+        token: u64,
+    ) -> Result<Call, Error> {
+        let memory = memory.to_string();
+        let url = self.api_url(&["memories", &memory, "records", key])?;
+        Call::new(method, url).header(FENCING_TOKEN, &token.to_string())
+    }
+
+    /// `PUT /memories/{id}/records/{key}` with the lease's fencing token.
+    ///
+    /// Errors: `stale_fence` (409: this holder lost the lease), `lease_expired`
+    /// (410), `precondition_failed` (412), `precondition_required` (428).
+    pub async fn put_record(
+        &self,
+        memory: MemoryId,
+        key: &str,
+        value: &serde_json::Value,
+        token: u64,
+        precondition: Precondition,
+    ) -> Result<MemoryRecord, Error> {
+        let mut call = self
+            .record_call(Method::PUT, memory, key, token)?
+            .json(value)?;
+        call = match precondition {
+            Precondition::None => call,
+            Precondition::IfMatch(v) => call.header("if-match", &MemoryRecord::etag(v))?,
+            Precondition::Absent => call.header("if-none-match", "*")?,
+        };
+        self.fetch(call).await
+    }
+
+    /// `GET /memories/{id}/records/{key}` with the lease's fencing token.
+    pub async fn get_record(
+        &self,
+        memory: MemoryId,
+        key: &str,
+        token: u64,
+    ) -> Result<MemoryRecord, Error> {
+        self.fetch(self.record_call(Method::GET, memory, key, token)?)
+            .await
+    }
+
+    /// `DELETE /memories/{id}/records/{key}` (204).
+    pub async fn delete_record(
+        &self,
+        memory: MemoryId,
+        key: &str,
+        token: u64,
+        if_match: Option<u64>,
+    ) -> Result<(), Error> {
+        let mut call = self.record_call(Method::DELETE, memory, key, token)?;
+        if let Some(v) = if_match {
+            call = call.header("if-match", &MemoryRecord::etag(v))?;
+        }
+        self.send(call).await.map(drop)
+    }
+
+    /// `PUT` (or `DELETE` with `on == false`) `/memories/{id}/subscribers/{agent}`:
+    /// `memory_updated` events of the memory go to the agent's inbox.
+    pub async fn subscribe_memory(
+        &self,
+        memory: MemoryId,
+        agent: &str,
+        on: bool,
+    ) -> Result<(), Error> {
+        let memory = memory.to_string();
+        let url = self.api_url(&["memories", &memory, "subscribers", agent])?;
+        let method = if on { Method::PUT } else { Method::DELETE };
+        self.send(Call::new(method, url)).await.map(drop)
+    }
+
+    /// `GET /ops/fencing-rejections`: refused data-plane calls, newest first.
+    pub async fn fencing_rejections(&self) -> Result<FencingRejectionPage, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "fencing-rejections"])?))
+            .await
     }
 }

@@ -66,6 +66,7 @@ pub use client::{
 pub use consumer::{Consumer, ConsumerConfig, Delivery, Follower, Handler, Outcome};
 pub use credentials::{CredentialError, Credentials, TokenStore};
 pub use error::Error;
+pub use leases::Precondition;
 pub use local::{LocalDb, LocalError};
 pub use outbox::{Outbox, OutboxConfig, OutboxError, Target};
 pub use privacy::{Blocked, Cleared, Gate};

@@ -29,6 +29,12 @@ pub enum StoreError {
     /// A fencing token lower than the current one.
     #[error("stale fence: {0}")]
     StaleFence(String),
+    /// If-Match / If-None-Match did not hold.
+    #[error("precondition failed: {0}")]
+    PreconditionFailed(String),
+    /// An update without If-Match.
+    #[error("precondition required: {0}")]
+    PreconditionRequired(String),
     /// The lease ran out (and nobody took over yet).
     #[error("lease expired: {0}")]
     LeaseExpired(String),
@@ -141,6 +147,10 @@ impl From<StoreError> for ApiError {
             StoreError::LeaseHeld(why) => Self::new(ErrorCode::LeaseHeld, why),
             StoreError::StaleFence(why) => Self::new(ErrorCode::StaleFence, why),
             StoreError::LeaseExpired(why) => Self::new(ErrorCode::LeaseExpired, why),
+            StoreError::PreconditionFailed(why) => Self::new(ErrorCode::PreconditionFailed, why),
+            StoreError::PreconditionRequired(why) => {
+                Self::new(ErrorCode::PreconditionRequired, why)
+            }
             StoreError::Confusable {
                 canonical,
                 skeleton,

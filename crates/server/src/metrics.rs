@@ -23,6 +23,7 @@ pub struct Metrics {
     registry: Arc<Mutex<Registry>>,
     pub lease_expirations: Counter,
     pub stale_claim_rejections: Counter,
+    pub fencing_rejections: Counter,
     pub quarantined: Counter,
     pub expired: Counter,
     pub delivered: Counter,
@@ -44,6 +45,7 @@ impl Metrics {
             registry: Arc::new(Mutex::new(Registry::default())),
             lease_expirations: Counter::default(),
             stale_claim_rejections: Counter::default(),
+            fencing_rejections: Counter::default(),
             quarantined: Counter::default(),
             expired: Counter::default(),
             delivered: Counter::default(),
@@ -62,6 +64,11 @@ impl Metrics {
             "stale_claim_rejections",
             "Ack, release or extend refused because the claim token was stale (fencing)",
             m.stale_claim_rejections.clone(),
+        );
+        registry.register(
+            "fencing_rejections",
+            "Memory record calls refused because the fencing token was not the current one",
+            m.fencing_rejections.clone(),
         );
         registry.register(
             "events_quarantined",

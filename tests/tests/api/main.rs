@@ -7,6 +7,7 @@ mod jobs;
 mod leases;
 mod limits;
 mod ops;
+mod records;
 mod rooms;
 mod support;
 mod system;

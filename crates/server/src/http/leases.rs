@@ -50,7 +50,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 }
 
 /// Agents and writing operators may hold leases; a read-only session may not.
-fn may_lease(p: &Principal) -> ApiResult<()> {
+pub(super) fn may_lease(p: &Principal) -> ApiResult<()> {
     if p.agent_id.is_some() {
         Ok(())
     } else {

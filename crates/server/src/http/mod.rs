@@ -12,6 +12,7 @@ mod leases;
 pub mod limits;
 mod messages;
 mod ops;
+mod records;
 pub mod session;
 mod system;
 
@@ -109,6 +110,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(jobs::routes())
         .merge(leases::routes())
+        .merge(records::routes())
         .merge(session::routes())
         .merge(system::api_routes())
         .split_for_parts();

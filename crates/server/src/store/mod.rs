@@ -226,7 +226,7 @@ pub struct DepthRow {
 }
 
 #[async_trait]
-pub trait Store: JobStore + LeaseStore + Send + Sync + 'static {
+pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
     /// A short name: `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> StoreResult<()>;
@@ -573,4 +573,76 @@ pub trait LeaseStore: Send + Sync {
         tenant: TenantId,
         now: Millis,
     ) -> StoreResult<Vec<switchboard_proto::OpsLease>>;
+}
+
+/// One data-plane call on a memory's record, with the caller's fencing token.
+#[derive(Debug, Clone)]
+pub struct RecordCall<'a> {
+    pub tenant: TenantId,
+    pub memory: switchboard_proto::MemoryId,
+    pub key: &'a str,
+    pub token: u64,
+    pub who: &'a Actor,
+    pub op: RecordOp,
+}
+
+#[derive(Debug, Clone)]
+pub enum RecordOp {
+    Get,
+    /// `value` is JSON text. `if_match`: the version the caller read;
+    /// `if_none_match`: create only.
+    Put {
+        value: String,
+        if_match: Option<u64>,
+        if_none_match: bool,
+    },
+    Delete {
+        if_match: Option<u64>,
+    },
+}
+
+impl RecordOp {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Self::Get => "get",
+            Self::Put { .. } => "put",
+            Self::Delete { .. } => "delete",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum RecordDone {
+    Read(switchboard_proto::MemoryRecord),
+    Written {
+        record: switchboard_proto::MemoryRecord,
+        created: bool,
+    },
+    Deleted,
+}
+
+/// The fenced data plane (I7's other half): every call presents the memory's
+/// current fencing token, checked in the call's own transaction; a refusal is
+/// recorded before it is answered. A change sends `memory_updated` to the memory's
+/// subscribers in the same transaction (I1).
+#[async_trait]
+pub trait RecordStore: Send + Sync {
+    async fn record(
+        &self,
+        call: &RecordCall<'_>,
+        now: Millis,
+    ) -> StoreResult<Committed<RecordDone>>;
+    async fn subscribe_memory(
+        &self,
+        tenant: TenantId,
+        memory: switchboard_proto::MemoryId,
+        agent: AgentId,
+        on: bool,
+    ) -> StoreResult<()>;
+    /// Newest first.
+    async fn fencing_rejections(
+        &self,
+        tenant: TenantId,
+        limit: u32,
+    ) -> StoreResult<Vec<switchboard_proto::FencingRejection>>;
 }

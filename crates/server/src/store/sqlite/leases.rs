@@ -331,6 +331,18 @@ impl LeaseStore for SqliteStore {
         .bind(now + new.ttl_ms)
         .execute(&mut *tx)
         .await?;
+        sqlx::query(
+            "INSERT INTO issued_tokens (memory_id, fence, lease_id, owner_client, holder, issued_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&memory_id)
+        .bind(fence)
+        .bind(id.to_string())
+        .bind(&new.owner_client)
+        .bind(&new.holder)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
         let lease = load_lease(&mut tx, new.tenant, id)
             .await?
             .ok_or(StoreError::NotFound)?

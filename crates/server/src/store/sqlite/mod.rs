@@ -11,6 +11,7 @@ mod inbox;
 mod jobs;
 mod leases;
 mod ops;
+mod records;
 mod rows;
 mod send;
 

@@ -144,7 +144,7 @@ async fn next_seq(
 }
 
 /// Writes one inbox event (with its first history step).
-async fn insert_event(
+pub(super) async fn insert_event(
     conn: &mut SqliteConnection,
     tenant: TenantId,
     to: AgentId,
