@@ -11,3 +11,4 @@ mod leases;
 mod name_leases;
 mod retention;
 mod sse;
+mod zombie;
