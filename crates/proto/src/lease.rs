@@ -215,3 +215,28 @@ pub struct FencingRejection {
 pub struct FencingRejectionPage {
     pub rejections: Vec<FencingRejection>,
 }
+
+/// One entry of the lease audit trail. Names and memory ids are stored only as
+/// `SHA-256(value || tenant salt)` in hex.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LeaseAuditEntry {
+    pub id: i64,
+    /// `acquired`, `renewed`, `released`, `expired`, `taken_over`, `force_released`,
+    /// `fence_rejected`.
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_hash: Option<String>,
+    pub memory_hash: String,
+    pub fencing_token: u64,
+    pub actor: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+/// `GET /api/v1/ops/lease-audit`: newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LeaseAuditPage {
+    pub entries: Vec<LeaseAuditEntry>,
+}

@@ -3,8 +3,9 @@
 
 use reqwest::Method;
 use switchboard_proto::{
-    AcquireLease, BranchMemory, FENCING_TOKEN, FencingRejectionPage, Lease, LeaseId, LeasePage,
-    Lineage, Memory, MemoryId, MemoryRecord, OpsLease, RegisterMemory, ReleaseLease, RenewLease,
+    AcquireLease, BranchMemory, FENCING_TOKEN, FencingRejectionPage, Lease, LeaseAuditPage,
+    LeaseId, LeasePage, Lineage, Memory, MemoryId, MemoryRecord, OpsLease, RegisterMemory,
+    ReleaseLease, RenewLease,
 };
 
 /// What a record write requires of the stored version.
@@ -179,6 +180,12 @@ impl Client {
     /// `GET /ops/fencing-rejections`: refused data-plane calls, newest first.
     pub async fn fencing_rejections(&self) -> Result<FencingRejectionPage, Error> {
         self.fetch(Call::get(self.api_url(&["ops", "fencing-rejections"])?))
+            .await
+    }
+
+    /// `GET /ops/lease-audit`: the lease audit trail (salted hashes), newest first.
+    pub async fn lease_audit(&self) -> Result<LeaseAuditPage, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "lease-audit"])?))
             .await
     }
 }

@@ -24,6 +24,8 @@ pub struct Metrics {
     pub lease_expirations: Counter,
     pub stale_claim_rejections: Counter,
     pub fencing_rejections: Counter,
+    pub idempotency_cache_hits: Counter,
+    pub lease_renewal_latency: Histogram,
     pub quarantined: Counter,
     pub expired: Counter,
     pub delivered: Counter,
@@ -46,6 +48,10 @@ impl Metrics {
             lease_expirations: Counter::default(),
             stale_claim_rejections: Counter::default(),
             fencing_rejections: Counter::default(),
+            idempotency_cache_hits: Counter::default(),
+            lease_renewal_latency: Histogram::new([
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+            ]),
             quarantined: Counter::default(),
             expired: Counter::default(),
             delivered: Counter::default(),
@@ -69,6 +75,16 @@ impl Metrics {
             "fencing_rejections",
             "Memory record calls refused because the fencing token was not the current one",
             m.fencing_rejections.clone(),
+        );
+        registry.register(
+            "idempotency_cache_hits",
+            "Requests answered with the stored response of an earlier one with the same Idempotency-Key",
+            m.idempotency_cache_hits.clone(),
+        );
+        registry.register(
+            "lease_renewal_latency_seconds",
+            "Time to renew a name + memory lease, in the server",
+            m.lease_renewal_latency.clone(),
         );
         registry.register(
             "events_quarantined",

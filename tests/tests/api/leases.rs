@@ -85,6 +85,8 @@ async fn a_lease_lives_renews_expires_into_its_lock_delay_and_is_taken_over_with
         .unwrap();
     assert_eq!((sent.status, sent.replayed), (200, true));
     assert_eq!(again, first);
+    let metrics = server.operator().metrics_text().await.unwrap();
+    assert!(metrics.contains("idempotency_cache_hits_total 1"), "{metrics}");
 
     // Held: the same name elsewhere, or the same memory under another name.
     let other = memory(&b).await;
@@ -401,4 +403,76 @@ async fn branches_record_their_parent_and_the_lineage_walks_both_ways() {
     expected.sort();
     assert_eq!(below, expected);
     refused(a.lineage(MemoryId::new()).await, 404, "not_found");
+}
+
+#[tokio::test]
+async fn the_lease_audit_keeps_only_salted_hashes_of_names_and_memories() {
+    use sha2::{Digest, Sha256};
+    let server = TestServer::start().await;
+    let (_, a) = server.agent("a").await;
+    let m = memory(&a).await;
+    let lease = acquire(&a, "audit-bot", m.memory_instance_id, 30.0)
+        .await
+        .unwrap();
+    a.renew_lease(&renew(&lease)).await.unwrap();
+    let op = server.operator();
+    op.force_release_lease(lease.lease_id).await.unwrap();
+    let refused = a
+        .put_record(
+            m.memory_instance_id,
+            "k",
+            &json!(1),
+            lease.fencing_token,
+            switchboard_tests::sdk::Precondition::None,
+        )
+        .await;
+    assert!(refused.is_err());
+
+    let entries = op.lease_audit().await.unwrap().entries;
+    let events: Vec<&str> = entries.iter().rev().map(|e| e.event.as_str()).collect();
+    assert_eq!(
+        events,
+        ["acquired", "renewed", "force_released", "fence_rejected"]
+    );
+    let name_hash = entries[3]
+        .name_hash
+        .clone()
+        .expect("acquired names the name");
+    assert!(
+        entries[..3]
+            .iter()
+            .all(|e| e.memory_hash == entries[3].memory_hash)
+    );
+    assert_eq!(
+        entries[2].name_hash.as_ref(),
+        Some(&name_hash),
+        "one name, one hash"
+    );
+    assert_eq!(entries[0].name_hash, None, "a refusal has only the memory");
+    assert_eq!(entries[3].actor, "agent:a");
+    assert_eq!(entries[1].actor, "operator");
+    // Salted: not the plain SHA-256 of the name.
+    let plain: String = Sha256::digest(b"audit-bot")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_ne!(name_hash, plain);
+    assert_eq!(name_hash.len(), 64);
+
+    // Nothing in the table spells the name or the memory.
+    let url = format!("sqlite://{}?mode=ro", server.db_path.display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let rows: Vec<(String, Option<String>, String, String)> =
+        sqlx::query_as("SELECT event, name_hash, memory_hash, actor FROM lease_audit")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let text = format!("{rows:?}");
+    assert!(!text.contains("audit-bot"));
+    assert!(!text.contains(&m.memory_instance_id.to_string()));
+    pool.close().await;
+
+    let metrics = op.metrics_text().await.unwrap();
+    assert!(metrics.contains("lease_renewal_latency_seconds_count 1"), "{metrics}");
+    assert!(metrics.contains("fencing_rejections_total 1"), "{metrics}");
 }

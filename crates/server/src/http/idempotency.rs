@@ -105,6 +105,7 @@ where
     {
         IdemBegin::Fresh => {}
         IdemBegin::Replay(mut stored) => {
+            state.metrics.idempotency_cache_hits.inc();
             if let Some(status) = policy.replay_success.filter(|_| stored.status < 300) {
                 stored.status = status.as_u16();
             }

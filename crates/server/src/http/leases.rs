@@ -47,6 +47,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(release))
         .routes(routes!(list_leases))
         .routes(routes!(force_release))
+        .routes(routes!(lease_audit))
 }
 
 /// Agents and writing operators may hold leases; a read-only session may not.
@@ -237,6 +238,7 @@ async fn renew(
     Json(req): Json<RenewLease>,
 ) -> ApiResult<axum::Json<Lease>> {
     may_lease(&principal)?;
+    let started = std::time::Instant::now();
     let ttl = req
         .ttl_seconds
         .map(|t| seconds("ttl_seconds", t, MIN_TTL_S, MAX_TTL_S))
@@ -248,9 +250,14 @@ async fn renew(
             req.lease_id,
             req.fencing_token,
             ttl,
+            &principal.actor().to_string(),
             state.now(),
         )
         .await?;
+    state
+        .metrics
+        .lease_renewal_latency
+        .observe(started.elapsed().as_secs_f64());
     Ok(axum::Json(lease))
 }
 
@@ -270,6 +277,7 @@ async fn release(
             principal.tenant_id,
             req.lease_id,
             req.fencing_token,
+            &principal.actor().to_string(),
             state.now(),
         )
         .await?;
@@ -302,7 +310,12 @@ async fn force_release(
     principal.require(SCOPE_OPS_WRITE)?;
     let lease = state
         .store
-        .force_release_lease(principal.tenant_id, id, state.now())
+        .force_release_lease(
+            principal.tenant_id,
+            id,
+            &principal.actor().to_string(),
+            state.now(),
+        )
         .await
         .map_err(|e| match e {
             StoreError::NotFound => ApiError::not_found(format_args!("lease {id}")),
@@ -310,4 +323,34 @@ async fn force_release(
         })?;
     tracing::info!(lease_id = %id, fencing_token = lease.lease.fencing_token, "lease force-released");
     Ok(axum::Json(lease))
+}
+
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+struct AuditQuery {
+    /// 1..=1000, default 100.
+    limit: Option<u32>,
+}
+
+/// The lease audit trail, newest first: acquired, renewed, released, expired,
+/// taken over, force-released and fence-rejected, with the name and the memory only
+/// as `SHA-256(value || tenant salt)`.
+#[utoipa::path(get, path = "/api/v1/ops/lease-audit", tag = "ops", params(AuditQuery),
+    responses((status = 200, body = LeaseAuditPage)))]
+async fn lease_audit(
+    State(state): State<AppState>,
+    principal: Principal,
+    super::extract::Query(q): super::extract::Query<AuditQuery>,
+) -> ApiResult<axum::Json<LeaseAuditPage>> {
+    principal.require(SCOPE_OPS_READ)?;
+    let limit = super::limits::bounded(
+        "limit",
+        q.limit,
+        super::limits::DEFAULT_PAGE,
+        1,
+        super::limits::MAX_PAGE,
+    )?;
+    Ok(axum::Json(LeaseAuditPage {
+        entries: state.store.lease_audit(principal.tenant_id, limit).await?,
+    }))
 }

@@ -551,6 +551,7 @@ pub trait LeaseStore: Send + Sync {
         id: switchboard_proto::LeaseId,
         token: u64,
         ttl_ms: Option<Millis>,
+        actor: &str,
         now: Millis,
     ) -> StoreResult<switchboard_proto::Lease>;
     async fn release_lease(
@@ -558,6 +559,7 @@ pub trait LeaseStore: Send + Sync {
         tenant: TenantId,
         id: switchboard_proto::LeaseId,
         token: u64,
+        actor: &str,
         now: Millis,
     ) -> StoreResult<()>;
     /// Ends a lease now and bumps both fences past its token, so its holder is
@@ -566,6 +568,7 @@ pub trait LeaseStore: Send + Sync {
         &self,
         tenant: TenantId,
         id: switchboard_proto::LeaseId,
+        actor: &str,
         now: Millis,
     ) -> StoreResult<switchboard_proto::OpsLease>;
     async fn leases(
@@ -573,6 +576,12 @@ pub trait LeaseStore: Send + Sync {
         tenant: TenantId,
         now: Millis,
     ) -> StoreResult<Vec<switchboard_proto::OpsLease>>;
+    /// The lease audit trail, newest first (names and memories as salted hashes).
+    async fn lease_audit(
+        &self,
+        tenant: TenantId,
+        limit: u32,
+    ) -> StoreResult<Vec<switchboard_proto::LeaseAuditEntry>>;
 }
 
 /// One data-plane call on a memory's record, with the caller's fencing token.

@@ -3,6 +3,7 @@
 //! claim both" cannot interleave with another acquisition: there is exactly one
 //! winner, and a refusal rolls everything back.
 
+use super::lease_audit::{self, Line};
 use super::send::idem_finish;
 use super::{SqliteStore, parse_id};
 use crate::clock::{Millis, to_timestamp};
@@ -284,6 +285,20 @@ impl LeaseStore for SqliteStore {
                 .bind(held.lease.lease_id.to_string())
                 .execute(&mut *tx)
                 .await?;
+            let memory = held.lease.memory_instance_id.to_string();
+            for (event, actor) in [
+                ("expired", "system:leases"),
+                ("taken_over", new.holder.as_str()),
+            ] {
+                let line = Line {
+                    event,
+                    name: Some(&held.lease.name),
+                    memory: &memory,
+                    token: held.lease.fencing_token as i64,
+                    actor,
+                };
+                lease_audit::write(&mut tx, new.tenant, line, now).await?;
+            }
         }
         let name_fence: Option<(i64, i64)> =
             sqlx::query_as("SELECT fence, quiet_until FROM name_fences WHERE skeleton = ?")
@@ -347,6 +362,14 @@ impl LeaseStore for SqliteStore {
             .await?
             .ok_or(StoreError::NotFound)?
             .lease;
+        let line = Line {
+            event: "acquired",
+            name: Some(&new.name),
+            memory: &memory_id,
+            token: fence,
+            actor: &new.holder,
+        };
+        lease_audit::write(&mut tx, new.tenant, line, now).await?;
         idem_finish(&mut tx, idem, 201, &lease).await?;
         tx.commit().await?;
         Ok(lease)
@@ -358,6 +381,7 @@ impl LeaseStore for SqliteStore {
         id: LeaseId,
         token: u64,
         ttl_ms: Option<Millis>,
+        actor: &str,
         now: Millis,
     ) -> StoreResult<Lease> {
         let mut tx = self.begin_write().await?;
@@ -389,6 +413,15 @@ impl LeaseStore for SqliteStore {
             .await?
             .ok_or(StoreError::NotFound)?
             .lease;
+        let memory = lease.memory_instance_id.to_string();
+        let line = Line {
+            event: "renewed",
+            name: Some(&lease.name),
+            memory: &memory,
+            token: token as i64,
+            actor,
+        };
+        lease_audit::write(&mut tx, tenant, line, now).await?;
         tx.commit().await?;
         Ok(lease)
     }
@@ -398,7 +431,8 @@ impl LeaseStore for SqliteStore {
         tenant: TenantId,
         id: LeaseId,
         token: u64,
-        _now: Millis,
+        actor: &str,
+        now: Millis,
     ) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
         match load_lease(&mut tx, tenant, id).await? {
@@ -408,6 +442,15 @@ impl LeaseStore for SqliteStore {
                     .bind(id.to_string())
                     .execute(&mut *tx)
                     .await?;
+                let memory = held.lease.memory_instance_id.to_string();
+                let line = Line {
+                    event: "released",
+                    name: Some(&held.lease.name),
+                    memory: &memory,
+                    token: token as i64,
+                    actor,
+                };
+                lease_audit::write(&mut tx, tenant, line, now).await?;
             }
             Some(held) => return Err(stale(id, token, held.lease.fencing_token as i64)),
             // Already gone (released before, forced out, taken over): the holder
@@ -422,6 +465,7 @@ impl LeaseStore for SqliteStore {
         &self,
         tenant: TenantId,
         id: LeaseId,
+        actor: &str,
         now: Millis,
     ) -> StoreResult<OpsLease> {
         let mut tx = self.begin_write().await?;
@@ -441,6 +485,15 @@ impl LeaseStore for SqliteStore {
             now + held.lock_delay_ms,
         )
         .await?;
+        let memory = held.lease.memory_instance_id.to_string();
+        let line = Line {
+            event: "force_released",
+            name: Some(&held.lease.name),
+            memory: &memory,
+            token: bumped,
+            actor,
+        };
+        lease_audit::write(&mut tx, tenant, line, now).await?;
         tx.commit().await?;
         Ok(OpsLease {
             expired: held.expires_at <= now,
@@ -466,5 +519,13 @@ impl LeaseStore for SqliteStore {
                 })
             })
             .collect()
+    }
+
+    async fn lease_audit(
+        &self,
+        tenant: TenantId,
+        limit: u32,
+    ) -> StoreResult<Vec<switchboard_proto::LeaseAuditEntry>> {
+        lease_audit::entries(self, tenant, limit).await
     }
 }

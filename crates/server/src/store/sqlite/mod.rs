@@ -9,6 +9,7 @@
 mod background;
 mod inbox;
 mod jobs;
+mod lease_audit;
 mod leases;
 mod ops;
 mod records;

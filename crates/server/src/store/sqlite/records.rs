@@ -2,6 +2,7 @@
 //! memory's current fencing token, checked in the same transaction as the write.
 //! A refusal is recorded (and committed) before it is answered.
 
+use super::lease_audit::{self, Line};
 use super::send::insert_event;
 use super::{SqliteStore, parse_id};
 use crate::clock::{Millis, to_timestamp};
@@ -167,6 +168,16 @@ impl RecordStore for SqliteStore {
             .bind(now)
             .execute(&mut *tx)
             .await?;
+            let memory = call.memory.to_string();
+            let actor = call.who.to_string();
+            let line = Line {
+                event: "fence_rejected",
+                name: None,
+                memory: &memory,
+                token: call.token as i64,
+                actor: &actor,
+            };
+            lease_audit::write(&mut tx, call.tenant, line, now).await?;
             tx.commit().await?;
             return Err(match refusal {
                 Refusal::Stale(why) => StoreError::StaleFence(why),
