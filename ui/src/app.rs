@@ -286,8 +286,8 @@ fn Shell() -> impl IntoView {
                     view! { <pages::quarantine::QuarantinePage query=q /> }.into_any()
                 }
                 Route::Audit => view! { <pages::audit::AuditPage /> }.into_any(),
-                Route::Leases => view! { <pages::Placeholder what="Leases" detail="Name and memory leases (who holds which agent name and memory, with fencing tokens) are not on this server yet. When the lease API lands, this page lists every lease with its holder and expiry." /> }.into_any(),
-                Route::Fencing => view! { <pages::Placeholder what="Fencing rejections" detail="The server does not record fencing rejections yet. When fenced memories land, this page lists the writes refused for a stale fencing token." /> }.into_any(),
+                Route::Leases => view! { <pages::leases::LeasesPage /> }.into_any(),
+                Route::Fencing => view! { <pages::fencing::FencingPage /> }.into_any(),
                 Route::Webhooks => view! { <pages::Placeholder what="Webhooks" detail="Webhook registrations are not on this server yet. When callbacks land, this page lists each target with its health and lets you disable it." /> }.into_any(),
                 Route::NotFound(path) => view! { <pages::Placeholder what="Not found" detail=format!("The console has no page at {path}. Use the navigation above.") /> }.into_any(),
             }}

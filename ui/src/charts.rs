@@ -182,7 +182,7 @@ pub(crate) fn per_minute(samples: &[OpsSample], f: fn(&OpsSample) -> u64) -> Vec
     out
 }
 
-/// Lease expirations and stale-claim rejections per minute over the window.
+/// Lease expirations, stale-claim and fencing rejections per minute over the window.
 pub(crate) fn expirations(h: &OpsHistory, p: &Palette) -> Drawn {
     let s = &h.samples;
     lines(
@@ -197,6 +197,11 @@ pub(crate) fn expirations(h: &OpsHistory, p: &Palette) -> Drawn {
                 "stale-claim rejections",
                 p.quarantined,
                 per_minute(s, |x| x.stale_claim_rejections_total),
+            ),
+            (
+                "fencing rejections",
+                p.pending,
+                per_minute(s, |x| x.fencing_rejections_total),
             ),
         ],
         "per minute",
@@ -292,6 +297,7 @@ mod tests {
             quarantined: 0,
             lease_expirations_total: expirations,
             stale_claim_rejections_total: 0,
+            fencing_rejections_total: 0,
             delivered_total: 0,
         }
     }

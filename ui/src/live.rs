@@ -48,6 +48,8 @@ pub(crate) struct Live {
     pub(crate) samples: RwSignal<u64>,
     /// The latest `job` event: a bulk job's progress or end.
     pub(crate) job: RwSignal<Option<Job>>,
+    /// Bumped on `leases` (a lease changed, or the fence refused a call).
+    pub(crate) leases: RwSignal<u64>,
 }
 
 type Handlers = Vec<Closure<dyn FnMut(web_sys::Event)>>;
@@ -66,6 +68,7 @@ impl Live {
             state: RwSignal::new(LiveState::Connecting),
             samples: RwSignal::new(0),
             job: RwSignal::new(None),
+            leases: RwSignal::new(0),
         };
         let current: Rc<RefCell<Option<Stream>>> = Rc::new(RefCell::new(None));
         let cur = current.clone();
@@ -144,12 +147,16 @@ fn open(live: Live, current: Rc<RefCell<Option<Stream>>>) {
             live.job.set(Some(job));
         }
     });
+    let on_leases = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+        live.leases.update(|v| *v += 1);
+    });
+    let _ = source.add_event_listener_with_callback("leases", on_leases.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("sampled", on_sample.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("job", on_job.as_ref().unchecked_ref());
     source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
     source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     *current.borrow_mut() = Some(Stream {
         source,
-        _handlers: vec![on_change, on_open, on_error, on_sample, on_job],
+        _handlers: vec![on_change, on_open, on_error, on_sample, on_job, on_leases],
     });
 }

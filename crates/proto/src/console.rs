@@ -84,6 +84,9 @@ impl std::fmt::Debug for LoginLink {
 pub struct OpsCounters {
     pub lease_expirations_total: u64,
     pub stale_claim_rejections_total: u64,
+    /// Data-plane calls refused by the fence (absent from older servers: 0).
+    #[serde(default)]
+    pub fencing_rejections_total: u64,
     pub quarantined_total: u64,
     pub delivered_total: u64,
     /// From an event becoming available to its ack, estimated from the histogram

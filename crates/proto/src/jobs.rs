@@ -125,6 +125,8 @@ pub struct OpsSample {
     /// Server counters at `at` (since the server started).
     pub lease_expirations_total: u64,
     pub stale_claim_rejections_total: u64,
+    #[serde(default)]
+    pub fencing_rejections_total: u64,
     pub delivered_total: u64,
 }
 
@@ -154,6 +156,8 @@ pub struct OpsHistory {
 pub struct OpsRates {
     pub lease_expirations_per_minute: f64,
     pub stale_claim_rejections_per_minute: f64,
+    #[serde(default)]
+    pub fencing_rejections_per_minute: f64,
     pub quarantined_per_minute: f64,
     pub delivered_per_minute: f64,
 }

@@ -97,6 +97,7 @@ impl History {
                     quarantined,
                     lease_expirations_total: t.counters.lease_expirations,
                     stale_claim_rejections_total: t.counters.stale_claim_rejections,
+                    fencing_rejections_total: t.counters.fencing_rejections,
                     delivered_total: t.counters.delivered,
                 }
             })
@@ -136,6 +137,7 @@ impl History {
                 current.stale_claim_rejections,
                 b.stale_claim_rejections,
             ),
+            fencing_rejections_per_minute: rate(current.fencing_rejections, b.fencing_rejections),
             quarantined_per_minute: rate(current.quarantined, b.quarantined),
             delivered_per_minute: rate(current.delivered, b.delivered),
         })

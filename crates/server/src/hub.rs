@@ -16,6 +16,8 @@ pub enum OpsSignal {
     Job(TenantId, Box<Job>),
     /// The overview's history took a sample (charts may redraw).
     Sampled,
+    /// A lease of the tenant changed, or the fence refused a call.
+    Leases(TenantId),
 }
 use tokio::sync::broadcast;
 
@@ -99,6 +101,11 @@ impl Hub {
     /// (an ack, a claim).
     pub fn changed(&self, wake: Wake) {
         let _ = self.inner.ops.send(OpsSignal::Changed(wake));
+    }
+
+    /// Tells the console a lease changed (or the fence refused a call).
+    pub fn leases(&self, tenant: TenantId) {
+        let _ = self.inner.ops.send(OpsSignal::Leases(tenant));
     }
 
     /// Tells the console the history has a new sample.

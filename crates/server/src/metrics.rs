@@ -162,6 +162,7 @@ impl Metrics {
         Counters {
             lease_expirations: self.lease_expirations.get(),
             stale_claim_rejections: self.stale_claim_rejections.get(),
+            fencing_rejections: self.fencing_rejections.get(),
             quarantined: self.quarantined.get(),
             delivered: self.delivered.get(),
         }
@@ -173,6 +174,7 @@ impl Metrics {
 pub struct Counters {
     pub lease_expirations: u64,
     pub stale_claim_rejections: u64,
+    pub fencing_rejections: u64,
     pub quarantined: u64,
     pub delivered: u64,
 }

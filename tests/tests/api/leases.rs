@@ -86,7 +86,10 @@ async fn a_lease_lives_renews_expires_into_its_lock_delay_and_is_taken_over_with
     assert_eq!((sent.status, sent.replayed), (200, true));
     assert_eq!(again, first);
     let metrics = server.operator().metrics_text().await.unwrap();
-    assert!(metrics.contains("idempotency_cache_hits_total 1"), "{metrics}");
+    assert!(
+        metrics.contains("idempotency_cache_hits_total 1"),
+        "{metrics}"
+    );
 
     // Held: the same name elsewhere, or the same memory under another name.
     let other = memory(&b).await;
@@ -473,6 +476,9 @@ async fn the_lease_audit_keeps_only_salted_hashes_of_names_and_memories() {
     pool.close().await;
 
     let metrics = op.metrics_text().await.unwrap();
-    assert!(metrics.contains("lease_renewal_latency_seconds_count 1"), "{metrics}");
+    assert!(
+        metrics.contains("lease_renewal_latency_seconds_count 1"),
+        "{metrics}"
+    );
     assert!(metrics.contains("fencing_rejections_total 1"), "{metrics}");
 }

@@ -19,5 +19,6 @@ mod driver;
 mod filters;
 mod jobs;
 mod journey;
+mod leases;
 mod session;
 mod support;

@@ -68,7 +68,7 @@ pub(crate) fn Charts() -> impl IntoView {
                     view! {
                         {figure("depth", "Inbox depth by status", charts::depth(&h, p))}
                         {figure("latency", "Delivery latency (acks in the window)", charts::latency(&h, p))}
-                        {figure("expirations", "Lease expirations and stale claims", charts::expirations(&h, p))}
+                        {figure("expirations", "Lease expirations and rejections", charts::expirations(&h, p))}
                     }
                     .into_any()
                 }

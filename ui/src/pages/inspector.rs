@@ -2,8 +2,6 @@
 //! countdown, and the timeline the server keeps for the event. Operators with write
 //! access can release, replay or purge it from here.
 
-use std::time::Duration;
-
 use leptos::prelude::*;
 use switchboard_proto::{BulkAction, EventDetail, EventStatus, Sender};
 
@@ -14,10 +12,6 @@ use crate::app::{Auth, Link};
 use crate::format;
 use crate::live::Live;
 use crate::route::{EventQuery, encode, href};
-
-fn now_ms() -> i64 {
-    js_sys::Date::now() as i64
-}
 
 #[component]
 pub(crate) fn InspectorPage(id: String) -> impl IntoView {
@@ -31,11 +25,7 @@ pub(crate) fn InspectorPage(id: String) -> impl IntoView {
         async move { api::get::<EventDetail>(&path).await }
     });
     // The lease countdown ticks once a second.
-    let now = RwSignal::new(now_ms());
-    if let Ok(handle) = set_interval_with_handle(move || now.set(now_ms()), Duration::from_secs(1))
-    {
-        on_cleanup(move || handle.clear());
-    }
+    let now = super::ticking_now();
 
     view! {
         <section id="inspector">

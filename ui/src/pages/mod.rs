@@ -5,8 +5,10 @@ pub(crate) mod audit;
 pub(crate) mod charts;
 pub(crate) mod client;
 pub(crate) mod confirm;
+pub(crate) mod fencing;
 pub(crate) mod inbox;
 pub(crate) mod inspector;
+pub(crate) mod leases;
 pub(crate) mod overview;
 pub(crate) mod quarantine;
 
@@ -26,6 +28,19 @@ pub(crate) fn Placeholder(
             <p>{detail}</p>
         </section>
     }
+}
+
+/// The browser's clock in milliseconds, updated every second while the page lives
+/// (for countdowns).
+pub(crate) fn ticking_now() -> RwSignal<i64> {
+    let now = RwSignal::new(js_sys::Date::now() as i64);
+    if let Ok(handle) = set_interval_with_handle(
+        move || now.set(js_sys::Date::now() as i64),
+        std::time::Duration::from_secs(1),
+    ) {
+        on_cleanup(move || handle.clear());
+    }
+    now
 }
 
 /// The server's problem `detail`, shown where the data would be.

@@ -62,15 +62,15 @@ pub(crate) fn OverviewPage() -> impl IntoView {
                                 <div class="tiles" id="counter-tiles">
                                     {tile("lease-expirations", "Lease expirations/min", format::rate(r.lease_expirations_per_minute), "Claims whose lease ran out before an ack, over the last minute")}
                                     {tile("stale-claims", "Stale-claim rejections/min", format::rate(r.stale_claim_rejections_per_minute), "Ack, release or extend with an outdated claim token (409 stale_claim), over the last minute")}
-                                    {tile("fencing", "Fencing rejections/min", "–".to_owned(), "Fenced memories are not on this server yet")}
+                                    {tile("fencing", "Fencing rejections/min", format::rate(r.fencing_rejections_per_minute), "Memory record calls refused for a stale fencing token, over the last minute")}
                                     {tile("delivered", "Delivered/min", format::rate(r.delivered_per_minute), "Events acked over the last minute")}
                                     {tile("latency-p50", "Latency p50", format::latency(c.delivery_latency_p50_seconds), "From available to acked, median since the server started")}
                                     {tile("latency-p99", "Latency p99", format::latency(c.delivery_latency_p99_seconds), "From available to acked, 99th percentile since the server started")}
                                 </div>
                                 <p class="muted" id="counter-totals">
                                     {format!(
-                                        "Since the server started: {} lease expirations, {} stale-claim rejections, {} quarantined, {} delivered.",
-                                        c.lease_expirations_total, c.stale_claim_rejections_total, c.quarantined_total, c.delivered_total
+                                        "Since the server started: {} lease expirations, {} stale-claim rejections, {} fencing rejections, {} quarantined, {} delivered.",
+                                        c.lease_expirations_total, c.stale_claim_rejections_total, c.fencing_rejections_total, c.quarantined_total, c.delivered_total
                                     )}
                                 </p>
                             }

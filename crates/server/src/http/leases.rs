@@ -222,6 +222,7 @@ async fn acquire(
                 .await
                 .map_err(memory_not_found(memory))?;
             tracing::info!(lease_id = %lease.lease_id, fencing_token = lease.fencing_token, "lease acquired");
+            st.hub.leases(new.tenant);
             Ok(lease)
         },
     )
@@ -258,6 +259,7 @@ async fn renew(
         .metrics
         .lease_renewal_latency
         .observe(started.elapsed().as_secs_f64());
+    state.hub.leases(principal.tenant_id);
     Ok(axum::Json(lease))
 }
 
@@ -281,6 +283,7 @@ async fn release(
             state.now(),
         )
         .await?;
+    state.hub.leases(principal.tenant_id);
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -322,6 +325,7 @@ async fn force_release(
             e => e.into(),
         })?;
     tracing::info!(lease_id = %id, fencing_token = lease.lease.fencing_token, "lease force-released");
+    state.hub.leases(principal.tenant_id);
     Ok(axum::Json(lease))
 }
 

@@ -144,6 +144,7 @@ fn counters(state: &AppState) -> OpsCounters {
     OpsCounters {
         lease_expirations_total: m.lease_expirations.get(),
         stale_claim_rejections_total: m.stale_claim_rejections.get(),
+        fencing_rejections_total: m.fencing_rejections.get(),
         quarantined_total: m.quarantined.get(),
         delivered_total: m.delivered.get(),
         delivery_latency_p50_seconds: quantile(&buckets, 0.5),
@@ -275,8 +276,9 @@ async fn audit(
 
 /// The console's live stream: `changed {"agent_id","cursor_hint"}` whenever an inbox
 /// of the tenant changes, `job {…}` (a [`Job`]) after each batch of a bulk job and
-/// when it ends, `sampled` when the overview's history has a new sample, `heartbeat`
-/// at the configured interval.
+/// when it ends, `sampled` when the overview's history has a new sample, `leases`
+/// when a lease changed or the fence refused a call, `heartbeat` at the configured
+/// interval.
 #[utoipa::path(get, path = "/api/v1/ops/stream", tag = "ops",
     responses((status = 200, description = "text/event-stream", content_type = "text/event-stream")))]
 async fn stream(
@@ -301,6 +303,7 @@ async fn stream(
                         yield Ok(Event::default().event("changed").data(serde_json::to_string(&change).unwrap_or_default()));
                     }
                     Ok(OpsSignal::Sampled) => yield Ok(Event::default().event("sampled").data("{}")),
+                    Ok(OpsSignal::Leases(t)) if t == tenant => yield Ok(Event::default().event("leases").data("{}")),
                     Ok(OpsSignal::Job(t, job)) if t == tenant => {
                         yield Ok(Event::default().event("job").data(serde_json::to_string(&job).unwrap_or_default()));
                     }

@@ -117,6 +117,7 @@ async fn call(
         }
         Err(e @ (StoreError::StaleFence(_) | StoreError::LeaseExpired(_))) => {
             state.metrics.fencing_rejections.inc();
+            state.hub.leases(principal.tenant_id);
             tracing::info!(memory = %memory, token, "data-plane call refused by the fence");
             Err(e.into())
         }
