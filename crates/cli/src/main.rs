@@ -1,6 +1,7 @@
 //! `switchboard`: the headless coordination server and the agent subcommands.
 
 mod agent;
+mod names;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,8 @@ enum Command {
     /// An agent's side: login, run a handler on the inbox, send through the durable
     /// outbox, tail, status, check a payload against the privacy gate.
     Agent(Box<agent::AgentCli>),
+    /// Canonical agent names: import legacy names into the server's registry.
+    Names(names::NamesCli),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +33,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(*args).map(|()| 0),
         Command::Agent(args) => agent::run(*args),
+        Command::Names(args) => names::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),

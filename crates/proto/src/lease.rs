@@ -240,3 +240,61 @@ pub struct LeaseAuditEntry {
 pub struct LeaseAuditPage {
     pub entries: Vec<LeaseAuditEntry>,
 }
+
+/// `POST /api/v1/ops/names/import`: legacy agent names into the registry of
+/// canonical names (what `switchboard names import FILE.csv` sends).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ImportNames {
+    pub names: Vec<LegacyName>,
+    /// Plan and report, change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// One legacy name with when it was created (the oldest keeps a contested name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LegacyName {
+    pub name: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// What an import did (or, with `dry_run`, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ImportReport {
+    pub dry_run: bool,
+    /// Registered under their canonical form, or renamed with a suffix.
+    pub registered: Vec<ImportedName>,
+    /// Names the pipeline refuses, with why.
+    pub rejected: Vec<RejectedName>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ImportedName {
+    /// Position in the request (0-based).
+    pub index: usize,
+    pub original: String,
+    /// The registered name: the canonical form, or it with a `-N` suffix.
+    pub name: String,
+    /// Set when the canonical form was taken by an older name (which one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collided_with: Option<String>,
+    /// Registered by an earlier import already (under `name`): nothing to do.
+    #[serde(default)]
+    pub already_registered: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RejectedName {
+    pub index: usize,
+    pub original: String,
+    pub code: String,
+    pub reason: String,
+}

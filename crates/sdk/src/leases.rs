@@ -3,9 +3,9 @@
 
 use reqwest::Method;
 use switchboard_proto::{
-    AcquireLease, BranchMemory, FENCING_TOKEN, FencingRejectionPage, Lease, LeaseAuditPage,
-    LeaseId, LeasePage, Lineage, Memory, MemoryId, MemoryRecord, OpsLease, RegisterMemory,
-    ReleaseLease, RenewLease,
+    AcquireLease, BranchMemory, FENCING_TOKEN, FencingRejectionPage, ImportNames, ImportReport,
+    Lease, LeaseAuditPage, LeaseId, LeasePage, Lineage, Memory, MemoryId, MemoryRecord, OpsLease,
+    RegisterMemory, ReleaseLease, RenewLease,
 };
 
 /// What a record write requires of the stored version.
@@ -186,6 +186,13 @@ impl Client {
     /// `GET /ops/lease-audit`: the lease audit trail (salted hashes), newest first.
     pub async fn lease_audit(&self) -> Result<LeaseAuditPage, Error> {
         self.fetch(Call::get(self.api_url(&["ops", "lease-audit"])?))
+            .await
+    }
+
+    /// `POST /ops/names/import`: legacy names into the registry of canonical names.
+    pub async fn import_names(&self, request: &ImportNames) -> Result<ImportReport, Error> {
+        let url = self.api_url(&["ops", "names", "import"])?;
+        self.fetch(Call::new(Method::POST, url).json(request)?)
             .await
     }
 }

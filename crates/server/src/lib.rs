@@ -13,6 +13,7 @@ pub mod http;
 pub mod hub;
 mod jobs;
 pub mod metrics;
+pub mod names_import;
 mod server;
 pub mod store;
 pub mod workers;

@@ -48,6 +48,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list_leases))
         .routes(routes!(force_release))
         .routes(routes!(lease_audit))
+        .routes(routes!(import_names))
 }
 
 /// Agents and writing operators may hold leases; a read-only session may not.
@@ -357,4 +358,59 @@ async fn lease_audit(
     Ok(axum::Json(LeaseAuditPage {
         entries: state.store.lease_audit(principal.tenant_id, limit).await?,
     }))
+}
+
+/// Most names per import request.
+const MAX_IMPORT: usize = 10_000;
+
+/// Import legacy names into the registry of canonical names: each through the
+/// pipeline; on a collision the oldest keeps the name and the others get a
+/// deterministic `-N` suffix. With `dry_run` it reports and changes nothing.
+#[utoipa::path(post, path = "/api/v1/ops/names/import", tag = "ops", request_body = ImportNames,
+    responses((status = 200, body = ImportReport), (status = 409, body = Problem), (status = 422, body = Problem)))]
+async fn import_names(
+    State(state): State<AppState>,
+    principal: Principal,
+    Json(req): Json<ImportNames>,
+) -> ApiResult<axum::Json<ImportReport>> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    if req.names.len() > MAX_IMPORT {
+        return Err(ApiError::unprocessable(format!(
+            "{} names in one import; at most {MAX_IMPORT}, split the file",
+            req.names.len()
+        )));
+    }
+    let skeletons: Vec<String> = req
+        .names
+        .iter()
+        .filter_map(|n| switchboard_names::canonicalize(&n.name).ok())
+        .map(|c| c.skeleton)
+        .collect();
+    // Suffixes may land on registered names too: look up every candidate skeleton
+    // the plan could try, by planning against what is registered.
+    let mut taken = state.store.registered_names(&skeletons).await?;
+    let (mut planned, mut report) = crate::names_import::plan(&req.names, &taken);
+    // A suffixed name may be registered already: widen the lookup until stable.
+    for _ in 0..4 {
+        let more: Vec<String> = planned.iter().map(|p| p.skeleton.clone()).collect();
+        let found = state.store.registered_names(&more).await?;
+        if found.keys().all(|k| taken.contains_key(k)) {
+            break;
+        }
+        taken.extend(found);
+        (planned, report) = crate::names_import::plan(&req.names, &taken);
+    }
+    report.dry_run = req.dry_run;
+    if !req.dry_run {
+        state
+            .store
+            .register_names(principal.tenant_id, &planned)
+            .await?;
+        tracing::info!(
+            registered = planned.len(),
+            rejected = report.rejected.len(),
+            "legacy names imported"
+        );
+    }
+    Ok(axum::Json(report))
 }

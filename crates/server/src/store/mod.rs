@@ -576,6 +576,18 @@ pub trait LeaseStore: Send + Sync {
         tenant: TenantId,
         now: Millis,
     ) -> StoreResult<Vec<switchboard_proto::OpsLease>>;
+    /// Registered names among `skeletons`: skeleton → (name, original).
+    async fn registered_names(
+        &self,
+        skeletons: &[String],
+    ) -> StoreResult<crate::names_import::Taken>;
+    /// Registers planned names in one transaction (all or none); `Conflict` when a
+    /// skeleton was registered meanwhile.
+    async fn register_names(
+        &self,
+        tenant: TenantId,
+        names: &[crate::names_import::Planned],
+    ) -> StoreResult<()>;
     /// The lease audit trail, newest first (names and memories as salted hashes).
     async fn lease_audit(
         &self,

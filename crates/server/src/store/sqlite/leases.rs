@@ -528,4 +528,48 @@ impl LeaseStore for SqliteStore {
     ) -> StoreResult<Vec<switchboard_proto::LeaseAuditEntry>> {
         lease_audit::entries(self, tenant, limit).await
     }
+
+    async fn registered_names(
+        &self,
+        skeletons: &[String],
+    ) -> StoreResult<crate::names_import::Taken> {
+        let json = serde_json::to_string(skeletons).unwrap_or_else(|_| "[]".to_owned());
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT skeleton, name, original FROM registered_names WHERE skeleton IN (SELECT value FROM json_each(?))",
+        )
+        .bind(json)
+        .fetch_all(self.read())
+        .await?;
+        Ok(rows.into_iter().map(|(s, n, o)| (s, (n, o))).collect())
+    }
+
+    async fn register_names(
+        &self,
+        tenant: TenantId,
+        names: &[crate::names_import::Planned],
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        for n in names {
+            let done = sqlx::query(
+                "INSERT INTO registered_names (skeleton, name, original, tenant_id, created_at) \
+                 VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(&n.skeleton)
+            .bind(&n.name)
+            .bind(&n.original)
+            .bind(tenant.to_string())
+            .bind(n.created_at)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "the name {:?} was registered while the import was planned; nothing was \
+                     imported, run it again",
+                    n.name
+                )));
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
 }
