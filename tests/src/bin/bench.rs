@@ -10,6 +10,9 @@
 //! - *R1*: bulk replay of 10,000 quarantined events as a server job, with a prober's
 //!   send latency during the job next to the idle server's. Baseline: the job's SQL
 //!   in a raw sqlx loop, same batches.
+//! - *W4*: name + memory leases: renew throughput (1,000 leases × 16 renewers) and
+//!   one name × 16 contenders under a 200 ms TTL, checked for overlapping holders.
+//!   Baseline: the same calls through the store (same SQL and driver, no HTTP).
 //! - *ratio*: server msgs/s ÷ baseline msgs/s. *goal*: the ratio an issue asks for.
 //!
 //! Every server runs in this process with `Config::default()` (WAL, synchronous
@@ -19,7 +22,7 @@
 //!
 //! Options: `--quick` (smoke run), `--dir PATH` (where the temp databases go; its
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
-//! (W2 pre-load), `--consumers N` (W2), `--only W1|W2|R1`. `BENCH_QUICK=1` is the same
+//! (W2 pre-load), `--consumers N` (W2), `--only W1|W2|R1|W4`. `BENCH_QUICK=1` is the same
 //! as `--quick`. A full run takes about 1.5 minutes on 2 cores.
 
 // A crate root looks for modules next to itself; these live in `bench/`.
@@ -35,6 +38,8 @@ mod server;
 mod w1;
 #[path = "bench/w2.rs"]
 mod w2;
+#[path = "bench/w4.rs"]
+mod w4;
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -80,13 +85,13 @@ impl Settings {
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--dir PATH] [--seconds S] [--events N] \
-                         [--consumers N] [--only W1|W2|R1]\n  \
+                         [--consumers N] [--only W1|W2|R1|W4]\n  \
                          --quick      small counts (smoke run, a few seconds)\n  \
                          --dir PATH   parent dir of the temp databases (default: $TMPDIR)\n  \
                          --seconds S  W1 measuring time per side (default 8, quick 1)\n  \
                          --events N   W2 events pre-loaded per drain (default 5000, quick 1000)\n  \
                          --consumers N  W2 concurrent consumers, both sides (default 4)\n  \
-                         --only W     run only W1, W2 or R1"
+                         --only W     run only W1, W2, R1 or W4"
                     );
                     std::process::exit(0);
                 }
@@ -120,8 +125,8 @@ async fn main() -> Result<()> {
         );
     }
     let runs = |w: &str| settings.only.as_deref().is_none_or(|only| only == w);
-    if !runs("W1") && !runs("W2") && !runs("R1") {
-        bail!("--only takes W1, W2 or R1");
+    if !runs("W1") && !runs("W2") && !runs("R1") && !runs("W4") {
+        bail!("--only takes W1, W2, R1 or W4");
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -140,6 +145,11 @@ async fn main() -> Result<()> {
         let w2 = w2::run(&settings).await.context("W2")?;
         report::write_json(&dir.join("w2.json"), &w2)?;
         rows.extend(w2);
+    }
+    if runs("W4") {
+        let w4 = w4::run(&settings).await.context("W4")?;
+        report::write_json(&dir.join("w4.json"), &w4)?;
+        rows.extend(w4);
     }
     let mut notes = Vec::new();
     if runs("R1") {

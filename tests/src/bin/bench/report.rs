@@ -63,11 +63,13 @@ pub(crate) fn print_table(rows: &[Row]) {
     let label = |row: &Row| match row.workload {
         "W1" => "enqueue HTTP + Idempotency-Key".to_owned(),
         "R1" => format!("bulk replay job, {} events", row.messages),
+        "W4" => format!("leases: {}", row.variant),
         _ => format!("drain claim+ack, {}", row.variant.replace('_', " ")),
     };
     let base = |row: &Row| match row.workload {
         "W1" => "minimal axum route",
         "R1" => "raw sqlx batches",
+        "W4" => "store, no HTTP",
         _ => "raw sqlx loop",
     };
     for row in rows {
