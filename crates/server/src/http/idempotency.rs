@@ -70,6 +70,29 @@ pub(super) const REPLAY_AS_STORED: Policy = Policy {
     momentary: &[],
 };
 
+/// The stored identity of a request's key: tenant, principal, key hash and body
+/// fingerprint. 400 without a valid `Idempotency-Key`.
+pub(super) fn key_of(
+    principal: &Principal,
+    headers: &HeaderMap,
+    path: &str,
+    body: &[u8],
+) -> ApiResult<IdemKey> {
+    let key = read_key(headers)?;
+    let mut fingerprint = Sha256::new();
+    fingerprint.update(b"POST ");
+    fingerprint.update(path.as_bytes());
+    fingerprint.update(b"\n");
+    fingerprint.update(body);
+    let key = IdemKey {
+        tenant_id: principal.tenant_id,
+        principal: principal.key_scope(),
+        key_hash: Sha256::digest(key.as_bytes()).to_vec(),
+        fingerprint: fingerprint.finalize().to_vec(),
+    };
+    Ok(key)
+}
+
 /// Runs `work` at most once per key; replays its stored response on identical retries.
 pub(super) async fn run<T, F, Fut>(
     state: &AppState,
@@ -85,18 +108,7 @@ where
     F: FnOnce(IdemKey) -> Fut,
     Fut: Future<Output = ApiResult<T>>,
 {
-    let key = read_key(headers)?;
-    let mut fingerprint = Sha256::new();
-    fingerprint.update(b"POST ");
-    fingerprint.update(path.as_bytes());
-    fingerprint.update(b"\n");
-    fingerprint.update(body);
-    let key = IdemKey {
-        tenant_id: principal.tenant_id,
-        principal: principal.key_scope(),
-        key_hash: Sha256::digest(key.as_bytes()).to_vec(),
-        fingerprint: fingerprint.finalize().to_vec(),
-    };
+    let key = key_of(principal, headers, path, body)?;
     let ttl = state.config.idempotency_ttl.as_millis() as i64;
     match state
         .store

@@ -208,6 +208,14 @@ async fn acquire(
         holder: principal.actor().to_string(),
     };
     let memory = req.memory_instance_id;
+    // A refusal of the moment (held, in its lock delay, confusable) costs no write:
+    // checked read-only first, for a key not seen before. The claim checks again.
+    let key = idempotency::key_of(&principal, &headers, "/api/v1/leases", &body)?;
+    state
+        .store
+        .lease_precheck(&new, &key, state.now())
+        .await
+        .map_err(memory_not_found(memory))?;
     let st = state.clone();
     idempotency::run(
         &state,

@@ -545,6 +545,11 @@ pub trait LeaseStore: Send + Sync {
         idem: Option<&IdemKey>,
         now: Millis,
     ) -> StoreResult<switchboard_proto::Lease>;
+    /// The acquisition's checks, read-only, for a key this principal has not used:
+    /// a refusal (`LeaseHeld`, `Confusable`, `NotFound`) costs no write. The
+    /// acquisition checks again in its own transaction.
+    async fn lease_precheck(&self, lease: &NewLease, key: &IdemKey, now: Millis)
+    -> StoreResult<()>;
     async fn renew_lease(
         &self,
         tenant: TenantId,

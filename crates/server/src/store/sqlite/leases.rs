@@ -161,6 +161,80 @@ fn secs(ms: Millis) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
 }
 
+/// What stands between a request and its lease, read in `conn`'s transaction:
+/// `LeaseHeld` / `Confusable` for a live holder or a lock delay not over yet;
+/// otherwise the memory, the expired leases to take over, and the name's fence.
+struct Checked {
+    memory: Memory,
+    expired: Vec<Stored>,
+    name_fence: Option<(i64, i64)>,
+}
+
+async fn check(conn: &mut SqliteConnection, new: &NewLease, now: Millis) -> StoreResult<Checked> {
+    let memory = load_memory(conn, new.tenant, new.memory).await?;
+    let memory_id = new.memory.to_string();
+    // Whatever holds the name (by skeleton) or the memory now.
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {LEASE_COLS} FROM leases WHERE skeleton = ? OR memory_id = ?"
+    )))
+    .bind(&new.skeleton)
+    .bind(&memory_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut quiet_until: Millis = 0;
+    let mut expired = Vec::new();
+    for r in &rows {
+        let held = lease_from_row(r)?;
+        let on_name = held.skeleton == new.skeleton;
+        if held.expires_at > now {
+            if on_name && held.lease.name != new.name {
+                return Err(StoreError::Confusable {
+                    canonical: new.name.clone(),
+                    skeleton: new.skeleton.clone(),
+                });
+            }
+            let what = if on_name {
+                format!("the name '{}'", new.name)
+            } else {
+                format!("memory {}", new.memory)
+            };
+            return Err(StoreError::LeaseHeld(format!(
+                "{what} is held by another live lease for {} more; nothing was claimed. \
+                 Retry after it expires or is released",
+                secs(held.expires_at - now)
+            )));
+        }
+        quiet_until = quiet_until.max(held.expires_at + held.lock_delay_ms);
+        expired.push(held);
+    }
+    let name_fence: Option<(i64, i64)> =
+        sqlx::query_as("SELECT fence, quiet_until FROM name_fences WHERE skeleton = ?")
+            .bind(&new.skeleton)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let memory_quiet: i64 = sqlx::query_scalar("SELECT quiet_until FROM memories WHERE id = ?")
+        .bind(&memory_id)
+        .fetch_one(&mut *conn)
+        .await?;
+    let quiet_until = quiet_until
+        .max(memory_quiet)
+        .max(name_fence.map_or(0, |f| f.1));
+    if quiet_until > now {
+        return Err(StoreError::LeaseHeld(format!(
+            "the name '{}' or memory {} is in its lock delay for {} more (after an \
+             expiry or a forced release); nothing was claimed. Retry then",
+            new.name,
+            new.memory,
+            secs(quiet_until - now)
+        )));
+    }
+    Ok(Checked {
+        memory,
+        expired,
+        name_fence,
+    })
+}
+
 #[async_trait]
 impl LeaseStore for SqliteStore {
     async fn register_memory(
@@ -247,40 +321,11 @@ impl LeaseStore for SqliteStore {
         now: Millis,
     ) -> StoreResult<Lease> {
         let mut tx = self.begin_write().await?;
-        let memory = load_memory(&mut tx, new.tenant, new.memory).await?;
+        let checked = check(&mut tx, new, now).await?;
+        let (memory, name_fence) = (checked.memory, checked.name_fence);
         let memory_id = new.memory.to_string();
-        // Whatever holds the name (by skeleton) or the memory now.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {LEASE_COLS} FROM leases WHERE skeleton = ? OR memory_id = ?"
-        )))
-        .bind(&new.skeleton)
-        .bind(&memory_id)
-        .fetch_all(&mut *tx)
-        .await?;
-        let mut quiet_until: Millis = 0;
-        for r in &rows {
-            let held = lease_from_row(r)?;
-            let on_name = held.skeleton == new.skeleton;
-            if held.expires_at > now {
-                if on_name && held.lease.name != new.name {
-                    return Err(StoreError::Confusable {
-                        canonical: new.name.clone(),
-                        skeleton: new.skeleton.clone(),
-                    });
-                }
-                let what = if on_name {
-                    format!("the name '{}'", new.name)
-                } else {
-                    format!("memory {}", new.memory)
-                };
-                return Err(StoreError::LeaseHeld(format!(
-                    "{what} is held by another live lease for {} more; nothing was claimed. \
-                     Retry after it expires or is released",
-                    secs(held.expires_at - now)
-                )));
-            }
-            // Expired: taken over below, after its lock delay.
-            quiet_until = quiet_until.max(held.expires_at + held.lock_delay_ms);
+        // Expired leases in the way are taken over (their lock delay has passed).
+        for held in &checked.expired {
             sqlx::query("DELETE FROM leases WHERE id = ?")
                 .bind(held.lease.lease_id.to_string())
                 .execute(&mut *tx)
@@ -299,27 +344,6 @@ impl LeaseStore for SqliteStore {
                 };
                 lease_audit::write(&mut tx, new.tenant, line, now).await?;
             }
-        }
-        let name_fence: Option<(i64, i64)> =
-            sqlx::query_as("SELECT fence, quiet_until FROM name_fences WHERE skeleton = ?")
-                .bind(&new.skeleton)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let memory_quiet: i64 = sqlx::query_scalar("SELECT quiet_until FROM memories WHERE id = ?")
-            .bind(&memory_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let quiet_until = quiet_until
-            .max(memory_quiet)
-            .max(name_fence.map_or(0, |f| f.1));
-        if quiet_until > now {
-            return Err(StoreError::LeaseHeld(format!(
-                "the name '{}' or memory {} is in its lock delay for {} more (after an \
-                 expiry or a forced release); nothing was claimed. Retry then",
-                new.name,
-                new.memory,
-                secs(quiet_until - now)
-            )));
         }
         let fence = name_fence
             .map_or(0, |f| f.0)
@@ -571,5 +595,25 @@ impl LeaseStore for SqliteStore {
         }
         tx.commit().await?;
         Ok(())
+    }
+    async fn lease_precheck(&self, new: &NewLease, key: &IdemKey, now: Millis) -> StoreResult<()> {
+        let mut tx = self.read().begin().await?;
+        let known: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM idempotency_keys WHERE tenant_id = ? AND principal = ? \
+             AND key_hash = ? AND expires_at > ?",
+        )
+        .bind(key.tenant_id.to_string())
+        .bind(&key.principal)
+        .bind(&key.key_hash)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        // A known key is the idempotency layer's to answer (replay, 409, 422).
+        let outcome = match known {
+            Some(_) => Ok(()),
+            None => check(&mut tx, new, now).await.map(drop),
+        };
+        tx.commit().await?;
+        outcome
     }
 }
