@@ -10,6 +10,7 @@ mod background;
 mod inbox;
 mod jobs;
 mod lease_audit;
+mod lease_rows;
 mod leases;
 mod ops;
 mod records;

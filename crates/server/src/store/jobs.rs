@@ -1,0 +1,89 @@
+//! The store's bulk-job seam (see `crate::jobs` for the runner).
+
+use super::*;
+use async_trait::async_trait;
+
+/// The events an operator action covers: those `ids` and/or `filter` name that the
+/// action applies to (replay: quarantined; release: claimed; purge: not yet purged).
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    pub action: BulkAction,
+    pub ids: Option<&'a [EventId]>,
+    pub filter: Option<&'a EventFilter>,
+}
+
+/// A bulk job as its runner holds it.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub tenant: TenantId,
+    pub action: BulkAction,
+    pub ids: Option<Vec<EventId>>,
+    pub filter: Option<EventFilter>,
+    /// Events per second; `None`: unpaced.
+    pub rate: Option<u32>,
+    pub actor: Actor,
+}
+
+impl JobSpec {
+    pub fn scope(&self) -> Scope<'_> {
+        Scope {
+            action: self.action,
+            ids: self.ids.as_deref(),
+            filter: self.filter.as_ref(),
+        }
+    }
+}
+
+/// A job's audit row, written, and the largest matching id then: later events are
+/// not the job's.
+#[derive(Debug, Clone)]
+pub struct JobStarted {
+    pub job: switchboard_proto::Job,
+    pub upto: Option<EventId>,
+}
+
+/// One committed batch: the job after it, and the last event it changed.
+#[derive(Debug, Clone)]
+pub struct JobStep {
+    pub job: switchboard_proto::Job,
+    pub last: Option<EventId>,
+}
+
+/// Bulk jobs. A job is an audit row with a state; each batch adds to its `count` in
+/// the batch's own transaction, and a cancel is a state the next batch reads.
+#[async_trait]
+pub trait JobStore: Send + Sync {
+    async fn job_start(&self, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted>;
+    /// One batch of at most `limit` events with `after < id <= upto`. A job asked to
+    /// cancel ends `cancelled` here instead; a batch smaller than `limit` completes it.
+    async fn job_step(
+        &self,
+        spec: &JobSpec,
+        job_id: i64,
+        after: Option<EventId>,
+        upto: EventId,
+        limit: u32,
+        now: Millis,
+    ) -> StoreResult<Committed<JobStep>>;
+    /// Ends a live job in `state` (failed, interrupted); a finished job is unchanged.
+    async fn job_end(
+        &self,
+        tenant: TenantId,
+        job_id: i64,
+        state: switchboard_proto::JobState,
+        error: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<switchboard_proto::Job>;
+    /// Asks a running job to stop before its next batch.
+    async fn job_cancel(
+        &self,
+        tenant: TenantId,
+        job_id: i64,
+        now: Millis,
+    ) -> StoreResult<switchboard_proto::Job>;
+    async fn job(&self, tenant: TenantId, job_id: i64) -> StoreResult<switchboard_proto::Job>;
+    /// Newest first.
+    async fn jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<switchboard_proto::Job>>;
+    /// At start: jobs left live by a stopped process become `interrupted`.
+    async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64>;
+}
