@@ -482,3 +482,28 @@ async fn the_lease_audit_keeps_only_salted_hashes_of_names_and_memories() {
     );
     assert!(metrics.contains("fencing_rejections_total 1"), "{metrics}");
 }
+
+#[tokio::test]
+async fn expired_idempotency_records_are_purged_and_the_key_claims_anew() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let (_, a) = server.agent("a").await;
+    let m = memory(&a).await;
+    let k = key();
+    let ask = ask("purge-bot", m.memory_instance_id, 30.0);
+    let (first, sent) = a.acquire_lease(&ask, &k).await.unwrap();
+    assert_eq!(sent.status, 201);
+    let (_, sent) = a.acquire_lease(&ask, &k).await.unwrap();
+    assert!(sent.replayed, "within the TTL: a replay");
+
+    // A day later the record is gone: the same key is a new request.
+    server.advance(Duration::from_secs(24 * 3600 + 1));
+    let report = server.tick().await;
+    assert!(report.retention.idempotency_removed >= 1, "{report:?}");
+    let (second, sent) = a.acquire_lease(&ask, &k).await.unwrap();
+    assert_eq!((sent.status, sent.replayed), (201, false));
+    assert!(second.fencing_token > first.fencing_token);
+}
