@@ -507,3 +507,38 @@ async fn expired_idempotency_records_are_purged_and_the_key_claims_anew() {
     assert_eq!((sent.status, sent.replayed), (201, false));
     assert!(second.fencing_token > first.fencing_token);
 }
+
+#[tokio::test]
+async fn registered_names_are_reserved_for_their_exact_form() {
+    use switchboard_tests::sdk::proto::{ImportNames, LegacyName};
+    let server = TestServer::start().await;
+    let (_, a) = server.agent("a").await;
+    let op = server.operator();
+    let report = op
+        .import_names(&ImportNames {
+            names: vec![LegacyName {
+                name: "COP".into(),
+                created_at: time::OffsetDateTime::UNIX_EPOCH,
+            }],
+            dry_run: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.registered[0].name, "cop");
+    let m = memory(&a).await;
+    // The Cyrillic "сор" has the registered name's skeleton: confusable, even with
+    // no lease on "cop" anywhere.
+    let d = refused(
+        acquire(&a, "\u{441}\u{43e}\u{440}", m.memory_instance_id, 30.0).await,
+        422,
+        "name_confusable",
+    );
+    assert!(
+        d.contains("looks like a name that is already in use"),
+        "{d}"
+    );
+    // The registered form itself is the tenant's to lease.
+    acquire(&a, "Cop", m.memory_instance_id, 30.0)
+        .await
+        .unwrap();
+}

@@ -172,6 +172,27 @@ pub(super) async fn check(
 ) -> StoreResult<Checked> {
     let memory = load_memory(conn, new.tenant, new.memory).await?;
     let memory_id = new.memory.to_string();
+    // A registered name (`switchboard names import`) is reserved: only that exact
+    // canonical name, and only for its tenant.
+    let registered: Option<(String, String)> =
+        sqlx::query_as("SELECT name, tenant_id FROM registered_names WHERE skeleton = ?")
+            .bind(&new.skeleton)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if let Some((name, tenant)) = registered {
+        if name != new.name {
+            return Err(StoreError::Confusable {
+                canonical: new.name.clone(),
+                skeleton: new.skeleton.clone(),
+            });
+        }
+        if tenant != new.tenant.to_string() {
+            return Err(StoreError::Conflict(format!(
+                "the name '{}' is registered to another tenant; choose another name",
+                new.name
+            )));
+        }
+    }
     // Whatever holds the name (by skeleton) or the memory now.
     let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {LEASE_COLS} FROM leases WHERE skeleton = ? OR memory_id = ?"
