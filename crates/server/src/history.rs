@@ -54,14 +54,16 @@ impl History {
             .is_none_or(|t| now - t.at >= self.interval.as_millis() as Millis)
     }
 
-    /// Adds a sample, dropping the oldest beyond the capacity.
+    /// Adds a sample, dropping the oldest beyond the capacity, unless one was taken
+    /// less than `interval` ago (two worker passes may race to it: the check is made
+    /// again under the lock). Returns whether it added one.
     pub fn record(
         &self,
         now: Millis,
         depth: &[DepthRow],
         counters: Counters,
         latency: Vec<(f64, u64)>,
-    ) {
+    ) -> bool {
         let mut by_tenant: HashMap<TenantId, Depth> = HashMap::new();
         for row in depth {
             let d = by_tenant.entry(row.tenant_id).or_default();
@@ -70,6 +72,10 @@ impl History {
             d.2 += row.counts.quarantined;
         }
         let mut ticks = self.lock();
+        let interval = self.interval.as_millis() as Millis;
+        if ticks.back().is_some_and(|t| now - t.at < interval) {
+            return false;
+        }
         while ticks.len() >= self.capacity {
             ticks.pop_front();
         }
@@ -79,6 +85,7 @@ impl History {
             latency,
             depth: by_tenant,
         });
+        true
     }
 
     /// The samples of `tenant`, oldest first, and the latency distribution of the acks
@@ -198,8 +205,12 @@ mod tests {
         h.record(0, &[], delivered(0), Vec::new());
         assert!(!h.due(4_999));
         assert!(h.due(5_000));
+        assert!(
+            !h.record(4_999, &[], delivered(0), Vec::new()),
+            "a pass that raced another one adds nothing"
+        );
         for i in 1..=4 {
-            h.record(i * 5_000, &[], delivered(0), Vec::new());
+            assert!(h.record(i * 5_000, &[], delivered(0), Vec::new()));
         }
         let s = h.samples(tenant());
         assert_eq!(s.samples.len(), 3, "the oldest are dropped");

@@ -49,10 +49,13 @@ impl Workers {
         if self.state.history.due(now) {
             let depth = self.state.store.depth(None).await?;
             let m = &self.state.metrics;
-            self.state
+            if self
+                .state
                 .history
-                .record(now, &depth, m.counters(), m.latency_buckets());
-            self.state.hub.sampled();
+                .record(now, &depth, m.counters(), m.latency_buckets())
+            {
+                self.state.hub.sampled();
+            }
         }
         Ok(TickReport { reap, retention })
     }
