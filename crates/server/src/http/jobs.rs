@@ -80,23 +80,16 @@ async fn start_job(
     Ok((StatusCode::ACCEPTED, headers, axum::Json(job)))
 }
 
-#[derive(serde::Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-struct JobsQuery {
-    /// 1..=1000, default 100.
-    limit: Option<u32>,
-}
-
 /// Bulk jobs of the tenant, newest first.
-#[utoipa::path(get, path = "/api/v1/ops/jobs", tag = "ops", params(JobsQuery),
+#[utoipa::path(get, path = "/api/v1/ops/jobs", tag = "ops", params(PageLimit),
     responses((status = 200, body = JobPage)))]
 async fn list_jobs(
     State(state): State<AppState>,
     principal: Principal,
-    Query(q): Query<JobsQuery>,
+    Query(q): Query<PageLimit>,
 ) -> ApiResult<axum::Json<JobPage>> {
     principal.require(SCOPE_OPS_READ)?;
-    let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
+    let limit = q.get()?;
     Ok(axum::Json(JobPage {
         jobs: state.store.jobs(principal.tenant_id, limit).await?,
     }))

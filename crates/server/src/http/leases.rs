@@ -10,6 +10,7 @@ use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, RawJson, parse_json};
 use super::idempotency::{self, Policy};
+use super::limits::PageLimit;
 use crate::clock::Millis;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{NewLease, StoreError};
@@ -338,31 +339,18 @@ async fn force_release(
     Ok(axum::Json(lease))
 }
 
-#[derive(serde::Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-struct AuditQuery {
-    /// 1..=1000, default 100.
-    limit: Option<u32>,
-}
-
 /// The lease audit trail, newest first: acquired, renewed, released, expired,
 /// taken over, force-released and fence-rejected, with the name and the memory only
 /// as `SHA-256(value || tenant salt)`.
-#[utoipa::path(get, path = "/api/v1/ops/lease-audit", tag = "ops", params(AuditQuery),
+#[utoipa::path(get, path = "/api/v1/ops/lease-audit", tag = "ops", params(PageLimit),
     responses((status = 200, body = LeaseAuditPage)))]
 async fn lease_audit(
     State(state): State<AppState>,
     principal: Principal,
-    super::extract::Query(q): super::extract::Query<AuditQuery>,
+    super::extract::Query(q): super::extract::Query<PageLimit>,
 ) -> ApiResult<axum::Json<LeaseAuditPage>> {
     principal.require(SCOPE_OPS_READ)?;
-    let limit = super::limits::bounded(
-        "limit",
-        q.limit,
-        super::limits::DEFAULT_PAGE,
-        1,
-        super::limits::MAX_PAGE,
-    )?;
+    let limit = q.get()?;
     Ok(axum::Json(LeaseAuditPage {
         entries: state.store.lease_audit(principal.tenant_id, limit).await?,
     }))

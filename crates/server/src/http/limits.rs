@@ -35,6 +35,21 @@ pub fn limits(config: &Config) -> Limits {
     }
 }
 
+/// The query of a newest-first list: `?limit=` (1..=1000, default 100).
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PageLimit {
+    /// 1..=1000, default 100.
+    limit: Option<u32>,
+}
+
+impl PageLimit {
+    /// The limit, or a 422 naming `limit`.
+    pub fn get(&self) -> ApiResult<u32> {
+        bounded("limit", self.limit, DEFAULT_PAGE, 1, MAX_PAGE)
+    }
+}
+
 /// `value` (or `default`) if it lies in `min..=max`, else a 422 naming the field.
 pub fn bounded<T>(field: &str, value: Option<T>, default: T, min: T, max: T) -> ApiResult<T>
 where

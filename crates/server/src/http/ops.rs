@@ -253,22 +253,15 @@ async fn bulk(
     }))
 }
 
-#[derive(serde::Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-struct AuditQuery {
-    /// 1..=1000, default 100.
-    limit: Option<u32>,
-}
-
 /// The operator audit log, newest first.
-#[utoipa::path(get, path = "/api/v1/ops/audit", tag = "ops", params(AuditQuery), responses((status = 200, body = AuditPage)))]
+#[utoipa::path(get, path = "/api/v1/ops/audit", tag = "ops", params(PageLimit), responses((status = 200, body = AuditPage)))]
 async fn audit(
     State(state): State<AppState>,
     principal: Principal,
-    Query(q): Query<AuditQuery>,
+    Query(q): Query<PageLimit>,
 ) -> ApiResult<axum::Json<AuditPage>> {
     principal.require(SCOPE_OPS_READ)?;
-    let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
+    let limit = q.get()?;
     Ok(axum::Json(AuditPage {
         entries: state.store.audit(principal.tenant_id, limit).await?,
     }))

@@ -246,23 +246,16 @@ async fn unsubscribe(
     set_subscription(&state, &principal, memory, &agent, false).await
 }
 
-#[derive(serde::Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-struct RejectionsQuery {
-    /// 1..=1000, default 100.
-    limit: Option<u32>,
-}
-
 /// Data-plane calls refused by the fence, newest first.
-#[utoipa::path(get, path = "/api/v1/ops/fencing-rejections", tag = "ops", params(RejectionsQuery),
+#[utoipa::path(get, path = "/api/v1/ops/fencing-rejections", tag = "ops", params(PageLimit),
     responses((status = 200, body = FencingRejectionPage)))]
 async fn fencing_rejections(
     State(state): State<AppState>,
     principal: Principal,
-    Query(q): Query<RejectionsQuery>,
+    Query(q): Query<PageLimit>,
 ) -> ApiResult<axum::Json<FencingRejectionPage>> {
     principal.require(SCOPE_OPS_READ)?;
-    let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
+    let limit = q.get()?;
     Ok(axum::Json(FencingRejectionPage {
         rejections: state
             .store
