@@ -1,6 +1,10 @@
 //! Test fixtures: a real server on `127.0.0.1:0` over a real SQLite file in a temp dir,
 //! and clients of the SDK pointed at it. The server stops (gracefully) and its files
 //! are deleted when the fixture is dropped.
+//!
+//! With `SWITCHBOARD_TEST_POSTGRES` set to an admin URL, every server runs on
+//! PostgreSQL instead, each on a fresh database of its own (dropped with the
+//! fixture): the same tests are the conformance suite of both backends.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,12 +37,80 @@ pub struct TestServer {
     pub operator_token: String,
     /// Present with `Options::manual_clock`.
     pub clock: Option<ManualClock>,
+    /// The SQLite file (unused on PostgreSQL).
     pub db_path: PathBuf,
+    /// What the server was opened with: `sqlite://…` or `postgres://…`.
+    pub database_url: String,
     /// `None` only while an outage holds the server down.
     workers: Option<Workers>,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
+    _database: Option<PgDatabase>,
+}
+
+/// The PostgreSQL admin URL the suite runs against, if any.
+pub fn postgres_url() -> Option<String> {
+    std::env::var("SWITCHBOARD_TEST_POSTGRES")
+        .ok()
+        .filter(|u| !u.is_empty())
+}
+
+/// `sqlite` or `postgres`: the backend this run's servers use.
+pub fn backend() -> &'static str {
+    if postgres_url().is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    }
+}
+
+/// A fresh PostgreSQL database. It is not dropped with the fixture: DROP DATABASE
+/// waits on every backend of the cluster, including those of servers still
+/// shutting down, and a test must not wait on that. `cargo xtask test` drops every
+/// `sb_t_…` database after the suite (and before the next).
+pub struct PgDatabase {
+    pub name: String,
+    pub url: String,
+}
+
+impl PgDatabase {
+    pub async fn create(admin: &str) -> Self {
+        use sqlx::Connection;
+        let name = format!("sb_t_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = sqlx::PgConnection::connect(admin)
+            .await
+            .expect("connect to the test PostgreSQL (SWITCHBOARD_TEST_POSTGRES)");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await
+            .expect("create a test database");
+        // As the SQLite servers run `synchronous = normal`: durability across a
+        // crash of the machine is not under test, and a flush per commit only
+        // slows the suite.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "ALTER DATABASE {name} SET synchronous_commit = off"
+        )))
+        .execute(&mut conn)
+        .await
+        .expect("configure the test database");
+        let _ = conn.close().await;
+        let url = with_database(admin, &name);
+        Self { name, url }
+    }
+}
+
+/// `url` with its database path replaced by `db`.
+pub fn with_database(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    format!("{}/{db}{query}", &base[..host_end])
 }
 
 impl TestServer {
@@ -49,8 +121,16 @@ impl TestServer {
     pub async fn with(opts: Options) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let db_path = dir.path().join("switchboard.db");
+        let database = match postgres_url() {
+            Some(admin) => Some(PgDatabase::create(&admin).await),
+            None => None,
+        };
+        let database_url = database.as_ref().map_or_else(
+            || format!("sqlite://{}", db_path.display()),
+            |d| d.url.clone(),
+        );
         let mut config = Config {
-            database_url: format!("sqlite://{}", db_path.display()),
+            database_url: database_url.clone(),
             operator_token_file: Some(dir.path().join("operator-token")),
             hooks: opts.hooks,
             ui_dir: opts.ui_dir,
@@ -95,10 +175,82 @@ impl TestServer {
             operator_token,
             clock,
             db_path,
+            database_url,
             workers: Some(workers),
             shutdown: Some(tx),
             handle: Some(handle),
             _dir: dir,
+            _database: database,
+        }
+    }
+
+    /// Everything the server stored, as bytes to scan for what must not be there
+    /// (I11): every file of the SQLite database (main file, WAL, shared memory), or
+    /// every row of every PostgreSQL table as text.
+    pub async fn stored_bytes(&self) -> Vec<u8> {
+        if self._database.is_none() {
+            let dir = self.db_path.parent().expect("db dir").to_owned();
+            let mut bytes = Vec::new();
+            for entry in std::fs::read_dir(&dir).expect("db dir is readable") {
+                let path = entry.expect("entry").path();
+                if path.is_file() {
+                    bytes.extend(std::fs::read(&path).expect("db file is readable"));
+                }
+            }
+            return bytes;
+        }
+        let pool = sqlx::PgPool::connect(&self.database_url)
+            .await
+            .expect("connect");
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("list tables");
+        let mut bytes = Vec::new();
+        for table in tables {
+            let text: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT string_agg(t::text, E'\\n') FROM \"{table}\" t"
+            )))
+            .fetch_one(&pool)
+            .await
+            .expect("read a table");
+            bytes.extend(text.unwrap_or_default().into_bytes());
+        }
+        pool.close().await;
+        bytes
+    }
+
+    /// The rows of `sql` (text columns) read straight from the server's database.
+    pub async fn stored_rows(&self, sql: &'static str) -> Vec<Vec<Option<String>>> {
+        use sqlx::Row;
+        fn texts<R: Row>(rows: Vec<R>) -> Vec<Vec<Option<String>>>
+        where
+            for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+            usize: sqlx::ColumnIndex<R>,
+        {
+            rows.iter()
+                .map(|r| {
+                    (0..r.len())
+                        .map(|i| r.try_get(i).expect("a text column"))
+                        .collect()
+                })
+                .collect()
+        }
+        if self._database.is_none() {
+            let url = format!("sqlite://{}?mode=ro", self.db_path.display());
+            let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
+            let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
+            pool.close().await;
+            texts(rows)
+        } else {
+            let pool = sqlx::PgPool::connect(&self.database_url)
+                .await
+                .expect("connect");
+            let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
+            pool.close().await;
+            texts(rows)
         }
     }
 
@@ -203,7 +355,7 @@ impl TestServer {
         self.workers = None;
         tokio::time::sleep(downtime).await;
         let config = Config {
-            database_url: format!("sqlite://{}", self.db_path.display()),
+            database_url: self.database_url.clone(),
             operator_token_file: Some(self._dir.path().join("operator-token")),
             sqlite_synchronous: "normal".to_owned(),
             worker_interval: Duration::from_millis(50),

@@ -13,6 +13,7 @@
 
 mod bench;
 mod cmd;
+mod postgres;
 mod prereqs;
 mod run;
 mod test;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::cmd;
 
 /// Debian packages for building, the desktop window and tray, the Xvfb smoke test,
-/// browser tests, PostgreSQL tests (installed, never started here) and the SDK's
+/// browser tests, PostgreSQL tests (started by `postgres::ensure`) and the SDK's
 /// real-keyring tests (gnome-keyring for the Secret Service, keyutils for `keyctl`).
 const PACKAGES: &[&str] = &[
     "build-essential",
@@ -90,7 +90,7 @@ fn installed(package: &str) -> bool {
     })
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     cmd::stdout(Command::new("id").arg("-u")).is_some_and(|uid| uid.trim() == "0")
 }
 

@@ -10,7 +10,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{cmd, prereqs, ui};
+use crate::{cmd, postgres, prereqs, ui};
+
+/// The suites that run on PostgreSQL too: the store and HTTP conformance suite
+/// (`protocol`, `api`), plus what needs PostgreSQL (`instances`, ignored without it).
+const CONFORMANCE: &[&str] = &["--test", "protocol", "--test", "api", "--test", "instances"];
 
 /// Hard limit on the desktop smoke run, Xvfb start-up included. The app has its own,
 /// shorter watchdog; this one also covers a wedged Xvfb or D-Bus.
@@ -88,6 +92,40 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                 &mut counts,
             )
         });
+        let mut pg = None;
+        step(&mut outcomes, "postgres (start)", || {
+            pg = Some(postgres::ensure()?);
+            Ok(())
+        });
+        if let Some(pg) = &pg {
+            step(&mut outcomes, "conformance on PostgreSQL", || {
+                run_counting(
+                    cmd::cargo()
+                        .args(["test", "--workspace", "--no-fail-fast"])
+                        .args(CONFORMANCE)
+                        .args(cargo_test_args)
+                        .args(include_ignored(cargo_test_args))
+                        .env(postgres::URL_ENV, &pg.url),
+                    &mut counts,
+                )
+            });
+            // Alone: it restarts the cluster under every connection.
+            if let Some(ctl) = &pg.ctl {
+                step(&mut outcomes, "PostgreSQL restart under load", || {
+                    run_counting(
+                        cmd::cargo()
+                            .args(["test", "--workspace", "--test", "pg_restart"])
+                            .args(include_ignored(cargo_test_args))
+                            .env(postgres::URL_ENV, &pg.url)
+                            .env("SWITCHBOARD_TEST_PG_CTL", ctl),
+                        &mut counts,
+                    )
+                });
+            }
+            if let Err(e) = postgres::drop_test_databases(&pg.url) {
+                eprintln!("postgres: could not drop the test databases: {e:#}");
+            }
+        }
         step(&mut outcomes, "keyring (keyutils, Secret Service)", || {
             keyring_tests(&mut counts)
         });
@@ -107,6 +145,16 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         bail!("{failed} of {} steps failed", outcomes.len());
     }
     Ok(())
+}
+
+/// `--include-ignored` for the test binaries, after the `--` the arguments may
+/// already have.
+fn include_ignored(cargo_test_args: &[String]) -> Vec<&'static str> {
+    if cargo_test_args.iter().any(|a| a == "--") {
+        vec!["--include-ignored"]
+    } else {
+        vec!["--", "--include-ignored"]
+    }
 }
 
 /// Totals of the `test result:` lines of a `cargo test` run.

@@ -24,9 +24,13 @@ pub(crate) struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:7700]; port 0 picks a free port.
     #[arg(long, env = "SWITCHBOARD_LISTEN")]
     listen: Option<SocketAddr>,
-    /// sqlite://PATH [default: a file in the XDG data dir].
+    /// sqlite://PATH [default: a file in the XDG data dir], or
+    /// postgres://USER:PASSWORD@HOST/DB for several instances on one database.
     #[arg(long, env = "SWITCHBOARD_DATABASE_URL")]
     database_url: Option<String>,
+    /// PostgreSQL: connections in this instance's pool [default: 16].
+    #[arg(long, env = "SWITCHBOARD_DATABASE_MAX_CONNECTIONS")]
+    database_max_connections: Option<u32>,
     /// Where the operator token is written (mode 0600) [default: in the data dir].
     #[arg(long, env = "SWITCHBOARD_OPERATOR_TOKEN_FILE")]
     operator_token_file: Option<PathBuf>,
@@ -69,6 +73,7 @@ pub(crate) struct ServeArgs {
 struct FileConfig {
     listen: Option<SocketAddr>,
     database_url: Option<String>,
+    database_max_connections: Option<u32>,
     operator_token_file: Option<PathBuf>,
     ui_dir: Option<PathBuf>,
     heartbeat_seconds: Option<f64>,
@@ -101,6 +106,15 @@ fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
     let mut config = Config::default();
     if let Some(url) = args.database_url.or(file.database_url) {
         config.database_url = url;
+    }
+    if let Some(n) = args
+        .database_max_connections
+        .or(file.database_max_connections)
+    {
+        if !(2..=1000).contains(&n) {
+            bail!("database_max_connections must be between 2 and 1000, got {n}");
+        }
+        config.database_max_connections = n;
     }
     config.operator_token_file = Some(
         args.operator_token_file

@@ -188,6 +188,45 @@ pub struct AckRequest {
     pub claim_token: ClaimToken,
 }
 
+/// `POST /agents/{agent}/inbox/ack`: acks several claimed events in one
+/// transaction (one commit), as SQS's `DeleteMessageBatch`. At most 100 entries,
+/// each event at most once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AckBatch {
+    pub acks: Vec<AckEntry>,
+}
+
+/// One entry of an [`AckBatch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AckEntry {
+    pub event_id: EventId,
+    pub claim_token: ClaimToken,
+}
+
+/// The answer to an [`AckBatch`]: one result per entry, in the request's order.
+/// An entry that failed (a stale claim, an unknown event) does not fail the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AckBatchResult {
+    pub results: Vec<AckResult>,
+}
+
+/// One entry's outcome: its new `state`, or the `problem` a single ack would have
+/// answered (`stale_claim`, `not_found`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AckResult {
+    pub event_id: EventId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<EventState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<crate::Problem>,
+}
+
 /// `POST /agents/{agent}/inbox/{event_id}/release`: give the work back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

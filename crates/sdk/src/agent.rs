@@ -14,8 +14,9 @@ use std::fmt::Display;
 
 use reqwest::Method;
 use switchboard_proto::{
-    AckRequest, ClaimRequest, ClaimResponse, ClaimToken, ClientReport, EventId, EventState,
-    ExtendRequest, InboxPage, ReleaseRequest, SendMessage, SendReceipt, Snapshot,
+    AckBatch, AckBatchResult, AckEntry, AckRequest, ClaimRequest, ClaimResponse, ClaimToken,
+    ClientReport, EventId, EventState, ExtendRequest, InboxPage, ReleaseRequest, SendMessage,
+    SendReceipt, Snapshot,
 };
 
 use crate::call::Call;
@@ -112,6 +113,28 @@ impl Client {
     ) -> Result<EventState, Error> {
         self.event_action(agent, event_id, "ack", &AckRequest { claim_token })
             .await
+    }
+
+    /// `POST /agents/{agent}/inbox/ack`: acks up to 100 claimed events in one
+    /// transaction. Each entry gets its own result, in order (`state`, or the
+    /// `problem` a single ack would answer); a stale entry does not fail the rest.
+    ///
+    /// Errors (the whole batch): `validation_failed` (empty, more than 100, an event
+    /// twice), `not_found`.
+    pub async fn ack_batch(
+        &self,
+        agent: impl Display,
+        acks: &[AckEntry],
+    ) -> Result<AckBatchResult, Error> {
+        let agent = agent.to_string();
+        let url = self.api_url(&["agents", &agent, "inbox", "ack"])?;
+        // Safe to repeat, as a single ack is: a repeated entry answers as before.
+        let call = Call::new(Method::POST, url)
+            .json(&AckBatch {
+                acks: acks.to_vec(),
+            })?
+            .repeat(Repeat::Safe);
+        self.fetch(call).await
     }
 
     /// `POST /agents/{agent}/inbox/{event_id}/release`: gives a claimed event back

@@ -9,8 +9,11 @@ use std::time::Duration;
 
 #[derive(Clone)]
 pub struct Config {
-    /// `sqlite://path/to/file.db` (created if missing) or `sqlite::memory:`.
+    /// `sqlite://path/to/file.db` (created if missing), `sqlite::memory:`, or
+    /// `postgres://user:password@host/db` (several instances may share it).
     pub database_url: String,
+    /// PostgreSQL: the connection pool's size in this instance.
+    pub database_max_connections: u32,
     /// Where the operator token is kept (mode 0600). Reused across restarts while it
     /// is valid. `None`: a fresh token each start, held in memory only.
     pub operator_token_file: Option<PathBuf>,
@@ -42,6 +45,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             database_url: Self::default_database_url(),
+            database_max_connections: 16,
             operator_token_file: None,
             ui_dir: None,
             heartbeat: Duration::from_secs(30),
@@ -61,7 +65,8 @@ impl Default for Config {
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("database_url", &self.database_url)
+            .field("database_url", &redact_url(&self.database_url))
+            .field("database_max_connections", &self.database_max_connections)
             .field("operator_token_file", &self.operator_token_file)
             .field("ui_dir", &self.ui_dir)
             .field("heartbeat", &self.heartbeat)
@@ -98,5 +103,35 @@ impl Config {
 
     pub fn default_operator_token_file() -> PathBuf {
         Self::data_dir().join("operator-token")
+    }
+}
+
+/// `url` without its password (I11): `postgres://user:***@host/db`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn a_database_password_is_redacted() {
+        assert_eq!(
+            redact_url("postgres://sb:s3cret@db.example:5432/switchboard?sslmode=require"),
+            "postgres://sb:***@db.example:5432/switchboard?sslmode=require"
+        );
+        assert_eq!(redact_url("postgres://sb@db/x"), "postgres://sb@db/x");
+        assert_eq!(redact_url("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
     }
 }

@@ -57,16 +57,30 @@ impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         match e {
             sqlx::Error::RowNotFound => Self::NotFound,
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-                Self::Unavailable(e)
-            }
-            sqlx::Error::Database(ref db) if db.code().as_deref() == Some("5") => {
-                // SQLITE_BUSY past busy_timeout.
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => Self::Unavailable(e),
+            sqlx::Error::Database(ref db) if db.code().as_deref().is_some_and(transient) => {
                 Self::Unavailable(e)
             }
             other => Self::Database(other),
         }
     }
+}
+
+/// Database error codes that mean "not now" rather than "wrong": the request gets a
+/// 503 with Retry-After.
+fn transient(code: &str) -> bool {
+    matches!(
+        code,
+        // SQLITE_BUSY past busy_timeout.
+        "5"
+        // PostgreSQL: serialization failure and deadlock (after our retries),
+        // statement or lock timeout, shutdown and restart, too many connections.
+        | "40001" | "40P01" | "57014" | "55P03" | "57P01" | "57P02" | "57P03" | "53300"
+    ) || code.starts_with("08")
 }
 
 impl From<sqlx::migrate::MigrateError> for StoreError {

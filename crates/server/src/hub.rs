@@ -97,6 +97,15 @@ impl Hub {
         }
     }
 
+    /// Wakes every subscriber of this instance (hint 0: "look again"), after
+    /// wake-ups from other instances may have been missed (a lost connection).
+    pub fn wake_all(&self) {
+        let agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
+        for ch in agents.values() {
+            let _ = ch.tx.send(0);
+        }
+    }
+
     /// Tells only the console: something changed that gives agents no new work
     /// (an ack, a claim).
     pub fn changed(&self, wake: Wake) {

@@ -2,7 +2,7 @@
 //! Gauges of the inbox (`inbox_depth`) are read from the store at scrape time, so they
 //! are exact rather than tracked.
 
-use crate::store::DepthRow;
+use crate::store::{DepthRow, TableHealth};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -32,6 +32,12 @@ pub struct Metrics {
     pub delivery_latency: Histogram,
     inbox_depth: Family<DepthLabels, Gauge>,
     pub sse_subscribers: Gauge,
+    /// The shared database's health; rendered only for a backend that has it.
+    db: Arc<Mutex<Registry>>,
+    events_dead_tuples: Gauge,
+    events_live_tuples: Gauge,
+    oldest_transaction: Gauge<f64, std::sync::atomic::AtomicU64>,
+    events_vacuum_age: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -60,7 +66,34 @@ impl Metrics {
             ]),
             inbox_depth: Family::default(),
             sse_subscribers: Gauge::default(),
+            db: Arc::new(Mutex::new(Registry::default())),
+            events_dead_tuples: Gauge::default(),
+            events_live_tuples: Gauge::default(),
+            oldest_transaction: Gauge::default(),
+            events_vacuum_age: Gauge::default(),
         };
+        let mut db = Registry::default();
+        db.register(
+            "events_dead_tuples",
+            "Dead row versions in the events table (PostgreSQL): what autovacuum has yet to remove",
+            m.events_dead_tuples.clone(),
+        );
+        db.register(
+            "events_live_tuples",
+            "Live rows in the events table (PostgreSQL statistics)",
+            m.events_live_tuples.clone(),
+        );
+        db.register(
+            "oldest_transaction_age_seconds",
+            "Age of the oldest open transaction on the database; vacuum cannot clean behind it",
+            m.oldest_transaction.clone(),
+        );
+        db.register(
+            "events_vacuum_age_seconds",
+            "Seconds since the events table was last vacuumed (NaN: never)",
+            m.events_vacuum_age.clone(),
+        );
+        *m.db.lock().unwrap_or_else(|e| e.into_inner()) = db;
         registry.register(
             "lease_expirations",
             "Claims whose visibility lease expired before ack or release",
@@ -117,7 +150,7 @@ impl Metrics {
     }
 
     /// Renders the text exposition format with the given depth rows.
-    pub fn render(&self, depth: &[DepthRow]) -> String {
+    pub fn render(&self, depth: &[DepthRow], health: Option<&TableHealth>) -> String {
         self.inbox_depth.clear();
         for row in depth {
             let c = &row.counts;
@@ -141,6 +174,20 @@ impl Metrics {
         let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
             out.clear();
+        }
+        if let Some(h) = health {
+            self.events_dead_tuples.set(h.events_dead_tuples);
+            self.events_live_tuples.set(h.events_live_tuples);
+            self.oldest_transaction.set(h.oldest_transaction_seconds);
+            self.events_vacuum_age
+                .set(h.events_last_autovacuum_seconds.unwrap_or(f64::NAN));
+            let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+            let mut more = String::new();
+            if prometheus_client::encoding::text::encode(&mut more, &db).is_ok() {
+                // One exposition: a single `# EOF`, at the end.
+                out.truncate(out.trim_end().trim_end_matches("# EOF").len());
+                out.push_str(&more);
+            }
         }
         out
     }

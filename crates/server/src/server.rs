@@ -7,6 +7,7 @@ use crate::http::auth::{generate_token, hash_token, operator_scopes};
 use crate::http::{AppState, StateInner, router};
 use crate::hub::Hub;
 use crate::metrics::Metrics;
+use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{Store, StoreError};
 use crate::workers::Workers;
@@ -27,7 +28,7 @@ pub enum StartError {
         source: std::io::Error,
     },
     #[error(
-        "unsupported database URL {0:?}: use sqlite://PATH (PostgreSQL comes in a later release)"
+        "unsupported database URL {0:?}: use sqlite://PATH or postgres://USER:PASSWORD@HOST/DATABASE"
     )]
     UnsupportedUrl(String),
 }
@@ -61,8 +62,12 @@ impl Server {
             Arc::new(
                 SqliteStore::open(&url, &config.sqlite_synchronous, config.hooks.clone()).await?,
             )
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Arc::new(
+                PgStore::open(&url, config.database_max_connections, config.hooks.clone()).await?,
+            )
         } else {
-            return Err(StartError::UnsupportedUrl(url));
+            return Err(StartError::UnsupportedUrl(crate::config::redact_url(&url)));
         };
         let now = config.clock.now_ms();
         let abandoned = store.idem_recover().await?;
@@ -125,6 +130,13 @@ impl Server {
     ) -> std::io::Result<()> {
         let state = self.state.clone();
         let workers = tokio::spawn(self.workers().run());
+        // Wake-ups committed on other instances sharing the database.
+        let remote = tokio::spawn({
+            let store = state.store.clone();
+            let hub = state.hub.clone();
+            let stop = state.shutdown.clone();
+            async move { store.listen(hub, stop).await }
+        });
         let cancel = state.shutdown.clone();
         let result = axum::serve(listener, self.router())
             .with_graceful_shutdown(async move {
@@ -135,6 +147,7 @@ impl Server {
             .await;
         state.shutdown.cancel();
         let _ = workers.await;
+        let _ = remote.await;
         // Bulk jobs see the cancel, record where they stopped, and end.
         state.tasks.close();
         state.tasks.wait().await;

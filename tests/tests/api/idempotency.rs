@@ -255,15 +255,8 @@ async fn keys_never_leave_the_client_in_clear() {
         }
     }
 
-    // Every file of the database (main file, WAL, shared memory) as raw bytes.
-    let dir = server.db_path.parent().expect("db dir").to_owned();
-    let mut bytes = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("db dir is readable") {
-        let path = entry.expect("entry").path();
-        if path.is_file() {
-            bytes.extend(std::fs::read(&path).expect("db file is readable"));
-        }
-    }
+    // Everything stored: the database's files, or every row of every table.
+    let bytes = server.stored_bytes().await;
     let contains = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
     assert!(
         contains(&marker),

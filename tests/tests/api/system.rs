@@ -32,7 +32,7 @@ async fn capabilities_publish_the_enforced_limits() {
     let caps = server.operator().capabilities().await.unwrap();
     assert_eq!(
         (caps.api_version.as_str(), caps.backend.as_str()),
-        ("v1", "sqlite")
+        ("v1", switchboard_tests::backend())
     );
     let l = caps.limits;
     assert_eq!(l.max_body_bytes, 5_242_880);
@@ -272,4 +272,50 @@ async fn every_response_carries_a_request_id() {
         "a caller's id is kept"
     );
     let _: Value = mine.json();
+}
+
+/// PostgreSQL adds the queue table's health to `/metrics`; SQLite has no such thing
+/// and shows none of it.
+#[tokio::test]
+async fn metrics_show_the_queue_tables_health_on_postgres() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let op = server.operator();
+    for _ in 0..3 {
+        send(&op, "alice", json!({ "x": 1 })).await;
+    }
+    let claimed = alice
+        .claim(
+            "alice",
+            &ClaimRequest {
+                limit: Some(3),
+                lease_seconds: Some(30),
+            },
+        )
+        .await
+        .expect("claim");
+    assert_eq!(claimed.events.len(), 3);
+    let text = metrics(&server).await;
+    let gauges = [
+        "events_dead_tuples",
+        "events_live_tuples",
+        "events_vacuum_age_seconds",
+        "oldest_transaction_age_seconds",
+    ];
+    if switchboard_tests::backend() == "postgres" {
+        for g in gauges {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{g} ")))
+                .unwrap_or_else(|| panic!("{g} in /metrics:\n{text}"));
+            let value: f64 = line[g.len() + 1..].trim().parse().expect("a number");
+            assert!(value >= 0.0 || value.is_nan(), "{line}");
+        }
+        assert_eq!(text.matches("# EOF").count(), 1, "one exposition");
+        assert!(text.trim_end().ends_with("# EOF"));
+    } else {
+        for g in gauges {
+            assert!(!text.contains(g), "{g} is PostgreSQL's");
+        }
+    }
 }

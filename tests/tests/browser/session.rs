@@ -373,15 +373,8 @@ async fn session_ids_and_tickets_are_stored_hashed() {
     let session_id = cookie.trim_start_matches("sb_session=").to_owned();
     let path = link(&server, false).await;
     let ticket = path.trim_start_matches("/login?ticket=").to_owned();
-    // Read every file of the database (WAL included) as bytes.
-    let dir = server.db_path.parent().expect("db dir").to_owned();
-    let mut bytes = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("db dir") {
-        let p = entry.expect("entry").path();
-        if p.to_string_lossy().contains("switchboard.db") {
-            bytes.extend(std::fs::read(&p).unwrap_or_default());
-        }
-    }
+    // Everything stored: the database's files (WAL included), or every row.
+    let bytes = server.stored_bytes().await;
     assert!(!bytes.is_empty(), "the database files were read");
     for secret in [&session_id, &ticket] {
         assert!(

@@ -4,6 +4,7 @@
 //! `switchboard_tests::TestServer`). Lease and retention tests drive a manual clock
 //! instead of sleeping; only the SSE heartbeat test waits on real time.
 
+mod batch_ack;
 mod common;
 mod concurrency;
 mod inbox;

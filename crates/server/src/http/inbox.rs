@@ -21,6 +21,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(poll))
         .routes(routes!(claim))
         .routes(routes!(ack))
+        .routes(routes!(ack_batch))
         .routes(routes!(release))
         .routes(routes!(extend))
         .routes(routes!(snapshot))
@@ -211,6 +212,13 @@ async fn ack(
         .ack(&agent, p.event_id, req.claim_token, state.now())
         .await
         .map_err(|e| claim_error(&state, e, p.event_id))?;
+    count_delivery(&state, &acked);
+    state.hub.changed(agent.wake(agent.head_seq));
+    Ok(axum::Json(acked.state))
+}
+
+/// Counts an ack that completed an event (not a repeat) in the metrics.
+fn count_delivery(state: &AppState, acked: &crate::store::Acked) {
     if let Some(ms) = acked.latency_ms {
         state.metrics.delivered.inc();
         state
@@ -218,8 +226,64 @@ async fn ack(
             .delivery_latency
             .observe(ms.max(0) as f64 / 1000.0);
     }
+}
+
+/// Acknowledge several claimed events in one transaction (at most 100, each once).
+/// Every entry gets its own result, in order: the event's state, or the problem a
+/// single ack would have answered. A stale entry does not fail the others.
+#[utoipa::path(post, path = "/api/v1/agents/{agent}/inbox/ack", tag = "agent",
+    params(("agent" = String, Path, description = "Agent id or name")),
+    request_body = AckBatch,
+    responses((status = 200, body = AckBatchResult),
+              (status = 422, body = Problem, description = "empty, too many, or an event twice"),
+              (status = 404, body = Problem)))]
+async fn ack_batch(
+    state: axum::extract::State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+    Json(req): Json<AckBatch>,
+) -> ApiResult<axum::Json<AckBatchResult>> {
+    let agent = inbox_agent(&state, &principal, &agent).await?;
+    let n = req.acks.len();
+    if n == 0 || n > MAX_CLAIM as usize {
+        return Err(ApiError::unprocessable(format!(
+            "acks must have 1 to {MAX_CLAIM} entries, not {n}; split a larger batch"
+        )));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    if let Some(twice) = req.acks.iter().find(|a| !seen.insert(a.event_id)) {
+        return Err(ApiError::unprocessable(format!(
+            "event {} is in acks twice; list each event once",
+            twice.event_id
+        )));
+    }
+    let entries: Vec<(EventId, ClaimToken)> = req
+        .acks
+        .iter()
+        .map(|a| (a.event_id, a.claim_token))
+        .collect();
+    let outcomes = state.store.ack_batch(&agent, &entries, state.now()).await?;
+    let results = entries
+        .iter()
+        .zip(outcomes)
+        .map(|(&(event_id, _), outcome)| match outcome {
+            Ok(acked) => {
+                count_delivery(&state, &acked);
+                AckResult {
+                    event_id,
+                    state: Some(acked.state),
+                    problem: None,
+                }
+            }
+            Err(e) => AckResult {
+                event_id,
+                state: None,
+                problem: Some(*claim_error(&state, e, event_id).problem),
+            },
+        })
+        .collect();
     state.hub.changed(agent.wake(agent.head_seq));
-    Ok(axum::Json(acked.state))
+    Ok(axum::Json(AckBatchResult { results }))
 }
 
 /// Give a claimed event back: pending again after `delay_seconds`, or quarantined when

@@ -36,14 +36,30 @@ async fn capabilities(State(state): State<AppState>) -> axum::Json<Capabilities>
     })
 }
 
+/// How long `/readyz` waits for the database.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn readyz(State(state): State<AppState>) -> Response {
     if state.shutdown.is_cancelled() {
         return ApiError::new(ErrorCode::Unavailable, "the server is shutting down")
             .into_response();
     }
-    match state.store.ping().await {
-        Ok(()) => "ready".into_response(),
-        Err(e) => ApiError::from(e).into_response(),
+    // Readiness answers quickly: a request would wait up to the pool's acquire
+    // timeout for a database that is down, a load balancer should not.
+    match tokio::time::timeout(READY_WITHIN, state.store.ping()).await {
+        Ok(Ok(())) => "ready".into_response(),
+        Ok(Err(e)) => ApiError::from(e).into_response(),
+        Err(_) => {
+            let mut e = ApiError::new(
+                ErrorCode::Unavailable,
+                format!(
+                    "the database did not answer within {} s; requests are answered 503 until it does",
+                    READY_WITHIN.as_secs()
+                ),
+            );
+            e.retry_after = Some(1);
+            e.into_response()
+        }
     }
 }
 
@@ -52,13 +68,21 @@ async fn metrics(State(state): State<AppState>) -> Response {
         Ok(d) => d,
         Err(e) => return ApiError::from(e).into_response(),
     };
+    // The database's own health is best effort: a scrape still answers without it.
+    let health = match state.store.health().await {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the database's health");
+            None
+        }
+    };
     (
         StatusCode::OK,
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(&depth),
+        state.metrics.render(&depth, health.as_ref()),
     )
         .into_response()
 }

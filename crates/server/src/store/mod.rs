@@ -7,7 +7,10 @@
 //! ([`Wake`]) the caller sends **after** the method returned, i.e. after commit (I1).
 
 mod jobs;
+pub(crate) mod lease_common;
 mod leasing;
+pub mod postgres;
+pub(crate) mod rows;
 pub mod sqlite;
 
 pub use jobs::*;
@@ -345,6 +348,23 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
         token: ClaimToken,
         now: Millis,
     ) -> StoreResult<Acked>;
+    /// Acks several events; each entry's result as [`Store::ack`] would give it.
+    /// The default acks one by one; a backend may do it in one statement.
+    async fn ack_batch(
+        &self,
+        agent: &AgentRecord,
+        entries: &[(EventId, ClaimToken)],
+        now: Millis,
+    ) -> StoreResult<Vec<StoreResult<Acked>>> {
+        let mut results = Vec::with_capacity(entries.len());
+        for &(event, token) in entries {
+            match self.ack(agent, event, token, now).await {
+                Err(e @ (StoreError::Unavailable(_) | StoreError::Database(_))) => return Err(e),
+                result => results.push(result),
+            }
+        }
+        Ok(results)
+    }
     async fn release(
         &self,
         agent: &AgentRecord,
@@ -397,6 +417,31 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
     -> StoreResult<()>;
     /// Every stored report of `tenant`'s agents: (agent, name, JSON, received at).
     async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>>;
+
+    // --- several instances on one database ---
+    /// Delivers into `hub` the wake-ups that other server instances sharing this
+    /// database committed, until `stop`. A backend that one process owns has none.
+    async fn listen(&self, _hub: crate::hub::Hub, stop: tokio_util::sync::CancellationToken) {
+        stop.cancelled().await;
+    }
+    /// The queue table's health (dead tuples, oldest open transaction), where the
+    /// backend has such a thing.
+    async fn health(&self) -> StoreResult<Option<TableHealth>> {
+        Ok(None)
+    }
+}
+
+/// Gauges of a shared database's queue table, for `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub struct TableHealth {
+    /// Dead row versions in `events` (what autovacuum has yet to clean).
+    pub events_dead_tuples: i64,
+    pub events_live_tuples: i64,
+    /// Age of the oldest open transaction on the database, in seconds (0 when none):
+    /// while it stays open, vacuum cannot remove what it might still see.
+    pub oldest_transaction_seconds: f64,
+    /// Seconds since autovacuum last finished on `events` (`None`: never).
+    pub events_last_autovacuum_seconds: Option<f64>,
 }
 
 /// A stored client report.

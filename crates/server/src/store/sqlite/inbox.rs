@@ -1,9 +1,8 @@
 //! The agent's inbox: poll by cursor, claim under a lease, ack, release, extend.
 
-use super::{
-    EVENT_COLS, OPEN_STATUSES, SqliteStore, background, event_from_row, history, status_from,
-};
+use super::{SqliteStore, background, history};
 use crate::clock::{Millis, to_timestamp};
+use crate::store::rows::*;
 use crate::store::*;
 use sqlx::AssertSqlSafe;
 use sqlx::Row;
@@ -148,37 +147,8 @@ async fn refuse(
         Ok(None) => return StoreError::NotFound,
         Err(e) => return e.into(),
     };
-    let status: String = row.try_get(0).unwrap_or_default();
-    let current: Option<String> = row.try_get(1).unwrap_or_default();
-    let lease: Option<i64> = row.try_get(2).unwrap_or_default();
-    if current.as_deref() != Some(token.to_string().as_str()) {
-        return StoreError::StaleClaim(format!(
-            "claim token is not the current one for event {event} (it is {status}; it was \
-             released, re-claimed or changed by an operator)"
-        ));
-    }
-    match (status.as_str(), lease) {
-        ("claimed", Some(until)) if until <= now => StoreError::StaleClaim(format!(
-            "the lease on event {event} expired {} ms ago",
-            now - until
-        )),
-        (status, _) => StoreError::StaleClaim(format!("event {event} is {status}, not claimed")),
-    }
+    stale_claim(event, token, &row, now)
 }
-
-fn state_from_row(row: &sqlx::sqlite::SqliteRow) -> StoreResult<EventState> {
-    Ok(EventState {
-        event_id: super::parse_id(&row.try_get::<String, _>("id")?)?,
-        status: status_from(&row.try_get::<String, _>("status")?)?,
-        attempts: row.try_get::<i64, _>("attempts")? as u32,
-        lease_expires_at: row
-            .try_get::<Option<i64>, _>("lease_expires_at")?
-            .map(to_timestamp),
-        available_at: to_timestamp(row.try_get("available_at")?),
-    })
-}
-
-const STATE_COLS: &str = "id, status, attempts, lease_expires_at, available_at";
 
 pub(super) async fn ack(
     store: &SqliteStore,
@@ -275,12 +245,7 @@ pub(super) async fn release(
     } else {
         "released"
     };
-    let detail = match (&args.error, args.terminal) {
-        (Some(e), true) => Some(format!("terminal failure: {e}")),
-        (Some(e), false) => Some(e.clone()),
-        (None, true) => Some("terminal failure".to_owned()),
-        (None, false) => None,
-    };
+    let detail = release_detail(&args.error, args.terminal);
     history(
         &mut tx,
         &event.to_string(),

@@ -4,23 +4,14 @@
 //! the single writer connection between batches.
 
 use super::ops::push_filter;
-use super::{SqliteStore, history, parse_id};
-use crate::clock::{Millis, to_timestamp};
+use super::{SqliteStore, history};
+use crate::clock::Millis;
+use crate::store::rows::{AUDIT_COLS, applies_to, audit_entry, job_from_row, parse_id};
 use crate::store::*;
 use async_trait::async_trait;
-use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection};
 use std::collections::BTreeMap;
 use switchboard_proto::{AuditEntry, Job, JobState};
-
-/// Statuses an action applies to.
-fn applies_to(action: BulkAction) -> &'static str {
-    match action {
-        BulkAction::Replay => "('quarantined')",
-        BulkAction::Release => "('claimed')",
-        BulkAction::Purge => "('pending','claimed','completed','quarantined','expired')",
-    }
-}
 
 /// `… FROM events e JOIN agents a … WHERE` the events `scope` names that `action`
 /// applies to, after `select`.
@@ -179,49 +170,6 @@ async fn insert_audit(
     .fetch_one(&mut *tx)
     .await?
     .try_get(0)?)
-}
-
-const AUDIT_COLS: &str = "id, actor, action, ids, filter, count, at, job_state, job_total, job_rate, finished_at, job_error";
-
-fn audit_entry(r: &SqliteRow) -> StoreResult<AuditEntry> {
-    let ids: Option<String> = r.try_get("ids")?;
-    let filter: Option<String> = r.try_get("filter")?;
-    let state: Option<String> = r.try_get("job_state")?;
-    Ok(AuditEntry {
-        id: r.try_get("id")?,
-        actor: r.try_get("actor")?,
-        action: r.try_get("action")?,
-        ids: ids.and_then(|s| serde_json::from_str(&s).ok()),
-        filter: filter.and_then(|s| serde_json::from_str(&s).ok()),
-        count: r.try_get::<i64, _>("count")? as u64,
-        at: to_timestamp(r.try_get("at")?),
-        job_state: state.as_deref().and_then(JobState::parse),
-        job_total: r.try_get::<Option<i64>, _>("job_total")?.map(|t| t as u64),
-    })
-}
-
-fn job_from_row(r: &SqliteRow) -> StoreResult<Job> {
-    let entry = audit_entry(r)?;
-    let action = BulkAction::parse(&entry.action)
-        .ok_or_else(|| StoreError::Invalid(format!("audit row {} is not a job", entry.id)))?;
-    Ok(Job {
-        job_id: entry.id,
-        action,
-        actor: entry.actor,
-        filter: entry.filter,
-        id_count: entry.ids.map(|ids| ids.len() as u64),
-        total: entry.job_total.unwrap_or(entry.count),
-        done: entry.count,
-        state: entry.job_state.ok_or(StoreError::NotFound)?,
-        rate_per_second: r
-            .try_get::<Option<i64>, _>("job_rate")?
-            .map(|r| r.clamp(0, i64::from(u32::MAX)) as u32),
-        started_at: entry.at,
-        finished_at: r
-            .try_get::<Option<i64>, _>("finished_at")?
-            .map(to_timestamp),
-        error: r.try_get("job_error")?,
-    })
 }
 
 pub(super) async fn audit(

@@ -4,12 +4,13 @@
 //! names, except by someone who can read the database anyway.
 
 use super::SqliteStore;
-use crate::clock::{Millis, to_timestamp};
+use crate::clock::Millis;
+use crate::store::lease_common::{AUDIT_COLS, audit_entry_from_row, digest, new_salt};
 use crate::store::*;
-use rand::RngCore;
-use sha2::{Digest, Sha256};
-use sqlx::{Row, SqliteConnection};
+use sqlx::SqliteConnection;
 use switchboard_proto::LeaseAuditEntry;
+
+pub(super) use crate::store::lease_common::Line;
 
 /// The tenant's salt, made now if it has none.
 async fn salt(conn: &mut SqliteConnection, tenant: TenantId) -> StoreResult<Vec<u8>> {
@@ -21,31 +22,13 @@ async fn salt(conn: &mut SqliteConnection, tenant: TenantId) -> StoreResult<Vec<
     if let Some(salt) = found {
         return Ok(salt);
     }
-    let mut salt = vec![0u8; 32];
-    rand::rng().fill_bytes(&mut salt);
+    let salt = new_salt();
     sqlx::query("UPDATE tenants SET audit_salt = ? WHERE id = ?")
         .bind(&salt)
         .bind(tenant.to_string())
         .execute(&mut *conn)
         .await?;
     Ok(salt)
-}
-
-/// Hex `SHA-256(value || salt)`.
-pub(crate) fn digest(value: &str, salt: &[u8]) -> String {
-    let mut h = Sha256::new();
-    h.update(value.as_bytes());
-    h.update(salt);
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// One line of the trail. `name` is the canonical name, when the event has one.
-pub(super) struct Line<'a> {
-    pub(super) event: &'static str,
-    pub(super) name: Option<&'a str>,
-    pub(super) memory: &'a str,
-    pub(super) token: i64,
-    pub(super) actor: &'a str,
 }
 
 pub(super) async fn write(
@@ -76,25 +59,12 @@ pub(super) async fn entries(
     tenant: TenantId,
     limit: u32,
 ) -> StoreResult<Vec<LeaseAuditEntry>> {
-    let rows = sqlx::query(
-        "SELECT id, event, name_hash, memory_hash, fencing_token, actor, at FROM lease_audit \
-         WHERE tenant_id = ? ORDER BY id DESC LIMIT ?",
-    )
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {AUDIT_COLS} FROM lease_audit WHERE tenant_id = ? ORDER BY id DESC LIMIT ?"
+    )))
     .bind(tenant.to_string())
     .bind(i64::from(limit))
     .fetch_all(store.read())
     .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(LeaseAuditEntry {
-                id: r.try_get(0)?,
-                event: r.try_get(1)?,
-                name_hash: r.try_get(2)?,
-                memory_hash: r.try_get(3)?,
-                fencing_token: r.try_get::<i64, _>(4)? as u64,
-                actor: r.try_get(5)?,
-                at: to_timestamp(r.try_get(6)?),
-            })
-        })
-        .collect()
+    rows.iter().map(audit_entry_from_row).collect()
 }

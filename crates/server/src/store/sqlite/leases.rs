@@ -37,13 +37,7 @@ impl LeaseStore for SqliteStore {
     ) -> StoreResult<Memory> {
         let mut tx = self.begin_write().await?;
         let p = load_memory(&mut tx, tenant, parent).await?;
-        if parent_token > p.fencing_token {
-            return Err(StoreError::Invalid(format!(
-                "parent_fencing_token {parent_token} is above the parent's current token {}; \
-                 branch from a token the parent has reached",
-                p.fencing_token
-            )));
-        }
+        check_branch(&p, parent_token)?;
         let memory =
             insert_memory(&mut tx, tenant, label, Some((parent, parent_token)), now).await?;
         tx.commit().await?;
@@ -100,7 +94,7 @@ impl LeaseStore for SqliteStore {
     ) -> StoreResult<Lease> {
         let mut tx = self.begin_write().await?;
         let checked = check(&mut tx, new, now).await?;
-        let (memory, name_fence) = (checked.memory, checked.name_fence);
+        let fence = checked.next_fence();
         let memory_id = new.memory.to_string();
         // Expired leases in the way are taken over (their lock delay has passed).
         for held in &checked.expired {
@@ -123,10 +117,6 @@ impl LeaseStore for SqliteStore {
                 lease_audit::write(&mut tx, new.tenant, line, now).await?;
             }
         }
-        let fence = name_fence
-            .map_or(0, |f| f.0)
-            .max(memory.fencing_token as i64)
-            + 1;
         set_fences(&mut tx, &new.skeleton, &memory_id, fence, 0).await?;
         let id = LeaseId::new();
         sqlx::query(
@@ -187,24 +177,8 @@ impl LeaseStore for SqliteStore {
         now: Millis,
     ) -> StoreResult<Lease> {
         let mut tx = self.begin_write().await?;
-        let Some(held) = load_lease(&mut tx, tenant, id).await? else {
-            // Released, forced out or taken over: a newer token exists or will.
-            return Err(StoreError::StaleFence(format!(
-                "lease {id} is no longer held (released, forced out or taken over); \
-                 fencing token {token} is stale; acquire it again"
-            )));
-        };
-        if held.lease.fencing_token != token {
-            return Err(stale(id, token, held.lease.fencing_token as i64));
-        }
-        if held.expires_at <= now {
-            return Err(StoreError::LeaseExpired(format!(
-                "lease {id} expired {} ago; renew earlier (at a third of the TTL), and \
-                 acquire it again now",
-                secs(now - held.expires_at)
-            )));
-        }
-        let ttl = ttl_ms.unwrap_or((held.lease.ttl_seconds * 1000.0).round() as Millis);
+        let held = check_renewal(load_lease(&mut tx, tenant, id).await?, id, token, now)?;
+        let ttl = renewal_ttl(&held, ttl_ms);
         sqlx::query("UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE id = ?")
             .bind(ttl)
             .bind(now + ttl)
@@ -297,11 +271,7 @@ impl LeaseStore for SqliteStore {
         };
         lease_audit::write(&mut tx, tenant, line, now).await?;
         tx.commit().await?;
-        Ok(OpsLease {
-            expired: held.expires_at <= now,
-            lease: held.lease,
-            holder: held.holder,
-        })
+        Ok(held.ops(now))
     }
 
     async fn leases(&self, tenant: TenantId, now: Millis) -> StoreResult<Vec<OpsLease>> {
@@ -312,14 +282,7 @@ impl LeaseStore for SqliteStore {
         .fetch_all(self.read())
         .await?;
         rows.iter()
-            .map(|r| {
-                let held = lease_from_row(r)?;
-                Ok(OpsLease {
-                    expired: held.expires_at <= now,
-                    lease: held.lease,
-                    holder: held.holder,
-                })
-            })
+            .map(|r| Ok(lease_from_row(r)?.ops(now)))
             .collect()
     }
 

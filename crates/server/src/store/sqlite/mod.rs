@@ -21,14 +21,11 @@ use super::*;
 use crate::clock::Millis;
 use crate::hooks::Hooks;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool};
+use sqlx::{AssertSqlSafe, Row, SqlitePool};
 use std::str::FromStr;
 use std::time::Duration;
 
 pub(crate) use rows::*;
-
-/// Statuses whose events still need work.
-pub(crate) const OPEN_STATUSES: &str = "('pending','claimed','quarantined')";
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -227,27 +224,13 @@ impl Store for SqliteStore {
     }
 
     async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
-        let row = sqlx::query(
-            "SELECT t.tenant_id, t.agent_id, t.scopes, a.name FROM tokens t \
-             LEFT JOIN agents a ON a.id = t.agent_id WHERE t.hash = ? AND t.revoked_at IS NULL",
-        )
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "{TOKEN_SELECT} WHERE t.hash = ? AND t.revoked_at IS NULL"
+        )))
         .bind(hash)
         .fetch_optional(&self.read)
         .await?;
-        row.map(|row| {
-            let agent: Option<String> = row.try_get(1)?;
-            Ok(TokenRecord {
-                tenant_id: parse_id(&row.try_get::<String, _>(0)?)?,
-                agent_id: agent.as_deref().map(parse_id).transpose()?,
-                agent_name: row.try_get(3)?,
-                scopes: row
-                    .try_get::<String, _>(2)?
-                    .split_whitespace()
-                    .map(str::to_owned)
-                    .collect(),
-            })
-        })
-        .transpose()
+        row.as_ref().map(token_record).transpose()
     }
 
     async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()> {
@@ -317,24 +300,14 @@ impl Store for SqliteStore {
     }
 
     async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {
-        let by_id = AgentId::from_str(key).is_ok();
-        let sql = if by_id {
-            "SELECT * FROM agents WHERE tenant_id = ? AND id = ?"
-        } else {
-            "SELECT * FROM agents WHERE tenant_id = ? AND name = ?"
-        };
-        let key = if by_id {
-            AgentId::from_str(key)
-                .map(|id| id.to_string())
-                .unwrap_or_default()
-        } else {
-            key.to_owned()
-        };
-        let row = sqlx::query(sql)
-            .bind(tenant.to_string())
-            .bind(key)
-            .fetch_one(&self.read)
-            .await?;
+        let (column, key) = by_id_or_name::<AgentId>(key);
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "SELECT * FROM agents WHERE tenant_id = ? AND {column} = ?"
+        )))
+        .bind(tenant.to_string())
+        .bind(key)
+        .fetch_one(&self.read)
+        .await?;
         agent_from_row(&row)
     }
 
@@ -540,22 +513,12 @@ impl Store for SqliteStore {
     }
 
     async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
-        let rows = sqlx::query(
-            "SELECT a.id, a.name, r.report, r.received_at FROM client_reports r \
-             JOIN agents a ON a.id = r.agent_id WHERE a.tenant_id = ? ORDER BY a.name",
-        )
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{CLIENT_REPORT_SELECT} WHERE a.tenant_id = ? ORDER BY a.name"
+        )))
         .bind(tenant.to_string())
         .fetch_all(&self.read)
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(ClientReportRow {
-                    agent_id: parse_id(&row.try_get::<String, _>(0)?)?,
-                    name: row.try_get(1)?,
-                    report: row.try_get(2)?,
-                    received_at: row.try_get(3)?,
-                })
-            })
-            .collect()
+        rows.iter().map(client_report).collect()
     }
 }

@@ -1,24 +1,14 @@
 //! Operator reads and bulk actions (each recorded in the audit log).
 
-use super::{EVENT_COLS, SqliteStore, event_from_row, parse_id};
-use crate::clock::{Millis, to_timestamp};
+use super::SqliteStore;
+use crate::clock::Millis;
+use crate::store::rows::{
+    add_count, grant_from_row, history_entry, ops_event, parse_id, prefixed_event_cols,
+};
 use crate::store::*;
 use sqlx::AssertSqlSafe;
 use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 use std::collections::BTreeMap;
-use switchboard_proto::{EventStatus, HistoryEntry, OpsEvent};
-
-fn add_count(counts: &mut StatusCounts, status: &str, n: u64) {
-    match EventStatus::parse(status) {
-        Some(EventStatus::Pending) => counts.pending += n,
-        Some(EventStatus::Claimed) => counts.claimed += n,
-        Some(EventStatus::Completed) => counts.completed += n,
-        Some(EventStatus::Quarantined) => counts.quarantined += n,
-        Some(EventStatus::Expired) => counts.expired += n,
-        Some(EventStatus::Purged) => counts.purged += n,
-        None => {}
-    }
-}
 
 pub(super) async fn counts(
     conn: &mut SqliteConnection,
@@ -121,24 +111,6 @@ pub(super) fn push_filter(qb: &mut QueryBuilder<Sqlite>, filter: &EventFilter) {
     }
 }
 
-fn ops_event(row: &sqlx::sqlite::SqliteRow) -> StoreResult<OpsEvent> {
-    Ok(OpsEvent {
-        event: event_from_row(row)?,
-        agent_name: row.try_get("agent_name")?,
-        lease_expires_at: row
-            .try_get::<Option<i64>, _>("lease_expires_at")?
-            .map(to_timestamp),
-    })
-}
-
-fn prefixed_cols() -> String {
-    EVENT_COLS
-        .split(", ")
-        .map(|c| format!("e.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 pub(super) async fn list_events(
     store: &SqliteStore,
     tenant: TenantId,
@@ -147,7 +119,7 @@ pub(super) async fn list_events(
 ) -> StoreResult<OpsEventPage> {
     let mut qb = QueryBuilder::<Sqlite>::new(format!(
         "SELECT {}, a.name AS agent_name FROM events e JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = ",
-        prefixed_cols()
+        prefixed_event_cols()
     ));
     qb.push_bind(tenant.to_string());
     push_filter(&mut qb, &query.filter());
@@ -183,7 +155,7 @@ pub(super) async fn event_detail(
     let row = sqlx::query(AssertSqlSafe(format!(
         "SELECT {}, a.name AS agent_name FROM events e JOIN agents a ON a.id = e.agent_id \
          WHERE e.tenant_id = ? AND e.id = ?",
-        prefixed_cols()
+        prefixed_event_cols()
     )))
     .bind(tenant.to_string())
     .bind(event.to_string())
@@ -196,14 +168,7 @@ pub(super) async fn event_detail(
     .fetch_all(&mut *tx)
     .await?
     .iter()
-    .map(|r| {
-        Ok(HistoryEntry {
-            action: r.try_get(0)?,
-            actor: r.try_get(1)?,
-            detail: r.try_get(2)?,
-            at: to_timestamp(r.try_get(3)?),
-        })
-    })
+    .map(history_entry)
     .collect::<StoreResult<Vec<_>>>()?;
     tx.commit().await?;
     Ok(EventDetail {
@@ -277,24 +242,8 @@ pub(super) async fn grant(
             .fetch_optional(store.read())
             .await?
     };
-    row.map(|row| {
-        let agent: Option<String> = row.try_get(1)?;
-        Ok(Grant {
-            record: TokenRecord {
-                tenant_id: parse_id(&row.try_get::<String, _>(0)?)?,
-                agent_id: agent.as_deref().map(parse_id).transpose()?,
-                agent_name: row.try_get(3)?,
-                scopes: row
-                    .try_get::<String, _>(2)?
-                    .split_whitespace()
-                    .map(str::to_owned)
-                    .collect(),
-            },
-            token_hash: row.try_get(4)?,
-            expires_at: row.try_get(5)?,
-        })
-    })
-    .transpose()
+    row.map(|row| grant_from_row(&row, row.try_get("token_hash")?))
+        .transpose()
 }
 
 pub(super) async fn delete_grant(store: &SqliteStore, hash: &[u8]) -> StoreResult<()> {

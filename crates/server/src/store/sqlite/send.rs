@@ -2,10 +2,10 @@
 
 use super::{SqliteStore, history, parse_id};
 use crate::clock::{Millis, to_timestamp};
+use crate::store::rows::{by_id_or_name, room_from_rows};
 use crate::store::*;
-use sqlx::{Row, SqliteConnection};
-use std::str::FromStr;
-use switchboard_proto::{Delivery, EventId, Room, RoomMember};
+use sqlx::{AssertSqlSafe, Row, SqliteConnection};
+use switchboard_proto::{Delivery, EventId, Room};
 
 pub(super) async fn idem_begin(
     store: &SqliteStore,
@@ -344,44 +344,22 @@ pub(super) async fn room(store: &SqliteStore, tenant: TenantId, key: &str) -> St
 }
 
 async fn load_room(conn: &mut SqliteConnection, tenant: TenantId, key: &str) -> StoreResult<Room> {
-    let (sql, key) = match RoomId::from_str(key) {
-        Ok(id) => (
-            "SELECT * FROM rooms WHERE tenant_id = ? AND id = ?",
-            id.to_string(),
-        ),
-        Err(_) => (
-            "SELECT * FROM rooms WHERE tenant_id = ? AND name = ?",
-            key.to_owned(),
-        ),
-    };
-    let row = sqlx::query(sql)
-        .bind(tenant.to_string())
-        .bind(key)
-        .fetch_one(&mut *conn)
-        .await?;
-    let room_id: String = row.try_get("id")?;
+    let (column, key) = by_id_or_name::<RoomId>(key);
+    let row = sqlx::query(AssertSqlSafe(format!(
+        "SELECT * FROM rooms WHERE tenant_id = ? AND {column} = ?"
+    )))
+    .bind(tenant.to_string())
+    .bind(key)
+    .fetch_one(&mut *conn)
+    .await?;
     let members = sqlx::query(
         "SELECT a.id, a.name FROM room_members m JOIN agents a ON a.id = m.agent_id \
          WHERE m.room_id = ? ORDER BY a.name",
     )
-    .bind(&room_id)
+    .bind(row.try_get::<String, _>("id")?)
     .fetch_all(&mut *conn)
-    .await?
-    .iter()
-    .map(|r| {
-        Ok(RoomMember {
-            agent_id: parse_id(&r.try_get::<String, _>(0)?)?,
-            name: r.try_get(1)?,
-        })
-    })
-    .collect::<StoreResult<_>>()?;
-    Ok(Room {
-        room_id: parse_id(&room_id)?,
-        name: row.try_get("name")?,
-        head_seq: row.try_get::<i64, _>("head_seq")? as u64,
-        members,
-        created_at: to_timestamp(row.try_get("created_at")?),
-    })
+    .await?;
+    room_from_rows(&row, &members)
 }
 
 pub(super) async fn set_member(

@@ -1,0 +1,321 @@
+//! A server on PostgreSQL survives a restart of the database under load: requests
+//! during the outage get a 503 problem document quickly (never a hang), `/readyz`
+//! says so, and everything resumes by itself. Nothing committed is lost, nothing
+//! is stored twice.
+//!
+//! Two outages: `pg_ctlcluster 15 main restart` (as an operator runs it; usually
+//! well under a second, so requests mostly wait it out), then a stop held for 7 s,
+//! during which requests and `/readyz` must answer 503.
+//!
+//! It stops the whole cluster, so it runs alone: `cargo xtask test` runs it after
+//! the conformance suite with `SWITCHBOARD_TEST_PG_CTL` set to the control command
+//! (`pg_ctlcluster 15 main`). Without it the test is ignored.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use switchboard_sdk::proto::{ClaimRequest, CreateAgent, ErrorCode, SendMessage};
+use switchboard_sdk::{Client, RetryPolicy};
+use switchboard_tests::{PgDatabase, postgres_url};
+use tokio::sync::Mutex;
+
+/// No request may take longer than this, outage or not: the pool's acquire
+/// timeout (5 s) or the statement timeout (15 s) answers first.
+const LONGEST: Duration = Duration::from_secs(20);
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn client(url: &str, token: &str) -> Client {
+    Client::builder()
+        .retry(RetryPolicy::none())
+        .request_timeout(Duration::from_secs(60))
+        .build(url, token)
+        .expect("client")
+}
+
+/// Runs `ctl action` (`pg_ctlcluster 15 main restart`), which returns when done.
+async fn pg_ctl(ctl: &str, action: &str) {
+    let command = format!("{ctl} {action}");
+    let status =
+        tokio::task::spawn_blocking(move || Command::new("sh").args(["-c", &command]).status())
+            .await
+            .expect("join")
+            .expect("run pg_ctlcluster");
+    assert!(status.success(), "{ctl} {action} failed");
+}
+
+/// Waits (at most 30 s) until `/readyz` says ready again.
+async fn recovered(op: &Client) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while op.readyz().await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "/readyz did not recover within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An error during the outage must be a 503 problem document.
+fn outage_error(e: &switchboard_sdk::Error, what: &str) {
+    assert_eq!(e.status(), Some(503), "{what}: {e}");
+    assert_eq!(e.code(), Some(ErrorCode::Unavailable), "{what}: {e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "restarts PostgreSQL: set SWITCHBOARD_TEST_POSTGRES and SWITCHBOARD_TEST_PG_CTL"]
+async fn the_server_rides_out_a_database_restart_under_load() {
+    let admin = postgres_url().expect("SWITCHBOARD_TEST_POSTGRES is set");
+    let ctl = std::env::var("SWITCHBOARD_TEST_PG_CTL")
+        .expect("SWITCHBOARD_TEST_PG_CTL is set (e.g. `pg_ctlcluster 15 main`)");
+    let db = PgDatabase::create(&admin).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            &db.url,
+        ])
+        .arg("--operator-token-file")
+        .arg(dir.path().join("operator-token"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn switchboard serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut line)
+        .expect("ready line");
+    let _serve = Serve(child);
+    let ready: serde_json::Value = serde_json::from_str(&line).expect("ready JSON");
+    let url = ready["url"].as_str().expect("url").to_owned();
+    let token = std::fs::read_to_string(dir.path().join("operator-token")).expect("token");
+    let op = client(&url, token.trim());
+    let created = op
+        .create_agent(&CreateAgent {
+            name: "worker".to_owned(),
+        })
+        .await
+        .expect("create agent");
+    let agent = client(&url, created.token.as_str());
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let failures = Arc::new(std::sync::atomic::AtomicU64::new(0));
+
+    // The sender: message n with key n until it is accepted, then n + 1.
+    let sender = tokio::spawn({
+        let (op, stop, sent, failures) = (op.clone(), stop.clone(), sent.clone(), failures.clone());
+        async move {
+            let mut n = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let key = format!("restart-test-{n}");
+                let message = SendMessage {
+                    payload: serde_json::json!({ "n": n }),
+                    ..Default::default()
+                };
+                let started = Instant::now();
+                let result = op.send_message("worker", &message, &key).await;
+                assert!(
+                    started.elapsed() < LONGEST,
+                    "a send hung {:?}",
+                    started.elapsed()
+                );
+                match result {
+                    Ok(_) => {
+                        sent.lock().await.push(n);
+                        n += 1;
+                    }
+                    Err(e) => {
+                        outage_error(&e, "send");
+                        failures.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+    });
+
+    // The claimer: claims and acks (an ack is retried with the same token) until
+    // `done` says every accepted message is acked. A claim whose answer was lost in
+    // the outage leaves its events leased: they come back when the 10 s lease ends.
+    let acked: Arc<Mutex<HashMap<u64, u32>>> = Arc::default();
+    let claiming = Arc::new(AtomicBool::new(true));
+    let claimer = tokio::spawn({
+        let (agent, acked, failures, claiming) = (
+            agent.clone(),
+            acked.clone(),
+            failures.clone(),
+            claiming.clone(),
+        );
+        async move {
+            let request = ClaimRequest {
+                limit: Some(10),
+                lease_seconds: Some(10),
+            };
+            while claiming.load(Ordering::SeqCst) {
+                let started = Instant::now();
+                let got = agent.claim("worker", &request).await;
+                assert!(started.elapsed() < LONGEST, "a claim hung");
+                let events = match got {
+                    Ok(r) => r.events,
+                    Err(e) => {
+                        outage_error(&e, "claim");
+                        failures.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                if events.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                for e in events {
+                    let n = e
+                        .event
+                        .payload
+                        .as_ref()
+                        .and_then(|p| p["n"].as_u64())
+                        .expect("n");
+                    loop {
+                        match agent.ack("worker", e.event.event_id, e.claim_token).await {
+                            Ok(_) => break,
+                            Err(err) => {
+                                outage_error(&err, "ack");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            }
+                        }
+                    }
+                    *acked.lock().await.entry(n).or_default() += 1;
+                }
+            }
+        }
+    });
+
+    // Readiness, sampled every 100 ms.
+    let readiness: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let probe = tokio::spawn({
+        let (op, stop, readiness) = (op.clone(), stop.clone(), readiness.clone());
+        async move {
+            while !stop.load(Ordering::SeqCst) {
+                let started = Instant::now();
+                let ok = op.readyz().await.is_ok();
+                assert!(started.elapsed() < LONGEST, "/readyz hung");
+                readiness.lock().await.push(ok);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    });
+
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let before = sent.lock().await.len();
+    assert!(before > 0, "the load is running before the restart");
+    pg_ctl(&ctl, "restart").await;
+    recovered(&op).await;
+    let after_restart = sent.lock().await.len();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(
+        sent.lock().await.len() > after_restart,
+        "sends resumed after the restart"
+    );
+
+    // A longer outage: everything answers 503, quickly, until the database is back.
+    pg_ctl(&ctl, "stop").await;
+    let down = Instant::now();
+    let failures_before = failures.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let asked = Instant::now();
+    let e = op
+        .readyz()
+        .await
+        .expect_err("/readyz while the database is down");
+    outage_error(&e, "readyz");
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "/readyz answered within its 1 s budget"
+    );
+    // A request waits for a connection at most 5 s (the pool's acquire timeout).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(down.elapsed() < Duration::from_secs(12));
+    assert!(
+        failures.load(Ordering::SeqCst) > failures_before,
+        "requests during the outage were answered (503), not held"
+    );
+    pg_ctl(&ctl, "start").await;
+    recovered(&op).await;
+    let after_outage = sent.lock().await.len();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    stop.store(true, Ordering::SeqCst);
+    sender.await.expect("sender");
+    probe.await.expect("probe");
+    // Drain: until everything accepted is acked (at most a lease after the last
+    // lost claim answer).
+    let sent_count = sent.lock().await.len();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while acked.lock().await.len() < sent_count {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {sent_count} acked 40 s after the load stopped",
+            acked.lock().await.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    claiming.store(false, Ordering::SeqCst);
+    claimer.await.expect("claimer");
+
+    let sent = sent.lock().await.clone();
+    assert!(
+        sent.len() > after_outage,
+        "sends resumed after the outage ({after_outage} before, {} in the end)",
+        sent.len()
+    );
+    let readiness = readiness.lock().await.clone();
+    assert!(
+        readiness.iter().any(|ok| !ok),
+        "/readyz reported the outage ({} probes)",
+        readiness.len()
+    );
+    // Nothing lost, nothing twice: the inbox holds one event per accepted message
+    // (a send retried with its key after a 503 was stored once), in a gapless
+    // sequence.
+    let mut seqs = Vec::new();
+    let mut cursor = 0;
+    loop {
+        let page = agent.poll("worker", cursor, Some(500)).await.expect("poll");
+        seqs.extend(page.events.iter().map(|e| e.seq));
+        cursor = page.next_cursor;
+        if !page.has_more {
+            break;
+        }
+    }
+    assert_eq!(seqs, (1..=sent.len() as u64).collect::<Vec<_>>());
+    let totals = op.overview().await.expect("overview").totals;
+    assert_eq!(
+        totals.completed as usize,
+        sent.len(),
+        "every accepted message was acked: {totals:?}"
+    );
+    assert_eq!(totals.pending + totals.claimed + totals.quarantined, 0);
+    let acked = acked.lock().await;
+    for n in &sent {
+        assert_eq!(acked.get(n), Some(&1), "message {n} acked exactly once");
+    }
+    eprintln!(
+        "restart under load: {} sent, {} failed attempts answered 503, {} readiness probes",
+        sent.len(),
+        failures.load(Ordering::SeqCst),
+        readiness.len()
+    );
+}

@@ -1,0 +1,27 @@
+//! The queue table's health: what makes PostgreSQL queues slow down over time is
+//! dead tuples that vacuum cannot remove, usually because some transaction stays
+//! open. Both are gauges in `/metrics`.
+
+use super::PgStore;
+use crate::store::{StoreResult, TableHealth};
+use sqlx::Row;
+
+pub(super) async fn table_health(store: &PgStore) -> StoreResult<TableHealth> {
+    let row = sqlx::query(
+        "SELECT COALESCE(s.n_dead_tup, 0) AS dead, COALESCE(s.n_live_tup, 0) AS live, \
+           EXTRACT(EPOCH FROM now() - GREATEST(s.last_autovacuum, s.last_vacuum))::float8 AS vacuumed, \
+           (SELECT COALESCE(EXTRACT(EPOCH FROM max(now() - xact_start)), 0)::float8 \
+              FROM pg_stat_activity WHERE datname = current_database() \
+              AND xact_start IS NOT NULL AND pid <> pg_backend_pid()) AS oldest \
+         FROM (SELECT 1) one \
+         LEFT JOIN pg_stat_user_tables s ON s.relid = to_regclass('events')",
+    )
+    .fetch_one(store.pool())
+    .await?;
+    Ok(TableHealth {
+        events_dead_tuples: row.try_get("dead")?,
+        events_live_tuples: row.try_get("live")?,
+        oldest_transaction_seconds: row.try_get("oldest")?,
+        events_last_autovacuum_seconds: row.try_get("vacuumed")?,
+    })
+}

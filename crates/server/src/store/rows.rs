@@ -1,0 +1,345 @@
+//! Row mapping shared by both backends. The schemas have the same tables and column
+//! types (text ids, 64-bit integer times), so one mapping reads a row of either;
+//! [`Cols`] is the few typed getters it needs, for `SqliteRow` and `PgRow`.
+
+use crate::clock::to_timestamp;
+use crate::store::{AgentRecord, Grant, StoreError, StoreResult, TokenRecord};
+use std::str::FromStr;
+use switchboard_proto::{
+    AuditEntry, BulkAction, EventState, EventStatus, InboxEvent, Job, JobState, OpsEvent, Sender,
+    StatusCounts,
+};
+
+/// The columns `event_from_row` reads, in a SELECT or a RETURNING clause.
+pub(crate) const EVENT_COLS: &str = "id, agent_id, seq, sender_agent_id, sender_name, room_id, \
+     room_seq, correlation_id, priority, status, payload, attempts, max_attempts, created_at, \
+     available_at, expires_at, last_error, lease_expires_at, claim_token";
+
+/// The columns `state_from_row` reads.
+pub(crate) const STATE_COLS: &str = "id, status, attempts, lease_expires_at, available_at";
+
+/// Statuses whose events still need work.
+pub(crate) const OPEN_STATUSES: &str = "('pending','claimed','quarantined')";
+
+/// Typed column getters by name.
+pub(crate) trait Cols {
+    fn text(&self, col: &str) -> StoreResult<String>;
+    fn opt_text(&self, col: &str) -> StoreResult<Option<String>>;
+    fn int(&self, col: &str) -> StoreResult<i64>;
+    fn opt_int(&self, col: &str) -> StoreResult<Option<i64>>;
+}
+
+macro_rules! cols_for {
+    ($row:ty) => {
+        impl Cols for $row {
+            fn text(&self, col: &str) -> StoreResult<String> {
+                Ok(sqlx::Row::try_get(self, col)?)
+            }
+            fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
+                Ok(sqlx::Row::try_get(self, col)?)
+            }
+            fn int(&self, col: &str) -> StoreResult<i64> {
+                Ok(sqlx::Row::try_get(self, col)?)
+            }
+            fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
+                Ok(sqlx::Row::try_get(self, col)?)
+            }
+        }
+    };
+}
+cols_for!(sqlx::sqlite::SqliteRow);
+cols_for!(sqlx::postgres::PgRow);
+
+pub(crate) fn parse_id<T: FromStr>(s: &str) -> StoreResult<T> {
+    T::from_str(s).map_err(|_| {
+        StoreError::Database(sqlx::Error::Decode(
+            format!("stored id {s:?} is not a UUID").into(),
+        ))
+    })
+}
+
+pub(crate) fn agent_from_row(row: &impl Cols) -> StoreResult<AgentRecord> {
+    Ok(AgentRecord {
+        id: parse_id(&row.text("id")?)?,
+        tenant_id: parse_id(&row.text("tenant_id")?)?,
+        name: row.text("name")?,
+        head_seq: row.int("head_seq")? as u64,
+        low_water: row.int("low_water")? as u64,
+        created_at: row.int("created_at")?,
+        last_seen_at: row.opt_int("last_seen_at")?,
+    })
+}
+
+pub(crate) fn status_from(s: &str) -> StoreResult<EventStatus> {
+    EventStatus::parse(s).ok_or_else(|| {
+        StoreError::Database(sqlx::Error::Decode(format!("unknown status {s:?}").into()))
+    })
+}
+
+pub(crate) fn event_from_row(row: &impl Cols) -> StoreResult<InboxEvent> {
+    let sender = match row.opt_text("sender_agent_id")? {
+        Some(id) => Sender::Agent {
+            agent_id: parse_id(&id)?,
+            name: row.opt_text("sender_name")?.unwrap_or_default(),
+        },
+        None => Sender::Operator,
+    };
+    let payload = row
+        .opt_text("payload")?
+        .map(|p| serde_json::from_str(&p))
+        .transpose()
+        .map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e))))?;
+    Ok(InboxEvent {
+        event_id: parse_id(&row.text("id")?)?,
+        agent_id: parse_id(&row.text("agent_id")?)?,
+        seq: row.int("seq")? as u64,
+        sender,
+        room_id: row
+            .opt_text("room_id")?
+            .as_deref()
+            .map(parse_id)
+            .transpose()?,
+        room_seq: row.opt_int("room_seq")?.map(|s| s as u64),
+        correlation_id: row.opt_text("correlation_id")?,
+        priority: row.int("priority")? as i32,
+        status: status_from(&row.text("status")?)?,
+        payload,
+        attempts: row.int("attempts")? as u32,
+        max_attempts: row.int("max_attempts")? as u32,
+        created_at: to_timestamp(row.int("created_at")?),
+        available_at: to_timestamp(row.int("available_at")?),
+        expires_at: row.opt_int("expires_at")?.map(to_timestamp),
+        last_error: row.opt_text("last_error")?,
+    })
+}
+
+pub(crate) fn state_from_row(row: &impl Cols) -> StoreResult<EventState> {
+    Ok(EventState {
+        event_id: parse_id(&row.text("id")?)?,
+        status: status_from(&row.text("status")?)?,
+        attempts: row.int("attempts")? as u32,
+        lease_expires_at: row.opt_int("lease_expires_at")?.map(to_timestamp),
+        available_at: to_timestamp(row.int("available_at")?),
+    })
+}
+
+/// The history line of a release: the error, and whether it was terminal.
+pub(crate) fn release_detail(error: &Option<String>, terminal: bool) -> Option<String> {
+    match (error, terminal) {
+        (Some(e), true) => Some(format!("terminal failure: {e}")),
+        (Some(e), false) => Some(e.clone()),
+        (None, true) => Some("terminal failure".to_owned()),
+        (None, false) => None,
+    }
+}
+
+/// Adds `n` events of `status` to `counts`.
+pub(crate) fn add_count(counts: &mut StatusCounts, status: &str, n: u64) {
+    match EventStatus::parse(status) {
+        Some(EventStatus::Pending) => counts.pending += n,
+        Some(EventStatus::Claimed) => counts.claimed += n,
+        Some(EventStatus::Completed) => counts.completed += n,
+        Some(EventStatus::Quarantined) => counts.quarantined += n,
+        Some(EventStatus::Expired) => counts.expired += n,
+        Some(EventStatus::Purged) => counts.purged += n,
+        None => {}
+    }
+}
+
+/// [`EVENT_COLS`] of `events e`.
+pub(crate) fn prefixed_event_cols() -> String {
+    EVENT_COLS
+        .split(", ")
+        .map(|c| format!("e.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An event with its agent's name (`agent_name`) and lease.
+pub(crate) fn ops_event(row: &impl Cols) -> StoreResult<OpsEvent> {
+    Ok(OpsEvent {
+        event: event_from_row(row)?,
+        agent_name: row.text("agent_name")?,
+        lease_expires_at: row.opt_int("lease_expires_at")?.map(to_timestamp),
+    })
+}
+
+/// A console grant from `tenant_id, agent_id, scopes, name` (the agent's) and
+/// `expires_at`; `token_hash` is read by the caller (a blob).
+pub(crate) fn grant_from_row(row: &impl Cols, token_hash: Vec<u8>) -> StoreResult<Grant> {
+    Ok(Grant {
+        record: TokenRecord {
+            tenant_id: parse_id(&row.text("tenant_id")?)?,
+            agent_id: row
+                .opt_text("agent_id")?
+                .as_deref()
+                .map(parse_id)
+                .transpose()?,
+            agent_name: row.opt_text("name")?,
+            scopes: row
+                .text("scopes")?
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+        },
+        token_hash,
+        expires_at: row.int("expires_at")?,
+    })
+}
+
+/// The statuses a bulk action applies to, as an SQL list.
+pub(crate) fn applies_to(action: BulkAction) -> &'static str {
+    match action {
+        BulkAction::Replay => "('quarantined')",
+        BulkAction::Release => "('claimed')",
+        BulkAction::Purge => "('pending','claimed','completed','quarantined','expired')",
+    }
+}
+
+/// The `audit_log` columns `audit_entry` and `job_from_row` read.
+pub(crate) const AUDIT_COLS: &str = "id, actor, action, ids, filter, count, at, job_state, \
+     job_total, job_rate, finished_at, job_error";
+
+pub(crate) fn audit_entry(r: &impl Cols) -> StoreResult<AuditEntry> {
+    Ok(AuditEntry {
+        id: r.int("id")?,
+        actor: r.text("actor")?,
+        action: r.text("action")?,
+        ids: r
+            .opt_text("ids")?
+            .and_then(|s| serde_json::from_str(&s).ok()),
+        filter: r
+            .opt_text("filter")?
+            .and_then(|s| serde_json::from_str(&s).ok()),
+        count: r.int("count")? as u64,
+        at: to_timestamp(r.int("at")?),
+        job_state: r
+            .opt_text("job_state")?
+            .as_deref()
+            .and_then(JobState::parse),
+        job_total: r.opt_int("job_total")?.map(|t| t as u64),
+    })
+}
+
+pub(crate) fn job_from_row(r: &impl Cols) -> StoreResult<Job> {
+    let entry = audit_entry(r)?;
+    let action = BulkAction::parse(&entry.action)
+        .ok_or_else(|| StoreError::Invalid(format!("audit row {} is not a job", entry.id)))?;
+    Ok(Job {
+        job_id: entry.id,
+        action,
+        actor: entry.actor,
+        filter: entry.filter,
+        id_count: entry.ids.map(|ids| ids.len() as u64),
+        total: entry.job_total.unwrap_or(entry.count),
+        done: entry.count,
+        state: entry.job_state.ok_or(StoreError::NotFound)?,
+        rate_per_second: r
+            .opt_int("job_rate")?
+            .map(|r| r.clamp(0, i64::from(u32::MAX)) as u32),
+        started_at: entry.at,
+        finished_at: r.opt_int("finished_at")?.map(to_timestamp),
+        error: r.opt_text("job_error")?,
+    })
+}
+
+/// One step of an event's timeline (`action, actor, detail, at`).
+pub(crate) fn history_entry(r: &impl Cols) -> StoreResult<switchboard_proto::HistoryEntry> {
+    Ok(switchboard_proto::HistoryEntry {
+        action: r.text("action")?,
+        actor: r.text("actor")?,
+        detail: r.opt_text("detail")?,
+        at: to_timestamp(r.int("at")?),
+    })
+}
+
+/// The columns `token_record` reads: `tokens t LEFT JOIN agents a`.
+pub(crate) const TOKEN_SELECT: &str = "SELECT t.tenant_id, t.agent_id, t.scopes, a.name FROM \
+     tokens t LEFT JOIN agents a ON a.id = t.agent_id";
+
+pub(crate) fn token_record(r: &impl Cols) -> StoreResult<crate::store::TokenRecord> {
+    Ok(crate::store::TokenRecord {
+        tenant_id: parse_id(&r.text("tenant_id")?)?,
+        agent_id: r
+            .opt_text("agent_id")?
+            .as_deref()
+            .map(parse_id)
+            .transpose()?,
+        agent_name: r.opt_text("name")?,
+        scopes: r
+            .text("scopes")?
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+    })
+}
+
+/// The columns `client_report` reads.
+pub(crate) const CLIENT_REPORT_SELECT: &str = "SELECT a.id, a.name, r.report, r.received_at \
+     FROM client_reports r JOIN agents a ON a.id = r.agent_id";
+
+pub(crate) fn client_report(r: &impl Cols) -> StoreResult<crate::store::ClientReportRow> {
+    Ok(crate::store::ClientReportRow {
+        agent_id: parse_id(&r.text("id")?)?,
+        name: r.text("name")?,
+        report: r.text("report")?,
+        received_at: r.int("received_at")?,
+    })
+}
+
+/// A room row with its members (`id, name` rows of the members' agents).
+pub(crate) fn room_from_rows<R: Cols>(
+    room: &impl Cols,
+    members: &[R],
+) -> StoreResult<switchboard_proto::Room> {
+    Ok(switchboard_proto::Room {
+        room_id: parse_id(&room.text("id")?)?,
+        name: room.text("name")?,
+        head_seq: room.int("head_seq")? as u64,
+        members: members
+            .iter()
+            .map(|m| {
+                Ok(switchboard_proto::RoomMember {
+                    agent_id: parse_id(&m.text("id")?)?,
+                    name: m.text("name")?,
+                })
+            })
+            .collect::<StoreResult<_>>()?,
+        created_at: to_timestamp(room.int("created_at")?),
+    })
+}
+
+/// Whether `key` names an agent or room by id (canonical form) or by name: the
+/// column to match and the value to bind.
+pub(crate) fn by_id_or_name<T: FromStr + std::fmt::Display>(key: &str) -> (&'static str, String) {
+    match T::from_str(key) {
+        Ok(id) => ("id", id.to_string()),
+        Err(_) => ("name", key.to_owned()),
+    }
+}
+
+/// Why a claim token was refused, from the event's `status`, its current token and
+/// lease end: not the current token, an expired lease, or not claimed.
+pub(crate) fn stale_claim(
+    event: switchboard_proto::EventId,
+    token: switchboard_proto::ClaimToken,
+    row: &impl Cols,
+    now: crate::clock::Millis,
+) -> StoreError {
+    let status = row.text("status").unwrap_or_default();
+    let current = row.opt_text("claim_token").unwrap_or_default();
+    let lease = row.opt_int("lease_expires_at").unwrap_or_default();
+    if current.as_deref() != Some(token.to_string().as_str()) {
+        return StoreError::StaleClaim(format!(
+            "claim token is not the current one for event {event} (it is {status}; it was \
+             released, re-claimed or changed by an operator)"
+        ));
+    }
+    match (status.as_str(), lease) {
+        ("claimed", Some(until)) if until <= now => StoreError::StaleClaim(format!(
+            "the lease on event {event} expired {} ms ago",
+            now - until
+        )),
+        (status, _) => StoreError::StaleClaim(format!("event {event} is {status}, not claimed")),
+    }
+}
