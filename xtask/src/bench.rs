@@ -1,4 +1,11 @@
 //! `cargo xtask bench`: runs the `bench` binary of the `tests` crate in release mode.
+//!
+//! For its PostgreSQL parts it starts (or finds) the server `cargo xtask test` uses
+//! ([`crate::postgres::ensure`]) and passes its admin URL in `SWITCHBOARD_BENCH_POSTGRES`,
+//! unless that is set already, `--postgres` is given, or `--only` picks a SQLite
+//! part. If PostgreSQL cannot be had, it says so and the SQLite parts still run.
+//! Note that `ensure` drops the `sb_t_…` databases of earlier test runs, so do not
+//! bench while `cargo xtask test` runs on the same cluster.
 
 use std::os::unix::process::CommandExt;
 
@@ -23,9 +30,31 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
             "--",
         ])
         .args(args);
+    if wants_postgres(args) {
+        match crate::postgres::ensure() {
+            Ok(pg) => {
+                cargo.env(BENCH_POSTGRES, &pg.url);
+            }
+            Err(e) => eprintln!("bench: no PostgreSQL, so its parts are skipped: {e:#}"),
+        }
+    }
     eprintln!("$ {}", cmd::render(&cargo));
     let error = cargo.exec();
     bail!("could not start cargo: {error}")
+}
+
+/// The bench's PostgreSQL admin URL.
+const BENCH_POSTGRES: &str = "SWITCHBOARD_BENCH_POSTGRES";
+
+/// True unless the URL is given already or `--only` names a SQLite part.
+fn wants_postgres(args: &[String]) -> bool {
+    let given = std::env::var(BENCH_POSTGRES).is_ok_and(|u| !u.is_empty())
+        || args.iter().any(|a| a == "--postgres");
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    !given && only.is_none_or(|w| w.to_ascii_uppercase().starts_with("PG"))
 }
 
 /// `tests/src/bin/bench.rs`, `tests/src/bin/bench/main.rs`, or a `[[bin]]` named

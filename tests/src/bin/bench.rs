@@ -13,6 +13,11 @@
 //! - *W4*: name + memory leases: renew throughput (1,000 leases × 16 renewers) and
 //!   one name × 16 contenders under a 200 ms TTL, checked for overlapping holders.
 //!   Baseline: the same calls through the store (same SQL and driver, no HTTP).
+//! - *PG-W1*, *PG-W2*: W1, and W2 over 100 agents (20,000 events, 8 consumers), with
+//!   the server on PostgreSQL. PG-W2 has two baselines on the same PostgreSQL server:
+//!   the store's SQL in a raw sqlx loop, and pgmq; and a second table of commits
+//!   (`pg_stat_database.xact_commit`) and CPU (this process + PostgreSQL backends)
+//!   per message. See `bench/pg.rs`.
 //! - *ratio*: server msgs/s ÷ baseline msgs/s. *goal*: the ratio an issue asks for.
 //!
 //! Every server runs in this process with `Config::default()` (WAL, synchronous
@@ -20,12 +25,30 @@
 //! one pre-loaded file); only the database path is set. The client runs in the same
 //! process and shares the CPUs, as it does for the baselines.
 //!
+//! The PostgreSQL parts run on fresh databases (`sb_bench_…`, dropped at the end) of
+//! the server whose admin (superuser) URL `--postgres URL` or
+//! `SWITCHBOARD_BENCH_POSTGRES` gives; `cargo xtask bench` starts the local cluster
+//! and sets it. Without one they are skipped; if they fail, the rest is still printed.
+//!
 //! Options: `--quick` (smoke run), `--dir PATH` (where the temp databases go; its
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
-//! (W2 pre-load), `--consumers N` (W2), `--only W1|W2|R1|W4`. `BENCH_QUICK=1` is the same
-//! as `--quick`. A full run takes about 1.5 minutes on 2 cores.
+//! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
+//! consumers, 2,000 events with `--quick`), `--postgres URL`,
+//! `--only W1|W2|R1|W4|PG|PG-W1|PG-W2` (`PG`: both PostgreSQL parts). `BENCH_QUICK=1`
+//! is the same as `--quick`. A full run takes about 1.5 minutes on 2 cores, plus
+//! about 4.5 for the PostgreSQL parts.
 
 // A crate root looks for modules next to itself; these live in `bench/`.
+#[path = "bench/drain.rs"]
+mod drain;
+#[path = "bench/pg.rs"]
+mod pg;
+#[path = "bench/pgdb.rs"]
+mod pgdb;
+#[path = "bench/pgmq.rs"]
+mod pgmq;
+#[path = "bench/pgraw.rs"]
+mod pgraw;
 #[path = "bench/r1.rs"]
 mod r1;
 #[path = "bench/raw.rs"]
@@ -62,7 +85,12 @@ struct Settings {
     w2_consumers: usize,
     /// `--only W1` or `--only W2`: run one workload.
     only: Option<String>,
+    /// Admin URL of the PostgreSQL server for the PG parts.
+    postgres: Option<String>,
 }
+
+/// The `--only` values; `PG` runs `PG-W1` and `PG-W2`.
+const WORKLOADS: [&str; 7] = ["W1", "W2", "R1", "W4", "PG", "PG-W1", "PG-W2"];
 
 impl Settings {
     fn parse() -> Result<Self> {
@@ -70,6 +98,9 @@ impl Settings {
         let mut quick = std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
         let (mut dir, mut seconds, mut events) = (None, None, None);
         let (mut consumers, mut only) = (None, None);
+        let mut postgres = std::env::var("SWITCHBOARD_BENCH_POSTGRES")
+            .ok()
+            .filter(|u| !u.is_empty());
         while let Some(arg) = args.next() {
             let mut value = |name: &str| {
                 args.next()
@@ -82,16 +113,19 @@ impl Settings {
                 "--events" => events = Some(value("--events")?.parse::<usize>()?),
                 "--consumers" => consumers = Some(value("--consumers")?.parse::<usize>()?),
                 "--only" => only = Some(value("--only")?.to_ascii_uppercase()),
+                "--postgres" => postgres = Some(value("--postgres")?),
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--dir PATH] [--seconds S] [--events N] \
-                         [--consumers N] [--only W1|W2|R1|W4]\n  \
+                         [--consumers N] [--postgres URL] [--only W]\n  \
                          --quick      small counts (smoke run, a few seconds)\n  \
                          --dir PATH   parent dir of the temp databases (default: $TMPDIR)\n  \
                          --seconds S  W1 measuring time per side (default 8, quick 1)\n  \
                          --events N   W2 events pre-loaded per drain (default 5000, quick 1000)\n  \
                          --consumers N  W2 concurrent consumers, both sides (default 4)\n  \
-                         --only W     run only W1, W2, R1 or W4"
+                         --postgres URL  admin URL of a PostgreSQL server for PG-W1 and \
+                         PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
+                         --only W     run only W1, W2, R1, W4, PG-W1, PG-W2 or PG (both)"
                     );
                     std::process::exit(0);
                 }
@@ -111,6 +145,7 @@ impl Settings {
             w2_events: events.unwrap_or(if quick { 1_000 } else { 5_000 }).max(1),
             w2_consumers: consumers.unwrap_or(4).max(1),
             only,
+            postgres,
         })
     }
 }
@@ -124,9 +159,20 @@ async fn main() -> Result<()> {
              run `cargo xtask bench` (release)"
         );
     }
-    let runs = |w: &str| settings.only.as_deref().is_none_or(|only| only == w);
-    if !runs("W1") && !runs("W2") && !runs("R1") && !runs("W4") {
-        bail!("--only takes W1, W2, R1 or W4");
+    let runs = |w: &str| {
+        (settings.only.as_deref())
+            .is_none_or(|only| only == w || (only == "PG" && w.starts_with("PG-")))
+    };
+    if settings
+        .only
+        .as_deref()
+        .is_some_and(|w| !WORKLOADS.contains(&w))
+    {
+        bail!("--only takes one of {}", WORKLOADS.join(", "));
+    }
+    let postgres_parts = runs("PG-W1") || runs("PG-W2");
+    if postgres_parts && settings.only.is_some() && settings.postgres.is_none() {
+        bail!("the PG parts need --postgres URL or SWITCHBOARD_BENCH_POSTGRES");
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -160,11 +206,34 @@ async fn main() -> Result<()> {
         rows.push(r1);
         notes.push(responsiveness);
     }
+    let (mut costs, mut failed) = (Vec::new(), None);
+    match &settings.postgres {
+        Some(url) if postgres_parts => {
+            match pg::run(&settings, url, runs("PG-W1"), runs("PG-W2"), &dir).await {
+                Ok((pg_rows, pg_costs)) => {
+                    rows.extend(pg_rows);
+                    costs = pg_costs;
+                }
+                Err(e) => {
+                    eprintln!("PostgreSQL parts failed: {e:#}");
+                    failed = Some(e);
+                }
+            }
+        }
+        None if postgres_parts => {
+            eprintln!("PostgreSQL parts skipped: no --postgres URL or SWITCHBOARD_BENCH_POSTGRES")
+        }
+        _ => {}
+    }
     println!();
     report::print_table(&rows);
+    pg::print_costs(&costs);
     for note in &notes {
         note.print();
     }
     println!("\nJSON results in {}", dir.display());
-    Ok(())
+    match failed {
+        Some(e) => Err(e.context("PostgreSQL parts")),
+        None => Ok(()),
+    }
 }

@@ -10,8 +10,9 @@
 //! (`inbox.rs` claim/ack, `background.rs` reap_leases, `rows.rs` history and
 //! EVENT_COLS); keep them in step when those change.
 
+use crate::drain::{Drain, Queues};
 use crate::server::{DB_FILE, now_ms};
-use crate::w2::{AGENT, Drain};
+use crate::w2::AGENT;
 use anyhow::{Context, Result, ensure};
 use sqlx::Row;
 use sqlx::SqlitePool;
@@ -19,9 +20,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use switchboard_sdk::proto::AgentId;
-use tokio::task::JoinSet;
 
 /// Claim, step 1: the agent's expired leases go back to pending (none expire here:
 /// leases are 60 s). `?1` now, `?2` the agent.
@@ -60,11 +60,29 @@ const ACK: &str = "UPDATE events SET status = 'completed', payload = NULL, \
 
 const LEASE_MS: i64 = 60_000;
 
-/// The agent whose inbox is drained.
+/// The agent whose inbox is drained, and the writer connection.
 struct Agent {
+    pool: SqlitePool,
     id: String,
     /// Its history actor, as the server writes it.
     actor: String,
+}
+
+impl Queues for Agent {
+    /// (event id, claim token).
+    type Claimed = (String, String);
+
+    fn count(&self) -> usize {
+        1
+    }
+
+    async fn claim(&self, _queue: usize, batch: u32) -> Result<Vec<Self::Claimed>> {
+        claim(&self.pool, self, batch).await
+    }
+
+    async fn ack(&self, _queue: usize, (id, token): Self::Claimed) -> Result<()> {
+        ack(&self.pool, self, &id, &token).await
+    }
 }
 
 /// Drains the database `DB_FILE` in `dir` (a copy of the pre-loaded template) with
@@ -79,44 +97,13 @@ pub(crate) async fn drain(
     let url = format!("sqlite://{}", dir.join(DB_FILE).display());
     let pool = writer(&url).await?;
     let agent = Arc::new(Agent {
+        pool: pool.clone(),
         id: agent.to_string(),
         actor: format!("agent:{AGENT}"),
     });
-    let cpu = crate::report::cpu_seconds();
-    let start = Instant::now();
-    let mut set = JoinSet::new();
-    for _ in 0..consumers {
-        let (pool, agent) = (pool.clone(), agent.clone());
-        set.spawn(async move {
-            let mut done = 0u64;
-            loop {
-                let claimed = claim(&pool, &agent, batch).await?;
-                if claimed.is_empty() {
-                    return anyhow::Ok(done);
-                }
-                for (id, token) in claimed {
-                    ack(&pool, &agent, &id, &token).await?;
-                    done += 1;
-                }
-            }
-        });
-    }
-    let mut messages = 0;
-    while let Some(done) = set.join_next().await {
-        messages += done??;
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    let cpu_seconds = crate::report::cpu_seconds() - cpu;
+    let drain = crate::drain::run(agent, consumers, batch, expected).await;
     pool.close().await;
-    ensure!(
-        messages == expected as u64,
-        "the raw loop acked {messages} of {expected} events"
-    );
-    Ok(Drain {
-        messages,
-        seconds,
-        cpu_seconds,
-    })
+    drain
 }
 
 /// One connection with the server's pragmas (see `SqliteStore::open`).

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 /// Compatibility: fields are only ever added, so scripts reading old files keep working.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Row {
-    /// `W1` or `W2`.
+    /// `W1`, `W2`, `R1`, `W4`, `PG-W1` or `PG-W2`.
     pub(crate) workload: &'static str,
     /// Machine-friendly name of the variant (`batch_16` …).
     pub(crate) variant: String,
@@ -30,7 +30,8 @@ pub(crate) struct Row {
     pub(crate) goal: Option<f64>,
     pub(crate) goal_met: Option<bool>,
     /// CPU time (user + system) of the whole process per message: server, client and
-    /// SQLite threads together for the server side.
+    /// SQLite threads together for the server side. On PostgreSQL (`PG-…`), plus the
+    /// CPU of the database's backend processes.
     pub(crate) cpu_us_per_msg: Option<f64>,
     pub(crate) baseline_cpu_us_per_msg: Option<f64>,
     /// msgs/s of every repetition (the row reports the best, as noise only slows).
@@ -46,7 +47,7 @@ pub(crate) fn progress(line: std::fmt::Arguments<'_>) {
 
 pub(crate) fn print_table(rows: &[Row]) {
     println!(
-        "{:<4} {:<34} {:>8} {:>7} {:>9} | {:<20} {:>9} | {:>6} {:>12} | {:>8} {:>8}",
+        "{:<5} {:<34} {:>8} {:>7} {:>9} | {:<20} {:>9} | {:>6} {:>12} | {:>8} {:>8}",
         "",
         "server side",
         "msgs",
@@ -59,15 +60,16 @@ pub(crate) fn print_table(rows: &[Row]) {
         "cpu µs/msg",
         "base µs"
     );
-    println!("{}", "-".repeat(143));
+    println!("{}", "-".repeat(144));
     let label = |row: &Row| match row.workload {
-        "W1" => "enqueue HTTP + Idempotency-Key".to_owned(),
+        "W1" | "PG-W1" => "enqueue HTTP + Idempotency-Key".to_owned(),
         "R1" => format!("bulk replay job, {} events", row.messages),
         "W4" => format!("leases: {}", row.variant),
         _ => format!("drain claim+ack, {}", row.variant.replace('_', " ")),
     };
     let base = |row: &Row| match row.workload {
-        "W1" => "minimal axum route",
+        "W1" | "PG-W1" => "minimal axum route",
+        "PG-W2" if row.variant.ends_with("pgmq") => "pgmq read + delete",
         "R1" => "raw sqlx batches",
         "W4" => "store, no HTTP",
         _ => "raw sqlx loop",
@@ -81,7 +83,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         };
         let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0}"));
         println!(
-            "{:<4} {:<34} {:>8} {:>7.2} {:>9.0} | {:<20} {:>9.0} | {:>5.3}× {:>12} | {:>8} {:>8}",
+            "{:<5} {:<34} {:>8} {:>7.2} {:>9.0} | {:<20} {:>9.0} | {:>5.3}× {:>12} | {:>8} {:>8}",
             row.workload,
             label(row),
             row.messages,
@@ -140,20 +142,19 @@ fn workspace_root() -> PathBuf {
 /// User + system CPU time of this process so far, in seconds (0 where `/proc` is
 /// missing). Resolution: one clock tick (10 ms at the usual 100 Hz).
 pub(crate) fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
+    proc_cpu_seconds("self").unwrap_or(0.0)
+}
+
+/// User + system CPU time of process `pid` (`self` for this one) so far, in seconds;
+/// `None` if `/proc/<pid>/stat` cannot be read (no such process, or no `/proc`).
+pub(crate) fn proc_cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: skip past it.
     // After it come field 3 (state) …; utime and stime are fields 14 and 15.
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0.0;
-    };
+    let (_, rest) = stat.rsplit_once(')')?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-    match (ticks(11), ticks(12)) {
-        (Some(user), Some(system)) => (user + system) as f64 / clock_ticks_per_sec(),
-        _ => 0.0,
-    }
+    Some((ticks(11)? + ticks(12)?) as f64 / clock_ticks_per_sec())
 }
 
 /// `getconf CLK_TCK`, once; 100 when it cannot be asked (the Linux value on every

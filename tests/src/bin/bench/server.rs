@@ -1,5 +1,6 @@
 //! The server under measurement: `Config::default()` (WAL, synchronous FULL, workers
-//! every second, no test hooks) on a fresh SQLite file, served on `127.0.0.1:0` in
+//! every second, no test hooks) on a fresh SQLite file (or a PostgreSQL database,
+//! see [`crate::pg`]), served on `127.0.0.1:0` in
 //! this process. Unlike the debug test fixture it keeps the production worker
 //! interval and writes no token file. Stopped gracefully by [`BenchServer::stop`];
 //! its temp dir goes with it.
@@ -23,15 +24,22 @@ pub(crate) struct BenchServer {
     /// Resolving it starts the graceful shutdown.
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<std::io::Result<()>>>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl BenchServer {
     /// Serves the database `DB_FILE` in `dir`: a fresh one, or one the caller put
     /// there. The server owns `dir` from now on and deletes it when dropped.
     pub(crate) async fn start(dir: tempfile::TempDir) -> Result<Self> {
+        let url = format!("sqlite://{}", dir.path().join(DB_FILE).display());
+        Self::open(url, Some(dir)).await
+    }
+
+    /// Serves `database_url` (any backend the server takes); `dir`, if any, is kept
+    /// until the server is dropped.
+    pub(crate) async fn open(database_url: String, dir: Option<tempfile::TempDir>) -> Result<Self> {
         let config = Config {
-            database_url: format!("sqlite://{}", dir.path().join(DB_FILE).display()),
+            database_url,
             operator_token_file: None,
             ..Config::default()
         };

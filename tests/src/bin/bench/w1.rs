@@ -37,8 +37,18 @@ impl Rate {
 }
 
 pub(crate) async fn run(s: &Settings) -> Result<Row> {
+    run_on(s, "W1", BenchServer::start(temp_dir(&s.dir)?)).await
+}
+
+/// W1 against the server `server` opens (after the baseline); `workload` names the
+/// row and the progress lines.
+pub(crate) async fn run_on(
+    s: &Settings,
+    workload: &'static str,
+    server: impl Future<Output = Result<BenchServer>>,
+) -> Result<Row> {
     progress(format_args!(
-        "W1 baseline: minimal axum route, {} tasks, {:.1} s",
+        "{workload} baseline: minimal axum route, {} tasks, {:.1} s",
         s.w1_tasks,
         s.w1_measure.as_secs_f64()
     ));
@@ -49,11 +59,11 @@ pub(crate) async fn run(s: &Settings) -> Result<Row> {
     progress(format_args!("  {:.0} req/s", base.per_sec()));
 
     progress(format_args!(
-        "W1 switchboard: enqueue with Idempotency-Key, {} tasks, {:.1} s",
+        "{workload} switchboard: enqueue with Idempotency-Key, {} tasks, {:.1} s",
         s.w1_tasks,
         s.w1_measure.as_secs_f64()
     ));
-    let server = BenchServer::start(temp_dir(&s.dir)?).await?;
+    let server = server.await?;
     let (_, sender) = server.agent("w1-sender").await?;
     server.agent(RECIPIENT).await?;
     let rate = measure(s, &sender).await?;
@@ -61,7 +71,7 @@ pub(crate) async fn run(s: &Settings) -> Result<Row> {
     progress(format_args!("  {:.0} msgs/s", rate.per_sec()));
 
     Ok(Row {
-        workload: "W1",
+        workload,
         variant: "enqueue_http_idempotency_key".to_owned(),
         description: format!(
             "POST /agents/{{agent}}/messages, fresh Idempotency-Key each, ~{} B payload, \

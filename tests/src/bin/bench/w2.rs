@@ -14,42 +14,23 @@
 //!   so a change in machine load hits both. A row reports each side's best.
 
 use crate::Settings;
-use crate::report::{Row, cpu_seconds, progress};
+use crate::drain::{self, Drain, Http, best};
+use crate::report::{Row, progress};
 use crate::server::{BenchServer, DB_FILE, now_ms, payload, preload, temp_dir};
-use anyhow::{Result, ensure};
+use anyhow::Result;
+use futures::{StreamExt, TryStreamExt};
 use std::path::Path;
-use std::time::Instant;
-use switchboard_sdk::Client;
-use switchboard_sdk::proto::{AgentId, ClaimRequest};
+use switchboard_sdk::proto::AgentId;
 use switchboard_server::Hooks;
 use switchboard_server::http::auth::{agent_scopes, generate_token, hash_token};
 use switchboard_server::store::Store;
 use switchboard_server::store::sqlite::SqliteStore;
 use tempfile::TempDir;
-use tokio::task::JoinSet;
 
 /// The goal for batch 16, as a ratio to the raw loop.
 const GOAL_BATCH_16: f64 = 0.5;
 /// The name of the agent whose inbox is drained.
 pub(crate) const AGENT: &str = "w2";
-
-/// One drain: events acked, wall time, and process CPU time spent meanwhile.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Drain {
-    pub(crate) messages: u64,
-    pub(crate) seconds: f64,
-    pub(crate) cpu_seconds: f64,
-}
-
-impl Drain {
-    fn per_sec(&self) -> f64 {
-        self.messages as f64 / self.seconds
-    }
-
-    fn cpu_us_per_msg(&self) -> Option<f64> {
-        (self.cpu_seconds > 0.0).then(|| self.cpu_seconds * 1e6 / self.messages as f64)
-    }
-}
 
 pub(crate) async fn run(s: &Settings) -> Result<Vec<Row>> {
     let reps = if s.quick { 1 } else { 2 };
@@ -76,14 +57,7 @@ pub(crate) async fn run(s: &Settings) -> Result<Vec<Row>> {
 }
 
 fn row(s: &Settings, batch: u32, server: &[Drain], raw: &[Drain]) -> Row {
-    let best = |drains: &[Drain]| {
-        drains
-            .iter()
-            .copied()
-            .max_by(|a, b| a.per_sec().total_cmp(&b.per_sec()))
-            .expect("at least one repetition")
-    };
-    let (srv, base) = (best(server), best(raw));
+    let (srv, base) = (best(server, Drain::per_sec), best(raw, Drain::per_sec));
     let ratio = srv.per_sec() / base.per_sec();
     let goal = (batch == 16).then_some(GOAL_BATCH_16);
     Row {
@@ -139,47 +113,16 @@ async fn raw_drain(s: &Settings, template: &Template, batch: u32) -> Result<Drai
 
 async fn server_drain(s: &Settings, template: &Template, batch: u32) -> Result<Drain> {
     let server = BenchServer::start(template.copy(&s.dir)?).await?;
-    let client = Client::new(&server.url, template.token.as_str())?;
-    let cpu = cpu_seconds();
-    let start = Instant::now();
-    let mut set = JoinSet::new();
-    for _ in 0..s.w2_consumers {
-        let client = client.clone();
-        set.spawn(async move {
-            let request = ClaimRequest {
-                limit: Some(batch),
-                lease_seconds: None,
-            };
-            let mut done = 0u64;
-            loop {
-                let claimed = client.claim(AGENT, &request).await?;
-                if claimed.events.is_empty() {
-                    return anyhow::Ok(done);
-                }
-                for e in claimed.events {
-                    client.ack(AGENT, e.event.event_id, e.claim_token).await?;
-                    done += 1;
-                }
-            }
-        });
-    }
-    let mut messages = 0;
-    while let Some(done) = set.join_next().await {
-        messages += done??;
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    let cpu_seconds = cpu_seconds() - cpu;
+    let agents = [(AGENT.to_owned(), template.token.clone())];
+    let drain = drain::run(
+        Http::new(&server.url, &agents)?,
+        s.w2_consumers,
+        batch,
+        s.w2_events,
+    )
+    .await;
     server.stop().await?;
-    ensure!(
-        messages == s.w2_events as u64,
-        "the consumers acked {messages} of {} events",
-        s.w2_events
-    );
-    let drain = Drain {
-        messages,
-        seconds,
-        cpu_seconds,
-    };
+    let drain = drain?;
     progress(format_args!(
         "W2 batch {batch:>2} switchboard HTTP: {:>6.0} msgs/s",
         drain.per_sec()
@@ -201,18 +144,13 @@ impl Template {
         let url = format!("sqlite://{}", dir.path().join(DB_FILE).display());
         // Setup only, so no fsync per event; every drain reopens with FULL.
         let store = SqliteStore::open(&url, "off", Hooks::default()).await?;
-        let now = now_ms();
-        let tenant = store.ensure_tenant("default", now).await?;
-        let token = generate_token("sb_ag_");
-        let agent = store
-            .create_agent(tenant, AGENT, &hash_token(&token), &agent_scopes(), now)
-            .await?;
-        preload(&store, tenant, agent.id, events).await?;
+        let seeded = seed(&store, &[AGENT.to_owned()], events, 1).await;
         store.close().await;
+        let agent = seeded?.pop().expect("one agent");
         Ok(Self {
             dir,
             agent: agent.id,
-            token,
+            token: agent.token,
         })
     }
 
@@ -228,4 +166,40 @@ impl Template {
         }
         Ok(dir)
     }
+}
+
+/// An agent [`seed`] made.
+pub(crate) struct Seeded {
+    pub(crate) id: AgentId,
+    pub(crate) name: String,
+    /// Its bearer token (the database holds the hash).
+    pub(crate) token: String,
+}
+
+/// Creates agents `names` in the default tenant and pre-loads `per_agent` pending
+/// events into each inbox, `parallel` inboxes at a time (see [`preload`]).
+pub(crate) async fn seed(
+    store: &dyn Store,
+    names: &[String],
+    per_agent: usize,
+    parallel: usize,
+) -> Result<Vec<Seeded>> {
+    let now = now_ms();
+    let tenant = store.ensure_tenant("default", now).await?;
+    futures::stream::iter(names)
+        .map(|name| async move {
+            let token = generate_token("sb_ag_");
+            let agent = store
+                .create_agent(tenant, name, &hash_token(&token), &agent_scopes(), now_ms())
+                .await?;
+            preload(store, tenant, agent.id, per_agent).await?;
+            anyhow::Ok(Seeded {
+                id: agent.id,
+                name: name.clone(),
+                token,
+            })
+        })
+        .buffered(parallel.max(1))
+        .try_collect()
+        .await
 }

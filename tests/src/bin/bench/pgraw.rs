@@ -1,0 +1,168 @@
+//! The PostgreSQL W2 limit: the store's claim and ack SQL, run by a raw sqlx loop
+//! with no HTTP, no auth and no row decoding beyond what the ack needs.
+//!
+//! Same transactions as `PgStore`: a claim is one transaction (reap this agent's
+//! expired leases, then the claiming CTE) followed by the autocommitted last-seen
+//! update; an ack is one autocommitted statement. The pool has the store's size
+//! (`Config::default().database_max_connections`) and session settings, but skips
+//! the store's `test_before_acquire` ping.
+//!
+//! The statements are copied verbatim from `crates/server/src/store/postgres/`
+//! (`inbox.rs` claim, HOLDS and ack; `background.rs` reap_leases with its BATCH and
+//! the scavenger's actor; `store/rows.rs` EVENT_COLS and STATE_COLS expanded); keep
+//! them in step when those change.
+
+use crate::drain::Queues;
+use crate::server::now_ms;
+use anyhow::{Context, Result, ensure};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgPool, Row};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Claim, step 1 (`background::reap_leases` for one agent): expired leases go back
+/// to pending (none expire here: leases are 60 s). `$1` now, `$2` the agent.
+const REAP_LEASES: &str = "WITH r AS ( \
+       UPDATE events SET \
+         status = CASE WHEN attempts >= max_attempts THEN 'quarantined' ELSE 'pending' END, \
+         claim_token = NULL, lease_expires_at = NULL, available_at = $1, updated_at = $1, \
+         last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
+           || COALESCE(' (last error: ' || last_error || ')', '') \
+       WHERE id IN (SELECT id FROM events WHERE status = 'claimed' AND lease_expires_at <= $1 \
+         AND ($2::text IS NULL OR agent_id = $2) ORDER BY lease_expires_at LIMIT $3 \
+         FOR UPDATE SKIP LOCKED) \
+       RETURNING id, tenant_id, agent_id, seq, status, attempts), \
+     h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
+       SELECT id, $1, CASE WHEN status = 'quarantined' THEN 'quarantined' ELSE 'lease_expired' END, \
+         $4, CASE WHEN status = 'quarantined' \
+           THEN 'lease expired on attempt ' || attempts || '; attempts exhausted' \
+           ELSE 'attempt ' || attempts END FROM r) \
+     SELECT tenant_id, agent_id, seq, status FROM r";
+const REAP_BATCH: i64 = 1_000;
+const SCAVENGER: &str = "system:scavenger";
+
+/// Claim, step 2: take up to `$4` pending events under new tokens and a lease until
+/// `$3`, with their history rows. `$1` agent, `$2` now, `$5` actor.
+const CLAIM: &str = "WITH c AS ( \
+       UPDATE events SET status = 'claimed', attempts = attempts + 1, \
+         claim_token = gen_random_uuid()::text, lease_expires_at = $3, updated_at = $2 \
+       WHERE id IN ( \
+         SELECT id FROM events WHERE agent_id = $1 AND status = 'pending' \
+           AND available_at <= $2 AND (expires_at IS NULL OR expires_at > $2) \
+         ORDER BY priority DESC, seq LIMIT $4 FOR UPDATE SKIP LOCKED) \
+       RETURNING id, agent_id, seq, sender_agent_id, sender_name, room_id, room_seq, \
+         correlation_id, priority, status, payload, attempts, max_attempts, created_at, \
+         available_at, expires_at, last_error, lease_expires_at, claim_token), \
+     h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
+       SELECT id, $2, 'claimed', $5, 'attempt ' || attempts || ' of ' || max_attempts FROM c) \
+     SELECT * FROM c ORDER BY priority DESC, seq";
+
+/// Claim, after the commit: last seen, at most once a second.
+const TOUCH_AGENT: &str = "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
+     AND (last_seen_at IS NULL OR last_seen_at < $1 - 1000)";
+
+/// Ack: complete the event if the token is current and the lease running, with its
+/// history row. `$1` now, `$2` event, `$3` agent, `$4` token, `$5` actor.
+const ACK: &str = "WITH a AS (UPDATE events SET status = 'completed', payload = NULL, \
+       lease_expires_at = NULL, updated_at = $1 WHERE id = $2 AND agent_id = $3 \
+       AND claim_token = $4 AND status = 'claimed' AND lease_expires_at > $1 \
+       RETURNING id, status, attempts, lease_expires_at, available_at), \
+     h AS (INSERT INTO event_history (event_id, at, action, actor) \
+       SELECT id, $1, 'acked', $5 FROM a) \
+     SELECT * FROM a";
+
+const LEASE_MS: i64 = 60_000;
+
+/// The store's session settings (`PgStore::open`).
+const SESSION: [(&str, &str); 2] = [
+    ("statement_timeout", "15s"),
+    ("idle_in_transaction_session_timeout", "60s"),
+];
+
+/// The agents' inboxes of one database, queue `i` being agent `i`.
+pub(crate) struct Inboxes {
+    pub(crate) pool: PgPool,
+    /// (agent id, history actor) per queue.
+    agents: Vec<(String, String)>,
+}
+
+impl Inboxes {
+    /// `agents`: (id, name) per queue.
+    pub(crate) async fn open(url: &str, agents: &[(String, String)]) -> Result<Arc<Self>> {
+        let pool = pool(url).await?;
+        let agents = agents
+            .iter()
+            .map(|(id, name)| (id.clone(), format!("agent:{name}")))
+            .collect();
+        Ok(Arc::new(Self { pool, agents }))
+    }
+}
+
+/// A pool with the store's size and session settings.
+pub(crate) async fn pool(url: &str) -> Result<PgPool> {
+    let opts = PgConnectOptions::from_str(url)?
+        .application_name("switchboard-bench")
+        .options(SESSION);
+    PgPoolOptions::new()
+        .max_connections(switchboard_server::Config::default().database_max_connections)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(opts)
+        .await
+        .context("connecting the raw loop's pool")
+}
+
+impl Queues for Inboxes {
+    /// (event id, claim token).
+    type Claimed = (String, String);
+
+    fn count(&self) -> usize {
+        self.agents.len()
+    }
+
+    async fn claim(&self, queue: usize, batch: u32) -> Result<Vec<Self::Claimed>> {
+        let (agent, actor) = &self.agents[queue];
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let reaped = sqlx::query(REAP_LEASES)
+            .bind(now)
+            .bind(agent)
+            .bind(REAP_BATCH)
+            .bind(SCAVENGER)
+            .fetch_all(&mut *tx)
+            .await?;
+        ensure!(reaped.is_empty(), "a 60 s lease expired during the bench");
+        let rows = sqlx::query(CLAIM)
+            .bind(agent)
+            .bind(now)
+            .bind(now + LEASE_MS)
+            .bind(i64::from(batch))
+            .bind(actor)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        sqlx::query(TOUCH_AGENT)
+            .bind(now)
+            .bind(agent)
+            .execute(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("id")?, row.try_get("claim_token")?)))
+            .collect()
+    }
+
+    async fn ack(&self, queue: usize, (id, token): Self::Claimed) -> Result<()> {
+        let (agent, actor) = &self.agents[queue];
+        let now = now_ms();
+        let row = sqlx::query(ACK)
+            .bind(now)
+            .bind(&id)
+            .bind(agent)
+            .bind(&token)
+            .bind(actor)
+            .fetch_optional(&self.pool)
+            .await?;
+        ensure!(row.is_some(), "ack of {id} was refused");
+        Ok(())
+    }
+}
