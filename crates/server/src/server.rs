@@ -91,6 +91,7 @@ impl Server {
             store,
             history,
             tasks: tokio_util::task::TaskTracker::new(),
+            lookups: Default::default(),
             config,
             hub: Hub::new(),
             metrics: Metrics::new(),

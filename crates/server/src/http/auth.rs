@@ -173,9 +173,16 @@ impl FromRequestParts<AppState> for Principal {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
         let token_hash = hash_token(token);
-        let record = state.store.token(&token_hash).await?.ok_or_else(|| {
-            unauthorized("the bearer token is unknown or revoked; use a current token")
-        })?;
+        let record = match state.lookups.token(&token_hash) {
+            Some(record) => record,
+            None => {
+                let record = state.store.token(&token_hash).await?.ok_or_else(|| {
+                    unauthorized("the bearer token is unknown or revoked; use a current token")
+                })?;
+                state.lookups.put_token(&token_hash, &record);
+                record
+            }
+        };
         Ok(Principal {
             tenant_id: record.tenant_id,
             agent_id: record.agent_id,

@@ -46,7 +46,14 @@ pub(super) async fn inbox_agent(
     principal: &Principal,
     key: &str,
 ) -> ApiResult<AgentRecord> {
-    let agent = load_agent(state, principal.tenant_id, key).await?;
+    let agent = match state.lookups.agent(principal.tenant_id, key) {
+        Some(agent) => agent,
+        None => {
+            let agent = load_agent(state, principal.tenant_id, key).await?;
+            state.lookups.put_agent(principal.tenant_id, key, &agent);
+            agent
+        }
+    };
     if !principal.may_use_inbox(&agent) {
         return Err(ApiError::not_found(format_args!("agent {key:?}")));
     }

@@ -9,6 +9,7 @@ mod idempotency;
 mod inbox;
 mod jobs;
 mod leases;
+pub mod lookups;
 pub mod limits;
 mod messages;
 mod ops;
@@ -52,6 +53,8 @@ pub struct StateInner {
     pub history: crate::history::History,
     /// Background tasks (bulk jobs) that shutdown waits for before closing the store.
     pub tasks: tokio_util::task::TaskTracker,
+    /// Recent token and agent lookups (see `lookups`).
+    pub lookups: lookups::Lookups,
 }
 
 impl Deref for AppState {

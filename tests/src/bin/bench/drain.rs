@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use switchboard_sdk::Client;
-use switchboard_sdk::proto::{ClaimRequest, ClaimToken, EventId};
+use switchboard_sdk::proto::{AckEntry, ClaimRequest, ClaimToken, EventId};
 use tokio::task::JoinSet;
 
 /// One drain: messages acked, wall time, and this process's CPU time meanwhile.
@@ -53,7 +53,14 @@ pub(crate) trait Queues: Send + Sync + 'static {
         queue: usize,
         batch: u32,
     ) -> impl Future<Output = Result<Vec<Self::Claimed>>> + Send;
-    fn ack(&self, queue: usize, claimed: Self::Claimed) -> impl Future<Output = Result<()>> + Send;
+    /// Acks what one claim returned: in one request or statement where the side
+    /// has a batch ack (Switchboard's `POST …/inbox/ack`, pgmq's `delete` of an id
+    /// array), one by one otherwise.
+    fn ack(
+        &self,
+        queue: usize,
+        claimed: Vec<Self::Claimed>,
+    ) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// Drains every queue with `consumers` concurrent tasks; fails unless exactly
@@ -82,10 +89,8 @@ pub(crate) async fn run<Q: Queues>(
                     }
                     continue;
                 }
-                for one in claimed {
-                    queues.ack(queue, one).await?;
-                    done += 1;
-                }
+                done += claimed.len() as u64;
+                queues.ack(queue, claimed).await?;
             }
         });
     }
@@ -143,9 +148,26 @@ impl Queues for Http {
             .collect())
     }
 
-    async fn ack(&self, queue: usize, (event, token): Self::Claimed) -> Result<()> {
+    async fn ack(&self, queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
         let (name, client) = &self.agents[queue];
-        client.ack(name, event, token).await?;
+        if let [(event, token)] = claimed[..] {
+            client.ack(name, event, token).await?;
+            return Ok(());
+        }
+        let entries: Vec<AckEntry> = claimed
+            .iter()
+            .map(|&(event_id, claim_token)| AckEntry {
+                event_id,
+                claim_token,
+            })
+            .collect();
+        let result = client.ack_batch(name, &entries).await?;
+        let failed = result.results.iter().filter(|r| r.state.is_none()).count();
+        ensure!(
+            failed == 0,
+            "{failed} of {} acks were refused",
+            entries.len()
+        );
         Ok(())
     }
 }

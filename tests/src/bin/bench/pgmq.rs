@@ -91,9 +91,14 @@ impl Queues for Pgmq {
         Ok(read.into_iter().map(|m| m.msg_id).collect())
     }
 
-    async fn ack(&self, queue: usize, msg_id: i64) -> Result<()> {
-        let deleted = self.pgmq.delete(&self.names[queue], msg_id).await?;
-        ensure!(deleted, "pgmq.delete of message {msg_id} found nothing");
+    async fn ack(&self, queue: usize, msg_ids: Vec<i64>) -> Result<()> {
+        let deleted = self.pgmq.delete_batch(&self.names[queue], &msg_ids).await?;
+        ensure!(
+            deleted.len() == msg_ids.len(),
+            "pgmq.delete found {} of {} messages",
+            deleted.len(),
+            msg_ids.len()
+        );
         Ok(())
     }
 }

@@ -58,19 +58,21 @@ const CLAIM: &str = "WITH c AS ( \
        SELECT id, $2, 'claimed', $5, 'attempt ' || attempts || ' of ' || max_attempts FROM c) \
      SELECT * FROM c ORDER BY priority DESC, seq";
 
-/// Claim, after the commit: last seen, at most once a second.
+/// Claim, in its transaction: last seen, at most once a second.
 const TOUCH_AGENT: &str = "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
      AND (last_seen_at IS NULL OR last_seen_at < $1 - 1000)";
 
-/// Ack: complete the event if the token is current and the lease running, with its
-/// history row. `$1` now, `$2` event, `$3` agent, `$4` token, `$5` actor.
-const ACK: &str = "WITH a AS (UPDATE events SET status = 'completed', payload = NULL, \
-       lease_expires_at = NULL, updated_at = $1 WHERE id = $2 AND agent_id = $3 \
-       AND claim_token = $4 AND status = 'claimed' AND lease_expires_at > $1 \
-       RETURNING id, status, attempts, lease_expires_at, available_at), \
+/// Ack a claim batch: complete each event whose token is current and lease running,
+/// with its history row. `$1` now, `$2` event ids, `$3` tokens, `$4` agent, `$5` actor.
+const ACK: &str = "WITH a AS (UPDATE events e SET status = 'completed', payload = NULL, \
+       lease_expires_at = NULL, updated_at = $1 \
+       FROM UNNEST($2::text[], $3::text[]) AS x(id, token) \
+       WHERE e.id = x.id AND e.agent_id = $4 AND e.claim_token = x.token \
+         AND e.status = 'claimed' AND e.lease_expires_at > $1 \
+       RETURNING e.id, e.status, e.attempts, e.lease_expires_at, e.available_at), \
      h AS (INSERT INTO event_history (event_id, at, action, actor) \
        SELECT id, $1, 'acked', $5 FROM a) \
-     SELECT * FROM a";
+     SELECT id, status, attempts, lease_expires_at, available_at FROM a";
 
 const LEASE_MS: i64 = 60_000;
 
@@ -140,29 +142,34 @@ impl Queues for Inboxes {
             .bind(actor)
             .fetch_all(&mut *tx)
             .await?;
-        tx.commit().await?;
         sqlx::query(TOUCH_AGENT)
             .bind(now)
             .bind(agent)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+        tx.commit().await?;
         rows.iter()
             .map(|row| Ok((row.try_get("id")?, row.try_get("claim_token")?)))
             .collect()
     }
 
-    async fn ack(&self, queue: usize, (id, token): Self::Claimed) -> Result<()> {
+    async fn ack(&self, queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
         let (agent, actor) = &self.agents[queue];
-        let now = now_ms();
-        let row = sqlx::query(ACK)
-            .bind(now)
-            .bind(&id)
+        let (ids, tokens): (Vec<String>, Vec<String>) = claimed.into_iter().unzip();
+        let rows = sqlx::query(ACK)
+            .bind(now_ms())
+            .bind(&ids)
+            .bind(&tokens)
             .bind(agent)
-            .bind(&token)
             .bind(actor)
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await?;
-        ensure!(row.is_some(), "ack of {id} was refused");
+        ensure!(
+            rows.len() == ids.len(),
+            "{} of {} acks were refused",
+            ids.len() - rows.len(),
+            ids.len()
+        );
         Ok(())
     }
 }

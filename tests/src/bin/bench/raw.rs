@@ -80,8 +80,12 @@ impl Queues for Agent {
         claim(&self.pool, self, batch).await
     }
 
-    async fn ack(&self, _queue: usize, (id, token): Self::Claimed) -> Result<()> {
-        ack(&self.pool, self, &id, &token).await
+    /// One by one, as the SQLite server's batch ack does.
+    async fn ack(&self, _queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
+        for (id, token) in claimed {
+            ack(&self.pool, self, &id, &token).await?;
+        }
+        Ok(())
     }
 }
 

@@ -105,6 +105,16 @@ pub(super) async fn claim(
     .bind(agent.actor().to_string())
     .fetch_all(&mut *tx)
     .await?;
+    // Last seen, at most once a second: a row rewrite per claim would be a dead
+    // tuple per claim. In the claim's transaction, so it costs no commit of its own.
+    sqlx::query(
+        "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
+         AND (last_seen_at IS NULL OR last_seen_at < $1 - 1000)",
+    )
+    .bind(now)
+    .bind(agent.id.to_string())
+    .execute(&mut *tx)
+    .await?;
     let wakes = reaped.wakes.clone();
     store.commit(tx, &wakes).await?;
     let lease_expires_at = to_timestamp(now + lease_ms);
@@ -118,16 +128,6 @@ pub(super) async fn claim(
             })
         })
         .collect::<StoreResult<Vec<_>>>()?;
-    // Last seen, at most once a second: a row rewrite per claim would be a dead
-    // tuple per claim, and would queue claims behind sends on the agent's row.
-    sqlx::query(
-        "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
-         AND (last_seen_at IS NULL OR last_seen_at < $1 - 1000)",
-    )
-    .bind(now)
-    .bind(agent.id.to_string())
-    .execute(store.pool())
-    .await?;
     Ok(Claimed { events, reaped })
 }
 

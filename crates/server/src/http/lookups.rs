@@ -1,0 +1,123 @@
+//! Short-lived caches of the two reads every agent request makes: the bearer token
+//! (→ principal) and the agent named in the path. On PostgreSQL each read is a
+//! transaction of its own; without these, a claim plus a batch ack of 16 events
+//! costs six transactions instead of two.
+//!
+//! What is cached never changes once written (a token's tenant, agent and scopes; an
+//! agent's id, tenant and name), except the counters an agent record carries
+//! (`head_seq`, `low_water`), which callers of the cache use only as hints. Only hits
+//! are cached, for [`TTL`]; a new token or agent is found at once. No API revokes a
+//! token today; when one does, a revocation takes effect on every instance within
+//! [`TTL`]. A hand-written map rather than a caching crate: two maps, one TTL, no
+//! eviction policy beyond "clear the expired when full".
+
+use crate::store::{AgentRecord, TokenRecord};
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use switchboard_proto::TenantId;
+
+/// How long a hit is reused.
+pub const TTL: Duration = Duration::from_secs(2);
+/// Entries per map; a full map first drops what expired, then everything.
+const CAPACITY: usize = 10_000;
+
+struct Ttl<K, V> {
+    map: Mutex<HashMap<K, (V, Instant)>>,
+}
+
+impl<K: Eq + Hash, V: Clone> Ttl<K, V> {
+    fn new() -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn get(&self, key: &K) -> Option<V> {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(key)
+            .filter(|(_, at)| at.elapsed() < TTL)
+            .map(|(v, _)| v.clone())
+    }
+
+    fn put(&self, key: K, value: V) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= CAPACITY {
+            map.retain(|_, (_, at)| at.elapsed() < TTL);
+            if map.len() >= CAPACITY {
+                map.clear();
+            }
+        }
+        map.insert(key, (value, Instant::now()));
+    }
+}
+
+/// The caches of one server.
+pub struct Lookups {
+    tokens: Ttl<Vec<u8>, TokenRecord>,
+    agents: Ttl<(TenantId, String), AgentRecord>,
+}
+
+impl Default for Lookups {
+    fn default() -> Self {
+        Self {
+            tokens: Ttl::new(),
+            agents: Ttl::new(),
+        }
+    }
+}
+
+impl Lookups {
+    pub fn token(&self, hash: &[u8]) -> Option<TokenRecord> {
+        self.tokens.get(&hash.to_vec())
+    }
+
+    pub fn put_token(&self, hash: &[u8], record: &TokenRecord) {
+        self.tokens.put(hash.to_vec(), record.clone());
+    }
+
+    pub fn agent(&self, tenant: TenantId, key: &str) -> Option<AgentRecord> {
+        self.agents.get(&(tenant, key.to_owned()))
+    }
+
+    pub fn put_agent(&self, tenant: TenantId, key: &str, agent: &AgentRecord) {
+        self.agents.put((tenant, key.to_owned()), agent.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hit_is_reused_and_a_miss_is_not_remembered() {
+        let cache: Ttl<u32, &str> = Ttl::new();
+        assert_eq!(cache.get(&1), None);
+        cache.put(1, "one");
+        assert_eq!(cache.get(&1), Some("one"));
+        // An entry past its TTL is not returned.
+        cache
+            .map
+            .lock()
+            .unwrap()
+            .insert(2, ("two", Instant::now() - TTL - Duration::from_millis(1)));
+        assert_eq!(cache.get(&2), None);
+    }
+
+    #[test]
+    fn a_full_map_drops_the_expired_first() {
+        let cache: Ttl<usize, usize> = Ttl::new();
+        let old = Instant::now() - TTL - Duration::from_millis(1);
+        {
+            let mut map = cache.map.lock().unwrap();
+            for i in 0..CAPACITY {
+                map.insert(i, (i, if i % 2 == 0 { old } else { Instant::now() }));
+            }
+        }
+        cache.put(CAPACITY, CAPACITY);
+        let map = cache.map.lock().unwrap();
+        assert_eq!(map.len(), CAPACITY / 2 + 1, "the expired half went");
+        assert!(map.contains_key(&1) && map.contains_key(&CAPACITY));
+    }
+}
