@@ -343,3 +343,23 @@ pub(crate) fn stale_claim(
         (status, _) => StoreError::StaleClaim(format!("event {event} is {status}, not claimed")),
     }
 }
+
+/// The sending agent of a room message (`None`: an operator); an agent must be a
+/// member of the room.
+pub(crate) fn room_sender(
+    from: &crate::store::Actor,
+    members: &[switchboard_proto::AgentId],
+) -> StoreResult<Option<switchboard_proto::AgentId>> {
+    match from {
+        crate::store::Actor::Agent { id, name } => {
+            if !members.contains(id) {
+                return Err(StoreError::Forbidden(format!(
+                    "agent {name:?} is not a member of this room; an operator adds it with \
+                     PUT /api/v1/rooms/{{room}}/members/{name}"
+                )));
+            }
+            Ok(Some(*id))
+        }
+        _ => Ok(None),
+    }
+}

@@ -2,7 +2,7 @@
 
 use super::{PgStore, parse_id};
 use crate::clock::{Millis, to_timestamp};
-use crate::store::rows::{by_id_or_name, room_from_rows};
+use crate::store::rows::{by_id_or_name, room_from_rows, room_sender};
 use crate::store::*;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 use switchboard_proto::{Delivery, EventId, Room};
@@ -265,18 +265,7 @@ pub(super) async fn send_room(
             .iter()
             .map(|r| parse_id(&r.try_get::<String, _>(0)?))
             .collect::<StoreResult<_>>()?;
-    let sender = match from {
-        Actor::Agent { id, name } => {
-            if !members.contains(id) {
-                return Err(StoreError::Forbidden(format!(
-                    "agent {name:?} is not a member of this room; an operator adds it with \
-                     PUT /api/v1/rooms/{{room}}/members/{name}"
-                )));
-            }
-            Some(*id)
-        }
-        _ => None,
-    };
+    let sender = room_sender(from, &members)?;
     sqlx::query(
         "INSERT INTO room_messages (room_id, seq, sender_agent_id, payload, correlation_id, \
          created_at) VALUES ($1, $2, $3, $4, $5, $6)",

@@ -2,7 +2,7 @@
 
 use super::{SqliteStore, history, parse_id};
 use crate::clock::{Millis, to_timestamp};
-use crate::store::rows::{by_id_or_name, room_from_rows};
+use crate::store::rows::{by_id_or_name, room_from_rows, room_sender};
 use crate::store::*;
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 use switchboard_proto::{Delivery, EventId, Room};
@@ -238,18 +238,7 @@ pub(super) async fn send_room(
             .iter()
             .map(|r| parse_id(&r.try_get::<String, _>(0)?))
             .collect::<StoreResult<_>>()?;
-    let sender = match from {
-        Actor::Agent { id, name } => {
-            if !members.contains(id) {
-                return Err(StoreError::Forbidden(format!(
-                    "agent {name:?} is not a member of this room; an operator adds it with \
-                     PUT /api/v1/rooms/{{room}}/members/{name}"
-                )));
-            }
-            Some(*id)
-        }
-        _ => None,
-    };
+    let sender = room_sender(from, &members)?;
     let row = sqlx::query(
         "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = ? AND tenant_id = ? RETURNING head_seq",
     )
