@@ -363,3 +363,70 @@ pub(crate) fn room_sender(
         _ => Ok(None),
     }
 }
+
+/// A cursor read's bounds: below the low-water mark is gone (410), above the head
+/// never came from this server.
+pub(crate) fn check_cursor(after: u64, head: u64, low_water: u64) -> StoreResult<()> {
+    if after < low_water {
+        return Err(StoreError::CursorGone {
+            cursor: after,
+            oldest: low_water,
+        });
+    }
+    if after > head {
+        return Err(StoreError::Invalid(format!(
+            "after_cursor {after} is ahead of this inbox's newest event ({head}); a cursor \
+             only comes from next_cursor or a snapshot of this server; fetch the snapshot to resync"
+        )));
+    }
+    Ok(())
+}
+
+/// A page of `rows` (read with `LIMIT limit + 1`, so one extra row says there is more).
+pub(crate) fn inbox_page(
+    rows: &[impl Cols],
+    after: u64,
+    limit: u32,
+) -> StoreResult<switchboard_proto::InboxPage> {
+    let has_more = rows.len() > limit as usize;
+    let events = rows
+        .iter()
+        .take(limit as usize)
+        .map(event_from_row)
+        .collect::<StoreResult<Vec<_>>>()?;
+    let next_cursor = events.last().map_or(after, |e| e.seq);
+    Ok(switchboard_proto::InboxPage {
+        events,
+        next_cursor,
+        has_more,
+    })
+}
+
+impl AgentRecord {
+    /// A new agent, as `create_agent` wrote it.
+    pub(crate) fn created(
+        id: switchboard_proto::AgentId,
+        tenant: switchboard_proto::TenantId,
+        name: &str,
+        now: crate::clock::Millis,
+    ) -> Self {
+        Self {
+            id,
+            tenant_id: tenant,
+            name: name.to_owned(),
+            head_seq: 0,
+            low_water: 0,
+            created_at: now,
+            last_seen_at: None,
+        }
+    }
+
+    /// The scopes of its token (`{agent_id}` filled in) and the token's label.
+    pub(crate) fn token_grant(&self, scopes: &[String]) -> (Vec<String>, String) {
+        let scopes = scopes
+            .iter()
+            .map(|s| s.replace("{agent_id}", &self.id.to_string()))
+            .collect();
+        (scopes, format!("agent:{}", self.name))
+    }
+}

@@ -33,18 +33,7 @@ pub(super) async fn poll(
 ) -> StoreResult<InboxPage> {
     let mut tx = store.pool().begin_with(READ_SNAPSHOT).await?;
     let (head, low_water) = marks(&mut tx, agent).await?;
-    if after < low_water {
-        return Err(StoreError::CursorGone {
-            cursor: after,
-            oldest: low_water,
-        });
-    }
-    if after > head {
-        return Err(StoreError::Invalid(format!(
-            "after_cursor {after} is ahead of this inbox's newest event ({head}); a cursor \
-             only comes from next_cursor or a snapshot of this server; fetch the snapshot to resync"
-        )));
-    }
+    check_cursor(after, head, low_water)?;
     // Sequence numbers are allocated under the agent's row lock, so every event up
     // to `head` in this snapshot is committed: no gap can fill in behind the page.
     let rows = sqlx::query(AssertSqlSafe(format!(
@@ -58,18 +47,7 @@ pub(super) async fn poll(
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    let has_more = rows.len() > limit as usize;
-    let events = rows
-        .iter()
-        .take(limit as usize)
-        .map(event_from_row)
-        .collect::<StoreResult<Vec<_>>>()?;
-    let next_cursor = events.last().map_or(after, |e| e.seq);
-    Ok(InboxPage {
-        events,
-        next_cursor,
-        has_more,
-    })
+    inbox_page(&rows, after, limit)
 }
 
 pub(super) async fn claim(

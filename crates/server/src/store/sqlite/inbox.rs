@@ -22,18 +22,7 @@ pub(super) async fn poll(
         .await?;
     let head = row.try_get::<i64, _>(0)? as u64;
     let low_water = row.try_get::<i64, _>(1)? as u64;
-    if after < low_water {
-        return Err(StoreError::CursorGone {
-            cursor: after,
-            oldest: low_water,
-        });
-    }
-    if after > head {
-        return Err(StoreError::Invalid(format!(
-            "after_cursor {after} is ahead of this inbox's newest event ({head}); a cursor \
-             only comes from next_cursor or a snapshot of this server; fetch the snapshot to resync"
-        )));
-    }
+    check_cursor(after, head, low_water)?;
     let rows = sqlx::query(AssertSqlSafe(format!(
         "SELECT {EVENT_COLS} FROM events WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?"
     )))
@@ -43,18 +32,7 @@ pub(super) async fn poll(
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    let has_more = rows.len() > limit as usize;
-    let events = rows
-        .iter()
-        .take(limit as usize)
-        .map(event_from_row)
-        .collect::<StoreResult<Vec<_>>>()?;
-    let next_cursor = events.last().map_or(after, |e| e.seq);
-    Ok(InboxPage {
-        events,
-        next_cursor,
-        has_more,
-    })
+    inbox_page(&rows, after, limit)
 }
 
 pub(super) async fn claim(

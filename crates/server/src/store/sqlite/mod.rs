@@ -281,22 +281,11 @@ impl Store for SqliteStore {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        let scopes: Vec<String> = scopes
-            .iter()
-            .map(|s| s.replace("{agent_id}", &id.to_string()))
-            .collect();
-        let label = format!("agent:{name}");
+        let agent = AgentRecord::created(id, tenant, name, now);
+        let (scopes, label) = agent.token_grant(scopes);
         insert_token_row(&mut tx, token_hash, tenant, Some(id), &scopes, &label, now).await?;
         tx.commit().await?;
-        Ok(AgentRecord {
-            id,
-            tenant_id: tenant,
-            name: name.to_owned(),
-            head_seq: 0,
-            low_water: 0,
-            created_at: now,
-            last_seen_at: None,
-        })
+        Ok(agent)
     }
 
     async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {
