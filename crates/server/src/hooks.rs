@@ -17,3 +17,13 @@ pub struct Hooks {
     pub before_send_commit: Option<BeforeCommit>,
     pub after_key_recorded: Option<AfterKeyRecorded>,
 }
+
+impl Hooks {
+    /// Runs `before_send_commit`, if set; its `Err` aborts the transaction.
+    pub(crate) async fn before_send_commit(&self) -> crate::store::StoreResult<()> {
+        if let Some(hook) = &self.before_send_commit {
+            hook().await.map_err(crate::store::StoreError::Aborted)?;
+        }
+        Ok(())
+    }
+}

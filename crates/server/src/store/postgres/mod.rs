@@ -108,13 +108,6 @@ impl PgStore {
         Ok(())
     }
 
-    pub(crate) async fn run_before_commit(&self) -> StoreResult<()> {
-        if let Some(hook) = &self.hooks.before_send_commit {
-            hook().await.map_err(StoreError::Aborted)?;
-        }
-        Ok(())
-    }
-
     fn take_listener(&self) -> Option<sqlx::postgres::PgListener> {
         self.listener
             .lock()

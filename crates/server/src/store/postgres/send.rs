@@ -226,7 +226,7 @@ pub(super) async fn send_direct(
         seq: d.seq,
     };
     idem_finish(&mut tx, idem, 201, &receipt).await?;
-    store.run_before_commit().await?;
+    store.hooks.before_send_commit().await?;
     let wakes = wakes_of(tenant, &[d]);
     store.commit(tx, &wakes).await?;
     Ok(Committed {
@@ -299,7 +299,7 @@ pub(super) async fn send_room(
         deliveries,
     };
     idem_finish(&mut tx, idem, 201, &receipt).await?;
-    store.run_before_commit().await?;
+    store.hooks.before_send_commit().await?;
     let wakes = wakes_of(tenant, &receipt.deliveries);
     store.commit(tx, &wakes).await?;
     Ok(Committed {

@@ -119,13 +119,6 @@ pub(super) async fn idem_store(
     Ok(())
 }
 
-async fn run_before_commit(store: &SqliteStore) -> StoreResult<()> {
-    if let Some(hook) = &store.hooks.before_send_commit {
-        hook().await.map_err(StoreError::Aborted)?;
-    }
-    Ok(())
-}
-
 /// Allocates the agent's next sequence number inside the write transaction. Writes
 /// are serialized, so sequence order is commit order (I2).
 async fn next_seq(
@@ -208,7 +201,7 @@ pub(super) async fn send_direct(
         seq: d.seq,
     };
     idem_finish(&mut tx, idem, 201, &receipt).await?;
-    run_before_commit(store).await?;
+    store.hooks.before_send_commit().await?;
     tx.commit().await?;
     Ok(Committed {
         wakes: vec![Wake {
@@ -280,7 +273,7 @@ pub(super) async fn send_room(
         deliveries,
     };
     idem_finish(&mut tx, idem, 201, &receipt).await?;
-    run_before_commit(store).await?;
+    store.hooks.before_send_commit().await?;
     tx.commit().await?;
     let wakes = receipt
         .deliveries
