@@ -254,6 +254,41 @@ impl TestServer {
         }
     }
 
+    /// Takes the server's database away while the server keeps running, until
+    /// [`DatabaseOutage::end`]. On PostgreSQL the database refuses connections and
+    /// every one it had is terminated; on SQLite another connection holds the
+    /// file's write lock, so every write waits out the busy timeout (10 s) and fails.
+    pub async fn database_outage(&self) -> DatabaseOutage {
+        use sqlx::Connection;
+        if let Some(db) = &self._database {
+            let admin = postgres_url().expect("a PostgreSQL server");
+            let mut conn = sqlx::PgConnection::connect(&admin)
+                .await
+                .expect("connect as admin");
+            for sql in [
+                format!("ALTER DATABASE {} ALLOW_CONNECTIONS false", db.name),
+                format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}'",
+                    db.name
+                ),
+            ] {
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .execute(&mut conn)
+                    .await
+                    .expect("take the database away");
+            }
+            DatabaseOutage::Postgres(conn, db.name.clone())
+        } else {
+            let url = format!("sqlite://{}", self.db_path.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
+            sqlx::query("BEGIN EXCLUSIVE")
+                .execute(&mut conn)
+                .await
+                .expect("take the write lock");
+            DatabaseOutage::Sqlite(conn)
+        }
+    }
+
     pub fn operator(&self) -> Client {
         Client::new(&self.url, self.operator_token.as_str()).expect("client")
     }
@@ -393,6 +428,37 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+    }
+}
+
+/// The database of a [`TestServer`], taken away by [`TestServer::database_outage`].
+pub enum DatabaseOutage {
+    Postgres(sqlx::PgConnection, String),
+    Sqlite(sqlx::SqliteConnection),
+}
+
+impl DatabaseOutage {
+    /// Gives the database back.
+    pub async fn end(self) {
+        use sqlx::Connection;
+        match self {
+            Self::Postgres(mut conn, name) => {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "ALTER DATABASE {name} ALLOW_CONNECTIONS true"
+                )))
+                .execute(&mut conn)
+                .await
+                .expect("give the database back");
+                let _ = conn.close().await;
+            }
+            Self::Sqlite(mut conn) => {
+                sqlx::query("ROLLBACK")
+                    .execute(&mut conn)
+                    .await
+                    .expect("release the write lock");
+                let _ = conn.close().await;
+            }
         }
     }
 }

@@ -80,6 +80,9 @@ fn transient(code: &str) -> bool {
         // PostgreSQL: serialization failure and deadlock (after our retries),
         // statement or lock timeout, shutdown and restart, too many connections.
         | "40001" | "40P01" | "57014" | "55P03" | "57P01" | "57P02" | "57P03" | "53300"
+        // The database does not accept connections (ALTER DATABASE … ALLOW_CONNECTIONS
+        // false, during maintenance). Our statements raise 55000 for nothing else.
+        | "55000"
     ) || code.starts_with("08")
 }
 

@@ -92,6 +92,7 @@ impl Server {
             history,
             tasks: tokio_util::task::TaskTracker::new(),
             lookups: Default::default(),
+            running: Default::default(),
             config,
             hub: Hub::new(),
             metrics: Metrics::new(),

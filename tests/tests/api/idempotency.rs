@@ -125,6 +125,66 @@ async fn duplicate_in_flight_is_409_then_the_first_completes_and_replays() {
     assert_eq!(inbox(&server.operator(), "bob").await.len(), 1);
 }
 
+/// The database goes away after the first attempt recorded its key, so the attempt
+/// fails and cannot release the key either. A retry on the same server then runs the
+/// request at once: nothing runs it any more, so 409 `request_in_progress` (until
+/// the in-flight lock runs out, a minute later) would be a false answer.
+#[tokio::test]
+async fn a_retry_after_an_outage_runs_the_request_the_failed_attempt_left_in_flight() {
+    let (gate, hooks) = Gate::armed();
+    let server = TestServer::with(Options {
+        hooks,
+        // Time stands still: the first attempt's lock never runs out by itself.
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let (_, alice) = server.agent("alice").await;
+    server.agent("bob").await;
+    let body = message(json!({"during": "outage"}));
+    let k = key();
+
+    // On SQLite the send and then the release of its key each wait out the busy
+    // timeout (10 s) before they fail.
+    let first = tokio::spawn({
+        let (alice, body, k) = (alice.clone(), body.clone(), k.clone());
+        async move {
+            let request = alice.request(Method::POST, "agents/bob/messages");
+            call(
+                request
+                    .header("idempotency-key", k)
+                    .json(&body)
+                    .timeout(Duration::from_secs(60)),
+            )
+            .await
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(5), gate.entered.notified())
+        .await
+        .expect("the first request reaches the hook");
+    let outage = server.database_outage().await;
+    gate.release.notify_one();
+    let first = tokio::time::timeout(Duration::from_secs(60), first)
+        .await
+        .expect("the first request ends within its timeouts")
+        .expect("task");
+    first.problem(503, "unavailable");
+    outage.end().await;
+
+    let retry = send_raw(&alice, "bob", &body, &k).await;
+    assert_eq!(retry.status, 201, "the retry runs: {}", retry.text());
+    assert!(!retry.replayed(), "nothing was stored to replay");
+    let again = send_raw(&alice, "bob", &body, &k).await;
+    assert!(
+        again.replayed(),
+        "the retry's answer is the key's answer now"
+    );
+    assert_eq!(again.body, retry.body);
+    let events = inbox(&server.operator(), "bob").await;
+    assert_eq!(events.len(), 1, "the message is stored once");
+    assert_eq!(events[0].payload, Some(json!({"during": "outage"})));
+}
+
 #[tokio::test]
 async fn missing_key_is_400_and_nothing_is_written() {
     let server = TestServer::start().await;

@@ -6,6 +6,14 @@
 //! was committed. A 4xx outcome is stored and replayed too; a 5xx (transient) outcome
 //! forgets the key so the retry runs. The key is hashed before storage and never
 //! logged (I11). Keys are scoped to the tenant and the calling principal.
+//!
+//! Forgetting can fail: the database that just failed the request may still be
+//! down. The in-flight record names its owner, this process ([`Running`]), which
+//! runs at most one request per key at a time. So when a retry reaches this process
+//! and finds the key in flight under its own name, nothing is running it any more,
+//! and the retry takes it over at once instead of answering 409 until the lock
+//! runs out. The same holds for a request whose client went away mid-way. A retry
+//! that reaches another instance waits for the lock (`LOCK_MS`).
 
 use super::AppState;
 use super::auth::Principal;
@@ -15,7 +23,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use std::collections::HashSet;
 use std::future::Future;
+use std::sync::Mutex;
 use switchboard_proto::{ErrorCode, PROBLEM_JSON};
 
 pub(super) const HEADER: &str = "idempotency-key";
@@ -70,9 +80,67 @@ pub(super) const REPLAY_AS_STORED: Policy = Policy {
     momentary: &[],
 };
 
+/// The keys this process is running a request for, and the owner name its
+/// in-flight records carry.
+pub(crate) struct Running {
+    owner: [u8; 16],
+    keys: Mutex<HashSet<(switchboard_proto::TenantId, String, Vec<u8>)>>,
+}
+
+impl Default for Running {
+    fn default() -> Self {
+        Self {
+            owner: uuid::Uuid::new_v4().into_bytes(),
+            keys: Mutex::default(),
+        }
+    }
+}
+
+impl Running {
+    /// Marks `key` as running here until the guard drops; `None` when a request
+    /// with it already runs here.
+    fn enter(&self, key: &IdemKey) -> Option<Entered<'_>> {
+        let id = (key.tenant_id, key.principal.clone(), key.key_hash.clone());
+        let fresh = self
+            .keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone());
+        fresh.then_some(Entered { running: self, id })
+    }
+}
+
+/// One running request's key; dropped when the request ends, or when its client
+/// goes away and the server drops the request.
+struct Entered<'a> {
+    running: &'a Running,
+    id: (switchboard_proto::TenantId, String, Vec<u8>),
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.running
+            .keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+fn in_progress() -> ApiError {
+    let mut e = ApiError::new(
+        ErrorCode::RequestInProgress,
+        "the first request with this Idempotency-Key is still running; retry the same \
+         request shortly to get its result",
+    );
+    e.retry_after = Some(1);
+    e
+}
+
 /// The stored identity of a request's key: tenant, principal, key hash and body
 /// fingerprint. 400 without a valid `Idempotency-Key`.
 pub(super) fn key_of(
+    state: &AppState,
     principal: &Principal,
     headers: &HeaderMap,
     path: &str,
@@ -89,6 +157,7 @@ pub(super) fn key_of(
         principal: principal.key_scope(),
         key_hash: Sha256::digest(key.as_bytes()).to_vec(),
         fingerprint: fingerprint.finalize().to_vec(),
+        owner: state.running.owner.to_vec(),
     };
     Ok(key)
 }
@@ -108,7 +177,10 @@ where
     F: FnOnce(IdemKey) -> Fut,
     Fut: Future<Output = ApiResult<T>>,
 {
-    let key = key_of(principal, headers, path, body)?;
+    let key = key_of(state, principal, headers, path, body)?;
+    let Some(_running) = state.running.enter(&key) else {
+        return Err(in_progress());
+    };
     let ttl = state.config.idempotency_ttl.as_millis() as i64;
     match state
         .store
@@ -130,15 +202,7 @@ where
                  for a new request",
             ));
         }
-        IdemBegin::InFlight => {
-            let mut e = ApiError::new(
-                ErrorCode::RequestInProgress,
-                "the first request with this Idempotency-Key is still running; retry the same \
-                 request shortly to get its result",
-            );
-            e.retry_after = Some(1);
-            return Err(e);
-        }
+        IdemBegin::InFlight => return Err(in_progress()),
     }
     if let Some(hook) = &state.config.hooks.after_key_recorded {
         hook().await;

@@ -211,7 +211,7 @@ async fn acquire(
     let memory = req.memory_instance_id;
     // A refusal of the moment (held, in its lock delay, confusable) costs no write:
     // checked read-only first, for a key not seen before. The claim checks again.
-    let key = idempotency::key_of(&principal, &headers, "/api/v1/leases", &body)?;
+    let key = idempotency::key_of(&state, &principal, &headers, "/api/v1/leases", &body)?;
     state
         .store
         .lease_precheck(&new, &key, state.now())

@@ -55,6 +55,8 @@ pub struct StateInner {
     pub tasks: tokio_util::task::TaskTracker,
     /// Recent token and agent lookups (see `lookups`).
     pub lookups: lookups::Lookups,
+    /// The idempotency keys this process is running a request for.
+    pub(crate) running: idempotency::Running,
 }
 
 impl Deref for AppState {

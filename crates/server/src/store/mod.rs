@@ -142,6 +142,10 @@ pub struct IdemKey {
     pub principal: String,
     pub key_hash: Vec<u8>,
     pub fingerprint: Vec<u8>,
+    /// The server process (instance) running the request. While the key is in
+    /// flight under this owner, `idem_begin` of the same owner takes it over: the
+    /// caller guarantees that no other request of this owner runs with the key.
+    pub owner: Vec<u8>,
 }
 
 /// A stored response replayed on an identical retry.
@@ -292,6 +296,8 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
         ttl_ms: Millis,
     ) -> StoreResult<IdemBegin>;
     /// Forgets an in-flight key whose request failed transiently, so a retry can run.
+    /// Only while `key.owner` still holds it: a key taken over by another instance
+    /// after its lock ran out is not this request's to forget.
     async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()>;
     /// At start: forgets in-flight keys left by a process that died mid-request. Only
     /// for a backend that one process owns (SQLite); a shared backend relies on the

@@ -2,7 +2,7 @@
 
 use super::{PgStore, parse_id};
 use crate::clock::{Millis, to_timestamp};
-use crate::store::rows::{by_id_or_name, room_from_rows, room_sender};
+use crate::store::rows::{abandoned, by_id_or_name, room_from_rows, room_sender};
 use crate::store::*;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 use switchboard_proto::{Delivery, EventId, Room};
@@ -21,8 +21,8 @@ pub(super) async fn idem_begin(
     // other waits on the row and then reads it.
     let inserted = sqlx::query(
         "INSERT INTO idempotency_keys (tenant_id, principal, key_hash, fingerprint, state, \
-         created_at, locked_until, expires_at) VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7) \
-         ON CONFLICT (tenant_id, principal, key_hash) DO NOTHING",
+         created_at, locked_until, expires_at, owner) \
+         VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8) ON CONFLICT (tenant_id, principal, key_hash) DO NOTHING",
     )
     .bind(key.tenant_id.to_string())
     .bind(&key.principal)
@@ -31,6 +31,7 @@ pub(super) async fn idem_begin(
     .bind(now)
     .bind(now + lock_ms)
     .bind(now + ttl_ms)
+    .bind(&key.owner)
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -39,7 +40,7 @@ pub(super) async fn idem_begin(
         return Ok(IdemBegin::Fresh);
     }
     let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT fingerprint, state, status_code, response, locked_until, expires_at \
+        "SELECT fingerprint, state, status_code, response, locked_until, expires_at, owner \
          FROM idempotency_keys WHERE {KEY_WHERE} FOR UPDATE"
     )))
     .bind(key.tenant_id.to_string())
@@ -52,10 +53,10 @@ pub(super) async fn idem_begin(
             format!(
                 "UPDATE idempotency_keys SET fingerprint = $4, state = 'in_flight', \
                  status_code = NULL, response = NULL, created_at = $5, locked_until = $6, \
-                 expires_at = $7 WHERE {KEY_WHERE}"
+                 expires_at = $7, owner = $8 WHERE {KEY_WHERE}"
             )
         } else {
-            format!("UPDATE idempotency_keys SET locked_until = $6 WHERE {KEY_WHERE}")
+            format!("UPDATE idempotency_keys SET locked_until = $6, owner = $8 WHERE {KEY_WHERE}")
         };
         sqlx::query(AssertSqlSafe(sql))
             .bind(key.tenant_id.to_string())
@@ -65,6 +66,7 @@ pub(super) async fn idem_begin(
             .bind(now)
             .bind(now + lock_ms)
             .bind(now + ttl_ms)
+            .bind(&key.owner)
     };
     let outcome = if row.try_get::<i64, _>("expires_at")? <= now {
         // Expired (retention has not removed it yet): the key is new again.
@@ -77,10 +79,9 @@ pub(super) async fn idem_begin(
             status: row.try_get::<i64, _>("status_code")? as u16,
             body: row.try_get("response")?,
         })
-    } else if row.try_get::<i64, _>("locked_until")? > now {
+    } else if !abandoned(&row, key, now)? {
         IdemBegin::InFlight
     } else {
-        // The first request was abandoned (its instance died): take over.
         take_over(false).execute(&mut *tx).await?;
         IdemBegin::Fresh
     };
@@ -90,11 +91,12 @@ pub(super) async fn idem_begin(
 
 pub(super) async fn idem_abort(store: &PgStore, key: &IdemKey) -> StoreResult<()> {
     sqlx::query(AssertSqlSafe(format!(
-        "DELETE FROM idempotency_keys WHERE {KEY_WHERE} AND state = 'in_flight'"
+        "DELETE FROM idempotency_keys WHERE {KEY_WHERE} AND state = 'in_flight' AND owner = $4"
     )))
     .bind(key.tenant_id.to_string())
     .bind(&key.principal)
     .bind(&key.key_hash)
+    .bind(&key.owner)
     .execute(store.pool())
     .await?;
     Ok(())

@@ -2,7 +2,7 @@
 
 use super::{SqliteStore, history, parse_id};
 use crate::clock::{Millis, to_timestamp};
-use crate::store::rows::{by_id_or_name, room_from_rows, room_sender};
+use crate::store::rows::{abandoned, by_id_or_name, room_from_rows, room_sender};
 use crate::store::*;
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 use switchboard_proto::{Delivery, EventId, Room};
@@ -16,7 +16,7 @@ pub(super) async fn idem_begin(
 ) -> StoreResult<IdemBegin> {
     let mut tx = store.begin_write().await?;
     let row = sqlx::query(
-        "SELECT fingerprint, state, status_code, response, locked_until, expires_at \
+        "SELECT fingerprint, state, status_code, response, locked_until, expires_at, owner \
          FROM idempotency_keys WHERE tenant_id = ? AND principal = ? AND key_hash = ?",
     )
     .bind(key.tenant_id.to_string())
@@ -35,15 +35,15 @@ pub(super) async fn idem_begin(
                     status: row.try_get::<i64, _>("status_code")? as u16,
                     body: row.try_get("response")?,
                 })
-            } else if row.try_get::<i64, _>("locked_until")? > now {
+            } else if !abandoned(&row, key, now)? {
                 IdemBegin::InFlight
             } else {
-                // The first request was abandoned (its process died): take over.
                 sqlx::query(
-                    "UPDATE idempotency_keys SET locked_until = ? \
+                    "UPDATE idempotency_keys SET locked_until = ?, owner = ? \
                      WHERE tenant_id = ? AND principal = ? AND key_hash = ?",
                 )
                 .bind(now + lock_ms)
+                .bind(&key.owner)
                 .bind(key.tenant_id.to_string())
                 .bind(&key.principal)
                 .bind(&key.key_hash)
@@ -55,8 +55,8 @@ pub(super) async fn idem_begin(
         _ => {
             sqlx::query(
                 "INSERT OR REPLACE INTO idempotency_keys (tenant_id, principal, key_hash, \
-                 fingerprint, state, created_at, locked_until, expires_at) \
-                 VALUES (?, ?, ?, ?, 'in_flight', ?, ?, ?)",
+                 fingerprint, state, created_at, locked_until, expires_at, owner) \
+                 VALUES (?, ?, ?, ?, 'in_flight', ?, ?, ?, ?)",
             )
             .bind(key.tenant_id.to_string())
             .bind(&key.principal)
@@ -65,6 +65,7 @@ pub(super) async fn idem_begin(
             .bind(now)
             .bind(now + lock_ms)
             .bind(now + ttl_ms)
+            .bind(&key.owner)
             .execute(&mut *tx)
             .await?;
             IdemBegin::Fresh
@@ -77,11 +78,12 @@ pub(super) async fn idem_begin(
 pub(super) async fn idem_abort(store: &SqliteStore, key: &IdemKey) -> StoreResult<()> {
     sqlx::query(
         "DELETE FROM idempotency_keys WHERE tenant_id = ? AND principal = ? AND key_hash = ? \
-         AND state = 'in_flight'",
+         AND state = 'in_flight' AND owner = ?",
     )
     .bind(key.tenant_id.to_string())
     .bind(&key.principal)
     .bind(&key.key_hash)
+    .bind(&key.owner)
     .execute(&store.write)
     .await?;
     Ok(())
