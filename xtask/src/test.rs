@@ -16,6 +16,9 @@ use crate::{cmd, postgres, prereqs, ui};
 /// (`protocol`, `api`), plus what needs PostgreSQL (`instances`, ignored without it).
 const CONFORMANCE: &[&str] = &["--test", "protocol", "--test", "api", "--test", "instances"];
 
+/// The browser tests that also run on PostgreSQL (a name filter).
+const BROWSER_ON_POSTGRES: &str = "queue_table";
+
 /// Hard limit on the desktop smoke run, Xvfb start-up included. The app has its own,
 /// shorter watchdog; this one also covers a wedged Xvfb or D-Bus.
 const SMOKE_TIMEOUT_SECS: &str = "180";
@@ -106,6 +109,16 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                         .args(cargo_test_args)
                         .args(include_ignored(cargo_test_args))
                         .env(postgres::URL_ENV, &pg.url),
+                    &mut counts,
+                )?;
+                // The console's one PostgreSQL-only part: the queue table's tiles.
+                run_counting(
+                    cmd::cargo()
+                        .args(["test", "-p", "switchboard-tests", "--test", "browser"])
+                        .arg(BROWSER_ON_POSTGRES)
+                        .args(cargo_test_args)
+                        .env(postgres::URL_ENV, &pg.url)
+                        .env("SWITCHBOARD_UI_DIR", &dist),
                     &mut counts,
                 )
             });

@@ -55,6 +55,28 @@ pub struct Overview {
     /// Counters since the server started (absent from servers that predate them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<crate::OpsCounters>,
+    /// The shared database's queue table, for the deployment's own operator: only on
+    /// PostgreSQL, and only for the tenant of the operator token minted at start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_table: Option<QueueTableHealth>,
+}
+
+/// What slows a queue on PostgreSQL down over time: dead row versions in the inbox
+/// table that vacuum has not removed yet, usually because a transaction stays open.
+/// The same numbers are gauges in `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct QueueTableHealth {
+    /// Dead row versions in the inbox table (`events`), waiting for vacuum.
+    pub dead_tuples: u64,
+    /// Live rows in the inbox table.
+    pub live_tuples: u64,
+    /// Seconds since (auto)vacuum last finished on the inbox table; absent: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vacuum_age_seconds: Option<f64>,
+    /// Age of the database's oldest open transaction, in seconds (0 when none).
+    /// While it stays open, vacuum cannot remove what it might still see.
+    pub oldest_transaction_age_seconds: f64,
 }
 
 /// Which events an operator query or bulk action covers. Every field narrows.

@@ -176,11 +176,14 @@ impl Metrics {
             out.clear();
         }
         if let Some(h) = health {
-            self.events_dead_tuples.set(h.events_dead_tuples);
-            self.events_live_tuples.set(h.events_live_tuples);
-            self.oldest_transaction.set(h.oldest_transaction_seconds);
+            self.events_dead_tuples
+                .set(i64::try_from(h.dead_tuples).unwrap_or(i64::MAX));
+            self.events_live_tuples
+                .set(i64::try_from(h.live_tuples).unwrap_or(i64::MAX));
+            self.oldest_transaction
+                .set(h.oldest_transaction_age_seconds);
             self.events_vacuum_age
-                .set(h.events_last_autovacuum_seconds.unwrap_or(f64::NAN));
+                .set(h.vacuum_age_seconds.unwrap_or(f64::NAN));
             let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
             let mut more = String::new();
             if prometheus_client::encoding::text::encode(&mut more, &db).is_ok() {

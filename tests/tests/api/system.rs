@@ -274,10 +274,11 @@ async fn every_response_carries_a_request_id() {
     let _: Value = mine.json();
 }
 
-/// PostgreSQL adds the queue table's health to `/metrics`; SQLite has no such thing
-/// and shows none of it.
+/// PostgreSQL adds the queue table's health to `/metrics` and to the operator's
+/// overview (the console's "Queue table" tiles); SQLite has no such thing and shows
+/// none of it.
 #[tokio::test]
-async fn metrics_show_the_queue_tables_health_on_postgres() {
+async fn metrics_and_overview_show_the_queue_tables_health_on_postgres() {
     let server = TestServer::start().await;
     let (_, alice) = server.agent("alice").await;
     let op = server.operator();
@@ -313,9 +314,34 @@ async fn metrics_show_the_queue_tables_health_on_postgres() {
         }
         assert_eq!(text.matches("# EOF").count(), 1, "one exposition");
         assert!(text.trim_end().ends_with("# EOF"));
+        // The statistics collector reports with a delay of up to a second or so.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let health = loop {
+            let overview = op.overview().await.expect("overview");
+            let health = overview
+                .queue_table
+                .expect("the overview has the queue table");
+            if health.live_tuples >= 3 || std::time::Instant::now() > deadline {
+                break health;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert!(
+            health.live_tuples >= 3,
+            "three events are stored: {health:?}"
+        );
+        assert!(
+            (0.0..60.0).contains(&health.oldest_transaction_age_seconds),
+            "no transaction stays open here: {health:?}"
+        );
     } else {
         for g in gauges {
             assert!(!text.contains(g), "{g} is PostgreSQL's");
         }
+        let overview = op.overview().await.expect("overview");
+        assert_eq!(
+            overview.queue_table, None,
+            "SQLite has no queue table health"
+        );
     }
 }

@@ -142,3 +142,42 @@ async fn screenshot_of_the_rendered_console() {
         format!("browser screenshot: {}\n", path.display()).as_bytes(),
     );
 }
+
+/// The overview's "Queue table (PostgreSQL)" tiles: there on PostgreSQL, with the
+/// numbers the server reports and no advice for a healthy table; absent on SQLite.
+/// `cargo xtask test` runs this one on both backends.
+#[tokio::test]
+async fn overview_queue_table_tiles_follow_the_backend() {
+    let Some(ui) = console_and_browser() else {
+        return;
+    };
+    let server = console_server(ui).await;
+    server.agent("alice").await;
+    let browser = Browser::start().await;
+    browser.open_logged_in(&server, true).await;
+    browser.find("#overview-tiles").await;
+    if switchboard_tests::backend() != "postgres" {
+        assert!(
+            !browser.exists("#queue-table-tiles").await,
+            "SQLite has no queue table health"
+        );
+        return;
+    }
+    browser.find("#queue-table-tiles").await;
+    for id in ["dead-tuples", "live-tuples"] {
+        let value = browser.text(&format!("#tile-{id} .tile-value")).await;
+        assert!(value.parse::<u64>().is_ok(), "{id} is a count: {value:?}");
+    }
+    let vacuum = browser.text("#tile-vacuum-age .tile-value").await;
+    assert!(
+        vacuum == "never" || vacuum.ends_with(" ago"),
+        "the last vacuum is an age or never: {vacuum:?}"
+    );
+    let oldest = browser.text("#tile-oldest-transaction .tile-value").await;
+    assert!(oldest.ends_with('s'), "an age in seconds: {oldest:?}");
+    assert!(
+        !browser.exists("#queue-table-advice").await,
+        "a fresh table needs no advice"
+    );
+    browser.screenshot("browser-queue-table.png").await;
+}

@@ -1,8 +1,9 @@
 //! Overview: live health tiles from `/api/v1/ops/overview` (per-minute rates from
-//! the server's sample history) and the charts of the last hour.
+//! the server's sample history), the queue table's health on PostgreSQL, and the
+//! charts of the last hour.
 
 use leptos::prelude::*;
-use switchboard_proto::Overview;
+use switchboard_proto::{Overview, QueueTableHealth};
 
 use super::charts::Charts;
 use super::{error_box, loading};
@@ -10,14 +11,41 @@ use crate::api;
 use crate::app::Link;
 use crate::format;
 use crate::live::Live;
+use crate::summary;
 
 fn tile(id: &'static str, label: &'static str, value: String, hint: &'static str) -> AnyView {
     let alert = id == "quarantined" && value != "0";
+    tile_with(id, label, value, hint, alert)
+}
+
+fn tile_with(
+    id: &'static str,
+    label: &'static str,
+    value: String,
+    hint: &'static str,
+    alert: bool,
+) -> AnyView {
     view! {
         <div class=if alert { "tile alert" } else { "tile" } id=format!("tile-{id}") title=hint>
             <span class="tile-label">{label}</span>
             <span class="tile-value">{value}</span>
         </div>
+    }
+    .into_any()
+}
+
+/// The PostgreSQL queue table's health (absent on SQLite).
+fn queue_table(h: QueueTableHealth) -> AnyView {
+    let long = h.oldest_transaction_age_seconds > summary::LONG_TRANSACTION_SECONDS;
+    view! {
+        <h2>"Queue table (PostgreSQL)"</h2>
+        <div class="tiles" id="queue-table-tiles">
+            {tile_with("dead-tuples", "Dead rows", h.dead_tuples.to_string(), "Dead row versions in the inbox table, waiting for vacuum", summary::vacuum_behind(&h))}
+            {tile("live-tuples", "Live rows", h.live_tuples.to_string(), "Rows in the inbox table, completed ones included until retention")}
+            {tile("vacuum-age", "Last vacuum", h.vacuum_age_seconds.map(|s| format!("{} ago", format::age(s))).unwrap_or_else(|| "never".to_owned()), "Since (auto)vacuum last finished on the inbox table")}
+            {tile_with("oldest-transaction", "Oldest transaction", format::age(h.oldest_transaction_age_seconds), "Age of the database's oldest open transaction: vacuum cannot remove what it might still see", long)}
+        </div>
+        {summary::queue_table_advice(&h).map(|advice| view! { <p class="notice" id="queue-table-advice">{advice}</p> })}
     }
     .into_any()
 }
@@ -75,6 +103,7 @@ pub(crate) fn OverviewPage() -> impl IntoView {
                                 </p>
                             }
                         })}
+                        {o.queue_table.clone().map(queue_table)}
                         <Charts />
                         {(t.quarantined > 0).then(|| view! {
                             <p class="notice">

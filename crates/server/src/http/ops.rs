@@ -123,7 +123,18 @@ async fn overview(
         totals.expired += c.expired;
         totals.purged += c.purged;
     }
+    // Database-wide numbers: for the deployment's own tenant only. Best effort, as in
+    // `/metrics`: the overview still answers without them.
+    let queue_table = if principal.tenant_id == state.tenant {
+        state.store.health().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not read the database's health");
+            None
+        })
+    } else {
+        None
+    };
     Ok(axum::Json(Overview {
+        queue_table,
         subscribers: agents.iter().map(|a| a.subscribers).sum(),
         oldest_pending_age_seconds: agents
             .iter()

@@ -437,18 +437,8 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
     }
 }
 
-/// Gauges of a shared database's queue table, for `/metrics`.
-#[derive(Debug, Clone, Default)]
-pub struct TableHealth {
-    /// Dead row versions in `events` (what autovacuum has yet to clean).
-    pub events_dead_tuples: i64,
-    pub events_live_tuples: i64,
-    /// Age of the oldest open transaction on the database, in seconds (0 when none):
-    /// while it stays open, vacuum cannot remove what it might still see.
-    pub oldest_transaction_seconds: f64,
-    /// Seconds since autovacuum last finished on `events` (`None`: never).
-    pub events_last_autovacuum_seconds: Option<f64>,
-}
+/// Gauges of a shared database's queue table, for `/metrics` and the overview.
+pub use switchboard_proto::QueueTableHealth as TableHealth;
 
 /// A stored client report.
 #[derive(Debug, Clone)]

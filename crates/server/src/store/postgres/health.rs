@@ -1,6 +1,6 @@
 //! The queue table's health: what makes PostgreSQL queues slow down over time is
 //! dead tuples that vacuum cannot remove, usually because some transaction stays
-//! open. Both are gauges in `/metrics`.
+//! open. Both are gauges in `/metrics`, and tiles on the console's overview.
 
 use super::PgStore;
 use crate::store::{StoreResult, TableHealth};
@@ -19,9 +19,9 @@ pub(super) async fn table_health(store: &PgStore) -> StoreResult<TableHealth> {
     .fetch_one(store.pool())
     .await?;
     Ok(TableHealth {
-        events_dead_tuples: row.try_get("dead")?,
-        events_live_tuples: row.try_get("live")?,
-        oldest_transaction_seconds: row.try_get("oldest")?,
-        events_last_autovacuum_seconds: row.try_get("vacuumed")?,
+        dead_tuples: row.try_get::<i64, _>("dead")?.max(0) as u64,
+        live_tuples: row.try_get::<i64, _>("live")?.max(0) as u64,
+        oldest_transaction_age_seconds: row.try_get("oldest")?,
+        vacuum_age_seconds: row.try_get("vacuumed")?,
     })
 }
