@@ -254,6 +254,29 @@ impl TestServer {
         }
     }
 
+    /// Runs `sql` on the server's database: rows only another process could have
+    /// left behind (a job of an instance that died), which no API writes.
+    pub async fn seed(&self, sql: &str) {
+        if self._database.is_none() {
+            let url = format!("sqlite://{}", self.db_path.display());
+            let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&pool)
+                .await
+                .expect("seed");
+            pool.close().await;
+        } else {
+            let pool = sqlx::PgPool::connect(&self.database_url)
+                .await
+                .expect("connect");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&pool)
+                .await
+                .expect("seed");
+            pool.close().await;
+        }
+    }
+
     /// Takes the server's database away while the server keeps running, until
     /// [`DatabaseOutage::end`]. On PostgreSQL the database refuses connections and
     /// every one it had is terminated; on SQLite another connection holds the

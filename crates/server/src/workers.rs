@@ -1,7 +1,8 @@
 //! Background workers: the scavenger (expired leases back to pending, or to the
 //! quarantine at the attempt limit, I5), expiry of events past `expires_at`, and
 //! retention (terminal events removed, low-water marks advanced, I6; old idempotency
-//! records dropped). Every pass reads time from the configured clock, so tests drive
+//! records dropped), and on a shared database the rescue of bulk jobs whose instance
+//! died. Every pass reads time from the configured clock, so tests drive
 //! it with a manual clock and [`Workers::tick`].
 
 use crate::http::AppState;
@@ -17,6 +18,8 @@ pub struct Workers {
 pub struct TickReport {
     pub reap: ReapStats,
     pub retention: RetentionStats,
+    /// Bulk jobs whose instance stopped beating, marked interrupted (PostgreSQL).
+    pub jobs_interrupted: u64,
 }
 
 impl Workers {
@@ -46,6 +49,15 @@ impl Workers {
         if retention.events_removed > 0 {
             tracing::info!(events_removed = retention.events_removed, "retention pass");
         }
+        let orphaned = self.state.store.jobs_orphaned(now).await?;
+        for (tenant, job) in &orphaned {
+            tracing::warn!(
+                job_id = job.job_id,
+                done = job.done,
+                "a bulk job's instance stopped without ending it; marked interrupted"
+            );
+            self.state.publish_job(*tenant, job);
+        }
         if self.state.history.due(now) {
             let depth = self.state.store.depth(None).await?;
             let m = &self.state.metrics;
@@ -57,7 +69,11 @@ impl Workers {
                 self.state.hub.sampled();
             }
         }
-        Ok(TickReport { reap, retention })
+        Ok(TickReport {
+            reap,
+            retention,
+            jobs_interrupted: orphaned.len() as u64,
+        })
     }
 
     /// Runs passes at the configured interval until shutdown. A failed pass is logged

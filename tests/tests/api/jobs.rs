@@ -224,6 +224,71 @@ async fn a_job_left_running_by_a_stopped_server_is_marked_interrupted() {
     assert_eq!((pending, quarantined), (after.done, 50 - after.done));
 }
 
+/// On PostgreSQL, a job whose instance died without ending it (its heartbeat
+/// stopped) is marked interrupted by the next background pass of any live instance
+/// once the beat is 30 s old, and the consoles hear of it. On SQLite the one
+/// process's live jobs are its own: passes leave them, and the start-up cleanup
+/// above handles a process that died.
+#[tokio::test]
+async fn a_job_whose_instance_stopped_beating_is_marked_interrupted_by_a_live_one() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let clock = server.clock.clone().expect("manual clock");
+    let op = server.operator();
+    let tenant = server.stored_rows("SELECT id FROM tenants").await[0][0]
+        .clone()
+        .expect("tenant id");
+    let now = switchboard_tests::server::Clock::now_ms(&clock);
+    let postgres = switchboard_tests::backend() == "postgres";
+    // Replayed 3 of 10 events, then its instance died: last beat at `now`.
+    let (owner_cols, owner_values) = if postgres {
+        (
+            ", job_owner, job_heartbeat_at",
+            format!(", 'instance-that-died', {now}"),
+        )
+    } else {
+        ("", String::new())
+    };
+    server
+        .seed(&format!(
+            "INSERT INTO audit_log (tenant_id, actor, action, filter, count, at, job_state, \
+             job_total{owner_cols}) VALUES ('{tenant}', 'operator', 'replay', '{{}}', 3, {now}, \
+             'running', 10{owner_values})"
+        ))
+        .await;
+    let job_id = op.jobs().await.unwrap().jobs[0].job_id;
+    let mut stream = op.ops_stream().await.unwrap();
+
+    clock.advance_secs(29);
+    assert_eq!(
+        server.tick().await.jobs_interrupted,
+        0,
+        "29 s: still beating"
+    );
+    assert_eq!(op.job(job_id).await.unwrap().state, JobState::Running);
+    clock.advance_secs(2);
+    let report = server.tick().await;
+    let job = op.job(job_id).await.unwrap();
+    if !postgres {
+        assert_eq!(report.jobs_interrupted, 0, "SQLite's jobs are its own");
+        assert_eq!(job.state, JobState::Running);
+        return;
+    }
+    assert_eq!(
+        report.jobs_interrupted, 1,
+        "31 s without a beat: its instance died"
+    );
+    assert_eq!(job.state, JobState::Interrupted, "{job:?}");
+    assert_eq!(job.done, 3, "what it did stays counted");
+    assert!(job.finished_at.is_some(), "{job:?}");
+    let heard = follow(&mut stream, job_id).await;
+    assert_eq!(heard.last().map(|j| j.state), Some(JobState::Interrupted));
+    assert_eq!(server.tick().await.jobs_interrupted, 0, "marked once");
+}
+
 #[tokio::test]
 async fn jobs_refuse_bad_requests_with_problems_and_read_only_sessions() {
     let server = TestServer::start().await;

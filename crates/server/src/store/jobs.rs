@@ -86,4 +86,14 @@ pub trait JobStore: Send + Sync {
     async fn jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<switchboard_proto::Job>>;
     /// At start: jobs left live by a stopped process become `interrupted`.
     async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64>;
+    /// Every background pass: live jobs whose instance stopped beating (it died
+    /// without ending them) become `interrupted`, returned with their tenant so the
+    /// consoles hear of it. Only a shared backend has such jobs: with SQLite, the one
+    /// process's live jobs are its own, and `jobs_interrupted` cleaned up at start.
+    async fn jobs_orphaned(
+        &self,
+        _now: Millis,
+    ) -> StoreResult<Vec<(TenantId, switchboard_proto::Job)>> {
+        Ok(Vec::new())
+    }
 }

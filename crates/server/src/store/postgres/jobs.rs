@@ -422,17 +422,26 @@ impl JobStore for PgStore {
     }
 
     async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64> {
-        // Other instances' jobs are live while they beat: only a job whose heartbeat
-        // stopped lost its instance.
-        let done = sqlx::query(
+        // Other instances' jobs are live while they beat: at start, as in every
+        // pass, only a job whose heartbeat stopped lost its instance.
+        Ok(self.jobs_orphaned(now).await?.len() as u64)
+    }
+
+    async fn jobs_orphaned(&self, now: Millis) -> StoreResult<Vec<(TenantId, Job)>> {
+        // A step holds its job's row lock and refreshes the heartbeat: this waits
+        // for it and then sees the fresh heartbeat (READ COMMITTED rechecks the row).
+        sqlx::query(AssertSqlSafe(format!(
             "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
              WHERE job_state IN ('running', 'cancelling') \
-             AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2)",
-        )
+             AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2) \
+             RETURNING tenant_id, {AUDIT_COLS}"
+        )))
         .bind(now)
         .bind(now.saturating_sub(JOB_STALE_MS))
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected())
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(|r| Ok((parse_id(&r.text("tenant_id")?)?, job_from_row(r)?)))
+        .collect()
     }
 }
