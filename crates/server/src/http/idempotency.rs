@@ -23,7 +23,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::future::Future;
 use std::sync::Mutex;
 use switchboard_proto::{ErrorCode, PROBLEM_JSON};
@@ -80,12 +81,14 @@ pub(super) const REPLAY_AS_STORED: Policy = Policy {
     momentary: &[],
 };
 
-/// The keys this process is running a request for, and the owner name its
-/// in-flight records carry.
+/// The keys this process is running a request for (with the request's body
+/// fingerprint), and the owner name its in-flight records carry.
 pub(crate) struct Running {
     owner: [u8; 16],
-    keys: Mutex<HashSet<(switchboard_proto::TenantId, String, Vec<u8>)>>,
+    keys: Mutex<HashMap<RunningId, Vec<u8>>>,
 }
+
+type RunningId = (switchboard_proto::TenantId, String, Vec<u8>);
 
 impl Default for Running {
     fn default() -> Self {
@@ -97,16 +100,20 @@ impl Default for Running {
 }
 
 impl Running {
-    /// Marks `key` as running here until the guard drops; `None` when a request
-    /// with it already runs here.
-    fn enter(&self, key: &IdemKey) -> Option<Entered<'_>> {
+    /// Marks `key` as running here until the guard drops. A request with the key
+    /// already runs here: 409 for the same request, 422 for another body (as the
+    /// stored record would answer).
+    fn enter(&self, key: &IdemKey) -> ApiResult<Entered<'_>> {
         let id = (key.tenant_id, key.principal.clone(), key.key_hash.clone());
-        let fresh = self
-            .keys
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone());
-        fresh.then_some(Entered { running: self, id })
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        match keys.entry(id.clone()) {
+            Entry::Vacant(slot) => {
+                slot.insert(key.fingerprint.clone());
+                Ok(Entered { running: self, id })
+            }
+            Entry::Occupied(running) if *running.get() == key.fingerprint => Err(in_progress()),
+            Entry::Occupied(_) => Err(reused()),
+        }
     }
 }
 
@@ -114,7 +121,7 @@ impl Running {
 /// goes away and the server drops the request.
 struct Entered<'a> {
     running: &'a Running,
-    id: (switchboard_proto::TenantId, String, Vec<u8>),
+    id: RunningId,
 }
 
 impl Drop for Entered<'_> {
@@ -125,6 +132,14 @@ impl Drop for Entered<'_> {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.id);
     }
+}
+
+fn reused() -> ApiError {
+    ApiError::new(
+        ErrorCode::IdempotencyKeyReused,
+        "this Idempotency-Key was already used with a different request; use a new key \
+         for a new request",
+    )
 }
 
 fn in_progress() -> ApiError {
@@ -178,9 +193,7 @@ where
     Fut: Future<Output = ApiResult<T>>,
 {
     let key = key_of(state, principal, headers, path, body)?;
-    let Some(_running) = state.running.enter(&key) else {
-        return Err(in_progress());
-    };
+    let _running = state.running.enter(&key)?;
     let ttl = state.config.idempotency_ttl.as_millis() as i64;
     match state
         .store
@@ -195,13 +208,7 @@ where
             }
             return Ok(replay(stored));
         }
-        IdemBegin::Mismatch => {
-            return Err(ApiError::new(
-                ErrorCode::IdempotencyKeyReused,
-                "this Idempotency-Key was already used with a different request; use a new key \
-                 for a new request",
-            ));
-        }
+        IdemBegin::Mismatch => return Err(reused()),
         IdemBegin::InFlight => return Err(in_progress()),
     }
     if let Some(hook) = &state.config.hooks.after_key_recorded {
@@ -240,4 +247,52 @@ fn replay(stored: StoredResponse) -> Response {
     resp.headers_mut()
         .insert(REPLAYED, HeaderValue::from_static("true"));
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str, body: &str) -> IdemKey {
+        IdemKey {
+            tenant_id: switchboard_proto::TenantId(uuid::Uuid::nil()),
+            principal: "agent:a".to_owned(),
+            key_hash: Sha256::digest(name.as_bytes()).to_vec(),
+            fingerprint: Sha256::digest(body.as_bytes()).to_vec(),
+            owner: Vec::new(),
+        }
+    }
+
+    fn code(result: ApiResult<Entered<'_>>) -> Option<String> {
+        result.err().and_then(|e| e.problem.code)
+    }
+
+    #[test]
+    fn one_request_per_key_runs_here_at_a_time() {
+        let running = Running::default();
+        let first = running.enter(&key("k", "body")).expect("the first enters");
+        assert_eq!(
+            code(running.enter(&key("k", "body"))),
+            Some(ErrorCode::RequestInProgress.as_str().to_owned())
+        );
+        assert_eq!(
+            code(running.enter(&key("k", "other body"))),
+            Some(ErrorCode::IdempotencyKeyReused.as_str().to_owned()),
+            "another body is a misuse, as the stored record would say"
+        );
+        // The refused ones must not have cleared the running one's mark.
+        assert_eq!(
+            code(running.enter(&key("k", "body"))),
+            Some(ErrorCode::RequestInProgress.as_str().to_owned())
+        );
+        let other = running
+            .enter(&key("k2", "body"))
+            .expect("another key runs too");
+        drop(first);
+        let again = running
+            .enter(&key("k", "body"))
+            .expect("free once the first ends");
+        drop((again, other));
+        assert!(running.keys.lock().unwrap().is_empty());
+    }
 }
