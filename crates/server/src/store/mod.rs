@@ -354,23 +354,14 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
         token: ClaimToken,
         now: Millis,
     ) -> StoreResult<Acked>;
-    /// Acks several events; each entry's result as [`Store::ack`] would give it.
-    /// The default acks one by one; a backend may do it in one statement.
+    /// Acks several events in one transaction; each entry's result as [`Store::ack`]
+    /// would give it. A database error fails the whole batch (nothing of it kept).
     async fn ack_batch(
         &self,
         agent: &AgentRecord,
         entries: &[(EventId, ClaimToken)],
         now: Millis,
-    ) -> StoreResult<Vec<StoreResult<Acked>>> {
-        let mut results = Vec::with_capacity(entries.len());
-        for &(event, token) in entries {
-            match self.ack(agent, event, token, now).await {
-                Err(e @ (StoreError::Unavailable(_) | StoreError::Database(_))) => return Err(e),
-                result => results.push(result),
-            }
-        }
-        Ok(results)
-    }
+    ) -> StoreResult<Vec<StoreResult<Acked>>>;
     async fn release(
         &self,
         agent: &AgentRecord,

@@ -3,8 +3,8 @@
 //!
 //! It drains a copy of the same pre-loaded database as the server side, through a
 //! pool of exactly one connection with the server's pragmas: WAL, synchronous FULL,
-//! foreign keys on, busy timeout 10 s. Each claim and each ack is one
-//! `BEGIN IMMEDIATE` transaction.
+//! foreign keys on, busy timeout 10 s. Each claim, and the ack of what it claimed,
+//! is one `BEGIN IMMEDIATE` transaction.
 //!
 //! The statements are copied verbatim from `crates/server/src/store/sqlite/`
 //! (`inbox.rs` claim/ack, `background.rs` reap_leases, `rows.rs` history and
@@ -80,12 +80,10 @@ impl Queues for Agent {
         claim(&self.pool, self, batch).await
     }
 
-    /// One by one, as the SQLite server's batch ack does.
+    /// All of a claim's events in one transaction, as the SQLite server's batch
+    /// ack does.
     async fn ack(&self, _queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
-        for (id, token) in claimed {
-            ack(&self.pool, self, &id, &token).await?;
-        }
-        Ok(())
+        ack(&self.pool, self, &claimed).await
     }
 }
 
@@ -176,27 +174,29 @@ async fn claim(pool: &SqlitePool, agent: &Agent, limit: u32) -> Result<Vec<(Stri
     Ok(claimed)
 }
 
-/// One ack transaction.
-async fn ack(pool: &SqlitePool, agent: &Agent, id: &str, token: &str) -> Result<()> {
+/// One ack transaction for `claimed` (id, claim token) events.
+async fn ack(pool: &SqlitePool, agent: &Agent, claimed: &[(String, String)]) -> Result<()> {
     let now = now_ms();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let row = sqlx::query(ACK)
-        .bind(now)
-        .bind(id)
-        .bind(&agent.id)
-        .bind(token)
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await?;
-    ensure!(row.is_some(), "ack of {id} was refused");
-    sqlx::query(HISTORY)
-        .bind(id)
-        .bind(now)
-        .bind("acked")
-        .bind(&agent.actor)
-        .bind(None::<String>)
-        .execute(&mut *tx)
-        .await?;
+    for (id, token) in claimed {
+        let row = sqlx::query(ACK)
+            .bind(now)
+            .bind(id)
+            .bind(&agent.id)
+            .bind(token)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        ensure!(row.is_some(), "ack of {id} was refused");
+        sqlx::query(HISTORY)
+            .bind(id)
+            .bind(now)
+            .bind("acked")
+            .bind(&agent.actor)
+            .bind(None::<String>)
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     Ok(())
 }

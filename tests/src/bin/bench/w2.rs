@@ -1,6 +1,6 @@
 //! W2: drain one agent's pre-loaded inbox over HTTP. `consumers` SDK clients (the
-//! agent's own token) loop: claim(limit = batch), then ack each claimed event, until
-//! a claim comes back empty.
+//! agent's own token) loop: claim(limit = batch), then ack what it claimed (one batch
+//! ack, one transaction), until a claim comes back empty.
 //!
 //! Baseline: [`crate::raw`], the same SQL in a raw sqlx loop with the same consumer
 //! count and no HTTP. The issue's goal: batch 16 at ≥ 0.5× the raw loop.
@@ -65,7 +65,7 @@ fn row(s: &Settings, batch: u32, server: &[Drain], raw: &[Drain]) -> Row {
         variant: format!("batch_{batch}"),
         description: format!(
             "{} pre-loaded events (~{} B payload) of one agent drained by {} concurrent \
-             consumers: claim(limit={batch}) then ack each, over HTTP with the agent token; \
+             consumers: claim(limit={batch}) then one batch ack, over HTTP with the agent token; \
              best of {}",
             s.w2_events,
             payload(0).to_string().len(),
@@ -74,7 +74,7 @@ fn row(s: &Settings, batch: u32, server: &[Drain], raw: &[Drain]) -> Row {
         ),
         baseline: format!(
             "raw sqlx loop, same SQL and pragmas (WAL, synchronous FULL), one writer \
-             connection, BEGIN IMMEDIATE per claim and per ack, {} consumers, no HTTP",
+             connection, BEGIN IMMEDIATE per claim and per claim's acks, {} consumers, no HTTP",
             s.w2_consumers
         ),
         messages: srv.messages,

@@ -136,6 +136,40 @@ pub(super) async fn ack(
     now: Millis,
 ) -> StoreResult<Acked> {
     let mut tx = store.begin_write().await?;
+    let acked = ack_in(&mut tx, agent, event, token, now).await?;
+    tx.commit().await?;
+    Ok(acked)
+}
+
+/// Acks a batch in one transaction (one commit, one fsync): each entry's result as
+/// [`ack`] would give it. A database error fails the whole batch, and nothing of it
+/// is kept; acks are idempotent, so the caller may send the batch again.
+pub(super) async fn ack_batch(
+    store: &SqliteStore,
+    agent: &AgentRecord,
+    entries: &[(EventId, ClaimToken)],
+    now: Millis,
+) -> StoreResult<Vec<StoreResult<Acked>>> {
+    let mut tx = store.begin_write().await?;
+    let mut results = Vec::with_capacity(entries.len());
+    for &(event, token) in entries {
+        match ack_in(&mut tx, agent, event, token, now).await {
+            Err(e @ (StoreError::Unavailable(_) | StoreError::Database(_))) => return Err(e),
+            result => results.push(result),
+        }
+    }
+    tx.commit().await?;
+    Ok(results)
+}
+
+/// One ack inside the caller's write transaction. A refusal writes nothing.
+async fn ack_in(
+    conn: &mut sqlx::SqliteConnection,
+    agent: &AgentRecord,
+    event: EventId,
+    token: ClaimToken,
+    now: Millis,
+) -> StoreResult<Acked> {
     // The claim token stays on a completed event, so a retried ack of the same claim
     // (its answer was lost) succeeds again instead of reporting a stale claim.
     let row = sqlx::query(AssertSqlSafe(format!(
@@ -148,7 +182,7 @@ pub(super) async fn ack(
     .bind(agent.id.to_string())
     .bind(token.to_string())
     .bind(now)
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut *conn)
     .await?;
     let Some(row) = row else {
         let repeat = sqlx::query(AssertSqlSafe(format!(
@@ -158,7 +192,7 @@ pub(super) async fn ack(
         .bind(event.to_string())
         .bind(agent.id.to_string())
         .bind(token.to_string())
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut *conn)
         .await?;
         if let Some(row) = repeat {
             return Ok(Acked {
@@ -166,19 +200,10 @@ pub(super) async fn ack(
                 latency_ms: None,
             });
         }
-        return Err(refuse(&mut tx, agent, event, token, now).await);
+        return Err(refuse(conn, agent, event, token, now).await);
     };
     let state = state_from_row(&row)?;
-    history(
-        &mut tx,
-        &event.to_string(),
-        now,
-        "acked",
-        &agent.actor(),
-        None,
-    )
-    .await?;
-    tx.commit().await?;
+    history(conn, &event.to_string(), now, "acked", &agent.actor(), None).await?;
     let latency_ms = now - crate::clock::from_timestamp(state.available_at);
     Ok(Acked {
         state,

@@ -420,6 +420,15 @@ impl Store for SqliteStore {
         inbox::ack(self, agent, event, token, now).await
     }
 
+    async fn ack_batch(
+        &self,
+        agent: &AgentRecord,
+        entries: &[(EventId, ClaimToken)],
+        now: Millis,
+    ) -> StoreResult<Vec<StoreResult<Acked>>> {
+        inbox::ack_batch(self, agent, entries, now).await
+    }
+
     async fn release(
         &self,
         agent: &AgentRecord,
