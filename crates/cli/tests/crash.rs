@@ -2,10 +2,12 @@
 //! then a restart on the same SQLite file. Nothing committed is lost, every event is
 //! eventually acked, and order per agent holds (I1–I3 across a crash).
 
+mod common;
+
+use common::{Serve, serve_command, sqlite_url};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -15,40 +17,13 @@ use switchboard_sdk::proto::{ClaimRequest, CreateAgent, EventStatus, SendMessage
 const AGENTS: [&str; 3] = ["alpha", "beta", "gamma"];
 const SENDERS: usize = 3;
 
-struct Serve {
-    child: Child,
-    url: String,
-}
-
 fn start(dir: &Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--worker-interval-ms",
-            "100",
-        ])
-        .arg("--database-url")
-        .arg(format!("sqlite://{}", dir.join("switchboard.db").display()))
-        .arg("--operator-token-file")
-        .arg(dir.join("operator-token"))
-        .env("SWITCHBOARD_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn switchboard serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("ready line");
-    let ready: serde_json::Value = serde_json::from_str(&line).expect("ready line is JSON");
-    assert_eq!(ready["ready"], true, "{line}");
-    Serve {
-        child,
-        url: ready["url"].as_str().expect("url").to_owned(),
-    }
+    Serve::start(
+        serve_command(&sqlite_url(dir), dir)
+            .args(["--worker-interval-ms", "100"])
+            .env("SWITCHBOARD_LOG", "warn")
+            .stderr(Stdio::inherit()),
+    )
 }
 
 /// One intended message: which sender, its number, its key, and the receipt if the

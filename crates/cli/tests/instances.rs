@@ -5,11 +5,13 @@
 //! Needs PostgreSQL: `cargo xtask test` runs it with `SWITCHBOARD_TEST_POSTGRES`
 //! set (`--include-ignored`); without it the test is ignored, not passed.
 
+mod common;
+
+use common::{Serve, serve_command};
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_sdk::Client;
@@ -20,41 +22,12 @@ const INSTANCES: usize = 3;
 const AGENTS: usize = 50;
 const PER_AGENT: usize = 20;
 
-struct Instance {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(db: &str, dir: &Path) -> Instance {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--worker-interval-ms",
-            "100",
-        ])
-        .args(["--database-url", db])
-        .arg("--operator-token-file")
-        .arg(dir.join("operator-token"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn switchboard serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("ready line");
-    let v: serde_json::Value = serde_json::from_str(&line).expect("the ready line is JSON");
-    let url = v["url"].as_str().expect("url").to_owned();
-    Instance { child, url }
+fn spawn(db: &str, dir: &Path) -> Serve {
+    Serve::start(
+        serve_command(db, dir)
+            .args(["--worker-interval-ms", "100"])
+            .stderr(Stdio::null()),
+    )
 }
 
 /// A small deterministic generator: which instance each call goes to.
@@ -72,7 +45,7 @@ impl Pick {
 /// Three instances on a fresh database, and an operator client for each.
 struct Cluster {
     ops: Vec<Client>,
-    instances: Vec<Instance>,
+    instances: Vec<Serve>,
     _dir: tempfile::TempDir,
     // Last: dropped after the processes were killed.
     _db: PgDatabase,
@@ -84,7 +57,7 @@ async fn cluster() -> Cluster {
     let dir = tempfile::tempdir().expect("temp dir");
     // One after the other: the first migrates and writes the operator token, the
     // others find both.
-    let instances: Vec<Instance> = (0..INSTANCES).map(|_| spawn(&db.url, dir.path())).collect();
+    let instances: Vec<Serve> = (0..INSTANCES).map(|_| spawn(&db.url, dir.path())).collect();
     let token = std::fs::read_to_string(dir.path().join("operator-token")).expect("token");
     let ops = instances
         .iter()

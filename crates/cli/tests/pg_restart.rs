@@ -11,9 +11,11 @@
 //! the conformance suite with `SWITCHBOARD_TEST_PG_CTL` set to the control command
 //! (`pg_ctlcluster 15 main`). Without it the test is ignored.
 
+mod common;
+
+use common::{Serve, serve_command};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -25,15 +27,6 @@ use tokio::sync::Mutex;
 /// No request may take longer than this, outage or not: the pool's acquire
 /// timeout (5 s) or the statement timeout (15 s) answers first.
 const LONGEST: Duration = Duration::from_secs(20);
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn client(url: &str, token: &str) -> Client {
     Client::builder()
@@ -80,27 +73,8 @@ async fn the_server_rides_out_a_database_restart_under_load() {
         .expect("SWITCHBOARD_TEST_PG_CTL is set (e.g. `pg_ctlcluster 15 main`)");
     let db = PgDatabase::create(&admin).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--database-url",
-            &db.url,
-        ])
-        .arg("--operator-token-file")
-        .arg(dir.path().join("operator-token"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn switchboard serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("ready line");
-    let _serve = Serve(child);
-    let ready: serde_json::Value = serde_json::from_str(&line).expect("ready JSON");
-    let url = ready["url"].as_str().expect("url").to_owned();
+    let serve = Serve::start(serve_command(&db.url, dir.path()).stderr(Stdio::null()));
+    let url = serve.url.clone();
     let token = std::fs::read_to_string(dir.path().join("operator-token")).expect("token");
     let op = client(&url, token.trim());
     let created = op

@@ -2,6 +2,9 @@
 //! JSON logs that never carry secrets or payloads (I11), graceful SIGTERM with an SSE
 //! stream open, and one process per database file.
 
+mod common;
+
+use common::{ready_line, serve_command, sqlite_url};
 use futures::StreamExt;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -11,14 +14,8 @@ use switchboard_sdk::Client;
 use switchboard_sdk::proto::{ClaimRequest, CreateAgent, SendMessage};
 
 fn spawn(dir: &Path, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .arg("--database-url")
-        .arg(format!("sqlite://{}", dir.join("switchboard.db").display()))
-        .arg("--operator-token-file")
-        .arg(dir.join("operator-token"))
+    serve_command(&sqlite_url(dir), dir)
         .args(extra)
-        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn switchboard serve")
@@ -26,20 +23,15 @@ fn spawn(dir: &Path, extra: &[&str]) -> Child {
 
 /// Reads the ready line; returns the URL.
 fn ready(child: &mut Child) -> String {
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("ready line");
-    let v: serde_json::Value = serde_json::from_str(&line).expect("the ready line is JSON");
+    let v = ready_line(child);
     let obj = v.as_object().expect("an object");
     let mut keys: Vec<_> = obj.keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(
         keys,
         ["console_url", "ready", "url"],
-        "exactly these members: {line}"
+        "exactly these members: {v}"
     );
-    assert_eq!(v["ready"], true);
     let url = v["url"].as_str().expect("url").to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     assert!(
