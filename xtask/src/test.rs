@@ -114,7 +114,9 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                 // The console's one PostgreSQL-only part: the queue table's tiles.
                 run_counting(
                     cmd::cargo()
-                        .args(["test", "-p", "switchboard-tests", "--test", "browser"])
+                        // `--workspace`, as the steps before: `-p` would unify other
+                        // features and rebuild every dependency.
+                        .args(["test", "--workspace", "--test", "browser"])
                         .arg(BROWSER_ON_POSTGRES)
                         .args(cargo_test_args)
                         .env(postgres::URL_ENV, &pg.url)
