@@ -2,7 +2,7 @@
 //! Gauges of the inbox (`inbox_depth`) are read from the store at scrape time, so they
 //! are exact rather than tracked.
 
-use crate::store::{DepthRow, TableHealth};
+use crate::store::DepthRow;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -11,6 +11,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::sync::{Arc, Mutex};
 use switchboard_proto::EventStatus;
+use switchboard_proto::QueueTableHealth;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DepthLabels {
@@ -150,7 +151,7 @@ impl Metrics {
     }
 
     /// Renders the text exposition format with the given depth rows.
-    pub fn render(&self, depth: &[DepthRow], health: Option<&TableHealth>) -> String {
+    pub fn render(&self, depth: &[DepthRow], health: Option<&QueueTableHealth>) -> String {
         self.inbox_depth.clear();
         for row in depth {
             let c = &row.counts;

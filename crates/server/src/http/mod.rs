@@ -80,6 +80,15 @@ impl AppState {
         self.hub.notify(wakes);
     }
 
+    /// The queue table's health where the backend has it. Best effort: `/metrics`
+    /// and the overview still answer without it.
+    pub(crate) async fn queue_health(&self) -> Option<switchboard_proto::QueueTableHealth> {
+        self.store.health().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not read the database's health");
+            None
+        })
+    }
+
     /// Tells the console how a bulk job is doing.
     pub fn publish_job(&self, tenant: TenantId, job: &switchboard_proto::Job) {
         self.hub.job(tenant, job);

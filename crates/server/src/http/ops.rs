@@ -123,13 +123,9 @@ async fn overview(
         totals.expired += c.expired;
         totals.purged += c.purged;
     }
-    // Database-wide numbers: for the deployment's own tenant only. Best effort, as in
-    // `/metrics`: the overview still answers without them.
+    // Database-wide numbers: for the deployment's own tenant only.
     let queue_table = if principal.tenant_id == state.tenant {
-        state.store.health().await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "could not read the database's health");
-            None
-        })
+        state.queue_health().await
     } else {
         None
     };

@@ -68,14 +68,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
         Ok(d) => d,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    // The database's own health is best effort: a scrape still answers without it.
-    let health = match state.store.health().await {
-        Ok(h) => h,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the database's health");
-            None
-        }
-    };
+    let health = state.queue_health().await;
     (
         StatusCode::OK,
         [(

@@ -423,13 +423,10 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
     }
     /// The queue table's health (dead tuples, oldest open transaction), where the
     /// backend has such a thing.
-    async fn health(&self) -> StoreResult<Option<TableHealth>> {
+    async fn health(&self) -> StoreResult<Option<switchboard_proto::QueueTableHealth>> {
         Ok(None)
     }
 }
-
-/// Gauges of a shared database's queue table, for `/metrics` and the overview.
-pub use switchboard_proto::QueueTableHealth as TableHealth;
 
 /// A stored client report.
 #[derive(Debug, Clone)]

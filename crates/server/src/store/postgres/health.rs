@@ -3,10 +3,11 @@
 //! open. Both are gauges in `/metrics`, and tiles on the console's overview.
 
 use super::PgStore;
-use crate::store::{StoreResult, TableHealth};
+use crate::store::StoreResult;
 use sqlx::Row;
+use switchboard_proto::QueueTableHealth;
 
-pub(super) async fn table_health(store: &PgStore) -> StoreResult<TableHealth> {
+pub(super) async fn table_health(store: &PgStore) -> StoreResult<QueueTableHealth> {
     let row = sqlx::query(
         "SELECT COALESCE(s.n_dead_tup, 0) AS dead, COALESCE(s.n_live_tup, 0) AS live, \
            EXTRACT(EPOCH FROM now() - GREATEST(s.last_autovacuum, s.last_vacuum))::float8 AS vacuumed, \
@@ -18,7 +19,7 @@ pub(super) async fn table_health(store: &PgStore) -> StoreResult<TableHealth> {
     )
     .fetch_one(store.pool())
     .await?;
-    Ok(TableHealth {
+    Ok(QueueTableHealth {
         dead_tuples: row.try_get::<i64, _>("dead")?.max(0) as u64,
         live_tuples: row.try_get::<i64, _>("live")?.max(0) as u64,
         oldest_transaction_age_seconds: row.try_get("oldest")?,

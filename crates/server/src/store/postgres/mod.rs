@@ -527,7 +527,7 @@ impl Store for PgStore {
         wakes::listen(self, hub, stop).await;
     }
 
-    async fn health(&self) -> StoreResult<Option<TableHealth>> {
+    async fn health(&self) -> StoreResult<Option<switchboard_proto::QueueTableHealth>> {
         health::table_health(self).await.map(Some)
     }
 }
