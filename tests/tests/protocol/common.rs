@@ -1,15 +1,19 @@
 //! Small helpers shared by the protocol tests: building requests, sending, claiming,
 //! reading error codes, Prometheus counters and SSE events with a deadline.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use switchboard_tests::key;
 use switchboard_tests::sdk::proto::{
     ClaimRequest, ClaimedEvent, ErrorCode, InboxUpdated, SendMessage, SendReceipt,
 };
 use switchboard_tests::sdk::{Client, Error, SseEvent, SseStream};
+use switchboard_tests::server::Hooks;
+use tokio::sync::Notify;
 
 /// A message with just a payload.
 pub(crate) fn msg(payload: Value) -> SendMessage {
@@ -123,5 +127,34 @@ pub(crate) async fn next_update(stream: &mut SseStream, within: Duration) -> Opt
                 .inbox_updated()
                 .unwrap_or_else(|| panic!("unexpected SSE event {event:?}")),
         );
+    }
+}
+
+/// Holds the next send's transaction open between its writes and its commit.
+#[derive(Default)]
+pub(crate) struct Gate {
+    /// Set by the test; the next send through the hook takes it and waits.
+    pub(crate) armed: AtomicBool,
+    /// Notified when a send is parked inside its transaction.
+    pub(crate) entered: Notify,
+    /// Notified by the test to let the parked send commit.
+    pub(crate) open: Notify,
+}
+
+pub(crate) fn gate_hooks(gate: &Arc<Gate>) -> Hooks {
+    let gate = gate.clone();
+    Hooks {
+        before_send_commit: Some(Arc::new(move || {
+            let gate = gate.clone();
+            async move {
+                if gate.armed.swap(false, Ordering::SeqCst) {
+                    gate.entered.notify_one();
+                    gate.open.notified().await;
+                }
+                Ok(())
+            }
+            .boxed()
+        })),
+        ..Default::default()
     }
 }

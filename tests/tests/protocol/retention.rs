@@ -2,8 +2,11 @@
 //! are removed as a prefix, and a cursor below the low-water mark answers 410 with the
 //! oldest valid cursor instead of silently skipping.
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use serde_json::json;
 use switchboard_tests::sdk::Client;
 use switchboard_tests::sdk::proto::{ErrorCode, EventStatus};
 use switchboard_tests::{Options, TestServer};
@@ -158,5 +161,155 @@ async fn an_open_event_holds_retention_behind_it() {
     assert_eq!(
         (snap.head_cursor, snap.oldest_cursor, snap.resume_cursor),
         (5, 5, 5)
+    );
+}
+
+/// Waits until some session of the server's PostgreSQL database waits on a row lock
+/// (the retention pass queued behind the held send). On SQLite the pass queues for
+/// the single writer instead, which no query shows: a short pause stands in.
+async fn until_a_statement_waits_on_a_lock(server: &TestServer) {
+    if switchboard_tests::backend() != "postgres" {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        return;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let rows = server
+            .stored_rows(
+                "SELECT count(*)::text FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+            .await;
+        if rows[0][0].as_deref() != Some("0") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the retention pass never waited for the held send's row lock"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// I3 + I6 against a send in flight. Retention looks at an inbox whose events are all
+/// old and terminal, while a send to it has written event 2 and waits to commit
+/// (holding the agent's row). The pass must wait for that send and then keep event 2:
+/// removing the prefix `..= 2` would lose a message whose sender got 201.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn retention_waiting_for_a_send_keeps_its_event() {
+    let gate = Arc::new(Gate::default());
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        retention: Some(RETENTION),
+        hooks: gate_hooks(&gate),
+        ..Default::default()
+    })
+    .await;
+    let (_, alice) = server.agent("alice").await;
+    send_n(&alice, "alice", 1).await;
+    claim_and_ack(&alice, 1, &[1]).await;
+    server.advance(RETENTION + Duration::from_secs(1));
+
+    gate.armed.store(true, Ordering::SeqCst);
+    let sender = alice.clone();
+    let sending = tokio::spawn(async move { send(&sender, "alice", json!("held")).await });
+    tokio::time::timeout(Duration::from_secs(10), gate.entered.notified())
+        .await
+        .expect("the send reaches its commit point");
+
+    let server = Arc::new(server);
+    let pass = {
+        let server = server.clone();
+        tokio::spawn(async move { server.tick().await })
+    };
+    until_a_statement_waits_on_a_lock(&server).await;
+    gate.open.notify_one();
+    let receipt = tokio::time::timeout(Duration::from_secs(10), sending)
+        .await
+        .expect("the send commits once released")
+        .expect("send task");
+    assert_eq!(receipt.seq, 2);
+    let report = tokio::time::timeout(Duration::from_secs(10), pass)
+        .await
+        .expect("the retention pass ends")
+        .expect("pass task");
+    assert!(
+        report.retention.events_removed <= 1,
+        "only the acked event 1 may go, not the new one: {:?}",
+        report.retention
+    );
+
+    let page = alice
+        .poll("alice", 1, None)
+        .await
+        .expect("a cursor at the acked event is still valid");
+    let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [2], "the committed event 2 is in the inbox");
+    let claimed = claim(&alice, "alice", 10, 60).await;
+    assert_eq!(
+        claimed.iter().map(|c| c.event.seq).collect::<Vec<_>>(),
+        [2],
+        "and claimable"
+    );
+}
+
+/// The same race, at volume and on the real clock: retention 0 and background passes
+/// every 5 ms, while 24 agents each loop send → claim → ack. Every send that got 201
+/// must be claimed by its agent; a pass that removed a pending event shows up as a
+/// message that never arrives (or a 410 on the agent's cursor).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn retention_every_few_ms_loses_no_acknowledged_send() {
+    const AGENTS: usize = 24;
+    const ROUNDS: u64 = 50;
+    let server = TestServer::with(Options {
+        retention: Some(Duration::ZERO),
+        worker_interval: Some(Duration::from_millis(5)),
+        ..Default::default()
+    })
+    .await;
+    let mut agents = Vec::new();
+    for i in 0..AGENTS {
+        let name = format!("agent-{i}");
+        let (_, client) = server.agent(&name).await;
+        agents.push((name, client));
+    }
+    let loops = agents.into_iter().map(|(name, client)| {
+        tokio::spawn(async move {
+            let mut lost = Vec::new();
+            for round in 1..=ROUNDS {
+                let receipt = send(&client, &name, json!({ "round": round })).await;
+                let deadline = std::time::Instant::now() + Duration::from_secs(3);
+                let mut got = false;
+                while !got && std::time::Instant::now() < deadline {
+                    for c in claim(&client, &name, 10, 60).await {
+                        got |= c.event.event_id == receipt.event_id;
+                        client
+                            .ack(&name, c.event.event_id, c.claim_token)
+                            .await
+                            .expect("ack of a claimed event (a 404: retention removed it)");
+                    }
+                    if !got {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+                if !got {
+                    lost.push(receipt.seq);
+                }
+            }
+            (name, lost)
+        })
+    });
+    let mut lost = Vec::new();
+    for handle in loops {
+        let (name, seqs) = handle.await.expect("agent loop");
+        if !seqs.is_empty() {
+            lost.push((name, seqs));
+        }
+    }
+    let total: usize = lost.iter().map(|(_, s)| s.len()).sum();
+    assert!(
+        lost.is_empty(),
+        "{total} of {} acknowledged sends never reached their agent: {lost:?}",
+        AGENTS as u64 * ROUNDS
     );
 }

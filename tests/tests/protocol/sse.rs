@@ -12,40 +12,10 @@ use switchboard_tests::sdk::proto::{
 };
 use switchboard_tests::server::Hooks;
 use switchboard_tests::{Options, TestServer, key};
-use tokio::sync::Notify;
 
 use crate::common::*;
 
 const SOON: Duration = Duration::from_secs(5);
-
-/// Holds the next send's transaction open between its writes and its commit.
-#[derive(Default)]
-struct Gate {
-    /// Set by the test; the next send through the hook takes it and waits.
-    armed: AtomicBool,
-    /// Notified when a send is parked inside its transaction.
-    entered: Notify,
-    /// Notified by the test to let the parked send commit.
-    open: Notify,
-}
-
-fn gate_hooks(gate: &Arc<Gate>) -> Hooks {
-    let gate = gate.clone();
-    Hooks {
-        before_send_commit: Some(Arc::new(move || {
-            let gate = gate.clone();
-            async move {
-                if gate.armed.swap(false, Ordering::SeqCst) {
-                    gate.entered.notify_one();
-                    gate.open.notified().await;
-                }
-                Ok(())
-            }
-            .boxed()
-        })),
-        ..Default::default()
-    }
-}
 
 /// Fails the next send's transaction once, when armed.
 fn failing_hooks(fail_next: &Arc<AtomicBool>) -> Hooks {

@@ -103,12 +103,11 @@ pub(super) async fn retain(
     cutoff: Millis,
     now: Millis,
 ) -> StoreResult<RetentionStats> {
-    let keep_from = format!(
-        "(SELECT MIN(e.seq) FROM events e WHERE e.agent_id = a.id \
-           AND (e.status IN {OPEN_STATUSES} OR e.updated_at > $1))"
-    );
+    // The first removable-prefix test, without locks, only picks the candidates.
     let agents = sqlx::query(AssertSqlSafe(format!(
-        "SELECT a.id FROM agents a WHERE a.low_water < COALESCE({keep_from} - 1, a.head_seq)"
+        "SELECT a.id FROM agents a WHERE a.low_water < COALESCE( \
+           (SELECT MIN(e.seq) FROM events e WHERE e.agent_id = a.id \
+              AND (e.status IN {OPEN_STATUSES} OR e.updated_at > $1)) - 1, a.head_seq)"
     )))
     .bind(cutoff)
     .fetch_all(store.pool())
@@ -117,19 +116,32 @@ pub(super) async fn retain(
     for row in &agents {
         let id: String = row.try_get("id")?;
         // One short transaction per agent. The agent's row lock orders this against
-        // sends and another instance's retention; the prefix is computed again
-        // under it.
+        // sends and another instance's retention.
+        //
+        // Lock first, compute second, in two statements (I3, I6). At READ COMMITTED a
+        // `SELECT … FOR UPDATE` that waited for a sender returns the sender's new row
+        // (`head_seq = N+1`), but any subquery of that same statement still reads the
+        // statement's old snapshot, where event N+1 does not exist: a prefix computed
+        // there would end at N+1 and the DELETE below (a new snapshot) would remove
+        // the pending event. The statement after the lock takes a snapshot in which
+        // every send that held the row has committed, and the prefix is capped at the
+        // `head_seq` read under the lock, so it covers only events that snapshot sees.
         let mut tx = store.begin().await?;
-        let marks = sqlx::query(AssertSqlSafe(format!(
-            "SELECT a.low_water, COALESCE({keep_from} - 1, a.head_seq) AS new_low \
-             FROM agents a WHERE a.id = $2 FOR UPDATE"
+        let marks = sqlx::query("SELECT low_water, head_seq FROM agents WHERE id = $1 FOR UPDATE")
+            .bind(&id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let low_water: i64 = marks.try_get("low_water")?;
+        let head_seq: i64 = marks.try_get("head_seq")?;
+        let new_low: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT LEAST(COALESCE(MIN(seq) - 1, $3), $3) FROM events \
+             WHERE agent_id = $2 AND (status IN {OPEN_STATUSES} OR updated_at > $1)"
         )))
         .bind(cutoff)
         .bind(&id)
+        .bind(head_seq)
         .fetch_one(&mut *tx)
         .await?;
-        let low_water: i64 = marks.try_get("low_water")?;
-        let new_low: i64 = marks.try_get("new_low")?;
         if new_low <= low_water {
             continue;
         }
