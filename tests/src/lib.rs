@@ -30,6 +30,8 @@ pub struct Options {
     pub ui_dir: Option<PathBuf>,
     /// How often the overview's history samples (default 5 s).
     pub sample_interval: Option<Duration>,
+    /// How often the background passes run on the real clock (default 50 ms).
+    pub worker_interval: Option<Duration>,
 }
 
 pub struct TestServer {
@@ -129,9 +131,37 @@ impl TestServer {
             || format!("sqlite://{}", db_path.display()),
             |d| d.url.clone(),
         );
+        let token_file = dir.path().join("operator-token");
+        Self::open(opts, dir, database_url, database, token_file).await
+    }
+
+    fn on_postgres(&self) -> bool {
+        self.database_url.starts_with("postgres")
+    }
+
+    /// A second server instance on this one's PostgreSQL database, with the same
+    /// operator token and a clock of its own (as another host of a team deployment).
+    pub async fn another_instance(&self, opts: Options) -> Self {
+        assert!(
+            self.on_postgres(),
+            "several instances share a database only on PostgreSQL"
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let token_file = self._dir.path().join("operator-token");
+        Self::open(opts, dir, self.database_url.clone(), None, token_file).await
+    }
+
+    async fn open(
+        opts: Options,
+        dir: tempfile::TempDir,
+        database_url: String,
+        database: Option<PgDatabase>,
+        token_file: PathBuf,
+    ) -> Self {
+        let db_path = dir.path().join("switchboard.db");
         let mut config = Config {
             database_url: database_url.clone(),
-            operator_token_file: Some(dir.path().join("operator-token")),
+            operator_token_file: Some(token_file),
             hooks: opts.hooks,
             ui_dir: opts.ui_dir,
             // Durability across power loss is not under test here; fsync per commit
@@ -145,7 +175,7 @@ impl TestServer {
             // Passes run only when the test says so.
             config.worker_interval = Duration::from_secs(3600);
         } else {
-            config.worker_interval = Duration::from_millis(50);
+            config.worker_interval = opts.worker_interval.unwrap_or(Duration::from_millis(50));
         }
         if let Some(h) = opts.heartbeat {
             config.heartbeat = h;
@@ -188,7 +218,7 @@ impl TestServer {
     /// (I11): every file of the SQLite database (main file, WAL, shared memory), or
     /// every row of every PostgreSQL table as text.
     pub async fn stored_bytes(&self) -> Vec<u8> {
-        if self._database.is_none() {
+        if !self.on_postgres() {
             let dir = self.db_path.parent().expect("db dir").to_owned();
             let mut bytes = Vec::new();
             for entry in std::fs::read_dir(&dir).expect("db dir is readable") {
@@ -238,7 +268,7 @@ impl TestServer {
                 })
                 .collect()
         }
-        if self._database.is_none() {
+        if !self.on_postgres() {
             let url = format!("sqlite://{}?mode=ro", self.db_path.display());
             let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
             let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
@@ -257,7 +287,7 @@ impl TestServer {
     /// Runs `sql` on the server's database: rows only another process could have
     /// left behind (a job of an instance that died), which no API writes.
     pub async fn seed(&self, sql: &str) {
-        if self._database.is_none() {
+        if !self.on_postgres() {
             let url = format!("sqlite://{}", self.db_path.display());
             let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
             sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))

@@ -44,6 +44,11 @@ pub enum StoreError {
     /// More events match than an immediate action may change (make it a job).
     #[error("{0} events match")]
     TooMany(u64),
+    /// The request's idempotency key is no longer this attempt's: its lock ran out
+    /// and another instance took the request over. The business change is rolled
+    /// back, so only the attempt that holds the key commits (I8).
+    #[error("idempotency key taken over")]
+    KeyTakenOver,
     /// A test hook or a commit failure rolled the transaction back.
     #[error("aborted: {0}")]
     Aborted(String),
@@ -184,6 +189,16 @@ impl From<StoreError> for ApiError {
                  instead (POST /api/v1/ops/jobs with the same filter), which works in \
                  batches, reports progress and can be cancelled"
             )),
+            StoreError::KeyTakenOver => {
+                let mut e = Self::new(
+                    ErrorCode::RequestInProgress,
+                    "this attempt ran past the Idempotency-Key's lock and another attempt took \
+                     the request over; this one was rolled back and wrote nothing; retry the \
+                     same request to get the result of the attempt that ran",
+                );
+                e.retry_after = Some(1);
+                e
+            }
             StoreError::Aborted(why) => {
                 tracing::warn!(reason = %why, "transaction aborted");
                 Self::new(

@@ -364,3 +364,72 @@ async fn room_sends_are_idempotent() {
     assert_eq!(inbox(&op, "bob").await.len(), 1);
     assert_eq!(inbox(&op, "carol").await.len(), 1);
 }
+
+/// I8 across instances. Instance A records the key and then stalls (held by the hook)
+/// past the key's 60 s lock; instance B, whose clock is past that lock, takes the key
+/// over and runs the send. When A resumes, its write of the response must fail because
+/// the key is no longer its own, and its whole transaction (the event) must roll back:
+/// the message is stored once, and the key replays B's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
+async fn an_attempt_taken_over_by_another_instance_commits_nothing() {
+    assert!(
+        switchboard_tests::postgres_url().is_some(),
+        "set SWITCHBOARD_TEST_POSTGRES to run this test"
+    );
+    let (gate, hooks) = Gate::armed();
+    let a = TestServer::with(Options {
+        hooks,
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let b = a
+        .another_instance(Options {
+            manual_clock: true,
+            ..Options::default()
+        })
+        .await;
+    let (alice_created, alice_a) = a.agent("alice").await;
+    a.agent("bob").await;
+    let alice_b =
+        switchboard_tests::sdk::Client::new(&b.url, alice_created.token.as_str()).expect("client");
+    let body = message(json!({"once": true}));
+    let k = key();
+
+    let first = tokio::spawn({
+        let (alice_a, body, k) = (alice_a.clone(), body.clone(), k.clone());
+        async move { send_raw(&alice_a, "bob", &body, &k).await }
+    });
+    tokio::time::timeout(Duration::from_secs(5), gate.entered.notified())
+        .await
+        .expect("A records the key and stalls");
+
+    send_raw(&alice_b, "bob", &body, &k)
+        .await
+        .problem(409, "request_in_progress");
+    b.advance(Duration::from_secs(61));
+    let taken = send_raw(&alice_b, "bob", &body, &k).await;
+    assert_eq!(taken.status, 201, "B takes the key over: {}", taken.text());
+
+    gate.release.notify_one();
+    let first = tokio::time::timeout(Duration::from_secs(10), first)
+        .await
+        .expect("A's attempt ends once released")
+        .expect("task");
+    first.problem(409, "request_in_progress");
+    assert_eq!(first.header("retry-after"), Some("1"));
+
+    let events = inbox(&a.operator(), "bob").await;
+    assert_eq!(
+        events.len(),
+        1,
+        "the message is stored once, by the attempt that holds the key: {events:?}"
+    );
+    for (instance, client) in [("A", &alice_a), ("B", &alice_b)] {
+        let replay = send_raw(client, "bob", &body, &k).await;
+        assert_eq!(replay.status, 201, "on {instance}: {}", replay.text());
+        assert!(replay.replayed(), "on {instance}, the key replays");
+        assert_eq!(replay.text(), taken.text(), "B's answer, on {instance}");
+    }
+}

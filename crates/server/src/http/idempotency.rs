@@ -216,6 +216,9 @@ where
     }
     match work(key.clone()).await {
         Ok(value) => Ok((StatusCode::CREATED, axum::Json(value)).into_response()),
+        // Another attempt took the key over (this one's lock ran out) and rolled this
+        // one back: the key is that attempt's now, to complete or to forget.
+        Err(e) if e.code() == Some(ErrorCode::RequestInProgress) => Err(e),
         Err(e) if e.problem.status < 500 && !policy.momentary.contains(&e.problem.status) => {
             let stored = StoredResponse {
                 status: e.problem.status,

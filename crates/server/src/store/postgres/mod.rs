@@ -338,7 +338,16 @@ impl Store for PgStore {
         lock_ms: Millis,
         ttl_ms: Millis,
     ) -> StoreResult<IdemBegin> {
-        retrying(|| send::idem_begin(self, key, now, lock_ms, ttl_ms)).await
+        // A key forgotten between the insert and the read is free again: start over
+        // (twice at most: each time another request had to release it meanwhile).
+        for _ in 0..3 {
+            if let Some(begun) =
+                retrying(|| send::idem_begin(self, key, now, lock_ms, ttl_ms)).await?
+            {
+                return Ok(begun);
+            }
+        }
+        Ok(IdemBegin::InFlight)
     }
 
     async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {

@@ -15,7 +15,7 @@ pub(super) async fn idem_begin(
     now: Millis,
     lock_ms: Millis,
     ttl_ms: Millis,
-) -> StoreResult<IdemBegin> {
+) -> StoreResult<Option<IdemBegin>> {
     let mut tx = store.begin().await?;
     // Insert first: of two requests with the same key, exactly one inserts, and the
     // other waits on the row and then reads it.
@@ -37,17 +37,22 @@ pub(super) async fn idem_begin(
     .rows_affected();
     if inserted == 1 {
         tx.commit().await?;
-        return Ok(IdemBegin::Fresh);
+        return Ok(Some(IdemBegin::Fresh));
     }
-    let row = sqlx::query(AssertSqlSafe(format!(
+    let Some(row) = sqlx::query(AssertSqlSafe(format!(
         "SELECT fingerprint, state, status_code, response, locked_until, expires_at, owner \
          FROM idempotency_keys WHERE {KEY_WHERE} FOR UPDATE"
     )))
     .bind(key.tenant_id.to_string())
     .bind(&key.principal)
     .bind(&key.key_hash)
-    .fetch_one(&mut *tx)
-    .await?;
+    .fetch_optional(&mut *tx)
+    .await?
+    else {
+        // Forgotten (a failed attempt's release) between the INSERT and this read:
+        // the key is free again, and the caller starts over.
+        return Ok(None);
+    };
     let take_over = |fingerprint: bool| {
         let sql = if fingerprint {
             format!(
@@ -86,7 +91,7 @@ pub(super) async fn idem_begin(
         IdemBegin::Fresh
     };
     tx.commit().await?;
-    Ok(outcome)
+    Ok(Some(outcome))
 }
 
 pub(super) async fn idem_abort(store: &PgStore, key: &IdemKey) -> StoreResult<()> {
@@ -115,23 +120,34 @@ pub(super) async fn idem_finish(
     idem_store(conn, key, &StoredResponse { status, body }).await
 }
 
+/// Stores the response, only while this attempt still owns the in-flight key: an
+/// attempt whose lock ran out and was taken over by another instance must not commit
+/// its business change beside the one that took over (I8). The caller's transaction
+/// then rolls back on [`StoreError::KeyTakenOver`].
 pub(super) async fn idem_store(
     conn: &mut PgConnection,
     key: &IdemKey,
     response: &StoredResponse,
 ) -> StoreResult<()> {
-    sqlx::query(AssertSqlSafe(format!(
+    let stored = sqlx::query(AssertSqlSafe(format!(
         "UPDATE idempotency_keys SET state = 'done', status_code = $4, response = $5 \
-         WHERE {KEY_WHERE}"
+         WHERE {KEY_WHERE} AND state = 'in_flight' AND owner = $6 AND fingerprint = $7"
     )))
     .bind(key.tenant_id.to_string())
     .bind(&key.principal)
     .bind(&key.key_hash)
     .bind(i64::from(response.status))
     .bind(&response.body)
+    .bind(&key.owner)
+    .bind(&key.fingerprint)
     .execute(conn)
-    .await?;
-    Ok(())
+    .await?
+    .rows_affected();
+    if stored == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::KeyTakenOver)
+    }
 }
 
 /// Allocates the agent's next sequence number. The UPDATE locks the agent's row

@@ -102,23 +102,34 @@ pub(super) async fn idem_finish(
     idem_store(conn, key, &StoredResponse { status, body }).await
 }
 
+/// Stores the response, only while this attempt still owns the in-flight key (see
+/// the PostgreSQL backend: one process owns a SQLite file, so there it always does,
+/// unless the key was forgotten meanwhile).
 pub(super) async fn idem_store(
     conn: &mut SqliteConnection,
     key: &IdemKey,
     response: &StoredResponse,
 ) -> StoreResult<()> {
-    sqlx::query(
+    let stored = sqlx::query(
         "UPDATE idempotency_keys SET state = 'done', status_code = ?, response = ? \
-         WHERE tenant_id = ? AND principal = ? AND key_hash = ?",
+         WHERE tenant_id = ? AND principal = ? AND key_hash = ? AND state = 'in_flight' \
+         AND owner = ? AND fingerprint = ?",
     )
     .bind(i64::from(response.status))
     .bind(&response.body)
     .bind(key.tenant_id.to_string())
     .bind(&key.principal)
     .bind(&key.key_hash)
+    .bind(&key.owner)
+    .bind(&key.fingerprint)
     .execute(conn)
-    .await?;
-    Ok(())
+    .await?
+    .rows_affected();
+    if stored == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::KeyTakenOver)
+    }
 }
 
 /// Allocates the agent's next sequence number inside the write transaction. Writes
