@@ -23,6 +23,28 @@ pub struct AgentCreated {
     pub token: String,
 }
 
+/// `POST /api/v1/ops/tokens`: a token for a machine that only reads, such as a
+/// Prometheus scraper. The only scope it may carry today is `metrics:read`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateToken {
+    /// `["metrics:read"]`.
+    pub scopes: Vec<String>,
+    /// What the token is for, shown to operators (`prometheus`); 1..=64 characters.
+    pub label: String,
+}
+
+/// The answer to token creation. The token is shown once; the server keeps a hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenCreated {
+    /// Bearer token with exactly `scopes`. Store it now; it cannot be read again.
+    pub token: String,
+    pub scopes: Vec<String>,
+    pub label: String,
+}
+
 /// One agent's line in the overview.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

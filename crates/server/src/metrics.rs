@@ -15,6 +15,9 @@ use switchboard_proto::QueueTableHealth;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DepthLabels {
+    /// The agent's tenant: one scrape shows one tenant's agents (the scraping
+    /// token's), and the label keeps series of several tenants' scrapes apart.
+    tenant: String,
     agent: String,
     status: String,
 }
@@ -31,7 +34,6 @@ pub struct Metrics {
     pub expired: Counter,
     pub delivered: Counter,
     pub delivery_latency: Histogram,
-    inbox_depth: Family<DepthLabels, Gauge>,
     pub sse_subscribers: Gauge,
     /// The shared database's health; rendered only for a backend that has it.
     db: Arc<Mutex<Registry>>,
@@ -65,7 +67,6 @@ impl Metrics {
             delivery_latency: Histogram::new([
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
             ]),
-            inbox_depth: Family::default(),
             sse_subscribers: Gauge::default(),
             db: Arc::new(Mutex::new(Registry::default())),
             events_dead_tuples: Gauge::default(),
@@ -137,11 +138,6 @@ impl Metrics {
             m.delivery_latency.clone(),
         );
         registry.register(
-            "inbox_depth",
-            "Events per agent and status",
-            m.inbox_depth.clone(),
-        );
-        registry.register(
             "sse_subscribers",
             "Open SSE subscriptions",
             m.sse_subscribers.clone(),
@@ -150,9 +146,11 @@ impl Metrics {
         m
     }
 
-    /// Renders the text exposition format with the given depth rows.
+    /// Renders the text exposition format with the given depth rows (the scraping
+    /// tenant's). The depth family is built for this one scrape, so two tenants'
+    /// scrapes at the same moment never see each other's agents.
     pub fn render(&self, depth: &[DepthRow], health: Option<&QueueTableHealth>) -> String {
-        self.inbox_depth.clear();
+        let inbox_depth = Family::<DepthLabels, Gauge>::default();
         for row in depth {
             let c = &row.counts;
             for (status, n) in [
@@ -163,19 +161,23 @@ impl Metrics {
                 (EventStatus::Expired, c.expired),
                 (EventStatus::Purged, c.purged),
             ] {
-                self.inbox_depth
+                inbox_depth
                     .get_or_create(&DepthLabels {
+                        tenant: row.tenant_id.to_string(),
                         agent: row.agent_name.clone(),
                         status: status.as_str().to_owned(),
                     })
                     .set(n as i64);
             }
         }
+        let mut scrape = Registry::default();
+        scrape.register("inbox_depth", "Events per agent and status", inbox_depth);
         let mut out = String::new();
-        let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
-        if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
-            out.clear();
+        {
+            let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+            append(&mut out, &registry);
         }
+        append(&mut out, &scrape);
         if let Some(h) = health {
             self.events_dead_tuples
                 .set(i64::try_from(h.dead_tuples).unwrap_or(i64::MAX));
@@ -186,12 +188,7 @@ impl Metrics {
             self.events_vacuum_age
                 .set(h.vacuum_age_seconds.unwrap_or(f64::NAN));
             let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-            let mut more = String::new();
-            if prometheus_client::encoding::text::encode(&mut more, &db).is_ok() {
-                // One exposition: a single `# EOF`, at the end.
-                out.truncate(out.trim_end().trim_end_matches("# EOF").len());
-                out.push_str(&more);
-            }
+            append(&mut out, &db);
         }
         out
     }
@@ -273,6 +270,15 @@ pub fn quantile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
         lower = (le, n);
     }
     Some(lower.0)
+}
+
+/// Encodes `registry` onto `out`, keeping a single `# EOF` at the end: one exposition.
+fn append(out: &mut String, registry: &Registry) {
+    let mut more = String::new();
+    if prometheus_client::encoding::text::encode(&mut more, registry).is_ok() {
+        out.truncate(out.trim_end().trim_end_matches("# EOF").len());
+        out.push_str(&more);
+    }
 }
 
 #[cfg(test)]

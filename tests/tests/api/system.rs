@@ -99,6 +99,37 @@ fn sample(text: &str, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
+/// One `inbox_depth` series: (tenant, agent, status, value).
+fn depth_series(text: &str) -> Vec<(String, String, String, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("inbox_depth{")?;
+            let (labels, value) = rest.split_once("} ")?;
+            let label = |name: &str| {
+                labels
+                    .split(',')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
+                    .map(|v| v.trim_end_matches('"').to_owned())
+                    .unwrap_or_else(|| panic!("inbox_depth without {name}: {l}"))
+            };
+            Some((
+                label("tenant"),
+                label("agent"),
+                label("status"),
+                value.trim().parse().expect("numeric sample"),
+            ))
+        })
+        .collect()
+}
+
+/// The depth of `agent` in `status`, in a text exposition.
+fn depth_of(text: &str, agent: &str, status: &str) -> Option<f64> {
+    depth_series(text)
+        .into_iter()
+        .find(|(_, a, s, _)| a == agent && s == status)
+        .map(|(_, _, _, v)| v)
+}
+
 async fn metrics(server: &TestServer) -> String {
     server.operator().metrics_text().await.expect("metrics")
 }
@@ -122,10 +153,9 @@ async fn metrics_track_depth_latency_leases_and_fencing() {
         .events
         .remove(0);
     let text = metrics(&server).await;
-    let depth = |status: &str| format!("inbox_depth{{agent=\"alice\",status=\"{status}\"}}");
-    assert_eq!(sample(&text, &depth("pending")), Some(2.0), "{text}");
-    assert_eq!(sample(&text, &depth("claimed")), Some(1.0));
-    assert_eq!(sample(&text, &depth("completed")), Some(0.0));
+    assert_eq!(depth_of(&text, "alice", "pending"), Some(2.0), "{text}");
+    assert_eq!(depth_of(&text, "alice", "claimed"), Some(1.0));
+    assert_eq!(depth_of(&text, "alice", "completed"), Some(0.0));
     assert_eq!(sample(&text, "delivery_latency_seconds_count"), Some(0.0));
     assert_eq!(sample(&text, "lease_expirations_total"), Some(0.0));
     assert_eq!(sample(&text, "stale_claim_rejections_total"), Some(0.0));
@@ -146,7 +176,7 @@ async fn metrics_track_depth_latency_leases_and_fencing() {
         (sum - 2.0).abs() < 0.01,
         "latency is available→ack on the server clock: {sum}"
     );
-    assert_eq!(sample(&text, &depth("completed")), Some(1.0));
+    assert_eq!(depth_of(&text, "alice", "completed"), Some(1.0));
     // A repeated ack of the same claim is not a second delivery.
     alice
         .ack("alice", claimed.event.event_id, claimed.claim_token)
@@ -182,7 +212,7 @@ async fn metrics_track_depth_latency_leases_and_fencing() {
     );
     assert_eq!(sample(&text, "stale_claim_rejections_total"), Some(2.0));
     assert_eq!(
-        sample(&text, &depth("pending")),
+        depth_of(&text, "alice", "pending"),
         Some(2.0),
         "the expired lease is pending again"
     );
@@ -344,4 +374,173 @@ async fn metrics_and_overview_show_the_queue_tables_health_on_postgres() {
             "SQLite has no queue table health"
         );
     }
+}
+
+/// A second tenant with an operator token, written straight into the database (no API
+/// creates tenants yet), so that isolation can be checked across tenants.
+async fn second_tenant(server: &TestServer, token: &str) {
+    use sha2::{Digest, Sha256};
+    let hash: String = Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let blob = if switchboard_tests::backend() == "postgres" {
+        format!("decode('{hash}', 'hex')")
+    } else {
+        format!("X'{hash}'")
+    };
+    let tenant = uuid::Uuid::now_v7();
+    server
+        .seed(&format!(
+            "INSERT INTO tenants (id, name, created_at) VALUES ('{tenant}', 'tenant-b', 0); \
+             INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
+             VALUES ({blob}, '{tenant}', NULL, 'ops:read ops:write messages:send metrics:read', \
+             'operator', 0);"
+        ))
+        .await;
+}
+
+/// I9 for `/metrics`: the depth series name agents, so nobody without a token may
+/// scrape, an agent token may not either, and a scrape shows only the scraping token's
+/// tenant. `/healthz` and `/readyz` stay open.
+#[tokio::test]
+async fn metrics_need_a_metrics_token_and_show_only_its_tenant() {
+    let server = TestServer::start().await;
+    let op = server.operator();
+    let (alice, _) = server.agent("alice").await;
+    send(&op, "alice", json!(1)).await;
+    let b_token = "sb_op_tenant_b_operator_token_for_this_test_only_000";
+    second_tenant(&server, b_token).await;
+    let op_b = switchboard_tests::sdk::Client::new(&server.url, b_token).expect("client");
+    op_b.create_agent(&switchboard_tests::sdk::proto::CreateAgent {
+        name: "secret-agent-of-b".to_owned(),
+    })
+    .await
+    .expect("tenant B creates its agent");
+    send(&op_b, "secret-agent-of-b", json!(2)).await;
+
+    let http = reqwest::Client::new();
+    let anonymous = call(http.get(format!("{}/metrics", server.url))).await;
+    anonymous.problem(401, "unauthorized");
+    let as_agent = call(
+        http.get(format!("{}/metrics", server.url))
+            .bearer_auth(alice.token.as_str()),
+    )
+    .await;
+    let problem = as_agent.problem(403, "forbidden");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("metrics:read") && d.contains("/api/v1/ops/tokens")),
+        "the refusal says how to get a token: {problem}"
+    );
+
+    let a_text = metrics(&server).await;
+    let b_text = op_b.metrics_text().await.expect("tenant B scrapes");
+    let agents = |text: &str| {
+        let mut v: Vec<(String, String)> = depth_series(text)
+            .into_iter()
+            .map(|(t, a, _, _)| (t, a))
+            .collect();
+        v.dedup();
+        v
+    };
+    let (a_agents, b_agents) = (agents(&a_text), agents(&b_text));
+    assert_eq!(
+        a_agents.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>(),
+        ["alice"],
+        "{a_text}"
+    );
+    assert_eq!(
+        b_agents.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>(),
+        ["secret-agent-of-b"],
+        "{b_text}"
+    );
+    assert_ne!(a_agents[0].0, b_agents[0].0, "each series names its tenant");
+    assert!(!a_text.contains("secret-agent-of-b") && !b_text.contains("alice"));
+    assert_eq!(depth_of(&b_text, "secret-agent-of-b", "pending"), Some(1.0));
+}
+
+/// A metrics-only token for Prometheus: minted by an operator, shown once, good for
+/// `/metrics` and for nothing else.
+#[tokio::test]
+async fn a_minted_metrics_token_scrapes_and_does_nothing_else() {
+    let server = TestServer::start().await;
+    let op = server.operator();
+    let (_, alice) = server.agent("alice").await;
+    send(&op, "alice", json!(1)).await;
+
+    let minted = call(
+        op.request(Method::POST, "ops/tokens")
+            .json(&json!({"scopes": ["metrics:read"], "label": "prometheus"})),
+    )
+    .await;
+    assert_eq!(minted.status, 201, "{}", minted.text());
+    let minted: Value = serde_json::from_slice(&minted.body).expect("json");
+    assert_eq!(minted["scopes"], json!(["metrics:read"]));
+    assert_eq!(minted["label"], "prometheus");
+    let token = minted["token"].as_str().expect("token").to_owned();
+
+    let reply = call(
+        reqwest::Client::new()
+            .get(format!("{}/metrics", server.url))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(depth_of(&reply.text(), "alice", "pending"), Some(1.0));
+
+    let scraper = switchboard_tests::sdk::Client::new(&server.url, token.as_str()).expect("client");
+    for (method, path) in [
+        (Method::GET, "ops/agents"),
+        (Method::GET, "ops/overview"),
+        (Method::GET, "agents/alice/inbox"),
+        (Method::GET, "rooms/anything"),
+        (Method::GET, "session"),
+    ] {
+        call(scraper.request(method.clone(), path))
+            .await
+            .problem(403, "forbidden");
+    }
+    call(
+        scraper
+            .request(Method::POST, "agents/alice/messages")
+            .header("idempotency-key", "k")
+            .json(&json!({"payload": 1})),
+    )
+    .await
+    .problem(403, "forbidden");
+    call(
+        scraper
+            .request(Method::POST, "ops/tokens")
+            .json(&json!({"scopes": ["metrics:read"], "label": "again"})),
+    )
+    .await
+    .problem(403, "forbidden");
+
+    // Only read-only machine scopes can be minted, by operators only.
+    for body in [
+        json!({"scopes": ["ops:write"], "label": "x"}),
+        json!({"scopes": [], "label": "x"}),
+        json!({"scopes": ["metrics:read"], "label": ""}),
+    ] {
+        call(op.request(Method::POST, "ops/tokens").json(&body))
+            .await
+            .problem(400, "validation_failed");
+    }
+    call(
+        alice
+            .request(Method::POST, "ops/tokens")
+            .json(&json!({"scopes": ["metrics:read"], "label": "mine"})),
+    )
+    .await
+    .problem(403, "forbidden");
+    assert!(
+        !server
+            .stored_bytes()
+            .await
+            .windows(token.len())
+            .any(|w| w == token.as_bytes()),
+        "only the token's hash is stored (I11)"
+    );
 }

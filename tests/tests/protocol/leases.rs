@@ -55,7 +55,7 @@ async fn stale_holder_is_fenced_after_reclaim() {
     );
     assert_eq!(second.event.attempts, 2);
 
-    let before = metric(&alice, "stale_claim_rejections_total").await;
+    let before = metric(&server.operator(), "stale_claim_rejections_total").await;
     let old = first.claim_token;
     expect_api_error(
         alice.ack("alice", id, old).await,
@@ -79,7 +79,7 @@ async fn stale_holder_is_fenced_after_reclaim() {
         ErrorCode::StaleClaim,
         "a stale holder cannot release",
     );
-    let after = metric(&alice, "stale_claim_rejections_total").await;
+    let after = metric(&server.operator(), "stale_claim_rejections_total").await;
     assert_eq!(after - before, 3.0, "each fencing rejection is counted");
 
     let state = alice
@@ -120,11 +120,14 @@ async fn leases_returned_by_a_claim_are_counted_as_expirations() {
     let event = polled(&alice, "alice", one_shot).await;
     assert_eq!(event.status, EventStatus::Quarantined);
     assert_eq!(
-        metric(&alice, "lease_expirations_total").await,
+        metric(&server.operator(), "lease_expirations_total").await,
         2.0,
         "both leases ran out, whoever noticed"
     );
-    assert_eq!(metric(&alice, "events_quarantined_total").await, 1.0);
+    assert_eq!(
+        metric(&server.operator(), "events_quarantined_total").await,
+        1.0
+    );
 }
 
 #[tokio::test]
@@ -140,7 +143,10 @@ async fn ack_after_lease_expiry_is_refused() {
         ErrorCode::StaleClaim,
         "the lease ended at exactly now; nobody re-claimed, but it is no longer held",
     );
-    assert_eq!(metric(&alice, "stale_claim_rejections_total").await, 1.0);
+    assert_eq!(
+        metric(&server.operator(), "stale_claim_rejections_total").await,
+        1.0
+    );
     let again = claim_one(&alice, "alice", 10).await;
     assert_eq!((again.event.event_id, again.event.attempts), (id, 2));
 }
@@ -236,7 +242,10 @@ async fn exhausted_attempts_quarantine_until_an_operator_replays() {
         (report.reap.lease_expirations, report.reap.quarantined),
         (1, 0)
     );
-    assert_eq!(metric(&alice, "lease_expirations_total").await, 1.0);
+    assert_eq!(
+        metric(&server.operator(), "lease_expirations_total").await,
+        1.0
+    );
     assert_eq!(
         polled(&alice, "alice", id).await.status,
         EventStatus::Pending
@@ -250,8 +259,14 @@ async fn exhausted_attempts_quarantine_until_an_operator_replays() {
         (1, 1),
         "the second expiry used up max_attempts = 2"
     );
-    assert_eq!(metric(&alice, "lease_expirations_total").await, 2.0);
-    assert_eq!(metric(&alice, "events_quarantined_total").await, 1.0);
+    assert_eq!(
+        metric(&server.operator(), "lease_expirations_total").await,
+        2.0
+    );
+    assert_eq!(
+        metric(&server.operator(), "events_quarantined_total").await,
+        1.0
+    );
     let event = polled(&alice, "alice", id).await;
     assert_eq!(event.status, EventStatus::Quarantined);
     let why = event.last_error.unwrap_or_default();
@@ -341,7 +356,10 @@ async fn release_quarantines_terminal_failures_and_the_last_attempt() {
 
     assert!(claim(&alice, "alice", 10, 60).await.is_empty());
     assert_eq!(alice.snapshot("alice").await.unwrap().counts.quarantined, 2);
-    assert_eq!(metric(&alice, "events_quarantined_total").await, 2.0);
+    assert_eq!(
+        metric(&server.operator(), "events_quarantined_total").await,
+        2.0
+    );
 }
 
 #[tokio::test]

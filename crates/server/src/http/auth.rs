@@ -26,14 +26,21 @@ use switchboard_proto::{AgentId, ErrorCode, TenantId};
 pub const SCOPE_OPS_READ: &str = "ops:read";
 pub const SCOPE_OPS_WRITE: &str = "ops:write";
 pub const SCOPE_SEND: &str = "messages:send";
+/// `/metrics`: the scraping token's own tenant's series, nothing else.
+pub const SCOPE_METRICS_READ: &str = "metrics:read";
 
 /// Name of the console's session cookie.
 pub const SESSION_COOKIE: &str = "sb_session";
 
 pub fn operator_scopes() -> Vec<String> {
-    [SCOPE_OPS_READ, SCOPE_OPS_WRITE, SCOPE_SEND]
-        .map(str::to_owned)
-        .to_vec()
+    [
+        SCOPE_OPS_READ,
+        SCOPE_OPS_WRITE,
+        SCOPE_SEND,
+        SCOPE_METRICS_READ,
+    ]
+    .map(str::to_owned)
+    .to_vec()
 }
 
 /// Scopes of a new agent token; `{agent_id}` is filled in by the store.
@@ -111,6 +118,12 @@ impl Principal {
             && (self.has(&inbox_scope(agent.id)) || self.has(SCOPE_OPS_WRITE))
     }
 
+    /// May this principal scrape `/metrics`? A `metrics:read` token, or an operator
+    /// (`ops:read`, which operator tokens minted before `metrics:read` existed carry).
+    pub fn may_read_metrics(&self) -> bool {
+        self.has(SCOPE_METRICS_READ) || self.has(SCOPE_OPS_READ)
+    }
+
     /// The principal's own identity for history and audit rows.
     pub fn actor(&self) -> Actor {
         match self.agent_id {
@@ -150,48 +163,93 @@ pub fn request_cookie(headers: &axum::http::HeaderMap, name: &str) -> Option<Str
 impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
+    /// Any caller of the API: an agent or an operator. A machine token (one that is
+    /// neither, such as a `metrics:read` scraper's) is refused here, so no handler
+    /// can take it for an operator; `/metrics` reads it through [`Scraper`].
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let Some(header) = parts.headers.get(AUTHORIZATION) else {
-            return match request_cookie(&parts.headers, SESSION_COOKIE) {
-                Some(session) => from_session(parts, state, &session).await,
-                None => Err(unauthorized(
-                    "no credentials; send Authorization: Bearer <token>, or log in to the console",
-                )),
-            };
-        };
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| {
-                h.strip_prefix("Bearer ")
-                    .or_else(|| h.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
-        let token_hash = hash_token(token);
-        let record = match state.lookups.token(&token_hash) {
-            Some(record) => record,
-            None => {
-                let record = state.store.token(&token_hash).await?.ok_or_else(|| {
-                    unauthorized("the bearer token is unknown or revoked; use a current token")
-                })?;
-                state.lookups.put_token(&token_hash, &record);
-                record
-            }
-        };
-        Ok(Principal {
-            tenant_id: record.tenant_id,
-            agent_id: record.agent_id,
-            agent_name: record.agent_name,
-            scopes: record.scopes,
-            token_hash,
-            session: None,
-        })
+        let principal = authenticate(parts, state).await?;
+        if principal.agent_id.is_none()
+            && !principal.has(SCOPE_OPS_READ)
+            && !principal.has(SCOPE_OPS_WRITE)
+        {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "this token has only the scopes {:?}; it may read /metrics and nothing else",
+                    principal.scopes
+                ),
+            ));
+        }
+        Ok(principal)
     }
+}
+
+/// The caller of `/metrics`: a principal with `metrics:read` (or an operator).
+pub struct Scraper(pub Principal);
+
+impl FromRequestParts<AppState> for Scraper {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let principal = authenticate(parts, state).await?;
+        if principal.may_read_metrics() {
+            Ok(Self(principal))
+        } else {
+            Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "this token lacks the \"metrics:read\" scope; scrape with an operator token, \
+                 or mint a metrics-only one with POST /api/v1/ops/tokens \
+                 {\"scopes\": [\"metrics:read\"], \"label\": \"prometheus\"}",
+            ))
+        }
+    }
+}
+
+/// Who the bearer token or the console session cookie stands for.
+async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiError> {
+    let Some(header) = parts.headers.get(AUTHORIZATION) else {
+        return match request_cookie(&parts.headers, SESSION_COOKIE) {
+            Some(session) => from_session(parts, state, &session).await,
+            None => Err(unauthorized(
+                "no credentials; send Authorization: Bearer <token>, or log in to the console",
+            )),
+        };
+    };
+    let token = header
+        .to_str()
+        .ok()
+        .and_then(|h| {
+            h.strip_prefix("Bearer ")
+                .or_else(|| h.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
+    let token_hash = hash_token(token);
+    let record = match state.lookups.token(&token_hash) {
+        Some(record) => record,
+        None => {
+            let record = state.store.token(&token_hash).await?.ok_or_else(|| {
+                unauthorized("the bearer token is unknown or revoked; use a current token")
+            })?;
+            state.lookups.put_token(&token_hash, &record);
+            record
+        }
+    };
+    Ok(Principal {
+        tenant_id: record.tenant_id,
+        agent_id: record.agent_id,
+        agent_name: record.agent_name,
+        scopes: record.scopes,
+        token_hash,
+        session: None,
+    })
 }
 
 /// The principal behind a console session cookie.

@@ -1,6 +1,7 @@
 //! Health, readiness, metrics, capabilities, and the console's static files.
 
 use super::AppState;
+use super::auth::Scraper;
 use super::limits::limits;
 use crate::config::Config;
 use crate::error::ApiError;
@@ -63,12 +64,22 @@ async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
-    let depth = match state.store.depth(None).await {
+/// The Prometheus exposition. It needs a bearer token with `metrics:read` (operator
+/// tokens have it; `POST /api/v1/ops/tokens` mints one that has nothing else): the
+/// depth series name agents, which the API hides from anyone outside their tenant
+/// (I9). A scrape sees its own tenant's agents only, each series labelled with the
+/// tenant, so several tenants' scrapes never collide.
+async fn metrics(State(state): State<AppState>, Scraper(principal): Scraper) -> Response {
+    let depth = match state.store.depth(Some(principal.tenant_id)).await {
         Ok(d) => d,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let health = state.queue_health().await;
+    // Database-wide numbers: only for the deployment's own tenant, as in the overview.
+    let health = if principal.tenant_id == state.tenant {
+        state.queue_health().await
+    } else {
+        None
+    };
     (
         StatusCode::OK,
         [(
