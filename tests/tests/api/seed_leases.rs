@@ -4,7 +4,8 @@
 //! read as plain JSON; no proto type and no SDK call. What it checks: acquire (201,
 //! then 200 for the replay), renew and release by the four identifying fields
 //! (`canonical_name`, `memory_instance_id`, `fencing_token`, `owner_client_id`),
-//! branch, the refusals' stable codes, and the OpenAPI document's seed names.
+//! branch, the refusals' stable codes, and the OpenAPI document's seed names. Also:
+//! a renewal that sends `lease_id` and the fields must name one lease with both.
 
 use std::time::Duration;
 
@@ -206,6 +207,54 @@ async fn a_client_written_from_the_seed_works_unchanged() {
     seed.post("/v1/leases/renew", fields(token2, "host-a/pid-7"), None)
         .await
         .problem(410, "lease_expired");
+}
+
+#[tokio::test]
+async fn a_lease_named_by_both_its_id_and_its_fields_must_be_one_lease() {
+    let server = TestServer::start().await;
+    let (agent, _) = server.agent("both-ways").await;
+    let seed = Seed {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+        token: agent.token,
+    };
+    let mut leases = Vec::new();
+    for name in ["first-bot", "second-bot"] {
+        let m = seed.post("/api/v1/memories", json!({}), None).await.json()["memory_instance_id"]
+            .clone();
+        let body = json!({"name": name, "memory_instance_id": m, "owner_client": "host-a", "ttl_seconds": 30});
+        let reply = seed.post("/api/v1/leases", body, Some(&key())).await;
+        assert_eq!(reply.status, 201, "{}", reply.text());
+        leases.push(reply.json());
+    }
+    let named = |id: &Value, by: &Value| {
+        json!({
+            "lease_id": id["lease_id"],
+            "canonical_name": by["canonical_name"],
+            "memory_instance_id": by["memory_instance_id"],
+            "fencing_token": by["fencing_token"],
+            "owner_client_id": "host-a",
+        })
+    };
+    let mixed = named(&leases[0], &leases[1]);
+    seed.post("/api/v1/leases/renew", mixed.clone(), None)
+        .await
+        .problem(409, "stale_fence");
+    seed.post("/api/v1/leases/release", mixed, None)
+        .await
+        .problem(409, "stale_fence");
+    let same = seed
+        .post("/api/v1/leases/renew", named(&leases[0], &leases[0]), None)
+        .await;
+    assert_eq!(same.status, 200, "{}", same.text());
+    let p = seed
+        .post("/api/v1/leases/renew", json!({"fencing_token": 1}), None)
+        .await
+        .problem(422, "validation_failed");
+    assert!(
+        p["detail"].as_str().is_some_and(|d| d.contains("lease_id")),
+        "says how to name the lease: {p}"
+    );
 }
 
 #[tokio::test]
