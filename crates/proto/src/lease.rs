@@ -72,17 +72,29 @@ pub struct Lineage {
 }
 
 /// `POST /api/v1/leases` (needs an `Idempotency-Key`).
+///
+/// The names-and-leases seed spells two fields differently; both spellings are
+/// accepted (sending both is a duplicate field): `display_name` for `name`, and
+/// `owner_client_id` for `owner_client`. The OpenAPI document lists the aliases.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AcquireLease {
-    /// The agent name; canonicalized (PRECIS UsernameCaseMapped, UTS #39).
+    /// The agent name; canonicalized (PRECIS UsernameCaseMapped, UTS #39). Also
+    /// accepted as `display_name`.
+    #[serde(alias = "display_name")]
     pub name: String,
     pub memory_instance_id: MemoryId,
     /// 0.1..=300.
     pub ttl_seconds: f64,
-    /// Who holds it, for operators (host, pid…), at most 200 characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Who holds it (host, pid…), at most 200 characters. Also accepted as
+    /// `owner_client_id`. A renewal or release that names the lease by its fields
+    /// (see [`RenewLease`]) must present the same value.
+    #[serde(
+        default,
+        alias = "owner_client_id",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub owner_client: Option<String>,
     /// Quiet period after this lease expires or is force-released, 0..=60 s;
     /// default 5.
@@ -91,12 +103,19 @@ pub struct AcquireLease {
 }
 
 /// A lease as its holder sees it.
+///
+/// Additive only within v1: `canonical_name` repeats `name` under the
+/// names-and-leases seed's spelling, so clients written from either read it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Lease {
     pub lease_id: LeaseId,
     /// The canonical name.
     pub name: String,
+    /// The canonical name again (the seed's field name); always equal to `name`.
+    /// Missing from servers before it was added, hence the default.
+    #[serde(default)]
+    pub canonical_name: String,
     pub memory_instance_id: MemoryId,
     pub fencing_token: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,24 +129,69 @@ pub struct Lease {
 }
 
 /// `POST /api/v1/leases/renew`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// The lease is named one of two ways, and `fencing_token` is always its token:
+/// - by `lease_id` (what the SDK sends);
+/// - by its fields, as the names-and-leases seed does: `canonical_name`,
+///   `memory_instance_id` and `owner_client_id` (the `owner_client` it was acquired
+///   with; leave it out only if it was acquired without one).
+///
+/// Both may be sent; the fields must then name the same lease. A lease the fields
+/// do not match is refused as a stale one (`409 stale_fence`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RenewLease {
-    pub lease_id: LeaseId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_id: Option<LeaseId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_instance_id: Option<MemoryId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_client_id: Option<String>,
     pub fencing_token: u64,
     /// A new TTL (0.1..=300); default: the lease's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds: Option<f64>,
 }
 
-/// `POST /api/v1/leases/release`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+impl RenewLease {
+    /// Renews `lease` by its id, keeping its TTL.
+    pub fn of(lease: &Lease) -> Self {
+        Self {
+            lease_id: Some(lease.lease_id),
+            fencing_token: lease.fencing_token,
+            ..Self::default()
+        }
+    }
+}
+
+/// `POST /api/v1/leases/release`: the lease named as for [`RenewLease`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseLease {
-    pub lease_id: LeaseId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_id: Option<LeaseId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_instance_id: Option<MemoryId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_client_id: Option<String>,
     pub fencing_token: u64,
+}
+
+impl ReleaseLease {
+    /// Releases `lease` by its id.
+    pub fn of(lease: &Lease) -> Self {
+        Self {
+            lease_id: Some(lease.lease_id),
+            fencing_token: lease.fencing_token,
+            ..Self::default()
+        }
+    }
 }
 
 /// `GET /api/v1/ops/leases`: every live lease of the tenant.

@@ -52,11 +52,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let fence = lease.fencing_token;
     say(json!({"acquired": fence, "lease_id": lease.lease_id}));
-    let renew = RenewLease {
-        lease_id: lease.lease_id,
-        fencing_token: fence,
-        ttl_seconds: None,
-    };
+    let renew = RenewLease::of(&lease);
     let mut renewed = Instant::now();
     let mut version: Option<u64> = None;
     for n in 0u64.. {

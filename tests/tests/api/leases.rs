@@ -50,11 +50,7 @@ fn refused(result: Result<impl std::fmt::Debug, Error>, status: u16, code: &str)
 }
 
 fn renew(lease: &Lease) -> RenewLease {
-    RenewLease {
-        lease_id: lease.lease_id,
-        fencing_token: lease.fencing_token,
-        ttl_seconds: None,
-    }
+    RenewLease::of(lease)
 }
 
 #[tokio::test]
@@ -143,18 +139,10 @@ async fn a_lease_lives_renews_expires_into_its_lock_delay_and_is_taken_over_with
 
     // A clean release frees both at once (no lock delay) and the memory's token keeps
     // growing with the next holder.
-    b.release_lease(&ReleaseLease {
-        lease_id: taken.lease_id,
-        fencing_token: taken.fencing_token,
-    })
-    .await
-    .unwrap();
-    b.release_lease(&ReleaseLease {
-        lease_id: taken.lease_id,
-        fencing_token: taken.fencing_token,
-    })
-    .await
-    .expect("releasing twice is fine");
+    b.release_lease(&ReleaseLease::of(&taken)).await.unwrap();
+    b.release_lease(&ReleaseLease::of(&taken))
+        .await
+        .expect("releasing twice is fine");
     let next = acquire(&a, "build-bot", m.memory_instance_id, 10.0)
         .await
         .unwrap();
@@ -305,12 +293,7 @@ async fn acquiring_covers_every_idempotency_case_and_bounds() {
     };
     ask_b(held_key.clone()).await.problem(423, "lease_held");
     let lease: Lease = serde_json::from_value(first.json()).unwrap();
-    a.release_lease(&ReleaseLease {
-        lease_id: lease.lease_id,
-        fencing_token: lease.fencing_token,
-    })
-    .await
-    .unwrap();
+    a.release_lease(&ReleaseLease::of(&lease)).await.unwrap();
     let won = ask_b(held_key).await;
     assert_eq!(won.status, 201, "the same key now claims: {}", won.text());
 

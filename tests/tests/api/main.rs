@@ -9,5 +9,6 @@ mod limits;
 mod ops;
 mod records;
 mod rooms;
+mod seed_leases;
 mod support;
 mod system;

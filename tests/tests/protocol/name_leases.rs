@@ -49,10 +49,7 @@ async fn only_lease_is(op: &Client, winner: &Lease) {
 
 async fn release(client: &Client, lease: &Lease) {
     client
-        .release_lease(&ReleaseLease {
-            lease_id: lease.lease_id,
-            fencing_token: lease.fencing_token,
-        })
+        .release_lease(&ReleaseLease::of(lease))
         .await
         .expect("release");
 }

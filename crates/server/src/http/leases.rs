@@ -1,6 +1,12 @@
 //! Memory instances (`/api/v1/memories`) and name + memory leases with fencing
 //! tokens (`/api/v1/leases`), and the operator's view of them (`/api/v1/ops/leases`).
 //!
+//! The names-and-leases seed's wire format is accepted too (issue 12): its field
+//! names as aliases or extra fields (`display_name`, `owner_client_id`,
+//! `canonical_name`; renewals and releases that name the lease by its fields), and
+//! its paths without the `/api` prefix (`/v1/leases…`, `/v1/memories…`), which run
+//! the same handlers. The OpenAPI document lists both spellings and both paths.
+//!
 //! Who may: agents (their own token) and operators with `ops:write` acquire, renew and
 //! release; a read-only session may only look. Names go through the canonical-name
 //! pipeline (`switchboard-names`): the lease is on the name's confusable skeleton,
@@ -13,7 +19,7 @@ use super::idempotency::{self, Policy};
 use super::limits::PageLimit;
 use crate::clock::Millis;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{NewLease, StoreError};
+use crate::store::{LeaseFields, NewLease, StoreError, lease_common};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -38,7 +44,8 @@ const LEASE_POLICY: Policy = Policy {
 };
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+    use axum::routing::post;
+    let mut router = OpenApiRouter::new()
         .routes(routes!(register_memory))
         .routes(routes!(branch_memory))
         .routes(routes!(get_memory))
@@ -50,6 +57,74 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(force_release))
         .routes(routes!(lease_audit))
         .routes(routes!(import_names))
+        // The seed's paths: the same handlers (so the same idempotency keys).
+        .route("/v1/memories", post(register_memory))
+        .route("/v1/memories/branch", post(branch_memory))
+        .route("/v1/leases", post(acquire))
+        .route("/v1/leases/renew", post(renew))
+        .route("/v1/leases/release", post(release));
+    document_seed_spelling(router.get_openapi_mut());
+    router
+}
+
+/// The `/v1` paths that alias `/api/v1` ones for clients of the seed.
+const SEED_PATHS: &[&str] = &[
+    "/api/v1/memories",
+    "/api/v1/memories/branch",
+    "/api/v1/leases",
+    "/api/v1/leases/renew",
+    "/api/v1/leases/release",
+];
+
+/// Serde aliases of `AcquireLease` (alias, field): utoipa does not see aliases.
+const SEED_ALIASES: &[(&str, &str)] = &[
+    ("display_name", "name"),
+    ("owner_client_id", "owner_client"),
+];
+
+/// Adds what the derived document cannot say: `AcquireLease`'s seed aliases as
+/// properties (the field they alias is then no longer required on its own), and the
+/// seed's `/v1` paths as copies of the `/api/v1` operations.
+fn document_seed_spelling(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{RefOr, Schema};
+    let schemas = doc.components.as_mut().map(|c| &mut c.schemas);
+    if let Some(Some(RefOr::T(Schema::Object(acquire)))) =
+        schemas.map(|s| s.get_mut("AcquireLease"))
+    {
+        for &(alias, field) in SEED_ALIASES {
+            let Some(RefOr::T(Schema::Object(mut property))) =
+                acquire.properties.get(field).cloned()
+            else {
+                continue;
+            };
+            property.description = Some(format!(
+                "`{field}` as the names-and-leases seed spells it; send one of the two"
+            ));
+            acquire
+                .properties
+                .insert(alias.to_owned(), RefOr::T(Schema::Object(property)));
+            if acquire.required.iter().any(|r| r == field) {
+                acquire.required.retain(|r| r != field);
+                acquire.description = Some(format!(
+                    "{}\n\nOne of `{field}` and `{alias}` is required.",
+                    acquire.description.take().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    for &path in SEED_PATHS {
+        let Some(mut item) = doc.paths.paths.get(path).cloned() else {
+            continue;
+        };
+        let seed = path.trim_start_matches("/api");
+        for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+            op.operation_id = op.operation_id.take().map(|id| format!("{id}_seed"));
+            op.summary = Some(format!(
+                "Alias of {path} for clients of the names-and-leases seed"
+            ));
+        }
+        doc.paths.paths.insert(seed.to_owned(), item);
+    }
 }
 
 /// Agents and writing operators may hold leases; a read-only session may not.
@@ -78,6 +153,79 @@ fn seconds(field: &str, value: f64, min: f64, max: f64) -> ApiResult<Millis> {
         Err(ApiError::unprocessable(format!(
             "{field} must be between {min} and {max} seconds, not {value}"
         )))
+    }
+}
+
+/// A name through the canonical-name pipeline: 422 `name_invalid` /
+/// `name_confusable` when it refuses it.
+fn canonical(name: &str) -> ApiResult<switchboard_names::CanonicalName> {
+    switchboard_names::canonicalize(name).map_err(|e| {
+        let code = if e.code() == switchboard_names::NAME_CONFUSABLE {
+            ErrorCode::NameConfusable
+        } else {
+            ErrorCode::NameInvalid
+        };
+        ApiError::new(code, e.to_string())
+    })
+}
+
+/// How a renewal or release names its lease: its id, its fields, or both.
+struct Naming {
+    lease_id: Option<LeaseId>,
+    canonical_name: Option<String>,
+    memory_instance_id: Option<MemoryId>,
+    owner_client_id: Option<String>,
+    fencing_token: u64,
+}
+
+/// The lease a renewal or release names.
+enum Named {
+    Lease(LeaseId),
+    /// Named by its fields, and over; the refusal a renewal answers with (a release
+    /// of a lease that is over is done).
+    Over(ApiError),
+}
+
+/// Which lease a renewal or release names. 422 `validation_failed` when it names
+/// none; 409 `stale_fence` when the fields name no lease that was issued, or
+/// another one than `lease_id`.
+async fn named_lease(state: &AppState, tenant: TenantId, n: Naming) -> ApiResult<Named> {
+    const HOW: &str = "name the lease by lease_id, or by canonical_name and \
+         memory_instance_id (with owner_client_id if it was acquired with one)";
+    let by_fields =
+        n.canonical_name.is_some() || n.memory_instance_id.is_some() || n.owner_client_id.is_some();
+    if !by_fields {
+        return match n.lease_id {
+            Some(id) => Ok(Named::Lease(id)),
+            None => Err(ApiError::unprocessable(format!("no lease named: {HOW}"))),
+        };
+    }
+    let (Some(name), Some(memory)) = (n.canonical_name, n.memory_instance_id) else {
+        let missing = if n.memory_instance_id.is_some() {
+            "canonical_name"
+        } else {
+            "memory_instance_id"
+        };
+        return Err(ApiError::unprocessable(format!(
+            "{missing} is missing: {HOW}"
+        )));
+    };
+    let fields = LeaseFields {
+        name: canonical(&name)?.canonical,
+        memory,
+        token: n.fencing_token,
+        owner_client: n.owner_client_id,
+    };
+    let found = state.store.find_lease(tenant, &fields).await?;
+    match (n.lease_id, found) {
+        (Some(id), Some(f)) if id != f => Err(StoreError::StaleFence(format!(
+            "lease {id} is not the lease that canonical_name, memory_instance_id, \
+             fencing_token and owner_client_id name; send the fields of lease {id}, or \
+             only its lease_id"
+        ))
+        .into()),
+        (_, Some(f)) => Ok(Named::Lease(f)),
+        (_, None) => Ok(Named::Over(lease_common::gone(&fields).into())),
     }
 }
 
@@ -169,8 +317,10 @@ async fn lineage(
     Ok(axum::Json(lineage))
 }
 
-/// Acquire a name + memory lease. Needs an `Idempotency-Key`: 201 for a new claim,
-/// 200 for a replay of it; 423 `lease_held` when the name or the memory has another
+/// Acquire a name + memory lease (also at `/v1/leases`; the seed's `display_name`
+/// and `owner_client_id` are accepted for `name` and `owner_client`, and the answer
+/// carries `canonical_name` as well as `name`). Needs an `Idempotency-Key`: 201 for
+/// a new claim, 200 for a replay of it; 423 `lease_held` when the name or the memory has another
 /// live lease (nothing is claimed); 422 `name_invalid` / `name_confusable`.
 #[utoipa::path(post, path = "/api/v1/leases", tag = "leases", request_body = AcquireLease,
     params(("Idempotency-Key" = String, Header, description = "Required; reuse it on retries")),
@@ -185,14 +335,7 @@ async fn acquire(
 ) -> ApiResult<Response> {
     may_lease(&principal)?;
     let req: AcquireLease = parse_json(&body)?;
-    let name = switchboard_names::canonicalize(&req.name).map_err(|e| {
-        let code = if e.code() == switchboard_names::NAME_CONFUSABLE {
-            ErrorCode::NameConfusable
-        } else {
-            ErrorCode::NameInvalid
-        };
-        ApiError::new(code, e.to_string())
-    })?;
+    let name = canonical(&req.name)?;
     let new = NewLease {
         tenant: principal.tenant_id,
         name: name.canonical,
@@ -239,10 +382,14 @@ async fn acquire(
     .await
 }
 
-/// Renew: 200 with the new expiry; 409 `stale_fence` when the token is not the
-/// lease's current one (or the lease is gone), 410 `lease_expired` after its expiry.
+/// Renew, naming the lease by `lease_id` or by `canonical_name`,
+/// `memory_instance_id` and `owner_client_id` (the seed's way); also at
+/// `/v1/leases/renew`. 200 with the new expiry; 409 `stale_fence` when the token is
+/// not the lease's current one, the lease is gone, or the fields do not match it;
+/// 410 `lease_expired` after its expiry; 422 when no lease is named.
 #[utoipa::path(post, path = "/api/v1/leases/renew", tag = "leases", request_body = RenewLease,
-    responses((status = 200, body = Lease), (status = 409, body = Problem), (status = 410, body = Problem)))]
+    responses((status = 200, body = Lease), (status = 409, body = Problem), (status = 410, body = Problem),
+              (status = 422, body = Problem)))]
 async fn renew(
     State(state): State<AppState>,
     principal: Principal,
@@ -254,11 +401,22 @@ async fn renew(
         .ttl_seconds
         .map(|t| seconds("ttl_seconds", t, MIN_TTL_S, MAX_TTL_S))
         .transpose()?;
+    let naming = Naming {
+        lease_id: req.lease_id,
+        canonical_name: req.canonical_name,
+        memory_instance_id: req.memory_instance_id,
+        owner_client_id: req.owner_client_id,
+        fencing_token: req.fencing_token,
+    };
+    let id = match named_lease(&state, principal.tenant_id, naming).await? {
+        Named::Lease(id) => id,
+        Named::Over(refusal) => return Err(refusal),
+    };
     let lease = state
         .store
         .renew_lease(
             principal.tenant_id,
-            req.lease_id,
+            id,
             req.fencing_token,
             ttl,
             &principal.actor().to_string(),
@@ -273,21 +431,34 @@ async fn renew(
     Ok(axum::Json(lease))
 }
 
-/// Release: 204. Releasing a lease that is already gone is 204 too; a stale token of
-/// a lease still held is 409 `stale_fence`.
+/// Release, naming the lease as for a renewal; also at `/v1/leases/release`. 204.
+/// Releasing a lease that is already gone is 204 too; a stale token of a lease
+/// still held, or fields that do not match it, are 409 `stale_fence`.
 #[utoipa::path(post, path = "/api/v1/leases/release", tag = "leases", request_body = ReleaseLease,
-    responses((status = 204), (status = 409, body = Problem)))]
+    responses((status = 204), (status = 409, body = Problem), (status = 422, body = Problem)))]
 async fn release(
     State(state): State<AppState>,
     principal: Principal,
     Json(req): Json<ReleaseLease>,
 ) -> ApiResult<Response> {
     may_lease(&principal)?;
+    let naming = Naming {
+        lease_id: req.lease_id,
+        canonical_name: req.canonical_name,
+        memory_instance_id: req.memory_instance_id,
+        owner_client_id: req.owner_client_id,
+        fencing_token: req.fencing_token,
+    };
+    let id = match named_lease(&state, principal.tenant_id, naming).await? {
+        Named::Lease(id) => id,
+        // Already over: the holder wants it ended, and it is.
+        Named::Over(_) => return Ok(StatusCode::NO_CONTENT.into_response()),
+    };
     state
         .store
         .release_lease(
             principal.tenant_id,
-            req.lease_id,
+            id,
             req.fencing_token,
             &principal.actor().to_string(),
             state.now(),

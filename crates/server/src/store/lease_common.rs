@@ -4,7 +4,9 @@
 
 use crate::clock::{Millis, to_timestamp};
 use crate::store::rows::{Cols, parse_id};
-use crate::store::{NewLease, NewMessage, RecordCall, RecordOp, StoreError, StoreResult};
+use crate::store::{
+    LeaseFields, NewLease, NewMessage, RecordCall, RecordOp, StoreError, StoreResult,
+};
 use sha2::{Digest, Sha256};
 use switchboard_proto::{
     FencingRejection, Lease, LeaseAuditEntry, LeaseId, Memory, MemoryId, MemoryRecord,
@@ -61,10 +63,12 @@ pub(crate) fn lease_from_row(r: &impl Cols) -> StoreResult<Stored> {
     let ttl_ms = r.int("ttl_ms")?;
     let lock_delay_ms = r.int("lock_delay_ms")?;
     let expires_at = r.int("expires_at")?;
+    let name = r.text("name")?;
     Ok(Stored {
         lease: Lease {
             lease_id: parse_id(&r.text("id")?)?,
-            name: r.text("name")?,
+            canonical_name: name.clone(),
+            name,
             memory_instance_id: parse_id(&r.text("memory_id")?)?,
             fencing_token: r.int("fence")? as u64,
             owner_client: r.opt_text("owner_client")?,
@@ -171,6 +175,58 @@ pub(crate) fn check_renewal(
         )));
     }
     Ok(held)
+}
+
+/// The lease that `fields` name, given the lease on their memory (`held`; a memory
+/// has at most one). A memory's fencing tokens only grow and each acquisition takes
+/// a new one, so the memory and the token alone say which lease is meant; the name
+/// and the owner must then be that lease's:
+/// - `Ok(Some(id))`: the memory's lease has this token, name and owner;
+/// - `Ok(None)`: that lease is over (released, forced out or taken over: no lease,
+///   or one with a higher token, holds the memory now);
+/// - `StaleFence`: the token was never issued, or the lease with it has another name
+///   or owner. Never a hint of what the other name or owner is.
+pub(crate) fn match_fields(held: Option<&Lease>, f: &LeaseFields) -> StoreResult<Option<LeaseId>> {
+    let Some(held) = held else {
+        return Ok(None);
+    };
+    let (token, memory) = (f.token, f.memory);
+    if held.fencing_token > token {
+        return Ok(None);
+    }
+    if held.fencing_token < token {
+        return Err(StoreError::StaleFence(format!(
+            "fencing token {token} was never issued for memory {memory}; send the \
+             fencing_token your acquisition returned"
+        )));
+    }
+    if held.name != f.name {
+        return Err(StoreError::StaleFence(format!(
+            "the lease with fencing token {token} on memory {memory} is not held under \
+             the name '{}'; send the canonical_name your acquisition returned",
+            f.name
+        )));
+    }
+    if held.owner_client != f.owner_client {
+        let sent = match &f.owner_client {
+            Some(o) => format!("by owner_client_id {o:?}"),
+            None => "without an owner_client_id".to_owned(),
+        };
+        return Err(StoreError::StaleFence(format!(
+            "the lease with fencing token {token} on memory {memory} was not acquired \
+             {sent}; send the owner_client_id it was acquired with"
+        )));
+    }
+    Ok(Some(held.lease_id))
+}
+
+/// The refusal of a renewal whose lease (named by its fields) is over.
+pub(crate) fn gone(f: &LeaseFields) -> StoreError {
+    StoreError::StaleFence(format!(
+        "no lease with fencing token {} holds memory {} any more (released, forced \
+         out or taken over); the token is stale, acquire the lease again",
+        f.token, f.memory
+    ))
 }
 
 /// The TTL a renewal sets: the one asked for, or the lease's own.

@@ -18,6 +18,18 @@ pub struct NewLease {
     pub holder: String,
 }
 
+/// A lease named by its fields rather than its id, as the names-and-leases seed
+/// names it in a renewal or release (see [`super::lease_common::match_fields`]).
+#[derive(Debug, Clone)]
+pub struct LeaseFields {
+    /// The canonical name.
+    pub name: String,
+    pub memory: switchboard_proto::MemoryId,
+    pub token: u64,
+    /// The `owner_client` the lease was acquired with.
+    pub owner_client: Option<String>,
+}
+
 /// Memory instances and their leases. Time is the server's clock (`now`): with
 /// SQLite the server is the database's only client, so its clock is the database
 /// clock; a client's clock is never used.
@@ -65,6 +77,24 @@ pub trait LeaseStore: Send + Sync {
     /// acquisition checks again in its own transaction.
     async fn lease_precheck(&self, lease: &NewLease, key: &IdemKey, now: Millis)
     -> StoreResult<()>;
+    /// The lease on `memory`, live or expired, if any (a memory has at most one).
+    async fn lease_on_memory(
+        &self,
+        tenant: TenantId,
+        memory: switchboard_proto::MemoryId,
+    ) -> StoreResult<Option<switchboard_proto::Lease>>;
+    /// The id of the lease `fields` name: `None` when it is over, `StaleFence` when
+    /// they name no lease that was issued (the rules: `lease_common::match_fields`).
+    /// A lease's id, name, memory, token and owner never change, so acting on the id
+    /// in a later transaction acts on the lease the fields named, or finds it gone.
+    async fn find_lease(
+        &self,
+        tenant: TenantId,
+        fields: &LeaseFields,
+    ) -> StoreResult<Option<switchboard_proto::LeaseId>> {
+        let held = self.lease_on_memory(tenant, fields.memory).await?;
+        super::lease_common::match_fields(held.as_ref(), fields)
+    }
     async fn renew_lease(
         &self,
         tenant: TenantId,

@@ -227,11 +227,7 @@ async fn http_renew(s: &Settings, measure: Duration) -> Result<Span> {
             let mine: Vec<&Lease> = held.iter().skip(w).step_by(WORKERS).collect();
             while Instant::now() < deadline {
                 let l = mine[n as usize % mine.len()];
-                let renew = RenewLease {
-                    lease_id: l.lease_id,
-                    fencing_token: l.fencing_token,
-                    ttl_seconds: None,
-                };
+                let renew = RenewLease::of(l);
                 agent.renew_lease(&renew).await?;
                 n += 1;
             }

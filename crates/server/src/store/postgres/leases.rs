@@ -109,6 +109,23 @@ impl LeaseStore for PgStore {
         retrying(|| acquire(self, new, idem, now)).await
     }
 
+    async fn lease_on_memory(
+        &self,
+        tenant: TenantId,
+        memory: MemoryId,
+    ) -> StoreResult<Option<Lease>> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND memory_id = $2"
+        )))
+        .bind(tenant.to_string())
+        .bind(memory.to_string())
+        .fetch_optional(self.pool())
+        .await?
+        .as_ref()
+        .map(|r| Ok(lease_from_row(r)?.lease))
+        .transpose()
+    }
+
     async fn renew_lease(
         &self,
         tenant: TenantId,

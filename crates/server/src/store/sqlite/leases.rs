@@ -167,6 +167,23 @@ impl LeaseStore for SqliteStore {
         Ok(lease)
     }
 
+    async fn lease_on_memory(
+        &self,
+        tenant: TenantId,
+        memory: MemoryId,
+    ) -> StoreResult<Option<Lease>> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = ? AND memory_id = ?"
+        )))
+        .bind(tenant.to_string())
+        .bind(memory.to_string())
+        .fetch_optional(self.read())
+        .await?
+        .as_ref()
+        .map(|r| Ok(lease_from_row(r)?.lease))
+        .transpose()
+    }
+
     async fn renew_lease(
         &self,
         tenant: TenantId,
