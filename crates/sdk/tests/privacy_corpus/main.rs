@@ -18,8 +18,8 @@ use switchboard_sdk::privacy::{Blocked, DEFAULT_SCHEMAS, Gate, Rule};
 use secrets::{Class, FAMILIES};
 use synth::Rng;
 
-const SAMPLES_PER_FAMILY: usize = 12;
-const BENIGN_PER_FAMILY: usize = 20;
+const SAMPLES_PER_FAMILY: usize = 20;
+const BENIGN_PER_FAMILY: usize = 40;
 
 /// Where a sample sits in a message; `{}` is the sample.
 const CONTEXTS: &[&str] = &[
@@ -76,7 +76,10 @@ fn corpus_recall_and_false_positive_rate() {
     let (mut found_total, mut total) = (0usize, 0usize);
     let mut weak = Vec::new();
     let mut leaks = Vec::new();
-    println!("{:<32} {:>8}  misses (rules found instead)", "family", "recall");
+    println!(
+        "{:<32} {:>8}  misses (rules found instead)",
+        "family", "recall"
+    );
     for family in FAMILIES {
         let mut found = 0;
         let mut misses = Vec::new();
@@ -163,5 +166,8 @@ fn corpus_recall_and_false_positive_rate() {
     assert!(leaks.is_empty(), "a refusal printed its secret: {leaks:#?}");
     assert!(recall >= 0.99, "recall {recall:.4} is under 99%");
     assert!(weak.is_empty(), "families under 95% recall: {weak:?}");
-    assert!(fp_rate <= 0.01, "false-positive rate {fp_rate:.4} is over 1%");
+    assert!(
+        fp_rate <= 0.01,
+        "false-positive rate {fp_rate:.4} is over 1%"
+    );
 }

@@ -71,11 +71,19 @@ fn password(r: &mut Rng) -> String {
 
 pub(crate) static FAMILIES: &[Family] = &[
     cred("aws_access_key_id", |r| {
-        token(format!("{}{}", r.pick(&["AKIA", "ASIA"]), r.s(UPPER_DIGITS, 16)))
+        token(format!(
+            "{}{}",
+            r.pick(&["AKIA", "ASIA"]),
+            r.s(UPPER_DIGITS, 16)
+        ))
     }),
     cred("aws_secret_access_key", |r| {
         let secret = format!("{}/{}", r.s(ALNUM, 20), r.s(B64, 19));
-        let label = r.pick(&["aws_secret_access_key = ", "AWS_SECRET_ACCESS_KEY=", "SecretAccessKey: "]);
+        let label = r.pick(&[
+            "aws_secret_access_key = ",
+            "AWS_SECRET_ACCESS_KEY=",
+            "SecretAccessKey: ",
+        ]);
         labelled(format!("{label}{secret}"), secret)
     }),
     cred("github_classic_token", |r| {
@@ -85,7 +93,9 @@ pub(crate) static FAMILIES: &[Family] = &[
     cred("github_fine_grained_pat", |r| {
         token(format!("github_pat_{}_{}", r.s(ALNUM, 22), r.s(ALNUM, 59)))
     }),
-    cred("gitlab_pat", |r| token(format!("glpat-{}", r.body(B64URL, 20)))),
+    cred("gitlab_pat", |r| {
+        token(format!("glpat-{}", r.body(B64URL, 20)))
+    }),
     cred("gitlab_other_tokens", |r| {
         let prefix = r.pick(&["glptt-", "gldt-", "glrt-", "glcbt-", "gloas-", "GR1348941"]);
         token(format!("{prefix}{}", r.body(B64URL, 20)))
@@ -126,7 +136,9 @@ pub(crate) static FAMILIES: &[Family] = &[
         let prefix = r.pick(&["sk_live_", "rk_live_"]);
         token(format!("{prefix}{}", r.sn(ALNUM, 24, 99)))
     }),
-    cred("stripe_webhook_secret", |r| token(format!("whsec_{}", r.s(ALNUM, 32)))),
+    cred("stripe_webhook_secret", |r| {
+        token(format!("whsec_{}", r.s(ALNUM, 32)))
+    }),
     cred("openai_key", |r| {
         let prefix = r.pick(&["sk-", "sk-proj-", "sk-svcacct-"]);
         token(format!("{prefix}{}", r.bodyn(B64URL, 48, 120)))
@@ -135,7 +147,9 @@ pub(crate) static FAMILIES: &[Family] = &[
         let kind = r.pick(&["api03", "admin01"]);
         token(format!("sk-ant-{kind}-{}AA", r.body(B64URL, 93)))
     }),
-    cred("google_api_key", |r| token(format!("AIza{}", r.body(B64URL, 35)))),
+    cred("google_api_key", |r| {
+        token(format!("AIza{}", r.body(B64URL, 35)))
+    }),
     cred("google_oauth", |r| {
         if r.range(0, 1) == 0 {
             token(format!("GOCSPX-{}", r.body(B64URL, 28)))
@@ -151,7 +165,9 @@ pub(crate) static FAMILIES: &[Family] = &[
         token(format!("SG.{}.{}", r.body(B64URL, 22), r.body(B64URL, 43)))
     }),
     cred("twilio_api_key", |r| token(format!("SK{}", r.s(HEX, 32)))),
-    cred("hugging_face_token", |r| token(format!("hf_{}", r.s(LETTERS, 34)))),
+    cred("hugging_face_token", |r| {
+        token(format!("hf_{}", r.s(LETTERS, 34)))
+    }),
     cred("digitalocean_token", |r| {
         let prefix = r.pick(&["dop_v1_", "doo_v1_", "dor_v1_"]);
         token(format!("{prefix}{}", r.s(HEX, 64)))
@@ -160,7 +176,9 @@ pub(crate) static FAMILIES: &[Family] = &[
         let prefix = r.pick(&["shpat_", "shpca_", "shppa_", "shpss_"]);
         token(format!("{prefix}{}", r.s(HEX, 32)))
     }),
-    cred("docker_hub_pat", |r| token(format!("dckr_pat_{}", r.body(B64URL, 27)))),
+    cred("docker_hub_pat", |r| {
+        token(format!("dckr_pat_{}", r.body(B64URL, 27)))
+    }),
     cred("vault_token", |r| {
         token(format!("hvs.{}", r.bodyn(B64URL, 90, 120)))
     }),
@@ -168,7 +186,8 @@ pub(crate) static FAMILIES: &[Family] = &[
         if r.range(0, 1) == 0 {
             token(format!("glsa_{}_{}", r.s(ALNUM, 32), r.s(HEX, 8)))
         } else {
-            let claims = URL_SAFE_NO_PAD.encode(format!(r#"{{"o":"{}","n":"stack"}}"#, r.s(DIGITS, 6)));
+            let claims =
+                URL_SAFE_NO_PAD.encode(format!(r#"{{"o":"{}","n":"stack"}}"#, r.s(DIGITS, 6)));
             token(format!("glc_{claims}{}", r.s(ALNUM, 40)))
         }
     }),
@@ -178,25 +197,31 @@ pub(crate) static FAMILIES: &[Family] = &[
             r.s("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)
         ))
     }),
-    cred("databricks_token", |r| token(format!("dapi{}", r.s(HEX, 32)))),
+    cred("databricks_token", |r| {
+        token(format!("dapi{}", r.s(HEX, 32)))
+    }),
     cred("postman_key", |r| {
         token(format!("PMAK-{}-{}", r.s(HEX, 24), r.s(HEX, 34)))
     }),
     cred("telegram_bot_token", |r| {
-        token(format!(
-            "{}:AA{}",
-            r.sn(DIGITS, 9, 10),
-            r.body(B64URL, 33)
-        ))
+        token(format!("{}:AA{}", r.sn(DIGITS, 9, 10), r.body(B64URL, 33)))
     }),
     cred("mailgun_key", |r| token(format!("key-{}", r.s(HEX, 32)))),
     cred("mailchimp_key", |r| {
         token(format!("{}-us{}", r.s(HEX, 32), r.range(1, 21)))
     }),
-    cred("linear_key", |r| token(format!("lin_api_{}", r.s(ALNUM, 40)))),
-    cred("new_relic_key", |r| token(format!("NRAK-{}", r.s(UPPER_DIGITS, 27)))),
+    cred("linear_key", |r| {
+        token(format!("lin_api_{}", r.s(ALNUM, 40)))
+    }),
+    cred("new_relic_key", |r| {
+        token(format!("NRAK-{}", r.s(UPPER_DIGITS, 27)))
+    }),
     cred("atlassian_token", |r| {
-        token(format!("ATATT3{}={}", r.body(B64URL, 183), r.s(HEX, 8).to_uppercase()))
+        token(format!(
+            "ATATT3{}={}",
+            r.body(B64URL, 183),
+            r.s(HEX, 8).to_uppercase()
+        ))
     }),
     cred("square_token", |r| {
         if r.range(0, 1) == 0 {
@@ -206,12 +231,16 @@ pub(crate) static FAMILIES: &[Family] = &[
         }
     }),
     cred("pulumi_token", |r| token(format!("pul-{}", r.s(HEX, 40)))),
-    cred("heroku_key", |r| token(format!("HRKU-AA{}", r.body(B64URL, 58)))),
+    cred("heroku_key", |r| {
+        token(format!("HRKU-AA{}", r.body(B64URL, 58)))
+    }),
     cred("doppler_token", |r| {
         let kind = r.pick(&["pt", "st", "sa", "ct"]);
         token(format!("dp.{kind}.{}", r.s(LOWER_DIGITS, 43)))
     }),
-    cred("sentry_token", |r| token(format!("sntryu_{}", r.s(HEX, 64)))),
+    cred("sentry_token", |r| {
+        token(format!("sntryu_{}", r.s(HEX, 64)))
+    }),
     cred("azure_storage_key", |r| {
         let key = format!("{}==", r.s(B64, 86));
         labelled(
@@ -227,7 +256,10 @@ pub(crate) static FAMILIES: &[Family] = &[
             "{}{}Q~{}",
             r.s(ALNUM, 3),
             r.s(DIGITS, 1),
-            r.body("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.-", 34)
+            r.body(
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.-",
+                34
+            )
         ))
     }),
     cred("azure_sas_signature", |r| {
@@ -257,7 +289,8 @@ pub(crate) static FAMILIES: &[Family] = &[
         ))
     }),
     cred("url_with_password", |r| {
-        let secret = password(r);
+        // A URL percent-encodes what would end its userinfo.
+        let secret = password(r).replace('#', "%23").replace('^', "%5E");
         let scheme = r.pick(&["postgres", "mysql", "redis", "amqp", "https", "mongodb+srv"]);
         labelled(
             format!("{scheme}://app_user:{secret}@db.internal.example:5432/app"),
@@ -280,8 +313,17 @@ pub(crate) static FAMILIES: &[Family] = &[
     cred("secret_or_api_key_assignment", |r| {
         let secret = r.sn(ALNUM, 16, 40);
         let key = r.pick(&[
-            "api_key", "API_KEY", "apikey", "client_secret", "SECRET_KEY", "auth_token",
-            "access_token", "X_API_KEY", "secret", "private_key", "app_secret",
+            "api_key",
+            "API_KEY",
+            "apikey",
+            "client_secret",
+            "SECRET_KEY",
+            "auth_token",
+            "access_token",
+            "X_API_KEY",
+            "secret",
+            "private_key",
+            "app_secret",
         ]);
         let text = match r.range(0, 3) {
             0 => format!("{key}={secret}"),
@@ -302,12 +344,26 @@ pub(crate) static FAMILIES: &[Family] = &[
     }),
     cred("high_entropy_string", |r| token(r.sn(ALNUM, 40, 64))),
     pii("payment_card", |r| {
-        let (prefix, len) = *r.pick(&[("4", 16), ("51", 16), ("55", 16), ("2221", 16), ("34", 15), ("37", 15), ("6011", 16), ("35", 16)]);
+        let (prefix, len) = *r.pick(&[
+            ("4", 16),
+            ("51", 16),
+            ("55", 16),
+            ("2221", 16),
+            ("34", 15),
+            ("37", 15),
+            ("6011", 16),
+            ("35", 16),
+        ]);
         let partial = format!("{prefix}{}", r.s(DIGITS, len - prefix.len() - 1));
         let number = luhn_complete(&partial);
         let sep = r.pick(&["", " ", "-"]);
         let grouped = if len == 15 {
-            format!("{}{sep}{}{sep}{}", &number[..4], &number[4..10], &number[10..])
+            format!(
+                "{}{sep}{}{sep}{}",
+                &number[..4],
+                &number[4..10],
+                &number[10..]
+            )
         } else {
             number
                 .as_bytes()
@@ -321,7 +377,11 @@ pub(crate) static FAMILIES: &[Family] = &[
     pii("us_ssn", |r| {
         let area = r.range(1, 899);
         let area = if area == 666 { 667 } else { area };
-        token(format!("{area:03}-{:02}-{:04}", r.range(1, 99), r.range(1, 9999)))
+        token(format!(
+            "{area:03}-{:02}-{:04}",
+            r.range(1, 99),
+            r.range(1, 9999)
+        ))
     }),
     pii("email", |r| {
         token(format!(
@@ -337,10 +397,26 @@ pub(crate) static FAMILIES: &[Family] = &[
         let (country, bban) = match r.range(0, 7) {
             0 => ("DE", r.s(DIGITS, 18)),
             1 => ("GB", format!("{}{}", r.s(UPPER, 4), r.s(DIGITS, 14))),
-            2 => ("FR", format!("{}{}{}", r.s(DIGITS, 10), r.s(UPPER_DIGITS, 11), r.s(DIGITS, 2))),
+            2 => (
+                "FR",
+                format!(
+                    "{}{}{}",
+                    r.s(DIGITS, 10),
+                    r.s(UPPER_DIGITS, 11),
+                    r.s(DIGITS, 2)
+                ),
+            ),
             3 => ("NL", format!("{}{}", r.s(UPPER, 4), r.s(DIGITS, 10))),
             4 => ("ES", r.s(DIGITS, 20)),
-            5 => ("IT", format!("{}{}{}", r.s(UPPER, 1), r.s(DIGITS, 10), r.s(UPPER_DIGITS, 12))),
+            5 => (
+                "IT",
+                format!(
+                    "{}{}{}",
+                    r.s(UPPER, 1),
+                    r.s(DIGITS, 10),
+                    r.s(UPPER_DIGITS, 12)
+                ),
+            ),
             6 => ("BE", r.s(DIGITS, 12)),
             _ => ("CH", format!("{}{}", r.s(DIGITS, 5), r.s(UPPER_DIGITS, 12))),
         };
@@ -360,8 +436,21 @@ pub(crate) static FAMILIES: &[Family] = &[
         let number = match r.range(0, 4) {
             0 => format!("+44 20 {} {}", r.s(DIGITS, 4), r.s(DIGITS, 4)),
             1 => format!("+49 30 {}{}", r.range(1, 9), r.s(DIGITS, 7)),
-            2 => format!("+33 6 {} {} {} {}", r.s(DIGITS, 2), r.s(DIGITS, 2), r.s(DIGITS, 2), r.s(DIGITS, 2)),
-            3 => format!("+1-{}{}-{}{}-{}", r.range(2, 9), r.s(DIGITS, 2), r.range(2, 9), r.s(DIGITS, 2), r.s(DIGITS, 4)),
+            2 => format!(
+                "+33 6 {} {} {} {}",
+                r.s(DIGITS, 2),
+                r.s(DIGITS, 2),
+                r.s(DIGITS, 2),
+                r.s(DIGITS, 2)
+            ),
+            3 => format!(
+                "+1-{}{}-{}{}-{}",
+                r.range(2, 9),
+                r.s(DIGITS, 2),
+                r.range(2, 9),
+                r.s(DIGITS, 2),
+                r.s(DIGITS, 4)
+            ),
             _ => format!("+81{}{}", r.range(1, 9), r.s(DIGITS, 8)),
         };
         token(number)
@@ -405,12 +494,20 @@ pub(crate) static FAMILIES: &[Family] = &[
             let rest = r.s(DIGITS, 7);
             let n: u64 = format!("{lead}{rest}").parse().unwrap();
             let lead = ["X", "Y", "Z"][lead];
-            token(format!("{lead}{rest}{}", LETTERS[(n % 23) as usize] as char))
+            token(format!(
+                "{lead}{rest}{}",
+                LETTERS[(n % 23) as usize] as char
+            ))
         }
     }),
     pii("indian_aadhaar", |r| {
         let number = verhoeff_complete(&format!("{}{}", r.range(2, 9), r.s(DIGITS, 10)));
-        token(format!("{} {} {}", &number[..4], &number[4..8], &number[8..]))
+        token(format!(
+            "{} {} {}",
+            &number[..4],
+            &number[4..8],
+            &number[8..]
+        ))
     }),
     pii("us_itin", |r| {
         let group = *r.pick(&[70, 75, 78, 80, 84, 88, 90, 92, 94, 99]);
