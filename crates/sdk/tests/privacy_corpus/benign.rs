@@ -327,6 +327,27 @@ pub(crate) static BENIGN: &[Benign] = &[
             ],
         )
     }),
+    benign("logs_sql_and_config", |r| {
+        from(
+            r,
+            &[
+                "SELECT id, token_hash FROM agents WHERE name = 'alice' LIMIT 10",
+                "UPDATE users SET password_hash = $1 WHERE id = $2",
+                "CREATE TABLE tokens (id INTEGER PRIMARY KEY, token_hash BLOB NOT NULL)",
+                "2026-11-29T16:08:26Z INFO status=200 latency_ms=12 route=/agents/{}/messages",
+                "level=warn msg=\"lease expired\" job=77 attempt=3",
+                "| metric | value |\n|---|---|\n| p50 | 12 ms |",
+                "auth: token refreshed for agent-7 (expires in 3600 s)",
+                "GET /api/v1/rooms?cursor=17&limit=50 200 OK",
+                "Content-Type: application/json; charset=utf-8",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web",
+                "password policy: min length 12, rotate every 90 days",
+                "Token: 4096 max",
+                "[profile.release]\nlto = \"thin\"\ncodegen-units = 1",
+                "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        name: db",
+            ],
+        )
+    }),
     benign("ids_and_names", |r| match r.range(0, 3) {
         0 => format!("web-{}-{}", r.s(HEX, 9), r.s(LOWER_DIGITS, 5)),
         1 => format!("01{}", r.s("0123456789ABCDEFGHJKMNPQRSTVWXYZ", 24)),
