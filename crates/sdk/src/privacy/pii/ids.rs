@@ -173,8 +173,8 @@ pub(super) fn scan(text: &str) -> Vec<(PiiKind, Range<usize>)> {
 /// Not glued to more digits by a separator: `1234 5678 9012` inside
 /// `4111 1234 5678 9012 …` is part of a longer number.
 pub(super) fn standalone(text: &str, span: Range<usize>) -> bool {
-    let before = text[..span.start].as_bytes();
-    let after = text[span.end..].as_bytes();
+    let before = &text.as_bytes()[..span.start];
+    let after = &text.as_bytes()[span.end..];
     let glued_before = before.len() >= 2
         && matches!(before[before.len() - 1], b' ' | b'-' | b'.')
         && before[before.len() - 2].is_ascii_digit();
