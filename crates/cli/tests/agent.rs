@@ -178,6 +178,44 @@ fn check_names_the_rule_and_path_and_never_the_secret() {
     assert!(text(&unknown.stdout).contains("no schema is registered"));
 }
 
+/// Issue 12: a GitLab token and a `password=` assignment were allowed. Both are
+/// refused now, by rule and path, and the output never holds the secret.
+#[test]
+fn check_refuses_a_gitlab_token_and_a_password_assignment() {
+    let home = tempfile::tempdir().unwrap();
+    // Assembled at run time so the source holds no token-shaped literal.
+    let gitlab = format!("glpat-{}", "xY3kLm9QpR2sT5vW8zA1");
+    let password = format!("{}{}", "hunter", "2x9!");
+    for (message, secret, rule) in [
+        (
+            format!("mirror with {gitlab}"),
+            gitlab.as_str(),
+            "credential.gitlab_token",
+        ),
+        (
+            format!("db: password={password}"),
+            password.as_str(),
+            "credential.secret_assignment",
+        ),
+    ] {
+        let payload = serde_json::json!({ "text": message }).to_string();
+        let refused = output(
+            &mut agent_cmd(home.path(), "http://127.0.0.1:9", "t", &["check", "-"]),
+            Some(&payload),
+        );
+        assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+        let (stdout, stderr) = (text(&refused.stdout), text(&refused.stderr));
+        assert!(
+            stdout.contains(rule) && stdout.contains("$.text"),
+            "{stdout}"
+        );
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "the refusal printed the secret: {stdout} {stderr}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_tail_and_status_through_the_outbox_also_while_the_server_is_down() {
     let dir = tempfile::tempdir().unwrap();

@@ -17,7 +17,7 @@
 //!
 //! A kind is `"text"`, `"integer"`, `"number"`, `"boolean"`, `[kind]` (a list) or
 //! `{"fields": …, "allow_pii": …}` (a nested object). PII kinds are `ssn`,
-//! `payment_card` and `email`. Unknown keys are errors, so a typo never silently
+//! `payment_card`, `email`, `iban`, `phone` and `national_id`. Unknown keys are errors, so a typo never silently
 //! allows or strips a field.
 
 use serde_json::{Map, Value};
@@ -87,9 +87,13 @@ fn schema(mut schema: Schema, spec: &Value, at: &str) -> Result<Schema, String> 
                         Some("ssn") => PiiKind::Ssn,
                         Some("payment_card") => PiiKind::PaymentCard,
                         Some("email") => PiiKind::Email,
+                        Some("iban") => PiiKind::Iban,
+                        Some("phone") => PiiKind::Phone,
+                        Some("national_id") => PiiKind::NationalId,
                         _ => {
                             return Err(format!(
-                                "{at}.allow_pii.{name}: {kind} is not ssn, payment_card or email"
+                                "{at}.allow_pii.{name}: {kind} is not ssn, payment_card, email, iban, \
+                                 phone or national_id"
                             ));
                         }
                     };
@@ -167,7 +171,7 @@ mod tests {
                 r#"{"t": {"fields": {"a": ["text", "integer"]}}}"#,
                 "t.a: a list kind",
             ),
-            (r#"{"t": {"allow_pii": {"a": ["phone"]}}}"#, "t.allow_pii.a"),
+            (r#"{"t": {"allow_pii": {"a": ["fax"]}}}"#, "t.allow_pii.a"),
             ("{", "not JSON"),
         ] {
             let error = Gate::new().load_schemas(document).unwrap_err();

@@ -1,11 +1,23 @@
-//! Credential scanners with a known shape: cloud keys, PEM private keys, JWTs and
-//! tokens with a vendor prefix. The generic high-entropy scanner is in
+//! Credential scanners with a known shape. The generic high-entropy scanner is in
 //! [`entropy`](super::entropy).
 //!
-//! Every pattern is anchored on a word boundary before its prefix, so `task-…` does
-//! not match `sk-` and `AKIA…` inside a longer word does not match either. A bare
-//! prefix (`sb_ag_`, `ghp_`) is not a token: each pattern asks for a body of
-//! realistic length.
+//! Families, most specific first (the order that names a finding when two overlap):
+//! - PEM private keys, JWTs (a header that decodes to JSON with `alg`), and an AWS
+//!   secret beside its key id or label (this file);
+//! - vendor tokens with a fixed prefix or shape (`prefixed.rs`: AWS, GitHub,
+//!   GitLab, Slack, Stripe, Anthropic, OpenAI, Google, npm, PyPI, SendGrid,
+//!   Twilio, Hugging Face, DigitalOcean, Shopify, Docker Hub, Vault, Grafana, age,
+//!   Databricks, Postman, Telegram, Mailgun, Mailchimp, Linear, New Relic,
+//!   Atlassian, Square, Pulumi, Heroku, Doppler, Sentry, Azure, Switchboard);
+//! - URLs that are secrets: webhooks and signed URLs (`urls.rs`);
+//! - generic, by context: a URL's userinfo password (`urls.rs`), a value assigned to
+//!   a secret-named key and `Authorization` headers (`assignment.rs`).
+//!
+//! Every prefix pattern is anchored on a word boundary before its prefix, so `task-…`
+//! does not match `sk-` and `AKIA…` inside a longer word does not match either. A
+//! bare prefix (`sb_ag_`, `ghp_`, `glpat-`) is not a token: each pattern asks for a
+//! body of realistic length. A generic match that overlaps a specific one is dropped,
+//! so one secret gives one finding with the most precise rule.
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -15,40 +27,15 @@ use regex::Regex;
 
 use super::finding::Credential;
 
+mod assignment;
+mod prefixed;
+mod urls;
+
+use prefixed::PREFIXED;
+
 fn regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("privacy gate pattern compiles")
 }
-
-/// Prefix tokens: (rule, pattern). The whole match is the span.
-static PREFIXED: LazyLock<Vec<(Credential, Regex)>> = LazyLock::new(|| {
-    vec![
-        (
-            Credential::AwsAccessKeyId,
-            regex(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-        ),
-        (
-            Credential::GitHubToken,
-            regex(r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
-        ),
-        (
-            Credential::SlackToken,
-            regex(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"),
-        ),
-        (
-            Credential::StripeKey,
-            regex(r"\b(?:sk|rk)_live_[A-Za-z0-9]{16,}"),
-        ),
-        (
-            Credential::OpenAiKey,
-            regex(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"),
-        ),
-        (Credential::GoogleApiKey, regex(r"\bAIza[0-9A-Za-z_-]{35}")),
-        (
-            Credential::SwitchboardToken,
-            regex(r"\bsb_(?:op|ag)_[A-Za-z0-9_-]{16,}"),
-        ),
-    ]
-});
 
 /// A PEM private-key header; covers RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP … blocks.
 static PEM_BEGIN: LazyLock<Regex> =
@@ -67,15 +54,31 @@ static AWS_SECRET: LazyLock<Regex> =
 static AWS_SECRET_LABEL: LazyLock<Regex> =
     LazyLock::new(|| regex(r"(?i)aws.{0,24}secret|secret.{0,8}access.{0,8}key"));
 
-/// All credential matches in `text`, in no particular order.
+/// All credential matches in `text`, in no particular order; overlapping matches
+/// are resolved in favour of the more specific rule (see the module docs).
 pub(super) fn scan(text: &str) -> Vec<(Credential, Range<usize>)> {
-    let mut out = Vec::new();
+    let mut candidates = private_keys(text);
+    candidates.extend(jwts(text));
     for (rule, re) in PREFIXED.iter() {
-        out.extend(re.find_iter(text).map(|m| (*rule, m.range())));
+        for caps in re.captures_iter(text) {
+            let m = caps.get(1).or_else(|| caps.get(0));
+            candidates.extend(m.map(|m| (*rule, m.range())));
+        }
     }
-    out.extend(private_keys(text));
-    out.extend(jwts(text));
-    out.extend(aws_secrets(text));
+    candidates.extend(aws_secrets(text));
+    candidates.extend(urls::secret_urls(text));
+    candidates.extend(urls::passwords(text));
+    candidates.extend(assignment::authorization(text));
+    candidates.extend(assignment::assignments(text));
+    let mut out: Vec<(Credential, Range<usize>)> = Vec::new();
+    for (rule, span) in candidates {
+        if !out
+            .iter()
+            .any(|(_, kept)| kept.start < span.end && span.start < kept.end)
+        {
+            out.push((rule, span));
+        }
+    }
     out
 }
 

@@ -12,7 +12,7 @@ use std::ops::Range;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Credential {
-    /// `AKIA…`/`ASIA…` followed by 16 upper-case letters or digits.
+    /// `AKIA…`/`ASIA…`/`ABIA…`/`ACCA…` followed by 16 upper-case letters or digits.
     AwsAccessKeyId,
     /// 40 base64 characters beside an AWS key id or an `aws…secret` label.
     AwsSecretAccessKey,
@@ -22,9 +22,9 @@ pub enum Credential {
     Jwt,
     /// `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` or `github_pat_` tokens.
     GitHubToken,
-    /// `xoxa-`, `xoxb-`, `xoxp-` or `xoxr-` tokens.
+    /// `xoxa-`, `xoxb-`, `xoxp-`, `xoxr-`, `xoxo-`, `xoxs-` or `xoxe-` tokens.
     SlackToken,
-    /// `sk_live_` or `rk_live_` keys.
+    /// `sk_live_` or `rk_live_` keys and `whsec_` webhook signing secrets.
     StripeKey,
     /// `sk-…` keys of 32 characters or more (OpenAI and lookalikes).
     OpenAiKey,
@@ -32,6 +32,72 @@ pub enum Credential {
     GoogleApiKey,
     /// Switchboard's own `sb_op_` (operator) and `sb_ag_` (agent) tokens.
     SwitchboardToken,
+    /// `glpat-`, `glptt-`, `gldt-`, `glrt-` … and runner `GR1348941…` GitLab tokens.
+    GitLabToken,
+    /// `sk-ant-api03-…` and other Anthropic keys.
+    AnthropicKey,
+    /// Google OAuth client secrets (`GOCSPX-…`) and access tokens (`ya29.…`).
+    GoogleOAuth,
+    /// `npm_…` access tokens.
+    NpmToken,
+    /// `pypi-AgEIcHlwaS5vcmc…` upload tokens.
+    PyPiToken,
+    /// `SG.<22>.<43>` SendGrid keys.
+    SendGridKey,
+    /// `SK` and 32 hex digits: Twilio API keys.
+    TwilioKey,
+    /// `hf_…` and `api_org_…` Hugging Face tokens.
+    HuggingFaceToken,
+    /// `dop_v1_`, `doo_v1_`, `dor_v1_` and 64 hex digits.
+    DigitalOceanToken,
+    /// `shpat_`, `shpca_`, `shppa_`, `shpss_` and 32 hex digits.
+    ShopifyToken,
+    /// `dckr_pat_…` and `dckr_oat_…` Docker Hub tokens.
+    DockerHubToken,
+    /// `hvs.…` and `hvb.…` HashiCorp Vault tokens.
+    VaultToken,
+    /// `glsa_…` service-account and `glc_…` cloud tokens.
+    GrafanaToken,
+    /// `AGE-SECRET-KEY-1…` age identities.
+    AgeSecretKey,
+    /// `dapi` and 32 hex digits.
+    DatabricksToken,
+    /// `PMAK-…` Postman API keys.
+    PostmanKey,
+    /// `<bot id>:A…` Telegram bot tokens.
+    TelegramBotToken,
+    /// `key-` and 32 hex digits (Mailgun).
+    MailgunKey,
+    /// 32 hex digits and `-us<n>` (Mailchimp).
+    MailchimpKey,
+    /// `lin_api_…` Linear keys.
+    LinearKey,
+    /// `NRAK-…` and `NRII-…` New Relic keys.
+    NewRelicKey,
+    /// `ATATT3…` Atlassian API tokens.
+    AtlassianToken,
+    /// `sq0atp-…`, `sq0csp-…` and `EAAA…` Square tokens.
+    SquareToken,
+    /// `pul-` and 40 hex digits.
+    PulumiToken,
+    /// `HRKU-AA…` Heroku keys.
+    HerokuKey,
+    /// `dp.pt.…` and other Doppler tokens.
+    DopplerToken,
+    /// `sntrys_…` and `sntryu_…` Sentry tokens.
+    SentryToken,
+    /// An `AccountKey=` of 88 base64 characters in an Azure connection string.
+    AzureStorageKey,
+    /// An Entra ID (Azure AD) client secret: `xxx9Q~…`.
+    AzureClientSecret,
+    /// A URL that is itself the secret: Slack, Discord or Teams webhooks, or a signed URL's `sig=`.
+    SecretUrl,
+    /// The password in a URL's userinfo: `scheme://user:password@host`.
+    UrlPassword,
+    /// A value given to a secret-named key: `password=…`, `"api_key": "…"`, `--token …`.
+    SecretAssignment,
+    /// An `Authorization: Bearer …` token or a `Basic …` user:password pair.
+    HttpAuthorization,
     /// A long run of base64-ish characters with a high Shannon entropy.
     HighEntropy,
 }
@@ -50,6 +116,39 @@ impl Credential {
             Self::OpenAiKey => "credential.openai_key",
             Self::GoogleApiKey => "credential.google_api_key",
             Self::SwitchboardToken => "credential.switchboard_token",
+            Self::GitLabToken => "credential.gitlab_token",
+            Self::AnthropicKey => "credential.anthropic_key",
+            Self::GoogleOAuth => "credential.google_oauth",
+            Self::NpmToken => "credential.npm_token",
+            Self::PyPiToken => "credential.pypi_token",
+            Self::SendGridKey => "credential.sendgrid_key",
+            Self::TwilioKey => "credential.twilio_key",
+            Self::HuggingFaceToken => "credential.hugging_face_token",
+            Self::DigitalOceanToken => "credential.digitalocean_token",
+            Self::ShopifyToken => "credential.shopify_token",
+            Self::DockerHubToken => "credential.docker_hub_token",
+            Self::VaultToken => "credential.vault_token",
+            Self::GrafanaToken => "credential.grafana_token",
+            Self::AgeSecretKey => "credential.age_secret_key",
+            Self::DatabricksToken => "credential.databricks_token",
+            Self::PostmanKey => "credential.postman_key",
+            Self::TelegramBotToken => "credential.telegram_bot_token",
+            Self::MailgunKey => "credential.mailgun_key",
+            Self::MailchimpKey => "credential.mailchimp_key",
+            Self::LinearKey => "credential.linear_key",
+            Self::NewRelicKey => "credential.new_relic_key",
+            Self::AtlassianToken => "credential.atlassian_token",
+            Self::SquareToken => "credential.square_token",
+            Self::PulumiToken => "credential.pulumi_token",
+            Self::HerokuKey => "credential.heroku_key",
+            Self::DopplerToken => "credential.doppler_token",
+            Self::SentryToken => "credential.sentry_token",
+            Self::AzureStorageKey => "credential.azure_storage_key",
+            Self::AzureClientSecret => "credential.azure_client_secret",
+            Self::SecretUrl => "credential.secret_url",
+            Self::UrlPassword => "credential.url_password",
+            Self::SecretAssignment => "credential.secret_assignment",
+            Self::HttpAuthorization => "credential.http_authorization",
             Self::HighEntropy => "credential.high_entropy",
         }
     }
@@ -66,6 +165,14 @@ pub enum PiiKind {
     PaymentCard,
     /// An e-mail address.
     Email,
+    /// An IBAN whose ISO 13616 mod-97 check holds, at its country's length.
+    Iban,
+    /// A phone number: international (`+` and 8–15 digits) or North American
+    /// (`(212) 555-0147`, `212-555-0147`).
+    Phone,
+    /// A national id other than the SSN: a US ITIN, a UK National Insurance number,
+    /// a Spanish DNI/NIE (its check letter) or an Indian Aadhaar (its Verhoeff digit).
+    NationalId,
 }
 
 impl PiiKind {
@@ -75,6 +182,9 @@ impl PiiKind {
             Self::Ssn => "pii.ssn",
             Self::PaymentCard => "pii.payment_card",
             Self::Email => "pii.email",
+            Self::Iban => "pii.iban",
+            Self::Phone => "pii.phone",
+            Self::NationalId => "pii.national_id",
         }
     }
 }

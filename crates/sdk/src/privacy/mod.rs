@@ -34,9 +34,11 @@
 //! ```
 //!
 //! Scanners and thresholds are documented in their files: `credentials.rs` (known
-//! shapes), `entropy.rs` (32+ characters at 4.3 bits per character or more; see
-//! [`EntropyRule`]) and `pii.rs` (SSN ranges, Luhn-valid cards, e-mail). [`Config`] tunes them; the
-//! default is the safe setting.
+//! shapes, secret URLs, secret-named keys; the families and their order),
+//! `entropy.rs` (32+ characters at 4.3 bits per character or more; see
+//! [`EntropyRule`]) and `pii.rs` (SSN ranges, Luhn-valid cards, e-mail, IBANs,
+//! phone numbers, national ids). [`Config`] tunes them; the default is the safe
+//! setting. `tests/privacy_corpus` measures recall and false positives.
 
 mod config;
 mod credentials;

@@ -1,5 +1,7 @@
-//! Personal-data scanners: US social security numbers, payment card numbers and
-//! e-mail addresses.
+//! Personal-data scanners: US social security numbers, payment card numbers,
+//! e-mail addresses, IBANs and other national ids (`pii/ids.rs`), and phone
+//! numbers (`pii/phone.rs`). The kinds follow Presidio's predefined recognizers;
+//! where a format has a checksum, it is checked.
 //!
 //! - **SSN**: `AAA-GG-SSSS` (dashes or spaces, the same separator twice), not inside
 //!   a longer number. Never issued, so not flagged: area `000`, `666` or `900`–`999`,
@@ -8,7 +10,10 @@
 //!   starting with 2–6 (the issuer ranges of Visa, Mastercard, Amex, Discover, JCB,
 //!   Diners and UnionPay; it keeps 13-digit millisecond timestamps out), and valid
 //!   under the Luhn check. A Luhn-invalid number is not flagged.
-//! - **E-mail**: `local@domain.tld`, a cheap pattern (no quoted local parts).
+//! - **E-mail**: `local@domain.tld`, a cheap pattern (no quoted local parts). Not
+//!   an address: a URL's userinfo (`postgres://app@db.internal/app`), an scp-style
+//!   remote (`git@github.com:owner/repo`), an image at a pixel density
+//!   (`icon@2x.png`).
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -16,6 +21,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::finding::PiiKind;
+
+mod ids;
+mod phone;
 
 static SSN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b(\d{3})([- ])(\d{2})([- ])(\d{4})\b").expect("SSN pattern compiles")
@@ -45,9 +53,35 @@ pub(super) fn scan(text: &str, emails: bool) -> Vec<(PiiKind, Range<usize>)> {
         }
     }
     if emails {
-        out.extend(EMAIL.find_iter(text).map(|m| (PiiKind::Email, m.range())));
+        out.extend(
+            EMAIL
+                .find_iter(text)
+                .filter(|m| is_address(text, m.range()))
+                .map(|m| (PiiKind::Email, m.range())),
+        );
     }
+    out.extend(ids::scan(text));
+    out.extend(phone::scan(text));
     out
+}
+
+/// Image suffixes that follow `@2x` in asset names; never a mail domain's TLD.
+const IMAGE_SUFFIXES: &[&str] = &[
+    "png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "bmp",
+];
+
+/// Whether an e-mail-shaped match is an address rather than part of a URL or a
+/// git remote (see the module docs).
+fn is_address(text: &str, span: Range<usize>) -> bool {
+    let word_start = text[..span.start]
+        .rfind(char::is_whitespace)
+        .map_or(0, |i| i + 1);
+    let in_url = text[word_start..span.start].contains("://");
+    let after = &text[span.end..];
+    let scp_remote = after.starts_with(':') && after[1..].starts_with(|c: char| !c.is_whitespace());
+    let tld = text[..span.end].rsplit('.').next().unwrap_or_default();
+    let image = IMAGE_SUFFIXES.contains(&tld.to_ascii_lowercase().as_str());
+    !in_url && !scp_remote && !image
 }
 
 /// The SSA's never-issued ranges: area 000, 666 and 9xx; group 00; serial 0000.
@@ -152,7 +186,7 @@ mod tests {
             "4111 1111-1111 1111", // mixed separators
             "+1 555 010 0199",     // a phone number
         ] {
-            assert!(kinds(text).is_empty(), "{text}");
+            assert!(!kinds(text).contains(&PiiKind::PaymentCard), "{text}");
         }
         assert!(luhn_valid(&[1, 7, 3, 2, 8, 9, 5, 3, 0, 6, 1, 2, 1]));
     }
@@ -163,5 +197,15 @@ mod tests {
         assert_eq!(scan(text, true), vec![(PiiKind::Email, 9..35)]);
         assert!(scan(text, false).is_empty());
         assert!(kinds("@channel user@ host@localhost").is_empty());
+        for miss in [
+            "postgres://app@db.internal/app",
+            "https://user@example.com/repo.git",
+            "git clone git@github.com:acme/switchboard.git",
+            "icon@2x.png",
+        ] {
+            assert!(kinds(miss).is_empty(), "{miss}");
+        }
+        assert_eq!(kinds("mailto:jane@example.com"), vec![PiiKind::Email]);
+        assert_eq!(kinds("mail jane@example.com: thanks"), vec![PiiKind::Email]);
     }
 }

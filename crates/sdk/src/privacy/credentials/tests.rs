@@ -67,9 +67,10 @@ fn aws_secret_needs_a_key_or_a_label_beside_it() {
         vec![(Credential::AwsSecretAccessKey, 24..64)]
     );
     let longer = format!("aws_secret_access_key = {AWS_SECRET}A");
-    assert!(
-        rules(&longer).is_empty(),
-        "41 characters is not an AWS secret"
+    assert_eq!(
+        rules(&longer),
+        vec![Credential::SecretAssignment],
+        "41 characters is not an AWS secret, but still a value given to a secret key"
     );
     let words = format!("aws secret: {}", "abcdefghij".repeat(4));
     assert!(
@@ -212,5 +213,82 @@ fn bare_or_short_prefixes_pass() {
         "AIza-too-short".to_owned(),
     ] {
         assert!(rules(&miss).is_empty(), "{miss}");
+    }
+}
+
+#[test]
+fn the_issue_12_cases_are_refused() {
+    let gitlab = format!("glpat-{}", "xY3kLm9QpR2sT5vW8zA1");
+    assert_eq!(
+        scan(&format!("use {gitlab} for the mirror")),
+        vec![(Credential::GitLabToken, 4..4 + gitlab.len())]
+    );
+    let text = format!("password={}", "hunter2");
+    assert_eq!(scan(&text), vec![(Credential::SecretAssignment, 9..16)]);
+}
+
+#[test]
+fn assignments_take_the_value_and_skip_placeholders_and_code() {
+    for (text, value) in [
+        (r#"{"api_key": "k3yValue1234"}"#, "k3yValue1234"),
+        ("DB_PASSWORD=s3cr3t!", "s3cr3t!"),
+        ("X-Api-Key: abc123def456", "abc123def456"),
+        ("mysql --password 'pa55 word'", "pa55 word"),
+        ("Server=db;Password=Tr0ub4dor;User Id=app", "Tr0ub4dor"),
+    ] {
+        let at = text.find(value).unwrap();
+        assert_eq!(
+            scan(text),
+            vec![(Credential::SecretAssignment, at..at + value.len())],
+            "{text}"
+        );
+    }
+    for miss in [
+        "password=${DB_PASSWORD}",
+        "password: <redacted>",
+        "password=********",
+        "token: null",
+        "fn check(password: &str) -> bool",
+        "pub password: String,",
+        "api_key = os.environ[\"API_KEY\"]",
+        "token = get_token(client_id)",
+        "const secret = process.env.APP_SECRET;",
+        "password_hash = sha256(x)",
+        "max_tokens=4096",
+        "token: expired, log in again",
+        "docker login --password-stdin",
+        "PWD=/home/dev",
+        "api_key=YOUR_API_KEY_HERE",
+    ] {
+        assert!(rules(miss).is_empty(), "{miss}: {:?}", rules(miss));
+    }
+}
+
+#[test]
+fn one_secret_gives_one_finding_with_the_most_specific_rule() {
+    let anthropic = format!("sk-ant-api03-{}AA", "a1B2c3D4e5".repeat(10));
+    assert_eq!(rules(&anthropic), vec![Credential::AnthropicKey]);
+    let gitlab = format!("token={}{}", "glpat-", "xY3kLm9QpR2sT5vW8zA1");
+    assert_eq!(rules(&gitlab), vec![Credential::GitLabToken]);
+    let bearer = format!("Authorization: Bearer {}", fake_jwt());
+    assert_eq!(rules(&bearer), vec![Credential::Jwt]);
+}
+
+#[test]
+fn urls_with_secrets() {
+    let text = format!("postgres://app:{}@db.internal:5432/app", "Tr0ub4dor");
+    assert_eq!(scan(&text), vec![(Credential::UrlPassword, 15..24)]);
+    let hook = format!(
+        "https://hooks.slack.com/services/T{}/B{}/{}",
+        "0ABCDEF12", "0ABCDEF12", "a1B2c3D4e5F6g7H8i9J0k1L2"
+    );
+    assert_eq!(rules(&hook), vec![Credential::SecretUrl]);
+    for miss in [
+        "postgres://app@db.internal:5432/app",
+        "postgres://app:${DB_PASSWORD}@db/app",
+        "http://localhost:8080/path@v2",
+        "https://hooks.slack.com/ is where webhooks post",
+    ] {
+        assert!(rules(miss).is_empty(), "{miss}");
     }
 }
