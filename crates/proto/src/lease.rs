@@ -54,8 +54,11 @@ pub struct Memory {
     pub parent_memory_instance_id: Option<MemoryId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branched_at_token: Option<u64>,
-    /// The memory's current fencing token (0: never leased).
-    pub fencing_token: u64,
+    /// The memory's current fencing token (0: never leased). Shown to operators
+    /// only: with it anyone could pose as the lease holder to a reader of tokens, and
+    /// the holder has it from its own acquisition. Absent for agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fencing_token: Option<u64>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
 }
@@ -251,7 +254,6 @@ pub struct MemoryUpdated {
     /// The new version (for a delete, the version that was deleted).
     pub version: u64,
     pub deleted: bool,
-    pub fencing_token: u64,
 }
 
 /// One refused data-plane call: a token that was not the memory's current one.

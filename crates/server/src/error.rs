@@ -29,6 +29,9 @@ pub enum StoreError {
     /// A fencing token lower than the current one.
     #[error("stale fence: {0}")]
     StaleFence(String),
+    /// A data-plane call with a fencing token that was not issued to the caller.
+    #[error("not the lease holder: {0}")]
+    NotHolder(String),
     /// If-Match / If-None-Match did not hold.
     #[error("precondition failed: {0}")]
     PreconditionFailed(String),
@@ -169,6 +172,7 @@ impl From<StoreError> for ApiError {
             StoreError::LeaseHeld(why) => Self::new(ErrorCode::LeaseHeld, why),
             StoreError::StaleFence(why) => Self::new(ErrorCode::StaleFence, why),
             StoreError::LeaseExpired(why) => Self::new(ErrorCode::LeaseExpired, why),
+            StoreError::NotHolder(why) => Self::new(ErrorCode::Forbidden, why),
             StoreError::PreconditionFailed(why) => Self::new(ErrorCode::PreconditionFailed, why),
             StoreError::PreconditionRequired(why) => {
                 Self::new(ErrorCode::PreconditionRequired, why)

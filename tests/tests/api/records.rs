@@ -101,13 +101,14 @@ async fn records_need_the_current_token_and_versions_keep_updates() {
     .await
     .problem(400, "validation_failed");
 
-    // Tokens that are not the current one: refused, recorded, counted.
-    code(a.get_record(m, "plan", t + 1).await, 409, "stale_fence");
+    // Tokens that are not the current one: refused, recorded, counted. A token never
+    // issued to this agent is not its own (403); its own old one is stale (409).
+    code(a.get_record(m, "plan", t + 1).await, 403, "forbidden");
     code(
         a.put_record(m, "plan", &json!({}), 0, Precondition::IfMatch(2))
             .await,
-        409,
-        "stale_fence",
+        403,
+        "forbidden",
     );
     op.force_release_lease(lease.lease_id).await.unwrap();
     code(
@@ -122,10 +123,7 @@ async fn records_need_the_current_token_and_versions_keep_updates() {
         409,
         "stale_fence",
     );
-    assert_eq!(
-        a.get_record(m, "plan", t + 1).await.map(|r| r.value).ok(),
-        None
-    );
+    code(a.get_record(m, "plan", t + 1).await, 403, "forbidden");
 
     // A new holder (after force-release: token past the bumped fence) reads on; its
     // lease then expires, and its own token is refused with 410.
@@ -213,7 +211,12 @@ async fn changes_reach_subscribed_agents_in_their_inbox() {
     );
     assert_eq!((changes[0].version, changes[0].deleted), (1, false));
     assert_eq!((changes[1].version, changes[1].deleted), (1, true));
-    assert_eq!(changes[0].fencing_token, t);
+    assert!(
+        events
+            .iter()
+            .all(|e| e.payload.as_ref().unwrap().get("fencing_token").is_none()),
+        "a subscriber is not told the holder's token (I7)"
+    );
     assert_eq!(
         events[0].correlation_id.as_deref(),
         Some(m.to_string().as_str())
@@ -228,4 +231,145 @@ async fn changes_reach_subscribed_agents_in_their_inbox() {
         .await
         .unwrap();
     assert_eq!(inbox(&op, "watcher").await.len(), 2, "unsubscribed");
+}
+
+/// The refusal another principal gets, as (status, code, detail).
+async fn refusal_to(
+    client: &Client,
+    m: MemoryId,
+    token: u64,
+    write: bool,
+) -> (u16, Option<String>, Option<String>) {
+    let result = if write {
+        client
+            .put_record(
+                m,
+                "plan",
+                &json!({"mallory": true}),
+                token,
+                Precondition::None,
+            )
+            .await
+            .map(drop)
+    } else {
+        client.get_record(m, "plan", token).await.map(drop)
+    };
+    let e = result.expect_err("a non-holder is refused");
+    let p = e.problem().unwrap_or_else(|| panic!("a problem: {e}"));
+    (p.status, p.code.clone(), p.detail.clone())
+}
+
+/// I7 binds the data plane to the lease holder, not to whoever knows the token. Agent
+/// b of the same tenant learns a's token (here: it is simply told it) and must still
+/// be refused, with one answer whether the memory is leased or not and whatever the
+/// token, so the answer says nothing about the lease. Nothing b does may change a
+/// record, and no answer or event shows b the current token.
+#[tokio::test]
+async fn a_token_learnt_by_another_agent_writes_nothing() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let (_, a) = server.agent("a").await;
+    let (_, b) = server.agent("b").await;
+    let op = server.operator();
+    let (m, lease) = leased(&a, "writer", 30.0).await;
+    let t = lease.fencing_token;
+    a.put_record(m, "plan", &json!({"step": 1}), t, Precondition::None)
+        .await
+        .unwrap();
+    b.subscribe_memory(m, "b", true).await.unwrap();
+
+    let while_leased = refusal_to(&b, m, t, true).await;
+    assert_eq!(
+        (while_leased.0, while_leased.1.as_deref()),
+        (403, Some("forbidden")),
+        "{while_leased:?}"
+    );
+    let detail = while_leased.2.clone().unwrap_or_default();
+    assert!(detail.contains("POST /api/v1/leases"), "{detail}");
+    // The same answer for a read, for a stale and a never-issued token, and once the
+    // lease is gone (only the presented token in the text differs).
+    let same = |got: (u16, Option<String>, Option<String>), token: u64| {
+        let expected = while_leased
+            .2
+            .as_deref()
+            .map(|d| d.replace(&format!("token {t};"), &format!("token {token};")));
+        assert_eq!(
+            (got.0, got.1.as_deref(), got.2.as_deref()),
+            (403, Some("forbidden"), expected.as_deref()),
+            "token {token}"
+        );
+    };
+    same(refusal_to(&b, m, t, false).await, t);
+    same(refusal_to(&b, m, t + 7, true).await, t + 7);
+    // Nor may b renew or release a's lease with what it learnt.
+    use switchboard_tests::sdk::proto::{ReleaseLease, RenewLease};
+    code(
+        b.renew_lease(&RenewLease::of(&lease)).await,
+        403,
+        "forbidden",
+    );
+    code(
+        b.release_lease(&ReleaseLease::of(&lease)).await,
+        403,
+        "forbidden",
+    );
+    a.renew_lease(&RenewLease::of(&lease))
+        .await
+        .expect("a still holds its lease");
+    a.release_lease(&ReleaseLease::of(&lease)).await.unwrap();
+    same(refusal_to(&b, m, t, true).await, t);
+    server.advance(Duration::from_secs(60));
+    same(refusal_to(&b, m, t, false).await, t);
+
+    // Nothing b sent landed; a, leasing again, reads its own write.
+    let again = a
+        .acquire_lease(
+            &AcquireLease {
+                name: "writer".to_owned(),
+                memory_instance_id: m,
+                ttl_seconds: 30.0,
+                owner_client: Some("host-a".into()),
+                lock_delay_seconds: Some(0.0),
+            },
+            &key(),
+        )
+        .await
+        .unwrap()
+        .0;
+    let read = a.get_record(m, "plan", again.fencing_token).await.unwrap();
+    assert_eq!((read.value, read.version), (json!({"step": 1}), 1));
+    // A stale holder is told its token is stale, never what the current one is.
+    let stale = a
+        .put_record(m, "plan", &json!({}), t, Precondition::IfMatch(1))
+        .await
+        .expect_err("a's old token is stale");
+    let p = stale.problem().expect("a problem");
+    assert_eq!((p.status, p.code.as_deref()), (409, Some("stale_fence")));
+    let d = p.detail.clone().unwrap_or_default();
+    assert!(
+        !d.contains(&format!("token {}", again.fencing_token)),
+        "the refusal names no current token: {d}"
+    );
+
+    // b sees no token: not in the memory, not in the memory_updated events.
+    assert_eq!(b.memory(m).await.unwrap().fencing_token, None);
+    let lineage = b.lineage(m).await.unwrap();
+    assert_eq!(lineage.memory.fencing_token, None);
+    for e in inbox(&op, "b").await {
+        let payload = e.payload.expect("a memory_updated payload");
+        assert!(payload.get("fencing_token").is_none(), "{payload}");
+    }
+    // Every refusal was recorded for the operators, who see the current token.
+    let rejections = op.fencing_rejections().await.unwrap().rejections;
+    assert_eq!(
+        rejections.iter().filter(|r| r.actor == "agent:b").count(),
+        5
+    );
+    assert_eq!(
+        op.memory(m).await.unwrap().fencing_token,
+        Some(again.fencing_token)
+    );
 }

@@ -130,7 +130,7 @@ fn node(m: &Memory, current: MemoryId) -> AnyView {
     view! {
         <span data-memory=id.to_string() class=if id == current { "current" } else { "" }>
             <code>{format!("…{}", short(id))}</code>{label}
-            <span class="muted">{format!(" (token {}{at})", m.fencing_token)}</span>
+            <span class="muted">{format!(" (token {}{at})", m.fencing_token.unwrap_or_default())}</span>
         </span>
     }
     .into_any()

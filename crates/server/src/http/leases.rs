@@ -250,7 +250,10 @@ async fn register_memory(
         .store
         .register_memory(principal.tenant_id, label.as_deref(), state.now())
         .await?;
-    Ok((StatusCode::CREATED, axum::Json(memory)))
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(shown_to(&principal, memory)),
+    ))
 }
 
 /// Branch a memory: a new identity that records its parent and the parent's fencing
@@ -280,7 +283,10 @@ async fn branch_memory(
             StoreError::Invalid(why) => ApiError::unprocessable(why),
             e => memory_not_found(parent)(e),
         })?;
-    Ok((StatusCode::CREATED, axum::Json(memory)))
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(shown_to(&principal, memory)),
+    ))
 }
 
 /// One memory instance with its current fencing token.
@@ -297,7 +303,16 @@ async fn get_memory(
         .memory(principal.tenant_id, id)
         .await
         .map_err(memory_not_found(id))?;
-    Ok(axum::Json(memory))
+    Ok(axum::Json(shown_to(&principal, memory)))
+}
+
+/// `memory` as `principal` may see it: the current fencing token only for operators
+/// (I7). A holder has its token from its acquisition; anyone else must not learn it.
+fn shown_to(principal: &Principal, mut memory: Memory) -> Memory {
+    if !principal.has(SCOPE_OPS_READ) {
+        memory.fencing_token = None;
+    }
+    memory
 }
 
 /// A memory's ancestors (parent first) and descendants (breadth first).
@@ -314,7 +329,17 @@ async fn lineage(
         .lineage(principal.tenant_id, id)
         .await
         .map_err(memory_not_found(id))?;
-    Ok(axum::Json(lineage))
+    let Lineage {
+        memory,
+        ancestors,
+        descendants,
+    } = lineage;
+    let shown = |list: Vec<Memory>| list.into_iter().map(|m| shown_to(&principal, m)).collect();
+    Ok(axum::Json(Lineage {
+        memory: shown_to(&principal, memory),
+        ancestors: shown(ancestors),
+        descendants: shown(descendants),
+    }))
 }
 
 /// Acquire a name + memory lease (also at `/v1/leases`; the seed's `display_name`

@@ -115,7 +115,10 @@ async fn call(
             state.wake(&done.wakes);
             Ok(done.value)
         }
-        Err(e @ (StoreError::StaleFence(_) | StoreError::LeaseExpired(_))) => {
+        Err(
+            e
+            @ (StoreError::StaleFence(_) | StoreError::LeaseExpired(_) | StoreError::NotHolder(_)),
+        ) => {
             state.metrics.fencing_rejections.inc();
             state.hub.leases(principal.tenant_id);
             tracing::info!(memory = %memory, token, "data-plane call refused by the fence");

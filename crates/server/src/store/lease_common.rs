@@ -34,7 +34,7 @@ pub(crate) fn memory_from_row(r: &impl Cols) -> StoreResult<Memory> {
             .map(parse_id)
             .transpose()?,
         branched_at_token: r.opt_int("branched_at_token")?.map(|t| t as u64),
-        fencing_token: r.int("fence")? as u64,
+        fencing_token: Some(r.int("fence")? as u64),
         created_at: to_timestamp(r.int("created_at")?),
     })
 }
@@ -128,22 +128,37 @@ pub(crate) fn record_from_row(
 
 /// A branch may not start above the parent's current token.
 pub(crate) fn check_branch(parent: &Memory, parent_token: u64) -> StoreResult<()> {
-    if parent_token > parent.fencing_token {
+    let current = parent.fencing_token.unwrap_or_default();
+    if parent_token > current {
         return Err(StoreError::Invalid(format!(
-            "parent_fencing_token {parent_token} is above the parent's current token {}; \
-             branch from a token the parent has reached",
-            parent.fencing_token
+            "parent_fencing_token {parent_token} is above the parent's current token; \
+             branch from a token the parent has reached (your lease's, or an earlier one)"
         )));
     }
     Ok(())
 }
 
-/// The stale-fence refusal, saying what is current.
-pub(crate) fn stale(id: LeaseId, token: u64, current: i64) -> StoreError {
+/// The stale-fence refusal. It does not say what is current: only the holder of the
+/// memory's lease may know its token.
+pub(crate) fn stale(id: LeaseId, token: u64) -> StoreError {
     StoreError::StaleFence(format!(
-        "fencing token {token} of lease {id} is stale: the current token is {current}; \
-         this holder lost the lease, acquire it again"
+        "fencing token {token} is not lease {id}'s: this holder lost the lease, \
+         acquire it again"
     ))
+}
+
+/// Only the principal a lease was issued to may renew or release it (I7); anyone
+/// else is refused before the token is looked at. An operator ends it with a
+/// force-release instead, which is audited as such.
+pub(crate) fn check_holder(held: &Stored, id: LeaseId, actor: &str) -> StoreResult<()> {
+    if held.holder == actor {
+        Ok(())
+    } else {
+        Err(StoreError::NotHolder(format!(
+            "lease {id} is not yours: only its holder renews or releases it; an operator \
+             can end it with POST /api/v1/ops/leases/{id}/force-release"
+        )))
+    }
 }
 
 pub(crate) fn secs(ms: Millis) -> String {
@@ -155,6 +170,7 @@ pub(crate) fn check_renewal(
     held: Option<Stored>,
     id: LeaseId,
     token: u64,
+    actor: &str,
     now: Millis,
 ) -> StoreResult<Stored> {
     let Some(held) = held else {
@@ -164,8 +180,9 @@ pub(crate) fn check_renewal(
              fencing token {token} is stale; acquire it again"
         )));
     };
+    check_holder(&held, id, actor)?;
     if held.lease.fencing_token != token {
-        return Err(stale(id, token, held.lease.fencing_token as i64));
+        return Err(stale(id, token));
     }
     if held.expires_at <= now {
         return Err(StoreError::LeaseExpired(format!(
@@ -320,7 +337,9 @@ impl Checked {
     pub(crate) fn next_fence(&self) -> i64 {
         self.name_fence
             .map_or(0, |f| f.0)
-            .max(self.memory.fencing_token as i64)
+            // The store always reads the fence (`memory_from_row`); only answers to
+            // agents leave it out.
+            .max(self.memory.fencing_token.unwrap_or_default() as i64)
             + 1
     }
 }
@@ -358,6 +377,8 @@ pub(crate) struct Line<'a> {
 pub(crate) enum Refusal {
     Stale(String),
     Expired(String),
+    /// The token is not one the caller was issued.
+    NotHolder(String),
 }
 
 impl Refusal {
@@ -365,23 +386,47 @@ impl Refusal {
         match self {
             Self::Stale(why) => StoreError::StaleFence(why),
             Self::Expired(why) => StoreError::LeaseExpired(why),
+            Self::NotHolder(why) => StoreError::NotHolder(why),
         }
     }
 }
 
-/// `token` against the memory's current `fence`: a refusal unless they are equal.
+/// The data plane is bound to the lease holder (I7): a token counts only for the
+/// principal it was issued to (`issued_to`, from `issued_tokens`). Anyone else gets
+/// one refusal, the same whether the memory is leased or not, whether the token is
+/// current, stale or was never issued, so a token learnt elsewhere is worth nothing
+/// and the answer tells nothing about the memory's lease.
+pub(crate) fn holder_refusal(
+    memory: MemoryId,
+    token: u64,
+    issued_to: Option<&str>,
+    who: &crate::store::Actor,
+) -> Option<Refusal> {
+    if issued_to == Some(who.to_string().as_str()) {
+        return None;
+    }
+    Some(Refusal::NotHolder(format!(
+        "you hold no lease on memory {memory} with fencing token {token}; records are \
+         read and written only by the holder of the memory's lease: acquire it with \
+         POST /api/v1/leases and use the fencing_token it returns"
+    )))
+}
+
+/// `token` (issued to the caller) against the memory's current `fence`: a refusal
+/// unless they are equal. It never states the current token: only its holder may
+/// know it.
 pub(crate) fn fence_refusal(memory: MemoryId, token: u64, fence: i64) -> Option<Refusal> {
     let token_i = token as i64;
     if token_i < fence {
         return Some(Refusal::Stale(format!(
-            "fencing token {token} is stale: memory {memory} is at token {fence}; \
+            "fencing token {token} is stale: memory {memory} was leased again since; \
              this holder lost its lease and must stop writing"
         )));
     }
     if token_i > fence {
         return Some(Refusal::Stale(format!(
-            "fencing token {token} was never issued for memory {memory} (its current \
-             token is {fence}); use the token of your lease"
+            "fencing token {token} is not memory {memory}'s current token; use the \
+             token of your lease"
         )));
     }
     None
@@ -476,7 +521,6 @@ pub(crate) fn memory_updated(
         key: call.key.to_owned(),
         version,
         deleted,
-        fencing_token: call.token,
     };
     NewMessage {
         payload: serde_json::to_string(&change).unwrap_or_default(),

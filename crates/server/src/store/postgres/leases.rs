@@ -332,7 +332,7 @@ async fn renew(
     let mut tx = store.begin().await?;
     // Locked: an acquisition waiting on it sees the renewed expiry.
     let held = load_lease(&mut tx, tenant, id, Lock::Update).await?;
-    let held = check_renewal(held, id, token, now)?;
+    let held = check_renewal(held, id, token, actor, now)?;
     let ttl = renewal_ttl(&held, ttl_ms);
     sqlx::query("UPDATE leases SET ttl_ms = $1, expires_at = $2 WHERE id = $3")
         .bind(ttl)
@@ -367,7 +367,7 @@ async fn release(
 ) -> StoreResult<()> {
     let mut tx = store.begin().await?;
     match load_lease(&mut tx, tenant, id, Lock::Update).await? {
-        Some(held) if held.lease.fencing_token == token => {
+        Some(held) if held.holder == actor && held.lease.fencing_token == token => {
             // A clean release: the holder says it is done, so no lock delay.
             sqlx::query("DELETE FROM leases WHERE id = $1")
                 .bind(id.to_string())
@@ -383,7 +383,10 @@ async fn release(
             };
             lease_audit::write(&mut tx, tenant, line, now).await?;
         }
-        Some(held) => return Err(stale(id, token, held.lease.fencing_token as i64)),
+        Some(held) => {
+            check_holder(&held, id, actor)?;
+            return Err(stale(id, token));
+        }
         // Already gone (released before, forced out, taken over): the holder
         // wants it ended, and it is. Releasing twice is not an error.
         None => {}

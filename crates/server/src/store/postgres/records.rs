@@ -23,6 +23,7 @@ async fn check_fence(
     tenant: TenantId,
     memory: MemoryId,
     token: u64,
+    who: &Actor,
     now: Millis,
 ) -> StoreResult<Result<(), (Refusal, i64)>> {
     let fence: i64 = sqlx::query_scalar(
@@ -33,6 +34,15 @@ async fn check_fence(
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(StoreError::NotFound)?;
+    let issued_to: Option<String> =
+        sqlx::query_scalar("SELECT holder FROM issued_tokens WHERE memory_id = $1 AND fence = $2")
+            .bind(memory.to_string())
+            .bind(token as i64)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if let Some(refusal) = holder_refusal(memory, token, issued_to.as_deref(), who) {
+        return Ok(Err((refusal, fence)));
+    }
     if let Some(refusal) = fence_refusal(memory, token, fence) {
         return Ok(Err((refusal, fence)));
     }
@@ -148,7 +158,7 @@ async fn record(
 ) -> StoreResult<Committed<RecordDone>> {
     let mut tx = store.begin().await?;
     if let Err((refusal, current)) =
-        check_fence(&mut tx, call.tenant, call.memory, call.token, now).await?
+        check_fence(&mut tx, call.tenant, call.memory, call.token, call.who, now).await?
     {
         reject(&mut tx, call, current, now).await?;
         tx.commit().await?;

@@ -194,7 +194,13 @@ impl LeaseStore for SqliteStore {
         now: Millis,
     ) -> StoreResult<Lease> {
         let mut tx = self.begin_write().await?;
-        let held = check_renewal(load_lease(&mut tx, tenant, id).await?, id, token, now)?;
+        let held = check_renewal(
+            load_lease(&mut tx, tenant, id).await?,
+            id,
+            token,
+            actor,
+            now,
+        )?;
         let ttl = renewal_ttl(&held, ttl_ms);
         sqlx::query("UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE id = ?")
             .bind(ttl)
@@ -229,7 +235,7 @@ impl LeaseStore for SqliteStore {
     ) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
         match load_lease(&mut tx, tenant, id).await? {
-            Some(held) if held.lease.fencing_token == token => {
+            Some(held) if held.holder == actor && held.lease.fencing_token == token => {
                 // A clean release: the holder says it is done, so no lock delay.
                 sqlx::query("DELETE FROM leases WHERE id = ?")
                     .bind(id.to_string())
@@ -245,7 +251,10 @@ impl LeaseStore for SqliteStore {
                 };
                 lease_audit::write(&mut tx, tenant, line, now).await?;
             }
-            Some(held) => return Err(stale(id, token, held.lease.fencing_token as i64)),
+            Some(held) => {
+                check_holder(&held, id, actor)?;
+                return Err(stale(id, token));
+            }
             // Already gone (released before, forced out, taken over): the holder
             // wants it ended, and it is. Releasing twice is not an error.
             None => {}

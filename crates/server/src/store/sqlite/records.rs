@@ -18,6 +18,7 @@ async fn check_fence(
     tenant: TenantId,
     memory: MemoryId,
     token: u64,
+    who: &Actor,
     now: Millis,
 ) -> StoreResult<Result<(), (Refusal, i64)>> {
     let fence: i64 =
@@ -27,6 +28,15 @@ async fn check_fence(
             .fetch_optional(&mut *conn)
             .await?
             .ok_or(StoreError::NotFound)?;
+    let issued_to: Option<String> =
+        sqlx::query_scalar("SELECT holder FROM issued_tokens WHERE memory_id = ? AND fence = ?")
+            .bind(memory.to_string())
+            .bind(token as i64)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if let Some(refusal) = holder_refusal(memory, token, issued_to.as_deref(), who) {
+        return Ok(Err((refusal, fence)));
+    }
     if let Some(refusal) = fence_refusal(memory, token, fence) {
         return Ok(Err((refusal, fence)));
     }
@@ -100,7 +110,7 @@ impl RecordStore for SqliteStore {
     ) -> StoreResult<Committed<RecordDone>> {
         let mut tx = self.begin_write().await?;
         if let Err((refusal, current)) =
-            check_fence(&mut tx, call.tenant, call.memory, call.token, now).await?
+            check_fence(&mut tx, call.tenant, call.memory, call.token, call.who, now).await?
         {
             let owner: Option<String> = sqlx::query_scalar(
                 "SELECT owner_client FROM issued_tokens WHERE memory_id = ? AND fence = ?",
