@@ -184,9 +184,9 @@ impl Horizon {
 /// `24 h`, `90 min`, `45 s`.
 pub(crate) fn human(duration: Duration) -> String {
     let s = duration.as_secs();
-    if s >= 3600 && s % 3600 == 0 {
+    if s >= 3600 && s.is_multiple_of(3600) {
         format!("{} h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
+    } else if s >= 60 && s.is_multiple_of(60) {
         format!("{} min", s / 60)
     } else {
         format!("{s} s")
