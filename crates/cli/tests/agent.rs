@@ -1,7 +1,8 @@
 //! `switchboard agent …` as a user runs it, against a real `switchboard serve`:
 //! check, send (through the outbox, also while the server is down), tail, status,
-//! run with a handler command (ack, retry, failure), kill -9 mid-handler, and login
-//! with a real kernel keyring.
+//! run with a handler command (ack, retry, failure), kill -9 mid-handler, login
+//! with a real kernel keyring, and an outbox entry past the server's idempotency
+//! window in `status`.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -9,8 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use switchboard_sdk::Client;
-use switchboard_sdk::proto::CreateAgent;
+use switchboard_sdk::outbox::OutboxConfig;
+use switchboard_sdk::privacy::{FieldKind, Gate, Schema};
+use switchboard_sdk::proto::{CreateAgent, SendMessage};
+use switchboard_sdk::{Client, LocalDb, Outbox, Target};
 
 struct Serve {
     child: Child,
@@ -26,8 +29,13 @@ impl Drop for Serve {
 }
 
 fn serve(dir: &Path, listen: &str) -> Serve {
+    serve_with(dir, listen, &[])
+}
+
+fn serve_with(dir: &Path, listen: &str, extra: &[&str]) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(["serve", "--listen", listen, "--worker-interval-ms", "100"])
+        .args(extra)
         .arg("--database-url")
         .arg(format!("sqlite://{}", dir.join("server.db").display()))
         .arg("--operator-token-file")
@@ -584,4 +592,124 @@ async fn login_keeps_the_token_in_the_kernel_keyring_and_logout_removes_it() {
         page.events[0].payload.as_ref().unwrap()["text"],
         "via keyring"
     );
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// The server publishes the key TTL it is configured with; the agent learns it on a
+/// send; an entry whose answer never came and that is still unsent past that window
+/// is EXPIRED, not resent, and `agent status` shows it with its reason.
+#[tokio::test]
+async fn status_shows_an_entry_expired_past_the_servers_idempotency_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_with(
+        dir.path(),
+        "127.0.0.1:0",
+        &["--idempotency-ttl-seconds", "172800"],
+    );
+    let caps = Client::new(&server.url, server.operator.as_str())
+        .unwrap()
+        .capabilities()
+        .await
+        .unwrap();
+    assert_eq!(
+        caps.limits.idempotency_ttl_seconds, 172_800,
+        "capabilities publish the configured TTL, not the default"
+    );
+    let alice = agent(&server, "alice").await;
+    agent(&server, "bob").await;
+    let home = tempfile::tempdir().unwrap();
+    let sent = output(
+        &mut agent_cmd(
+            home.path(),
+            &server.url,
+            &alice,
+            &["send", "--to", "bob", r#"{"text": "one"}"#],
+        ),
+        None,
+    );
+    assert_eq!(sent.status.code(), Some(0), "{sent:?}");
+
+    // The same state file, sending to a server that takes the request and never
+    // answers (connections wait in the listen backlog): the answer is lost.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let client = Client::builder()
+        .request_timeout(Duration::from_millis(500))
+        .build(&silent_url, alice.as_str())
+        .unwrap();
+    let db = LocalDb::open(home.path().join("agent.db")).await.unwrap();
+    let gate = Gate::new().schema(Schema::new("message").field("text", FieldKind::Text));
+    let outbox = Outbox::open(db, &client, gate, OutboxConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        outbox.key_ttl().ttl,
+        Duration::from_secs(172_800),
+        "learned by the send, cached in the state file"
+    );
+    let message = SendMessage {
+        payload: serde_json::json!({"text": "two"}),
+        ..SendMessage::default()
+    };
+    let id = outbox
+        .try_enqueue(Target::Agent("bob".into()), "message", message)
+        .await
+        .unwrap()
+        .id;
+    let t0 = now_ms();
+    let hour = 3_600_000;
+    outbox.dispatch_due(t0).await.unwrap();
+    outbox.dispatch_due(t0 + 30 * hour).await.unwrap();
+    let entry = outbox.entry(id).await.unwrap().unwrap();
+    assert_eq!(
+        entry.attempts, 2,
+        "30 h is inside the server's 48 h (less 1 h): resent, {entry:?}"
+    );
+    let pass = outbox.dispatch_due(t0 + 47 * hour).await.unwrap();
+    assert_eq!(pass.expired, 1);
+    drop(silent);
+
+    let status = output(
+        &mut agent_cmd(home.path(), &server.url, &alice, &["status"]),
+        None,
+    );
+    assert_eq!(status.status.code(), Some(0), "{status:?}");
+    let status = text(&status.stdout);
+    assert!(status.contains("poison 0, expired 1"), "{status}");
+    assert!(
+        status.contains(&format!(
+            "expired #{id} to agent:bob: not sent within the server's idempotency window (48 h keys"
+        )) && status.contains("twice"),
+        "the entry and its reason: {status}"
+    );
+    assert!(
+        status.contains("keys kept 172800 s (learned"),
+        "the window it goes by: {status}"
+    );
+
+    let json = output(
+        &mut agent_cmd(home.path(), &server.url, &alice, &["status", "--json"]),
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["outbox"]["expired"], 1, "{json}");
+    assert_eq!(json["outbox_expired"][0]["id"], id, "{json}");
+    assert_eq!(json["outbox_expired"][0]["state"], "expired", "{json}");
+    assert!(
+        json["outbox_expired"][0]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("resend by hand"),
+        "{json}"
+    );
+    assert_eq!(json["server_key_ttl"]["seconds"], 172_800, "{json}");
 }

@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 
 use crate::AgentId;
 
-/// Most entries a report may list in each poison list.
+/// Most entries a report may list in each poison (or expired) list.
 pub const MAX_REPORTED_POISON: usize = 20;
 /// Longest text field (a reason) in a report, in characters.
 pub const MAX_REPORT_TEXT: usize = 1000;
@@ -24,6 +24,11 @@ pub struct ClientReport {
     /// The most recent poison entries of the outbox (at most 20).
     #[serde(default)]
     pub outbox_poison: Vec<ClientPoison>,
+    /// The most recent expired entries of the outbox (at most 20): not sent within
+    /// the server's idempotency window, so not resent (a resend could be stored
+    /// twice). Each waits for a person to inspect it and resend it by hand.
+    #[serde(default)]
+    pub outbox_expired: Vec<ClientPoison>,
     pub inbox: InboxSummary,
     /// The most recent events quarantined locally by the consumer (at most 20).
     #[serde(default)]
@@ -39,8 +44,14 @@ pub struct OutboxSummary {
     pub retryable: u64,
     pub sent: u64,
     pub poison: u64,
-    /// Removed unsent after the outbox TTL.
+    /// Entries kept in the terminal `expired` state: not sent within the server's
+    /// idempotency window. (SDKs before the outbox horizon counted here the entries
+    /// they deleted unsent after a 7-day TTL.)
     pub expired: u64,
+    /// Expired entries no longer in the agent's file (removed after their
+    /// retention), ever.
+    #[serde(default)]
+    pub expired_removed: u64,
 }
 
 /// The consumer's connection and counters.
@@ -91,6 +102,7 @@ impl ClientReport {
     pub fn check(&self) -> Result<(), String> {
         for (list, name) in [
             (&self.outbox_poison, "outbox_poison"),
+            (&self.outbox_expired, "outbox_expired"),
             (&self.inbox_poison, "inbox_poison"),
         ] {
             if list.len() > MAX_REPORTED_POISON {

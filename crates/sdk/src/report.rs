@@ -1,6 +1,6 @@
 //! The client report: what this agent's SDK tells the server about its own side,
-//! so operators see it in the console (the Agents page): outbox counts and poison
-//! entries, the consumer's connection mode, counters and local quarantine.
+//! so operators see it in the console (the Agents page): outbox counts, poison and
+//! expired entries, the consumer's connection mode, counters and local quarantine.
 //!
 //! [`Reporter::run`] builds the report from the local state file (and the live
 //! consumer status, when there is one) and sends it at most every
@@ -107,18 +107,24 @@ pub async fn build(
 ) -> Result<ClientReport, OutboxError> {
     let counts = outbox::counts(db).await?;
     let limit = u32::try_from(MAX_REPORTED_POISON).unwrap_or(20);
+    let reported = |entry: outbox::Entry, default: &str| ClientPoison {
+        id: entry.id.to_string(),
+        target: Some(entry.target.lane()),
+        reason: clip(
+            entry.last_error.as_deref().unwrap_or(default),
+            MAX_REPORT_TEXT,
+        ),
+        at: timestamp(entry.updated_at),
+    };
     let outbox_poison = outbox::poison_entries(db, limit)
         .await?
         .into_iter()
-        .map(|entry| ClientPoison {
-            id: entry.id.to_string(),
-            target: Some(entry.target.lane()),
-            reason: clip(
-                entry.last_error.as_deref().unwrap_or("poison"),
-                MAX_REPORT_TEXT,
-            ),
-            at: timestamp(entry.updated_at),
-        })
+        .map(|entry| reported(entry, "poison"))
+        .collect();
+    let outbox_expired = outbox::expired_entries(db, limit)
+        .await?
+        .into_iter()
+        .map(|entry| reported(entry, "not sent within the server's idempotency window"))
         .collect();
     let inbox_poison = consumer::local_poison(db, limit)
         .await?
@@ -160,8 +166,10 @@ pub async fn build(
             sent: counts.sent,
             poison: counts.poison,
             expired: counts.expired,
+            expired_removed: counts.expired_removed,
         },
         outbox_poison,
+        outbox_expired,
         inbox,
         inbox_poison,
     })

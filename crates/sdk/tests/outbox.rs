@@ -1,6 +1,8 @@
 //! The durable outbox against a scripted stand-in server: every rule of the state
 //! machine, driven by hand through `Outbox::dispatch_due(now)` so the schedule is
 //! checked to the millisecond without sleeping. The local state is a real SQLite file.
+//! The stand-in publishes an idempotency key TTL at `/api/v1/capabilities` as the
+//! server does (or answers 404, as a server that cannot be asked).
 
 mod common;
 
@@ -12,12 +14,12 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use common::{TOKEN, TestServer, problem};
 use serde_json::{Value, json};
 use switchboard_sdk::outbox::{EntryState, Pass};
 use switchboard_sdk::privacy::{FieldKind, Gate, Schema};
-use switchboard_sdk::proto::{ErrorCode, Problem, SendMessage};
+use switchboard_sdk::proto::{Capabilities, ErrorCode, Limits, Problem, SendMessage};
 use switchboard_sdk::{Client, LocalDb, Outbox, OutboxConfig, OutboxError, Target};
 
 /// What the stand-in does with the next request.
@@ -40,6 +42,34 @@ struct Script {
     stored: HashMap<String, Value>,
     /// Every attempt: (path, key, body).
     attempts: Vec<(String, String, Value)>,
+    /// The key TTL `/api/v1/capabilities` publishes; `None` answers 404.
+    key_ttl_seconds: Option<u64>,
+}
+
+async fn capabilities(State(script): State<Shared>) -> Response {
+    let Some(ttl) = script.lock().unwrap().key_ttl_seconds else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    axum::Json(Capabilities {
+        api_version: "v1".into(),
+        server_version: "stand-in".into(),
+        backend: "none".into(),
+        limits: Limits {
+            max_body_bytes: 5 * 1024 * 1024,
+            max_page_size: 1000,
+            default_page_size: 100,
+            max_claim_batch: 100,
+            min_lease_seconds: 1,
+            max_lease_seconds: 43_200,
+            default_lease_seconds: 60,
+            max_delay_seconds: 43_200,
+            max_attempts_limit: 100,
+            default_max_attempts: 5,
+            idempotency_ttl_seconds: ttl,
+            heartbeat_seconds: 30,
+        },
+    })
+    .into_response()
 }
 
 type Shared = Arc<Mutex<Script>>;
@@ -125,17 +155,37 @@ fn config() -> OutboxConfig {
 }
 
 async fn harness(config: OutboxConfig) -> Harness {
+    harness_with(config, Some(24 * 3600), None).await
+}
+
+/// A stand-in publishing `key_ttl_seconds`, and an outbox on `db` (a fresh file
+/// when `None`).
+async fn harness_with(
+    config: OutboxConfig,
+    key_ttl_seconds: Option<u64>,
+    db: Option<(LocalDb, tempfile::TempDir)>,
+) -> Harness {
     let script = Shared::default();
+    script.lock().unwrap().key_ttl_seconds = key_ttl_seconds;
     let routes = Router::new()
         .route("/api/v1/{kind}/{target}/messages", post(messages))
+        .route("/api/v1/capabilities", get(capabilities))
         .with_state(script.clone());
     let server = TestServer::start(routes).await;
     let client = Client::builder()
         .request_timeout(Duration::from_millis(300))
         .build(&server.url(), TOKEN)
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let db = LocalDb::open(dir.path().join("agent.db")).await.unwrap();
+    let (db, dir) = match db {
+        Some(existing) => existing,
+        None => {
+            let dir = tempfile::tempdir().unwrap();
+            (
+                LocalDb::open(dir.path().join("agent.db")).await.unwrap(),
+                dir,
+            )
+        }
+    };
     let outbox = Outbox::open(db.clone(), &client, gate(), config)
         .await
         .unwrap();
@@ -560,18 +610,170 @@ async fn sqlx_set_sending(db: &LocalDb, id: i64) {
         .unwrap();
 }
 
+const HOUR: i64 = 3600 * 1000;
+const DAY: i64 = 24 * HOUR;
+
 #[tokio::test]
-async fn unsent_entries_expire_after_the_ttl_and_are_counted() {
+async fn an_entry_that_reached_the_server_is_not_resent_past_the_key_ttl_and_stays_expired() {
     let h = harness(config()).await;
-    h.note(bob(), 1).await;
-    h.plan([Plan::Refuse(refusal(503, ErrorCode::Unavailable), None)]);
-    h.pass(now()).await;
-    let week = 7 * 24 * 3600 * 1000;
-    let pass = h.pass(now() + week + 1000).await;
+    let id = h.note(bob(), 1).await;
+    let queued_behind = h.note(bob(), 2).await;
+    h.plan([
+        Plan::Refuse(refusal(503, ErrorCode::Unavailable), None),
+        Plan::Refuse(refusal(503, ErrorCode::Unavailable), None),
+    ]);
+    let t0 = now();
+    h.pass(t0).await;
+    let entry = h.outbox.entry(id).await.unwrap().unwrap();
+    assert_eq!(
+        entry.first_attempt_at,
+        Some(t0),
+        "the 503 came from the server"
+    );
+
+    // The server keeps keys 24 h; with the 1 h margin the last resend is before 23 h.
+    h.pass(t0 + 23 * HOUR - 1).await;
+    assert_eq!(h.attempts().len(), 2, "still inside the window: resent");
+    let pass = h.pass(t0 + 23 * HOUR).await;
     assert_eq!(pass.expired, 1);
+    let entry = h.outbox.entry(id).await.unwrap().unwrap();
+    assert_eq!(entry.state, EntryState::Expired);
+    assert!(entry.state.is_terminal());
+    assert_eq!(entry.attempts, 2, "past the window: not resent");
+    let key = |i: usize| h.attempts()[i].1.clone();
+    assert_eq!(h.attempts().len(), 3);
+    assert_ne!(key(2), key(0), "the third POST is the next entry's");
+    let reason = entry.last_error.unwrap();
+    assert!(
+        reason.contains("idempotency window (24 h keys, less a 1 h margin)")
+            && reason.contains("twice")
+            && reason.contains("(last error: HTTP 503"),
+        "says why, and what the last attempt got: {reason}"
+    );
+    // Like poison, it no longer blocks its lane.
+    assert_eq!(h.state(queued_behind).await, EntryState::Sent);
+
+    // It stays visible past the old 7-day TTL, until its own retention (30 days).
+    h.pass(t0 + 8 * DAY).await;
     let counts = h.outbox.counts().await.unwrap();
-    assert_eq!((counts.open(), counts.expired), (0, 1));
-    assert_eq!(h.attempts().len(), 1, "an expired entry is not sent");
+    assert_eq!(
+        (counts.expired, counts.expired_removed),
+        (1, 0),
+        "{counts:?}"
+    );
+    let db = h.db.clone();
+    let listed = switchboard_sdk::outbox::expired_entries(&db, 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.iter().map(|e| e.id).collect::<Vec<_>>(), [id]);
+    h.pass(t0 + 23 * HOUR + 30 * DAY).await;
+    let counts = h.outbox.counts().await.unwrap();
+    assert_eq!(
+        (counts.expired, counts.expired_removed),
+        (0, 1),
+        "removed after its retention, and counted: {counts:?}"
+    );
+}
+
+/// The outbox's own 7-day TTL used to delete unsent entries. An entry that never
+/// left the machine (every attempt failed to connect) has no key on the server, so
+/// it is safe to send however late: it waits, and goes when the server is back.
+#[tokio::test]
+async fn an_entry_that_never_connected_is_kept_past_any_ttl_and_then_sent() {
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let offline = Client::builder()
+        .request_timeout(Duration::from_millis(300))
+        .build(&dead, TOKEN)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = LocalDb::open(dir.path().join("agent.db")).await.unwrap();
+    let outbox = Outbox::open(db.clone(), &offline, gate(), config())
+        .await
+        .unwrap();
+    let head = outbox
+        .try_enqueue(bob(), "note", message(json!({"n": 1})))
+        .await
+        .unwrap()
+        .id;
+    let behind = outbox
+        .try_enqueue(bob(), "note", message(json!({"n": 2})))
+        .await
+        .unwrap()
+        .id;
+    let t0 = now();
+    outbox.dispatch_due(t0).await.unwrap();
+    let entry = outbox.entry(head).await.unwrap().unwrap();
+    assert_eq!(entry.state, EntryState::Retryable, "{entry:?}");
+    assert_eq!(entry.first_attempt_at, None, "nothing left the machine");
+
+    let pass = outbox.dispatch_due(t0 + 8 * DAY).await.unwrap();
+    assert_eq!(pass.expired, 0);
+    let counts = outbox.counts().await.unwrap();
+    assert_eq!(
+        (counts.open(), counts.expired, counts.expired_removed),
+        (2, 0, 0),
+        "past the old 7-day TTL nothing is dropped: {counts:?}"
+    );
+    assert_eq!(outbox.entry(head).await.unwrap().unwrap().attempts, 2);
+
+    // The server is reachable again: both go, in order.
+    let h = harness_with(config(), Some(24 * 3600), Some((db, dir))).await;
+    h.pass(t0 + 8 * DAY + 600_000).await;
+    h.pass(t0 + 8 * DAY + 600_000).await;
+    assert_eq!(h.state(head).await, EntryState::Sent);
+    assert_eq!(h.state(behind).await, EntryState::Sent);
+    let order: Vec<i64> = h
+        .attempts()
+        .iter()
+        .map(|(_, _, body)| body["payload"]["n"].as_i64().unwrap())
+        .collect();
+    assert_eq!(order, [1, 2]);
+}
+
+#[tokio::test]
+async fn the_key_ttl_is_learned_from_the_server_and_cached_for_an_offline_start() {
+    // A server keeping keys 48 h: an entry first tried 30 h ago is still resent.
+    let h = harness_with(config(), Some(48 * 3600), None).await;
+    assert_eq!(
+        h.outbox.key_ttl().learned_at,
+        None,
+        "not asked before any work"
+    );
+    let id = h.note(bob(), 1).await;
+    h.plan([Plan::Refuse(refusal(503, ErrorCode::Unavailable), None)]);
+    let t0 = now();
+    h.pass(t0).await;
+    let learned = h.outbox.key_ttl();
+    assert_eq!(
+        (learned.ttl, learned.learned_at),
+        (Duration::from_secs(48 * 3600), Some(t0))
+    );
+    h.pass(t0 + 30 * HOUR).await;
+    assert_eq!(h.state(id).await, EntryState::Sent, "inside 48 h less 1 h");
+
+    // Another process on the same file, started while the server is unreachable,
+    // goes by the cached 48 h rather than the 24 h default.
+    let cached = switchboard_sdk::outbox::key_ttl(&h.db).await.unwrap();
+    assert_eq!(cached.ttl, Duration::from_secs(48 * 3600));
+    assert!(cached.learned_at.is_some());
+    let offline = Client::new("http://127.0.0.1:9", TOKEN).unwrap();
+    let reopened = Outbox::open(h.db.clone(), &offline, gate(), config())
+        .await
+        .unwrap();
+    assert_eq!(reopened.key_ttl().ttl, Duration::from_secs(48 * 3600));
+
+    // A server that cannot be asked: the default, 24 h, which no server undercuts.
+    let unknown = harness_with(config(), None, None).await;
+    let id = unknown.note(bob(), 1).await;
+    unknown.plan([Plan::Refuse(refusal(503, ErrorCode::Unavailable), None)]);
+    let t1 = now();
+    unknown.pass(t1).await;
+    assert_eq!(unknown.outbox.key_ttl().ttl, Duration::from_secs(24 * 3600));
+    unknown.pass(t1 + 30 * HOUR).await;
+    assert_eq!(unknown.state(id).await, EntryState::Expired);
 }
 
 #[tokio::test]
@@ -596,5 +798,5 @@ async fn run_delivers_in_the_background_and_stops_on_cancel() {
     }
     cancel.cancel();
     runner.await.unwrap().unwrap();
-    assert_eq!(h.server.seen().len(), 2);
+    assert_eq!(h.attempts().len(), 2, "one POST per message");
 }

@@ -1,14 +1,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use switchboard_tests::TestServer;
 use switchboard_tests::sdk::outbox::OutboxConfig;
 use switchboard_tests::sdk::privacy::{FieldKind, Gate, Schema};
 use switchboard_tests::sdk::proto::{CreateRoom, SendMessage};
-use switchboard_tests::sdk::{Outbox, Target};
+use switchboard_tests::sdk::{Client, Outbox, Target};
+use switchboard_tests::{Options, TestServer};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::local_db;
+use crate::support::{LossyProxy, local_db};
 
 const ROOMS: u64 = 5;
 const MESSAGES: u64 = 1000;
@@ -131,4 +131,89 @@ async fn a_30_s_outage_while_sending_1000_messages_to_5_rooms_loses_nothing() {
             "room {room}: exactly once, in order"
         );
     }
+}
+
+fn wall_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// I8 meets I10: a send whose answer was lost, then an outage longer than the
+/// server keeps idempotency keys (24 h by default). Resending with the same key
+/// then would be a fresh request to the server, and the message would be stored
+/// twice. The outbox must not resend it; it keeps it in a visible terminal state
+/// with the reason instead.
+#[tokio::test]
+async fn a_lost_answer_then_an_outage_longer_than_the_key_ttl_is_not_stored_twice() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let (sender, _) = server.agent("sender").await;
+    let (_, reader) = server.agent("reader").await;
+    let proxy = LossyProxy::start(&server.url).await;
+    let client = Client::builder()
+        .request_timeout(Duration::from_secs(2))
+        .build(&proxy.url, sender.token.as_str())
+        .unwrap();
+    let gate = Gate::new().schema(Schema::new("note").field("n", FieldKind::Integer));
+    let (db, _dir) = local_db().await;
+    let outbox = Outbox::open(db, &client, gate, OutboxConfig::default())
+        .await
+        .unwrap();
+    let message = SendMessage {
+        payload: serde_json::json!({ "n": 1 }),
+        ..SendMessage::default()
+    };
+    let id = outbox
+        .try_enqueue(Target::Agent("reader".into()), "note", message)
+        .await
+        .unwrap()
+        .id;
+
+    proxy.lose_next_post();
+    let t0 = wall_ms();
+    outbox.dispatch_due(t0).await.unwrap();
+    let entry = outbox.entry(id).await.unwrap().unwrap();
+    assert!(!entry.state.is_terminal(), "the answer was lost: {entry:?}");
+    let stored = reader.poll("reader", 0, Some(100)).await.unwrap().events;
+    assert_eq!(
+        stored.len(),
+        1,
+        "the server stored it though the answer was lost"
+    );
+
+    // The agent is cut off for 25 h; the server forgets the key meanwhile.
+    let day = 24 * 3600 * 1000;
+    server.advance(Duration::from_millis(day as u64 + 3_600_000));
+    server.tick().await;
+    let later = t0 + day + 3_600_000;
+    for step in 0..5 {
+        outbox.dispatch_due(later + step * 600_000).await.unwrap();
+    }
+
+    let stored = reader.poll("reader", 0, Some(100)).await.unwrap().events;
+    assert_eq!(
+        stored.len(),
+        1,
+        "stored once: the outbox must not resend an entry whose key the server may have forgotten"
+    );
+    let entry = outbox.entry(id).await.unwrap().unwrap();
+    assert_eq!(entry.state.to_string(), "EXPIRED", "{entry:?}");
+    assert!(entry.state.is_terminal(), "{entry:?}");
+    let reason = entry.last_error.unwrap_or_default();
+    assert!(
+        reason.contains("idempotency window")
+            && reason.contains("24 h")
+            && reason.contains("twice"),
+        "the reason says what happened and why it was not resent: {reason}"
+    );
+    let counts = outbox.counts().await.unwrap();
+    assert_eq!((counts.open(), counts.expired), (0, 1), "{counts:?}");
 }

@@ -333,12 +333,21 @@ async fn the_agents_page_shows_each_agents_client_side() {
             queued: 2,
             retryable: 1,
             poison: 1,
+            expired: 1,
             ..OutboxSummary::default()
         },
         outbox_poison: vec![ClientPoison {
             id: "17".into(),
             target: Some("agent:nobody".into()),
             reason: "HTTP 404 not_found: agent \"nobody\"".into(),
+            at: time::OffsetDateTime::now_utc(),
+        }],
+        outbox_expired: vec![ClientPoison {
+            id: "18".into(),
+            target: Some("room:ops".into()),
+            reason: "not sent within the server's idempotency window (24 h keys, less a \
+                     1 h margin) since its first attempt"
+                .into(),
             at: time::OffsetDateTime::now_utc(),
         }],
         inbox: InboxSummary {
@@ -387,6 +396,19 @@ async fn the_agents_page_shows_each_agents_client_side() {
     assert!(
         poison.contains("agent:nobody") && poison.contains("not_found"),
         "{poison}"
+    );
+    assert_eq!(
+        browser
+            .text(&format!("{row} td[data-col=\"outbox-expired\"]"))
+            .await,
+        "1"
+    );
+    let expired = browser
+        .text(r#"#client-poison li[data-client-poison="expired"][data-agent="alice"]"#)
+        .await;
+    assert!(
+        expired.contains("room:ops") && expired.contains("idempotency window"),
+        "{expired}"
     );
 
     // A new report (the consumer quarantined an event) arrives without a reload.

@@ -1,6 +1,8 @@
 //! The client side of each agent, as its SDK reports it (`/ops/client-reports`):
-//! the connection mode, the local outbox by state and the poison entries on both
-//! sides of the wire that the server cannot see otherwise.
+//! the connection mode, the local outbox by state, and the entries the server
+//! cannot see otherwise: poison on both sides of the wire, and outbox entries that
+//! expired (not sent within the server's idempotency window, so not resent: a
+//! resend could be stored twice; someone has to inspect and resend them by hand).
 
 use leptos::prelude::*;
 use switchboard_proto::{ClientPoison, ReceivedReport};
@@ -19,13 +21,20 @@ pub(crate) fn mode(report: &ReceivedReport) -> String {
     }
 }
 
+/// `side` is `outbox` or `inbox` (poison) or `expired` (outbox entries past the
+/// server's idempotency window).
 fn poison_rows(name: &str, side: &'static str, entries: &[ClientPoison]) -> Vec<AnyView> {
+    let tag = if side == "expired" {
+        "tag expired"
+    } else {
+        "tag quarantined"
+    };
     entries
         .iter()
         .map(|p| {
             view! {
                 <li data-client-poison=side data-agent=name.to_owned()>
-                    <span class="tag quarantined">{side}</span>" "
+                    <span class=tag>{side}</span>" "
                     <strong>{name.to_owned()}</strong>" "
                     {p.target.clone().map(|t| format!("to {t} ")).unwrap_or_default()}
                     <code>{p.id.clone()}</code>" "
@@ -49,6 +58,7 @@ fn row(r: &ReceivedReport) -> AnyView {
             <td data-col="outbox-open" class="num">{o.queued + o.sending + o.retryable}</td>
             <td data-col="outbox-retryable" class="num">{o.retryable}</td>
             <td data-col="outbox-poison" class={if o.poison > 0 { "num error" } else { "num" }}>{o.poison}</td>
+            <td data-col="outbox-expired" class={if o.expired > 0 { "num error" } else { "num" }}>{o.expired}</td>
             <td data-col="handled" class="num">{i.handled}</td>
             <td data-col="deduplicated" class="num">{i.deduplicated}</td>
             <td data-col="local-quarantine" class={if i.poisoned > 0 { "num error" } else { "num" }}>{i.poisoned}</td>
@@ -83,6 +93,7 @@ pub(crate) fn ClientSide() -> impl IntoView {
                         .iter()
                         .flat_map(|r| {
                             let mut rows = poison_rows(&r.name, "outbox", &r.report.outbox_poison);
+                            rows.extend(poison_rows(&r.name, "expired", &r.report.outbox_expired));
                             rows.extend(poison_rows(&r.name, "inbox", &r.report.inbox_poison));
                             rows
                         })
@@ -94,14 +105,16 @@ pub(crate) fn ClientSide() -> impl IntoView {
                                 <tr>
                                     <th>"Agent"</th><th>"Connection"</th><th>"Reported"</th>
                                     <th class="num">"Outbox open"</th><th class="num">"Retrying"</th>
-                                    <th class="num">"Outbox poison"</th><th class="num">"Handled"</th>
+                                    <th class="num">"Outbox poison"</th>
+                                    <th class="num" title="Not sent within the server's idempotency window: not resent, since a resend could be stored twice">"Outbox expired"</th>
+                                    <th class="num">"Handled"</th>
                                     <th class="num">"Deduplicated"</th><th class="num">"Quarantined locally"</th>
                                 </tr>
                             </thead>
                             <tbody>{reports.iter().map(row).collect::<Vec<_>>()}</tbody>
                         </table>
                         {has_poison.then(|| view! {
-                            <h3>"Client-side poison"</h3>
+                            <h3>"Client-side poison and expired entries"</h3>
                             <ul id="client-poison">{poison}</ul>
                         })}
                     }.into_any()

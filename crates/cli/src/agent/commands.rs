@@ -139,7 +139,7 @@ pub(crate) async fn send(common: &Common, args: SendArgs) -> anyhow::Result<u8> 
     let entry = outbox
         .deliver(enqueued.id, Duration::from_secs(args.wait_seconds))
         .await?
-        .context("the entry expired before it could be sent")?;
+        .context("the entry is no longer in the local outbox")?;
     println!(
         "{}",
         json!({"outbox_id": entry.id, "state": entry.state, "receipt": entry.receipt, "last_error": entry.last_error})
@@ -151,6 +151,10 @@ pub(crate) async fn send(common: &Common, args: SendArgs) -> anyhow::Result<u8> 
                 "the server refused it: {}",
                 entry.last_error.unwrap_or_default()
             );
+            Ok(1)
+        }
+        EntryState::Expired => {
+            eprintln!("not sent: {}", entry.last_error.unwrap_or_default());
             Ok(1)
         }
         _ => {
@@ -235,6 +239,9 @@ pub(crate) async fn status(common: &Common, args: StatusArgs) -> anyhow::Result<
     let db = common.db().await?;
     let counts = outbox::counts(&db).await?;
     let poison = outbox::poison_entries(&db, 10).await?;
+    let expired = outbox::expired_entries(&db, 10).await?;
+    let key_ttl = outbox::key_ttl(&db).await?;
+    let margin = OutboxConfig::default().horizon_margin;
     let mut inbox = Value::Null;
     if let Some(name) = &args.name {
         let mode = db
@@ -257,19 +264,50 @@ pub(crate) async fn status(common: &Common, args: StatusArgs) -> anyhow::Result<
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "state": path, "outbox": counts, "outbox_poison": poison, "inbox": inbox,
+                "state": path, "outbox": counts, "outbox_poison": poison,
+                "outbox_expired": expired,
+                "server_key_ttl": key_ttl,
+                "horizon_margin_seconds": margin.as_secs(),
+                "inbox": inbox,
             }))?
         );
         return Ok(0);
     }
     println!("state: {}", path.display());
     println!(
-        "outbox: queued {}, sending {}, retryable {}, sent {}, poison {}, expired {}",
-        counts.queued, counts.sending, counts.retryable, counts.sent, counts.poison, counts.expired
+        "outbox: queued {}, sending {}, retryable {}, sent {}, poison {}, expired {}{}",
+        counts.queued,
+        counts.sending,
+        counts.retryable,
+        counts.sent,
+        counts.poison,
+        counts.expired,
+        match counts.expired_removed {
+            0 => String::new(),
+            n => format!(" (and {n} removed after their retention)"),
+        }
+    );
+    let learned = match key_ttl.learned_at {
+        Some(at) => format!("learned {} s ago", (now_ms() - at).max(0) / 1000),
+        None => "assumed: not learned from the server yet".to_owned(),
+    };
+    println!(
+        "  resent only within the server's idempotency window: keys kept {} s ({learned}), \
+         less a {} s margin",
+        key_ttl.ttl.as_secs(),
+        margin.as_secs()
     );
     for entry in &poison {
         println!(
             "  poison #{} to {}: {}",
+            entry.id,
+            entry.target,
+            entry.last_error.as_deref().unwrap_or("")
+        );
+    }
+    for entry in &expired {
+        println!(
+            "  expired #{} to {}: {}",
             entry.id,
             entry.target,
             entry.last_error.as_deref().unwrap_or("")

@@ -69,6 +69,11 @@ pub enum EntryState {
     Sent,
     /// The server refused it for good (terminal); `last_error` says why.
     Poison,
+    /// Not sent within the server's idempotency window (terminal): an attempt may
+    /// have reached the server, and the server may have forgotten the key since, so
+    /// a resend could be stored twice. `last_error` says so; inspect and resend by
+    /// hand.
+    Expired,
 }
 
 impl EntryState {
@@ -79,6 +84,7 @@ impl EntryState {
             Self::Retryable => "retryable",
             Self::Sent => "sent",
             Self::Poison => "poison",
+            Self::Expired => "expired",
         }
     }
 
@@ -88,13 +94,14 @@ impl EntryState {
             "retryable" => Self::Retryable,
             "sent" => Self::Sent,
             "poison" => Self::Poison,
+            "expired" => Self::Expired,
             _ => Self::Queued,
         }
     }
 
-    /// `SENT` or `POISON`.
+    /// `SENT`, `POISON` or `EXPIRED`.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Sent | Self::Poison)
+        matches!(self, Self::Sent | Self::Poison | Self::Expired)
     }
 }
 
@@ -116,8 +123,12 @@ pub struct Entry {
     /// Unix ms when the next attempt is due (for `QUEUED`/`RETRYABLE`).
     pub next_attempt_at: i64,
     /// Why the last attempt failed (a problem's code and detail, or the transport
-    /// error), or why it is poison.
+    /// error), or why it is poison or expired.
     pub last_error: Option<String>,
+    /// Unix ms when the first attempt that may have reached the server started
+    /// (`None` while every attempt failed to connect): the clock of the server's
+    /// idempotency window.
+    pub first_attempt_at: Option<i64>,
     /// Unix ms.
     pub created_at: i64,
     /// Unix ms of the last state change.
@@ -126,7 +137,7 @@ pub struct Entry {
     pub receipt: Option<serde_json::Value>,
 }
 
-/// Entries by state, and how many expired unsent.
+/// Entries by state, and how many expired entries are gone from the file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct OutboxCounts {
     pub queued: u64,
@@ -135,8 +146,13 @@ pub struct OutboxCounts {
     /// Sent entries still kept ([`OutboxConfig::sent_retention`]).
     pub sent: u64,
     pub poison: u64,
-    /// Removed unsent after the TTL, ever.
+    /// `EXPIRED` entries in the file: not sent within the server's idempotency
+    /// window, kept with their reason ([`OutboxConfig::expired_retention`]).
     pub expired: u64,
+    /// Expired entries no longer in the file, ever: removed after
+    /// [`OutboxConfig::expired_retention`], or (before the outbox had a horizon)
+    /// deleted unsent after its old 7-day TTL.
+    pub expired_removed: u64,
 }
 
 impl OutboxCounts {
@@ -152,8 +168,10 @@ impl OutboxCounts {
 pub struct OutboxConfig {
     /// Open (unsent, not poison) entries allowed at once (default 10,000).
     pub capacity: u64,
-    /// Age after which an unsent entry is removed and counted as expired (7 days).
-    pub ttl: Duration,
+    /// Taken off the server's idempotency key TTL before an entry counts as too
+    /// old to resend (1 h): room for the clocks of both sides to jump, and for
+    /// the resend itself to travel.
+    pub horizon_margin: Duration,
     /// The smallest delay between attempts of one entry (1 s).
     pub base_delay: Duration,
     /// The largest jittered delay between attempts of one entry (5 min).
@@ -162,6 +180,9 @@ pub struct OutboxConfig {
     pub sent_retention: Duration,
     /// How long poison entries stay for the operator to see (7 days).
     pub poison_retention: Duration,
+    /// How long expired entries stay for the operator to see (30 days); their
+    /// removal is counted in [`OutboxCounts::expired_removed`].
+    pub expired_retention: Duration,
     /// Lanes sending at once (8).
     pub max_lanes_in_flight: usize,
     /// The largest request body (5 MiB, the server's default limit).
@@ -174,11 +195,12 @@ impl Default for OutboxConfig {
     fn default() -> Self {
         Self {
             capacity: 10_000,
-            ttl: Duration::from_secs(7 * 24 * 3600),
+            horizon_margin: Duration::from_secs(3600),
             base_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(300),
             sent_retention: Duration::from_secs(3600),
             poison_retention: Duration::from_secs(7 * 24 * 3600),
+            expired_retention: Duration::from_secs(30 * 24 * 3600),
             max_lanes_in_flight: 8,
             max_body_bytes: 5 * 1024 * 1024,
             uniform: crate::retry::uniform_random,
@@ -219,6 +241,7 @@ pub struct Pass {
     pub sent: usize,
     pub retryable: usize,
     pub poisoned: usize,
+    /// Entries this pass found past the server's idempotency window (now `EXPIRED`).
     pub expired: u64,
     /// When the next head is due (Unix ms), if any lane is waiting.
     pub next_due: Option<i64>,
@@ -239,21 +262,44 @@ pub async fn counts(db: &LocalDb) -> Result<OutboxCounts, OutboxError> {
             EntryState::Retryable => counts.retryable = n,
             EntryState::Sent => counts.sent = n,
             EntryState::Poison => counts.poison = n,
+            EntryState::Expired => counts.expired = n,
         }
     }
-    let expired = sqlx::query("SELECT value FROM counters WHERE name = 'outbox_expired'")
-        .fetch_optional(db.pool())
-        .await
-        .map_err(|e| db.error(e))?;
-    counts.expired = expired.map_or(0, |r| u64::try_from(r.get::<i64, _>(0)).unwrap_or(0));
+    // The name predates the EXPIRED state: it counted entries the old TTL deleted
+    // unsent, and now counts expired entries removed after their retention.
+    let removed = sqlx::query(AssertSqlSafe(format!(
+        "SELECT value FROM counters WHERE name = '{EXPIRED_REMOVED}'"
+    )))
+    .fetch_optional(db.pool())
+    .await
+    .map_err(|e| db.error(e))?;
+    counts.expired_removed = removed.map_or(0, |r| u64::try_from(r.get::<i64, _>(0)).unwrap_or(0));
     Ok(counts)
 }
 
+/// The counter of expired entries no longer in the file.
+pub(super) const EXPIRED_REMOVED: &str = "outbox_expired";
+
 /// Poison entries in `db`, newest first, at most `limit`.
 pub async fn poison_entries(db: &LocalDb, limit: u32) -> Result<Vec<Entry>, OutboxError> {
+    entries_in(db, EntryState::Poison, limit).await
+}
+
+/// Expired entries in `db` (not sent within the server's idempotency window),
+/// newest first, at most `limit`.
+pub async fn expired_entries(db: &LocalDb, limit: u32) -> Result<Vec<Entry>, OutboxError> {
+    entries_in(db, EntryState::Expired, limit).await
+}
+
+async fn entries_in(
+    db: &LocalDb,
+    state: EntryState,
+    limit: u32,
+) -> Result<Vec<Entry>, OutboxError> {
     let rows = sqlx::query(AssertSqlSafe(format!(
-        "{ENTRY_COLUMNS} WHERE state = 'poison' ORDER BY updated_at DESC LIMIT ?"
+        "{ENTRY_COLUMNS} WHERE state = ? ORDER BY updated_at DESC, id DESC LIMIT ?"
     )))
+    .bind(state.as_str())
     .bind(limit)
     .fetch_all(db.pool())
     .await
@@ -271,7 +317,7 @@ pub struct Enqueued {
 }
 
 pub(super) const ENTRY_COLUMNS: &str = "SELECT id, target_kind, target, message_type, state, attempts, \
-     next_attempt_at, last_error, created_at, updated_at, receipt FROM outbox";
+     next_attempt_at, last_error, created_at, updated_at, receipt, first_attempt_at FROM outbox";
 
 pub(super) fn entry_of(row: &sqlx::sqlite::SqliteRow) -> Entry {
     Entry {
@@ -287,5 +333,6 @@ pub(super) fn entry_of(row: &sqlx::sqlite::SqliteRow) -> Entry {
         receipt: row
             .get::<Option<String>, _>(10)
             .and_then(|r| serde_json::from_str(&r).ok()),
+        first_attempt_at: row.get(11),
     }
 }

@@ -12,6 +12,9 @@ pub(super) enum Judged {
     Retry {
         retry_after: Option<Duration>,
         reason: String,
+        /// The request never left the machine (the connection could not be made),
+        /// so the server cannot have recorded its key.
+        never_left: bool,
     },
     /// The token was refused: wait the longest delay.
     Unauthorized(String),
@@ -51,6 +54,9 @@ pub(super) fn judge(result: Result<serde_json::Value, Error>) -> Judged {
         Err(error) if is_transient(&error) => Judged::Retry {
             retry_after: error.retry_after(),
             reason: describe(&error),
+            // Only a failed connect is known to have sent nothing; a timeout or a
+            // reset may come after the server read (and stored) the request.
+            never_left: matches!(&error, Error::Transport(e) if e.is_connect()),
         },
         Err(error) => Judged::Poison(describe(&error)),
     }

@@ -12,13 +12,28 @@
 //!                                 429, 5xx, 409 request_in_progress, 401)
 //! SENDING ──▶ POISON             (a final answer: 400, 403, 404, 413, 422, …; the
 //!                                 reason is kept)
-//! QUEUED / RETRYABLE ──▶ EXPIRED (older than the TTL, 7 days by default: the row
-//!                                 is removed and counted)
+//! QUEUED / RETRYABLE ──▶ EXPIRED (past the server's idempotency window: see below;
+//!                                 the reason is kept)
 //! ```
+//!
+//! `SENT`, `POISON` and `EXPIRED` are terminal. Nothing open is ever deleted: an
+//! entry leaves the file only from a terminal state, after that state's retention.
 //!
 //! On [`Outbox::open`], entries left `SENDING` by a process that died go back to
 //! `QUEUED`; they are resent with their stored key, so the server stores each
 //! message once.
+//!
+//! # The horizon
+//!
+//! A resend is safe only while the server still keeps the entry's idempotency key
+//! (invariant I8): after that, a message whose earlier answer was lost would be
+//! stored twice. So an entry is resent only while its first attempt that may have
+//! reached the server is younger than the server's key TTL less
+//! [`OutboxConfig::horizon_margin`]; past that it becomes `EXPIRED` with a reason
+//! that says to inspect and resend by hand. The TTL is learned from
+//! `/api/v1/capabilities` (cached in the local file; 24 h, the least a server keeps
+//! keys, until learned). An entry none of whose attempts connected has no key on
+//! the server and waits as long as it takes. See `horizon.rs`.
 //!
 //! # Order and lanes
 //!
@@ -50,6 +65,7 @@
 //! drive the schedule by hand; [`Outbox::run`] passes the wall clock.
 
 mod entry;
+mod horizon;
 mod judge;
 
 use std::fmt;
@@ -67,11 +83,14 @@ use crate::privacy::Gate;
 use crate::retry::DecorrelatedJitter;
 use crate::{Client, Error, new_idempotency_key};
 
+use entry::EXPIRED_REMOVED;
 use entry::{ENTRY_COLUMNS, entry_of};
 pub use entry::{
     Enqueued, Entry, EntryState, OutboxConfig, OutboxCounts, OutboxError, Pass, Target, counts,
-    poison_entries,
+    expired_entries, poison_entries,
 };
+use horizon::Horizon;
+pub use horizon::{DEFAULT_KEY_TTL, KeyTtl, key_ttl};
 use judge::{Judged, judge};
 
 /// The durable outbox. Cheap to clone.
@@ -85,6 +104,8 @@ struct Inner {
     client: Client,
     gate: Gate,
     config: OutboxConfig,
+    /// The server's idempotency key TTL, which bounds how long entries are resent.
+    horizon: Horizon,
     /// New work was enqueued.
     work: Notify,
     /// Entries left the open states.
@@ -118,12 +139,14 @@ impl Outbox {
             .execute(db.pool())
             .await
             .map_err(|e| db.error(e))?;
+        let horizon = Horizon::load(&db, config.horizon_margin).await?;
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
                 client: client.single_attempt(),
                 gate,
                 config,
+                horizon,
                 work: Notify::new(),
                 space: Notify::new(),
             }),
@@ -211,18 +234,27 @@ impl Outbox {
         }
     }
 
-    /// One delivery pass at time `now` (Unix ms): removes expired and old entries,
-    /// then makes one attempt for the head of every lane that is due, lanes in
-    /// parallel.
+    /// One delivery pass at time `now` (Unix ms): removes terminal entries past
+    /// their retention, learns the server's key TTL when due (only when something
+    /// is to be sent), marks entries past the horizon `EXPIRED`, then makes one
+    /// attempt for the head of every lane that is due, lanes in parallel.
     pub async fn dispatch_due(&self, now: i64) -> Result<Pass, OutboxError> {
         let inner = &self.inner;
+        self.prune(now).await?;
+        let mut heads = self.due_heads(now).await?;
+        if !heads.is_empty() && inner.horizon.due(now) {
+            inner.horizon.learn(&inner.db, &inner.client, now).await;
+        }
+        let cutoff = inner.horizon.cutoff(now);
         let mut pass = Pass {
-            expired: self.expire(now).await?,
+            expired: self.expire(now, cutoff).await?,
             ..Pass::default()
         };
-        let heads = self.due_heads(now).await?;
+        if pass.expired > 0 {
+            heads = self.due_heads(now).await?;
+        }
         let mut attempts = futures::stream::iter(heads)
-            .map(|head| self.attempt(head, now))
+            .map(|head| self.attempt(head, now, cutoff))
             .buffer_unordered(inner.config.max_lanes_in_flight.max(1));
         while let Some(outcome) = attempts.next().await {
             match outcome? {
@@ -272,7 +304,7 @@ impl Outbox {
     }
 
     /// Makes passes until entry `id` is terminal or `timeout` passes; returns the
-    /// entry as it is then (`None` if it expired).
+    /// entry as it is then (`None` if it is no longer in the file).
     pub async fn deliver(&self, id: i64, timeout: Duration) -> Result<Option<Entry>, OutboxError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -328,29 +360,41 @@ impl Outbox {
         counts(&self.inner.db).await
     }
 
-    /// Removes unsent entries past the TTL (counting them), sent entries past
-    /// their retention and poison entries past theirs.
-    async fn expire(&self, now: i64) -> Result<u64, OutboxError> {
-        let (db, config) = (&self.inner.db, &self.inner.config);
+    /// The server's idempotency key TTL this outbox goes by.
+    pub fn key_ttl(&self) -> KeyTtl {
+        self.inner.horizon.known()
+    }
+
+    /// Marks open entries first tried at or before `cutoff` (past the horizon)
+    /// `EXPIRED`, with the reason and the last error they had. Never deletes.
+    async fn expire(&self, now: i64, cutoff: i64) -> Result<u64, OutboxError> {
+        let db = &self.inner.db;
         let expired = sqlx::query(
-            "DELETE FROM outbox WHERE state IN ('queued', 'retryable') AND created_at <= ?",
+            "UPDATE outbox SET state = 'expired', updated_at = ?, \
+             last_error = ? || COALESCE(' (last error: ' || last_error || ')', '') \
+             WHERE state IN ('queued', 'retryable') AND first_attempt_at <= ?",
         )
-        .bind(now - ms(config.ttl))
+        .bind(now)
+        .bind(self.inner.horizon.reason())
+        .bind(cutoff)
         .execute(db.pool())
         .await
         .map_err(|e| db.error(e))?
         .rows_affected();
         if expired > 0 {
-            sqlx::query(
-                "INSERT INTO counters (name, value) VALUES ('outbox_expired', ?) \
-                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-            )
-            .bind(i64::try_from(expired).unwrap_or(i64::MAX))
-            .execute(db.pool())
-            .await
-            .map_err(|e| db.error(e))?;
-            tracing::warn!(expired, "outbox entries expired unsent");
+            tracing::warn!(
+                expired,
+                "outbox entries not sent within the server's idempotency window are EXPIRED, \
+                 not resent; see `switchboard agent status`"
+            );
         }
+        Ok(expired)
+    }
+
+    /// Removes terminal entries past their retention: sent, poison, and expired
+    /// (whose removal is counted).
+    async fn prune(&self, now: i64) -> Result<(), OutboxError> {
+        let (db, config) = (&self.inner.db, &self.inner.config);
         sqlx::query(
             "DELETE FROM outbox WHERE (state = 'sent' AND updated_at <= ?) \
              OR (state = 'poison' AND updated_at <= ?)",
@@ -360,7 +404,23 @@ impl Outbox {
         .execute(db.pool())
         .await
         .map_err(|e| db.error(e))?;
-        Ok(expired)
+        let removed = sqlx::query("DELETE FROM outbox WHERE state = 'expired' AND updated_at <= ?")
+            .bind(now - ms(config.expired_retention))
+            .execute(db.pool())
+            .await
+            .map_err(|e| db.error(e))?
+            .rows_affected();
+        if removed > 0 {
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO counters (name, value) VALUES ('{EXPIRED_REMOVED}', ?) \
+                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value"
+            )))
+            .bind(i64::try_from(removed).unwrap_or(i64::MAX))
+            .execute(db.pool())
+            .await
+            .map_err(|e| db.error(e))?;
+        }
+        Ok(())
     }
 
     /// The head of every lane that is due: the oldest open entry of the lane, when
@@ -368,7 +428,8 @@ impl Outbox {
     async fn due_heads(&self, now: i64) -> Result<Vec<Head>, OutboxError> {
         let db = &self.inner.db;
         let rows = sqlx::query(AssertSqlSafe(format!(
-            "SELECT id, target_kind, target, body, idempotency_key, last_delay_ms FROM outbox \
+            "SELECT id, target_kind, target, body, idempotency_key, last_delay_ms, \
+             first_attempt_at FROM outbox \
              WHERE id IN (SELECT MIN(id) FROM outbox WHERE state IN {OPEN} GROUP BY lane) \
              AND state IN ('queued', 'retryable') AND next_attempt_at <= ? ORDER BY id"
         )))
@@ -386,6 +447,7 @@ impl Outbox {
                 last_delay: row
                     .get::<Option<i64>, _>(5)
                     .map(|d| Duration::from_millis(u64::try_from(d).unwrap_or(0))),
+                first_attempt_at: row.get(6),
             })
             .collect())
     }
@@ -405,15 +467,28 @@ impl Outbox {
     }
 
     /// One attempt for a lane head; the state it ended in (`None` when another
-    /// process took it first).
-    async fn attempt(&self, head: Head, now: i64) -> Result<Option<EntryState>, OutboxError> {
+    /// process took it first, or it is past the horizon: first tried at or before
+    /// `cutoff`).
+    async fn attempt(
+        &self,
+        head: Head,
+        now: i64,
+        cutoff: i64,
+    ) -> Result<Option<EntryState>, OutboxError> {
         let (db, config) = (&self.inner.db, &self.inner.config);
+        // The horizon is checked in the statement that takes the entry, so no
+        // attempt starts past it, whatever another process did meanwhile. The clock
+        // starts here, before any byte leaves: the earliest the server can record
+        // the key.
         let taken = sqlx::query(
-            "UPDATE outbox SET state = 'sending', attempts = attempts + 1, updated_at = ? \
-             WHERE id = ? AND state IN ('queued', 'retryable')",
+            "UPDATE outbox SET state = 'sending', attempts = attempts + 1, updated_at = ?1, \
+             first_attempt_at = COALESCE(first_attempt_at, ?1) \
+             WHERE id = ?2 AND state IN ('queued', 'retryable') \
+             AND (first_attempt_at IS NULL OR first_attempt_at > ?3)",
         )
         .bind(now)
         .bind(head.id)
+        .bind(cutoff)
         .execute(db.pool())
         .await
         .map_err(|e| db.error(e))?
@@ -455,9 +530,16 @@ impl Outbox {
             Judged::Retry {
                 retry_after,
                 reason,
-            } => self.schedule(&head, now, retry_after, reason).await?,
+                never_left,
+            } => {
+                // A first attempt that could not connect sent nothing: the server has
+                // no key to forget, and the horizon's clock has not started.
+                let unstarted = never_left && head.first_attempt_at.is_none();
+                self.schedule(&head, now, retry_after, reason, unstarted)
+                    .await?
+            }
             Judged::Unauthorized(reason) => {
-                self.schedule(&head, now, Some(config.max_delay), reason)
+                self.schedule(&head, now, Some(config.max_delay), reason, false)
                     .await?
             }
         };
@@ -466,13 +548,15 @@ impl Outbox {
 
     /// Makes a head `RETRYABLE`, due after `retry_after` (exactly) or else the next
     /// jittered delay. The schedule counts from `now`, when the attempt started, so
-    /// a `Retry-After: 30` answer means 30 s after `now`.
+    /// a `Retry-After: 30` answer means 30 s after `now`. With `unstarted`, no
+    /// attempt so far has reached the server: `first_attempt_at` is cleared again.
     async fn schedule(
         &self,
         head: &Head,
         now: i64,
         retry_after: Option<Duration>,
         reason: String,
+        unstarted: bool,
     ) -> Result<EntryState, OutboxError> {
         let (db, config) = (&self.inner.db, &self.inner.config);
         let jitter =
@@ -485,12 +569,14 @@ impl Outbox {
         let delay = retry_after.unwrap_or(jittered);
         sqlx::query(
             "UPDATE outbox SET state = 'retryable', last_error = ?, next_attempt_at = ?, \
-             last_delay_ms = ?, updated_at = ? WHERE id = ?",
+             last_delay_ms = ?, updated_at = ?, \
+             first_attempt_at = CASE WHEN ? THEN NULL ELSE first_attempt_at END WHERE id = ?",
         )
         .bind(reason)
         .bind(now.saturating_add(ms(delay)))
         .bind(ms(jittered))
         .bind(now_ms().max(now))
+        .bind(unstarted)
         .bind(head.id)
         .execute(db.pool())
         .await
@@ -533,4 +619,6 @@ struct Head {
     body: Vec<u8>,
     key: String,
     last_delay: Option<Duration>,
+    /// Before this attempt.
+    first_attempt_at: Option<i64>,
 }
