@@ -16,6 +16,9 @@ use crate::{cmd, postgres, prereqs, ui};
 /// (`protocol`, `api`), plus what needs PostgreSQL (`instances`, ignored without it).
 const CONFORMANCE: &[&str] = &["--test", "protocol", "--test", "api", "--test", "instances"];
 
+/// The driver suite's tests (a name filter), run on PostgreSQL too.
+const DRIVER_SUITE: &str = "engine::suite";
+
 /// The browser tests that also run on PostgreSQL (a name filter).
 const BROWSER_ON_POSTGRES: &str = "queue_table";
 
@@ -108,6 +111,16 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                         .args(CONFORMANCE)
                         .args(cargo_test_args)
                         .args(include_ignored(cargo_test_args))
+                        .env(postgres::URL_ENV, &pg.url),
+                    &mut counts,
+                )?;
+                // The driver suite (every driver method, `store/engine/suite.rs`).
+                run_counting(
+                    cmd::cargo()
+                        .args(["test", "--workspace", "--lib"])
+                        .args(cargo_test_args)
+                        .args(include_ignored(cargo_test_args))
+                        .arg(DRIVER_SUITE)
                         .env(postgres::URL_ENV, &pg.url),
                     &mut counts,
                 )?;

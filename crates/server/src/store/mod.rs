@@ -6,6 +6,7 @@
 //! the store never reads the wall clock itself. Write methods return the wake-ups
 //! ([`Wake`]) the caller sends **after** the method returned, i.e. after commit (I1).
 
+pub(crate) mod engine;
 mod jobs;
 pub(crate) mod lease_common;
 mod leasing;

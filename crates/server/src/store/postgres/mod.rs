@@ -540,3 +540,25 @@ impl Store for PgStore {
         health::table_health(self).await.map(Some)
     }
 }
+
+#[async_trait]
+impl crate::store::engine::Driver for PgStore {
+    type Tx = sqlx::Transaction<'static, Postgres>;
+
+    async fn begin_write(&self) -> StoreResult<Self::Tx> {
+        self.begin().await
+    }
+
+    async fn commit(&self, tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()> {
+        PgStore::commit(self, tx, wakes).await
+    }
+
+    async fn retrying<T, F, Fut>(&self, attempt: F) -> StoreResult<T>
+    where
+        T: Send,
+        F: FnMut() -> Fut + Send,
+        Fut: std::future::Future<Output = StoreResult<T>> + Send,
+    {
+        retrying(attempt).await
+    }
+}

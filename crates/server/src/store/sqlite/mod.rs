@@ -520,3 +520,17 @@ impl Store for SqliteStore {
         rows.iter().map(client_report).collect()
     }
 }
+
+#[async_trait::async_trait]
+impl crate::store::engine::Driver for SqliteStore {
+    type Tx = sqlx::Transaction<'static, sqlx::Sqlite>;
+
+    async fn begin_write(&self) -> StoreResult<Self::Tx> {
+        SqliteStore::begin_write(self).await
+    }
+
+    /// One process owns the file: nobody else needs to hear of `wakes`.
+    async fn commit(&self, tx: Self::Tx, _wakes: &[Wake]) -> StoreResult<()> {
+        Ok(tx.commit().await?)
+    }
+}

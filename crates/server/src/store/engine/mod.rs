@@ -1,0 +1,44 @@
+//! The store engine: each piece of store logic written once, over a small driver
+//! per backend (River's `riverdriver` shape). A driver holds the pools, the SQL of
+//! each statement, row mapping and what a backend alone has (PostgreSQL's
+//! `FOR UPDATE` / `FOR SHARE` and its NOTIFY at commit, SQLite's single writer); the
+//! engine holds the order of the steps, the checks between them and the rules.
+//!
+//! The move is incremental: the data plane (`records`) runs on the engine; the
+//! other store modules still have one implementation per backend, behind the same
+//! `Store` traits, until they move here too.
+
+use crate::store::{StoreResult, Wake};
+use async_trait::async_trait;
+use std::future::Future;
+
+pub(crate) mod records;
+#[cfg(test)]
+mod suite;
+
+/// What every driver has: write transactions.
+#[async_trait]
+pub(crate) trait Driver: Send + Sync + 'static {
+    /// One write transaction. SQLite: on the single writer (`BEGIN IMMEDIATE`);
+    /// PostgreSQL: READ COMMITTED, rows locked by the statements that need it.
+    type Tx: Send;
+
+    async fn begin_write(&self) -> StoreResult<Self::Tx>;
+
+    /// Commits. `wakes` are for other instances: PostgreSQL queues them as
+    /// notifications inside the transaction, delivered only by its commit (I1); a
+    /// backend of one process ignores them (its handler wakes its own hub after this
+    /// returns).
+    async fn commit(&self, tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()>;
+
+    /// Runs `attempt`, one whole transaction, again while the backend says a retry
+    /// may cure its failure (PostgreSQL: serialization failures and deadlocks).
+    async fn retrying<T, F, Fut>(&self, mut attempt: F) -> StoreResult<T>
+    where
+        T: Send,
+        F: FnMut() -> Fut + Send,
+        Fut: Future<Output = StoreResult<T>> + Send,
+    {
+        attempt().await
+    }
+}

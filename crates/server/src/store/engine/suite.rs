@@ -1,0 +1,246 @@
+//! The driver suite: every driver method, on every backend (River's
+//! `riverdrivertest`). It runs beside the HTTP conformance suite, which tests the
+//! same logic from outside; this one pins down what each statement does, so a new
+//! driver (MariaDB) is checked method by method. SQLite always; PostgreSQL with
+//! `SWITCHBOARD_TEST_POSTGRES` (`cargo xtask test` runs it there).
+
+use super::records::{RecordDriver, Rejection};
+use crate::hooks::Hooks;
+use crate::store::lease_common::Line;
+use crate::store::postgres::PgStore;
+use crate::store::sqlite::SqliteStore;
+use crate::store::*;
+use switchboard_proto::MemoryId;
+
+fn message(n: u64) -> NewMessage {
+    NewMessage {
+        payload: format!("{{\"n\":{n}}}"),
+        correlation_id: None,
+        priority: 0,
+        available_at: 0,
+        expires_at: None,
+        max_attempts: 5,
+    }
+}
+
+/// Every [`RecordDriver`] method against a fresh database of `d`'s backend.
+async fn record_driver<D: RecordDriver + Store>(d: &D) {
+    let tenant = d.ensure_tenant("suite", 0).await.expect("tenant");
+    let other = d.ensure_tenant("other", 0).await.expect("tenant");
+    let a1 = d
+        .create_agent(tenant, "w1", &[1; 32], &[], 0)
+        .await
+        .expect("agent")
+        .id;
+    let a2 = d
+        .create_agent(tenant, "w2", &[2; 32], &[], 0)
+        .await
+        .expect("agent")
+        .id;
+    let memory = d
+        .register_memory(tenant, None, 0)
+        .await
+        .expect("memory")
+        .memory_instance_id;
+    let lease = d
+        .acquire_lease(
+            &NewLease {
+                tenant,
+                name: "writer".into(),
+                skeleton: "writer".into(),
+                memory,
+                ttl_ms: 10_000,
+                lock_delay_ms: 0,
+                owner_client: Some("host".into()),
+                holder: "agent:w1".into(),
+            },
+            None,
+            0,
+        )
+        .await
+        .expect("lease");
+    let t = lease.fencing_token;
+
+    let mut tx = d.begin_write().await.expect("begin");
+    // The fence, within the tenant only.
+    assert_eq!(
+        d.lock_memory_fence(&mut tx, tenant, memory).await.unwrap(),
+        Some(t as i64)
+    );
+    assert_eq!(
+        d.lock_memory_fence(&mut tx, other, memory).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        d.lock_memory_fence(&mut tx, tenant, MemoryId::new())
+            .await
+            .unwrap(),
+        None
+    );
+    // Whom the token went to; nobody for one never issued.
+    let issued = d.issued(&mut tx, memory, t).await.unwrap().expect("issued");
+    assert_eq!(
+        (issued.holder.as_str(), issued.owner_client.as_deref()),
+        ("agent:w1", Some("host"))
+    );
+    assert!(d.issued(&mut tx, memory, t + 1).await.unwrap().is_none());
+    // Live until its expiry, only with its own token.
+    assert!(d.lock_live_lease(&mut tx, memory, t, 9_999).await.unwrap());
+    assert!(!d.lock_live_lease(&mut tx, memory, t, 10_000).await.unwrap());
+    assert!(!d.lock_live_lease(&mut tx, memory, t + 1, 0).await.unwrap());
+    d.see_fence(&mut tx, memory, t).await.unwrap();
+    // Records: none, put, overwrite, delete.
+    assert_eq!(d.load_record(&mut tx, memory, "k").await.unwrap(), None);
+    d.put_record(&mut tx, memory, "k", "{\"v\":1}", 1, t, 5)
+        .await
+        .unwrap();
+    let r = d
+        .load_record(&mut tx, memory, "k")
+        .await
+        .unwrap()
+        .expect("put");
+    assert_eq!(
+        (r.value.clone(), r.version, r.fencing_token),
+        (serde_json::json!({"v": 1}), 1, t)
+    );
+    d.put_record(&mut tx, memory, "k", "{\"v\":2}", 2, t, 6)
+        .await
+        .unwrap();
+    let r = d
+        .load_record(&mut tx, memory, "k")
+        .await
+        .unwrap()
+        .expect("put");
+    assert_eq!((r.value, r.version), (serde_json::json!({"v": 2}), 2));
+    assert_eq!(d.load_record(&mut tx, memory, "other").await.unwrap(), None);
+    d.delete_record(&mut tx, memory, "k").await.unwrap();
+    assert_eq!(d.load_record(&mut tx, memory, "k").await.unwrap(), None);
+    // Memories by tenant; subscriptions idempotent, listed in agent-id order.
+    assert!(d.memory_exists(&mut tx, tenant, memory).await.unwrap());
+    assert!(!d.memory_exists(&mut tx, other, memory).await.unwrap());
+    assert!(d.subscribers(&mut tx, memory).await.unwrap().is_empty());
+    for agent in [a2, a2, a1] {
+        d.set_subscribed(&mut tx, memory, agent, true)
+            .await
+            .unwrap();
+    }
+    let mut both = vec![a1, a2];
+    both.sort_by_key(|a| a.to_string());
+    assert_eq!(d.subscribers(&mut tx, memory).await.unwrap(), both);
+    d.set_subscribed(&mut tx, memory, a2, false).await.unwrap();
+    d.set_subscribed(&mut tx, memory, a2, false).await.unwrap();
+    assert_eq!(d.subscribers(&mut tx, memory).await.unwrap(), [a1]);
+    // Events take the agent's next sequence numbers.
+    let first = d
+        .insert_event(&mut tx, tenant, a1, &Actor::Operator, &message(1), 0)
+        .await
+        .unwrap();
+    let second = d
+        .insert_event(&mut tx, tenant, a1, &Actor::Operator, &message(2), 0)
+        .await
+        .unwrap();
+    assert_eq!((first.agent_id, first.seq, second.seq), (a1, 1, 2));
+    // A refusal: its row and its audit line.
+    d.insert_rejection(
+        &mut tx,
+        &Rejection {
+            tenant,
+            memory,
+            presented: t as i64 - 1,
+            current: t as i64,
+            owner_client: Some("host"),
+            actor: "agent:w2",
+            operation: "put k",
+            at: 7,
+        },
+    )
+    .await
+    .unwrap();
+    let m = memory.to_string();
+    let line = Line {
+        event: "fence_rejected",
+        name: None,
+        memory: &m,
+        token: t as i64 - 1,
+        actor: "agent:w2",
+    };
+    d.lease_audit_line(&mut tx, tenant, line, 7).await.unwrap();
+    d.commit(tx, &[]).await.expect("commit");
+
+    let rejections = RecordDriver::fencing_rejections(d, tenant, 10)
+        .await
+        .unwrap();
+    assert_eq!(rejections.len(), 1, "{rejections:?}");
+    let r = &rejections[0];
+    assert_eq!(
+        (
+            r.presented_token,
+            r.current_token,
+            r.owner_client.as_deref()
+        ),
+        (t - 1, t, Some("host"))
+    );
+    assert_eq!(
+        (r.actor.as_str(), r.operation.as_str()),
+        ("agent:w2", "put k")
+    );
+    assert!(
+        RecordDriver::fencing_rejections(d, other, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let audit = d.lease_audit(tenant, 10).await.unwrap();
+    assert!(
+        audit.iter().any(|e| e.event == "fence_rejected"),
+        "{audit:?}"
+    );
+
+    // What a transaction does is gone when it ends without a commit.
+    let mut tx = d.begin_write().await.expect("begin");
+    d.put_record(&mut tx, memory, "gone", "1", 1, t, 8)
+        .await
+        .unwrap();
+    drop(tx);
+    let mut tx = d.begin_write().await.expect("begin");
+    assert_eq!(d.load_record(&mut tx, memory, "gone").await.unwrap(), None);
+    d.commit(tx, &[]).await.expect("commit");
+}
+
+#[tokio::test]
+async fn the_record_driver_on_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("suite.db").display());
+    let store = SqliteStore::open(&url, "normal", Hooks::default())
+        .await
+        .expect("open");
+    record_driver(&store).await;
+    store.close().await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
+async fn the_record_driver_on_postgres() {
+    let admin = std::env::var("SWITCHBOARD_TEST_POSTGRES")
+        .expect("set SWITCHBOARD_TEST_POSTGRES to an admin URL");
+    let name = format!("sb_t_driver_{}", uuid::Uuid::new_v4().simple());
+    let pool = sqlx::PgPool::connect(&admin).await.expect("connect");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&pool)
+        .await
+        .expect("create the database");
+    let (base, _) = admin
+        .rsplit_once('/')
+        .expect("an admin URL ends in /database");
+    let store = PgStore::open(&format!("{base}/{name}"), 4, Hooks::default())
+        .await
+        .expect("open");
+    record_driver(&store).await;
+    store.close().await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&pool)
+    .await
+    .expect("drop the database");
+}
