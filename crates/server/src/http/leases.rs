@@ -1,11 +1,12 @@
-//! Memory instances (`/api/v1/memories`) and name + memory leases with fencing
-//! tokens (`/api/v1/leases`), and the operator's view of them (`/api/v1/ops/leases`).
+//! Name + memory leases with fencing tokens (`/api/v1/leases`), and the operator's
+//! view of them (`/api/v1/ops/leases`). Memory instances are in `memories.rs`.
 //!
 //! The names-and-leases seed's wire format is accepted too (issue 12): its field
 //! names as aliases or extra fields (`display_name`, `owner_client_id`,
 //! `canonical_name`; renewals and releases that name the lease by its fields), and
 //! its paths without the `/api` prefix (`/v1/leases…`, `/v1/memories…`), which run
-//! the same handlers. The OpenAPI document lists both spellings and both paths.
+//! the same handlers. The OpenAPI document lists both spellings and both paths
+//! (`seed.rs`).
 //!
 //! Who may: agents (their own token) and operators with `ops:write` acquire, renew and
 //! release; a read-only session may only look. Names go through the canonical-name
@@ -13,6 +14,7 @@
 //! service-wide.
 
 use super::AppState;
+use super::memories::memory_not_found;
 use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, RawJson, parse_json};
 use super::idempotency::{self, Policy};
@@ -45,11 +47,7 @@ const LEASE_POLICY: Policy = Policy {
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     use axum::routing::post;
-    let mut router = OpenApiRouter::new()
-        .routes(routes!(register_memory))
-        .routes(routes!(branch_memory))
-        .routes(routes!(get_memory))
-        .routes(routes!(lineage))
+    OpenApiRouter::new()
         .routes(routes!(acquire))
         .routes(routes!(renew))
         .routes(routes!(release))
@@ -58,73 +56,9 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(lease_audit))
         .routes(routes!(import_names))
         // The seed's paths: the same handlers (so the same idempotency keys).
-        .route("/v1/memories", post(register_memory))
-        .route("/v1/memories/branch", post(branch_memory))
         .route("/v1/leases", post(acquire))
         .route("/v1/leases/renew", post(renew))
-        .route("/v1/leases/release", post(release));
-    document_seed_spelling(router.get_openapi_mut());
-    router
-}
-
-/// The `/v1` paths that alias `/api/v1` ones for clients of the seed.
-const SEED_PATHS: &[&str] = &[
-    "/api/v1/memories",
-    "/api/v1/memories/branch",
-    "/api/v1/leases",
-    "/api/v1/leases/renew",
-    "/api/v1/leases/release",
-];
-
-/// Serde aliases of `AcquireLease` (alias, field): utoipa does not see aliases.
-const SEED_ALIASES: &[(&str, &str)] = &[
-    ("display_name", "name"),
-    ("owner_client_id", "owner_client"),
-];
-
-/// Adds what the derived document cannot say: `AcquireLease`'s seed aliases as
-/// properties (the field they alias is then no longer required on its own), and the
-/// seed's `/v1` paths as copies of the `/api/v1` operations.
-fn document_seed_spelling(doc: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::{RefOr, Schema};
-    let schemas = doc.components.as_mut().map(|c| &mut c.schemas);
-    if let Some(Some(RefOr::T(Schema::Object(acquire)))) =
-        schemas.map(|s| s.get_mut("AcquireLease"))
-    {
-        for &(alias, field) in SEED_ALIASES {
-            let Some(RefOr::T(Schema::Object(mut property))) =
-                acquire.properties.get(field).cloned()
-            else {
-                continue;
-            };
-            property.description = Some(format!(
-                "`{field}` as the names-and-leases seed spells it; send one of the two"
-            ));
-            acquire
-                .properties
-                .insert(alias.to_owned(), RefOr::T(Schema::Object(property)));
-            if acquire.required.iter().any(|r| r == field) {
-                acquire.required.retain(|r| r != field);
-                acquire.description = Some(format!(
-                    "{}\n\nOne of `{field}` and `{alias}` is required.",
-                    acquire.description.take().unwrap_or_default()
-                ));
-            }
-        }
-    }
-    for &path in SEED_PATHS {
-        let Some(mut item) = doc.paths.paths.get(path).cloned() else {
-            continue;
-        };
-        let seed = path.trim_start_matches("/api");
-        for op in [&mut item.get, &mut item.post].into_iter().flatten() {
-            op.operation_id = op.operation_id.take().map(|id| format!("{id}_seed"));
-            op.summary = Some(format!(
-                "Alias of {path} for clients of the names-and-leases seed"
-            ));
-        }
-        doc.paths.paths.insert(seed.to_owned(), item);
-    }
+        .route("/v1/leases/release", post(release))
 }
 
 /// Agents and writing operators may hold leases; a read-only session may not.
@@ -136,7 +70,7 @@ pub(super) fn may_lease(p: &Principal) -> ApiResult<()> {
     }
 }
 
-fn note(field: &str, value: Option<String>) -> ApiResult<Option<String>> {
+pub(super) fn note(field: &str, value: Option<String>) -> ApiResult<Option<String>> {
     match value {
         Some(v) if v.chars().count() > MAX_NOTE_CHARS => Err(ApiError::unprocessable(format!(
             "{field} is {} characters; at most {MAX_NOTE_CHARS}",
@@ -227,119 +161,6 @@ async fn named_lease(state: &AppState, tenant: TenantId, n: Naming) -> ApiResult
         (_, Some(f)) => Ok(Named::Lease(f)),
         (_, None) => Ok(Named::Over(lease_common::gone(&fields).into())),
     }
-}
-
-fn memory_not_found(id: MemoryId) -> impl FnOnce(StoreError) -> ApiError {
-    move |e| match e {
-        StoreError::NotFound => ApiError::not_found(format_args!("memory {id}")),
-        e => e.into(),
-    }
-}
-
-/// Register a memory instance: the server mints its UUIDv7 identity.
-#[utoipa::path(post, path = "/api/v1/memories", tag = "leases", request_body = RegisterMemory,
-    responses((status = 201, body = Memory), (status = 422, body = Problem)))]
-async fn register_memory(
-    State(state): State<AppState>,
-    principal: Principal,
-    Json(req): Json<RegisterMemory>,
-) -> ApiResult<(StatusCode, axum::Json<Memory>)> {
-    may_lease(&principal)?;
-    let label = note("label", req.label)?;
-    let memory = state
-        .store
-        .register_memory(principal.tenant_id, label.as_deref(), state.now())
-        .await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(shown_to(&principal, memory)),
-    ))
-}
-
-/// Branch a memory: a new identity that records its parent and the parent's fencing
-/// token at the branch.
-#[utoipa::path(post, path = "/api/v1/memories/branch", tag = "leases", request_body = BranchMemory,
-    responses((status = 201, body = Memory), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn branch_memory(
-    State(state): State<AppState>,
-    principal: Principal,
-    Json(req): Json<BranchMemory>,
-) -> ApiResult<(StatusCode, axum::Json<Memory>)> {
-    may_lease(&principal)?;
-    let label = note("label", req.label)?;
-    let parent = req.parent_memory_instance_id;
-    let memory = state
-        .store
-        .branch_memory(
-            principal.tenant_id,
-            parent,
-            req.parent_fencing_token,
-            label.as_deref(),
-            state.now(),
-        )
-        .await
-        .map_err(|e| match e {
-            // A well-formed body with a token the parent has not reached.
-            StoreError::Invalid(why) => ApiError::unprocessable(why),
-            e => memory_not_found(parent)(e),
-        })?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(shown_to(&principal, memory)),
-    ))
-}
-
-/// One memory instance with its current fencing token.
-#[utoipa::path(get, path = "/api/v1/memories/{memory_id}", tag = "leases",
-    params(("memory_id" = MemoryId, Path)),
-    responses((status = 200, body = Memory), (status = 404, body = Problem)))]
-async fn get_memory(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<MemoryId>,
-) -> ApiResult<axum::Json<Memory>> {
-    let memory = state
-        .store
-        .memory(principal.tenant_id, id)
-        .await
-        .map_err(memory_not_found(id))?;
-    Ok(axum::Json(shown_to(&principal, memory)))
-}
-
-/// `memory` as `principal` may see it: the current fencing token only for operators
-/// (I7). A holder has its token from its acquisition; anyone else must not learn it.
-fn shown_to(principal: &Principal, mut memory: Memory) -> Memory {
-    if !principal.has(SCOPE_OPS_READ) {
-        memory.fencing_token = None;
-    }
-    memory
-}
-
-/// A memory's ancestors (parent first) and descendants (breadth first).
-#[utoipa::path(get, path = "/api/v1/memories/{memory_id}/lineage", tag = "leases",
-    params(("memory_id" = MemoryId, Path)),
-    responses((status = 200, body = Lineage), (status = 404, body = Problem)))]
-async fn lineage(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<MemoryId>,
-) -> ApiResult<axum::Json<Lineage>> {
-    let lineage = state
-        .store
-        .lineage(principal.tenant_id, id)
-        .await
-        .map_err(memory_not_found(id))?;
-    let Lineage {
-        memory,
-        ancestors,
-        descendants,
-    } = lineage;
-    let shown = |list: Vec<Memory>| list.into_iter().map(|m| shown_to(&principal, m)).collect();
-    Ok(axum::Json(Lineage {
-        memory: shown_to(&principal, memory),
-        ancestors: shown(ancestors),
-        descendants: shown(descendants),
-    }))
 }
 
 /// Acquire a name + memory lease (also at `/v1/leases`; the seed's `display_name`

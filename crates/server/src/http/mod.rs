@@ -11,9 +11,11 @@ mod jobs;
 mod leases;
 pub mod limits;
 pub mod lookups;
+mod memories;
 mod messages;
 mod ops;
 mod records;
+mod seed;
 pub mod session;
 mod system;
 
@@ -117,17 +119,19 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Builds the whole application: API, system endpoints and the console.
 pub fn router(state: AppState) -> Router {
-    let (api, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (api, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(inbox::routes())
         .merge(client_report::routes())
         .merge(messages::routes())
         .merge(ops::routes())
         .merge(jobs::routes())
         .merge(leases::routes())
+        .merge(memories::routes())
         .merge(records::routes())
         .merge(session::routes())
         .merge(system::api_routes())
         .split_for_parts();
+    seed::document(&mut openapi);
     let openapi = Arc::new(openapi);
     let api = api
         .route(

@@ -1,0 +1,140 @@
+//! Memory instances (`/api/v1/memories`, also at the seed's `/v1/memories`): made by
+//! the server (UUIDv7), branched with their parent and its token, read with their
+//! lineage. The current fencing token is shown to operators only (I7).
+
+use super::AppState;
+use super::auth::{Principal, SCOPE_OPS_READ};
+use super::extract::{Json, Path};
+use super::leases::{may_lease, note};
+use crate::error::{ApiError, ApiResult};
+use crate::store::StoreError;
+use axum::extract::State;
+use axum::http::StatusCode;
+use switchboard_proto::*;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    use axum::routing::post;
+    OpenApiRouter::new()
+        .routes(routes!(register_memory))
+        .routes(routes!(branch_memory))
+        .routes(routes!(get_memory))
+        .routes(routes!(lineage))
+        // The seed's paths: the same handlers.
+        .route("/v1/memories", post(register_memory))
+        .route("/v1/memories/branch", post(branch_memory))
+}
+
+pub(super) fn memory_not_found(id: MemoryId) -> impl FnOnce(StoreError) -> ApiError {
+    move |e| match e {
+        StoreError::NotFound => ApiError::not_found(format_args!("memory {id}")),
+        e => e.into(),
+    }
+}
+
+/// Register a memory instance: the server mints its UUIDv7 identity.
+#[utoipa::path(post, path = "/api/v1/memories", tag = "leases", request_body = RegisterMemory,
+    responses((status = 201, body = Memory), (status = 422, body = Problem)))]
+async fn register_memory(
+    State(state): State<AppState>,
+    principal: Principal,
+    Json(req): Json<RegisterMemory>,
+) -> ApiResult<(StatusCode, axum::Json<Memory>)> {
+    may_lease(&principal)?;
+    let label = note("label", req.label)?;
+    let memory = state
+        .store
+        .register_memory(principal.tenant_id, label.as_deref(), state.now())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(shown_to(&principal, memory)),
+    ))
+}
+
+/// Branch a memory: a new identity that records its parent and the parent's fencing
+/// token at the branch.
+#[utoipa::path(post, path = "/api/v1/memories/branch", tag = "leases", request_body = BranchMemory,
+    responses((status = 201, body = Memory), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn branch_memory(
+    State(state): State<AppState>,
+    principal: Principal,
+    Json(req): Json<BranchMemory>,
+) -> ApiResult<(StatusCode, axum::Json<Memory>)> {
+    may_lease(&principal)?;
+    let label = note("label", req.label)?;
+    let parent = req.parent_memory_instance_id;
+    let memory = state
+        .store
+        .branch_memory(
+            principal.tenant_id,
+            parent,
+            req.parent_fencing_token,
+            label.as_deref(),
+            state.now(),
+        )
+        .await
+        .map_err(|e| match e {
+            // A well-formed body with a token the parent has not reached.
+            StoreError::Invalid(why) => ApiError::unprocessable(why),
+            e => memory_not_found(parent)(e),
+        })?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(shown_to(&principal, memory)),
+    ))
+}
+
+/// One memory instance with its current fencing token.
+#[utoipa::path(get, path = "/api/v1/memories/{memory_id}", tag = "leases",
+    params(("memory_id" = MemoryId, Path)),
+    responses((status = 200, body = Memory), (status = 404, body = Problem)))]
+async fn get_memory(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<MemoryId>,
+) -> ApiResult<axum::Json<Memory>> {
+    let memory = state
+        .store
+        .memory(principal.tenant_id, id)
+        .await
+        .map_err(memory_not_found(id))?;
+    Ok(axum::Json(shown_to(&principal, memory)))
+}
+
+/// `memory` as `principal` may see it: the current fencing token only for operators
+/// (I7). A holder has its token from its acquisition; anyone else must not learn it.
+fn shown_to(principal: &Principal, mut memory: Memory) -> Memory {
+    if !principal.has(SCOPE_OPS_READ) {
+        memory.fencing_token = None;
+    }
+    memory
+}
+
+/// A memory's ancestors (parent first) and descendants (breadth first).
+#[utoipa::path(get, path = "/api/v1/memories/{memory_id}/lineage", tag = "leases",
+    params(("memory_id" = MemoryId, Path)),
+    responses((status = 200, body = Lineage), (status = 404, body = Problem)))]
+async fn lineage(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<MemoryId>,
+) -> ApiResult<axum::Json<Lineage>> {
+    let lineage = state
+        .store
+        .lineage(principal.tenant_id, id)
+        .await
+        .map_err(memory_not_found(id))?;
+    let Lineage {
+        memory,
+        ancestors,
+        descendants,
+    } = lineage;
+    let shown = |list: Vec<Memory>| list.into_iter().map(|m| shown_to(&principal, m)).collect();
+    Ok(axum::Json(Lineage {
+        memory: shown_to(&principal, memory),
+        ancestors: shown(ancestors),
+        descendants: shown(descendants),
+    }))
+}

@@ -1,0 +1,63 @@
+//! The names-and-leases seed's spelling in the OpenAPI document: what the derived
+//! document cannot say (serde aliases, and the `/v1` paths that alias `/api/v1`
+//! ones; `leases.rs` and `memories.rs` mount them).
+
+/// The `/v1` paths that alias `/api/v1` ones for clients of the seed.
+const SEED_PATHS: &[&str] = &[
+    "/api/v1/memories",
+    "/api/v1/memories/branch",
+    "/api/v1/leases",
+    "/api/v1/leases/renew",
+    "/api/v1/leases/release",
+];
+
+/// Serde aliases of `AcquireLease` (alias, field): utoipa does not see aliases.
+const SEED_ALIASES: &[(&str, &str)] = &[
+    ("display_name", "name"),
+    ("owner_client_id", "owner_client"),
+];
+
+/// Adds what the derived document cannot say: `AcquireLease`'s seed aliases as
+/// properties (the field they alias is then no longer required on its own), and the
+/// seed's `/v1` paths as copies of the `/api/v1` operations.
+pub(super) fn document(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{RefOr, Schema};
+    let schemas = doc.components.as_mut().map(|c| &mut c.schemas);
+    if let Some(Some(RefOr::T(Schema::Object(acquire)))) =
+        schemas.map(|s| s.get_mut("AcquireLease"))
+    {
+        for &(alias, field) in SEED_ALIASES {
+            let Some(RefOr::T(Schema::Object(mut property))) =
+                acquire.properties.get(field).cloned()
+            else {
+                continue;
+            };
+            property.description = Some(format!(
+                "`{field}` as the names-and-leases seed spells it; send one of the two"
+            ));
+            acquire
+                .properties
+                .insert(alias.to_owned(), RefOr::T(Schema::Object(property)));
+            if acquire.required.iter().any(|r| r == field) {
+                acquire.required.retain(|r| r != field);
+                acquire.description = Some(format!(
+                    "{}\n\nOne of `{field}` and `{alias}` is required.",
+                    acquire.description.take().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    for &path in SEED_PATHS {
+        let Some(mut item) = doc.paths.paths.get(path).cloned() else {
+            continue;
+        };
+        let seed = path.trim_start_matches("/api");
+        for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+            op.operation_id = op.operation_id.take().map(|id| format!("{id}_seed"));
+            op.summary = Some(format!(
+                "Alias of {path} for clients of the names-and-leases seed"
+            ));
+        }
+        doc.paths.paths.insert(seed.to_owned(), item);
+    }
+}
