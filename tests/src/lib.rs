@@ -516,6 +516,17 @@ impl DatabaseOutage {
     }
 }
 
+/// The wall clock in Unix ms (what an SDK's outbox stamps its entries with).
+pub fn wall_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("the clock is after 1970")
+            .as_millis(),
+    )
+    .expect("ms fit in i64")
+}
+
 /// A fresh idempotency key.
 pub fn key() -> String {
     uuid::Uuid::now_v7().to_string()

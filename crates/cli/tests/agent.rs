@@ -594,16 +594,6 @@ async fn login_keeps_the_token_in_the_kernel_keyring_and_logout_removes_it() {
     );
 }
 
-fn now_ms() -> i64 {
-    i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
-
 /// The server publishes the key TTL it is configured with; the agent learns it on a
 /// send; an entry whose answer never came and that is still unsent past that window
 /// is EXPIRED, not resent, and `agent status` shows it with its reason.
@@ -665,7 +655,7 @@ async fn status_shows_an_entry_expired_past_the_servers_idempotency_window() {
         .await
         .unwrap()
         .id;
-    let t0 = now_ms();
+    let t0 = switchboard_tests::wall_ms();
     let hour = 3_600_000;
     outbox.dispatch_due(t0).await.unwrap();
     outbox.dispatch_due(t0 + 30 * hour).await.unwrap();

@@ -133,16 +133,6 @@ async fn a_30_s_outage_while_sending_1000_messages_to_5_rooms_loses_nothing() {
     }
 }
 
-fn wall_ms() -> i64 {
-    i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
-
 /// I8 meets I10: a send whose answer was lost, then an outage longer than the
 /// server keeps idempotency keys (24 h by default). Resending with the same key
 /// then would be a fresh request to the server, and the message would be stored
@@ -178,7 +168,7 @@ async fn a_lost_answer_then_an_outage_longer_than_the_key_ttl_is_not_stored_twic
         .id;
 
     proxy.lose_next_post();
-    let t0 = wall_ms();
+    let t0 = switchboard_tests::wall_ms();
     outbox.dispatch_due(t0).await.unwrap();
     let entry = outbox.entry(id).await.unwrap().unwrap();
     assert!(!entry.state.is_terminal(), "the answer was lost: {entry:?}");

@@ -14,11 +14,11 @@
 //! service-wide.
 
 use super::AppState;
-use super::memories::memory_not_found;
 use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, RawJson, parse_json};
 use super::idempotency::{self, Policy};
 use super::limits::PageLimit;
+use super::memories::memory_not_found;
 use crate::clock::Millis;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{LeaseFields, NewLease, StoreError, lease_common};

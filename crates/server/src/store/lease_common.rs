@@ -165,6 +165,20 @@ pub(crate) fn secs(ms: Millis) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
 }
 
+/// A release's checks on the stored lease: its holder's, with its token.
+pub(crate) fn check_release(
+    held: &Stored,
+    id: LeaseId,
+    token: u64,
+    actor: &str,
+) -> StoreResult<()> {
+    check_holder(held, id, actor)?;
+    if held.lease.fencing_token != token {
+        return Err(stale(id, token));
+    }
+    Ok(())
+}
+
 /// A renewal's checks on the stored lease (`None`: it is gone); the lease to renew.
 pub(crate) fn check_renewal(
     held: Option<Stored>,

@@ -234,30 +234,24 @@ impl LeaseStore for SqliteStore {
         now: Millis,
     ) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
-        match load_lease(&mut tx, tenant, id).await? {
-            Some(held) if held.holder == actor && held.lease.fencing_token == token => {
-                // A clean release: the holder says it is done, so no lock delay.
-                sqlx::query("DELETE FROM leases WHERE id = ?")
-                    .bind(id.to_string())
-                    .execute(&mut *tx)
-                    .await?;
-                let memory = held.lease.memory_instance_id.to_string();
-                let line = Line {
-                    event: "released",
-                    name: Some(&held.lease.name),
-                    memory: &memory,
-                    token: token as i64,
-                    actor,
-                };
-                lease_audit::write(&mut tx, tenant, line, now).await?;
-            }
-            Some(held) => {
-                check_holder(&held, id, actor)?;
-                return Err(stale(id, token));
-            }
-            // Already gone (released before, forced out, taken over): the holder
-            // wants it ended, and it is. Releasing twice is not an error.
-            None => {}
+        // Already gone (released before, forced out, taken over): the holder wants it
+        // ended, and it is. Releasing twice is not an error.
+        if let Some(held) = load_lease(&mut tx, tenant, id).await? {
+            check_release(&held, id, token, actor)?;
+            // A clean release: the holder says it is done, so no lock delay.
+            sqlx::query("DELETE FROM leases WHERE id = ?")
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+            let memory = held.lease.memory_instance_id.to_string();
+            let line = Line {
+                event: "released",
+                name: Some(&held.lease.name),
+                memory: &memory,
+                token: token as i64,
+                actor,
+            };
+            lease_audit::write(&mut tx, tenant, line, now).await?;
         }
         tx.commit().await?;
         Ok(())
