@@ -6,6 +6,7 @@
 //! the store never reads the wall clock itself. Write methods return the wake-ups
 //! ([`Wake`]) the caller sends **after** the method returned, i.e. after commit (I1).
 
+pub(crate) mod dialect;
 pub(crate) mod engine;
 mod jobs;
 pub(crate) mod lease_common;
@@ -13,6 +14,7 @@ mod leasing;
 pub mod postgres;
 pub(crate) mod rows;
 pub mod sqlite;
+mod statements;
 
 pub use jobs::*;
 pub use leasing::*;

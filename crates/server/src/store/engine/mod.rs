@@ -4,14 +4,22 @@
 //! `FOR UPDATE` / `FOR SHARE` and its NOTIFY at commit, SQLite's single writer); the
 //! engine holds the order of the steps, the checks between them and the rules.
 //!
-//! The move is incremental: the data plane (`records`) runs on the engine; the
-//! other store modules still have one implementation per backend, behind the same
-//! `Store` traits, until they move here too.
+//! Each area has a `…Statements` trait (the statements every backend writes alike,
+//! implemented once in `store/statements/`), where needed a `…Driver` trait (what a
+//! backend does in its own shape, with a portable default), and its logic as
+//! functions generic over them, behind a blanket `impl` of the area's store trait.
+//!
+//! The move is incremental: events, the lease audit trail and the data plane run on
+//! the engine; the other store modules still have one implementation per backend,
+//! behind the same `Store` traits, until they move here too.
 
+use crate::store::dialect::Dialect;
 use crate::store::{StoreResult, Wake};
 use async_trait::async_trait;
 use std::future::Future;
 
+pub(crate) mod events;
+pub(crate) mod lease_audit;
 pub(crate) mod records;
 #[cfg(test)]
 mod suite;
@@ -22,6 +30,8 @@ pub(crate) trait Driver: Send + Sync + 'static {
     /// One write transaction. SQLite: on the single writer (`BEGIN IMMEDIATE`);
     /// PostgreSQL: READ COMMITTED, rows locked by the statements that need it.
     type Tx: Send;
+    /// The SQL this backend speaks.
+    const DIALECT: Dialect;
 
     async fn begin_write(&self) -> StoreResult<Self::Tx>;
 

@@ -10,12 +10,13 @@
 //! renewal waits for the call, and calls on one memory (and their record versions)
 //! are serialized. On SQLite the single writer gives all of this at once.
 
-use super::Driver;
+use super::events::{EventDriver, deliver};
+use super::lease_audit::{self, LeaseAuditStatements};
 use crate::clock::Millis;
 use crate::store::lease_common::*;
 use crate::store::*;
 use async_trait::async_trait;
-use switchboard_proto::{Delivery, FencingRejection, MemoryId, MemoryRecord};
+use switchboard_proto::{FencingRejection, MemoryId, MemoryRecord};
 
 /// To whom a fencing token went (`issued_tokens`).
 pub(crate) struct Issued {
@@ -36,9 +37,10 @@ pub(crate) struct Rejection<'a> {
     pub(crate) at: Millis,
 }
 
-/// The statements of the data plane. Each is one statement, in `tx`.
+/// The statements of the data plane (`store/statements/records.rs`). Each is one
+/// statement, in `tx`.
 #[async_trait]
-pub(crate) trait RecordDriver: Driver {
+pub(crate) trait RecordStatements: EventDriver + LeaseAuditStatements {
     /// The memory's fence, its row locked until the transaction ends; `None`: no
     /// such memory in `tenant`.
     async fn lock_memory_fence(
@@ -65,14 +67,6 @@ pub(crate) trait RecordDriver: Driver {
     /// Raises the memory's `fence_seen` to `token`.
     async fn see_fence(&self, tx: &mut Self::Tx, memory: MemoryId, token: u64) -> StoreResult<()>;
     async fn insert_rejection(&self, tx: &mut Self::Tx, r: &Rejection<'_>) -> StoreResult<()>;
-    /// One line of the lease audit trail (names and memories as salted hashes).
-    async fn lease_audit_line(
-        &self,
-        tx: &mut Self::Tx,
-        tenant: TenantId,
-        line: Line<'_>,
-        now: Millis,
-    ) -> StoreResult<()>;
     async fn load_record(
         &self,
         tx: &mut Self::Tx,
@@ -100,16 +94,6 @@ pub(crate) trait RecordDriver: Driver {
     /// The memory's subscribers, in agent-id order (two calls notifying the same
     /// agents number their events alike).
     async fn subscribers(&self, tx: &mut Self::Tx, memory: MemoryId) -> StoreResult<Vec<AgentId>>;
-    /// One inbox event (with the next sequence number of `to`: I2).
-    async fn insert_event(
-        &self,
-        tx: &mut Self::Tx,
-        tenant: TenantId,
-        to: AgentId,
-        from: &Actor,
-        msg: &NewMessage,
-        now: Millis,
-    ) -> StoreResult<Delivery>;
     async fn memory_exists(
         &self,
         tx: &mut Self::Tx,
@@ -137,7 +121,7 @@ type Refused = (Refusal, i64, Option<String>);
 
 /// Checks the call's token: issued to this caller (else one refusal for every
 /// case, `holder_refusal`), the memory's current one, carried by a live lease.
-async fn check_fence<D: RecordDriver>(
+async fn check_fence<D: RecordStatements>(
     d: &D,
     tx: &mut D::Tx,
     call: &RecordCall<'_>,
@@ -168,7 +152,7 @@ async fn check_fence<D: RecordDriver>(
 }
 
 /// Records a refused call: its rejection row and its audit line.
-async fn reject<D: RecordDriver>(
+async fn reject<D: RecordStatements>(
     d: &D,
     tx: &mut D::Tx,
     call: &RecordCall<'_>,
@@ -197,11 +181,11 @@ async fn reject<D: RecordDriver>(
         token: call.token as i64,
         actor: &actor,
     };
-    d.lease_audit_line(tx, call.tenant, line, now).await
+    lease_audit::write(d, tx, call.tenant, line, now).await
 }
 
 /// One data-plane call in one transaction: check, change, notify, commit.
-async fn record<D: RecordDriver>(
+async fn record<D: RecordStatements>(
     d: &D,
     call: &RecordCall<'_>,
     now: Millis,
@@ -246,9 +230,8 @@ async fn record<D: RecordDriver>(
     if let Some((version, deleted)) = change {
         let msg = memory_updated(call, version, deleted, now);
         for agent in d.subscribers(&mut tx, call.memory).await? {
-            let delivered = d
-                .insert_event(&mut tx, call.tenant, agent, call.who, &msg, now)
-                .await?;
+            let delivered =
+                deliver(d, &mut tx, call.tenant, agent, call.who, None, &msg, now).await?;
             wakes.push(Wake {
                 tenant_id: call.tenant,
                 agent_id: delivered.agent_id,
@@ -261,7 +244,7 @@ async fn record<D: RecordDriver>(
 }
 
 /// Subscribes `agent` to `memory`'s changes, or ends it (both idempotent).
-async fn subscribe_memory<D: RecordDriver>(
+async fn subscribe_memory<D: RecordStatements>(
     d: &D,
     tenant: TenantId,
     memory: MemoryId,
@@ -278,7 +261,7 @@ async fn subscribe_memory<D: RecordDriver>(
 
 /// Every backend with the data plane's statements has the data plane.
 #[async_trait]
-impl<D: RecordDriver> RecordStore for D {
+impl<D: RecordStatements> RecordStore for D {
     async fn record(
         &self,
         call: &RecordCall<'_>,
@@ -303,6 +286,6 @@ impl<D: RecordDriver> RecordStore for D {
         tenant: TenantId,
         limit: u32,
     ) -> StoreResult<Vec<FencingRejection>> {
-        RecordDriver::fencing_rejections(self, tenant, limit).await
+        RecordStatements::fencing_rejections(self, tenant, limit).await
     }
 }

@@ -15,10 +15,11 @@
 //!
 //! Deadlocks (40P01) and serialization failures are retried ([`retrying`]).
 
-use super::lease_audit::{self, Line};
 use super::lease_rows::*;
 use super::send::idem_finish;
 use super::*;
+use crate::store::engine::lease_audit::{self, LeaseAuditStatements};
+use crate::store::lease_common::Line;
 use sqlx::PgConnection;
 use switchboard_proto::{Lease, LeaseId, Lineage, Memory, MemoryId, OpsLease};
 
@@ -176,7 +177,7 @@ impl LeaseStore for PgStore {
         tenant: TenantId,
         limit: u32,
     ) -> StoreResult<Vec<switchboard_proto::LeaseAuditEntry>> {
-        lease_audit::entries(self, tenant, limit).await
+        self.audit_lines(tenant, limit).await
     }
 
     async fn registered_names(
@@ -265,7 +266,7 @@ async fn acquire(
                 token: held.lease.fencing_token as i64,
                 actor,
             };
-            lease_audit::write(&mut tx, new.tenant, line, now).await?;
+            lease_audit::write(store, &mut tx, new.tenant, line, now).await?;
         }
     }
     set_fences(&mut tx, &new.skeleton, &memory_id, fence, 0).await?;
@@ -314,7 +315,7 @@ async fn acquire(
         token: fence,
         actor: &new.holder,
     };
-    lease_audit::write(&mut tx, new.tenant, line, now).await?;
+    lease_audit::write(store, &mut tx, new.tenant, line, now).await?;
     idem_finish(&mut tx, idem, 201, &lease).await?;
     tx.commit().await?;
     Ok(lease)
@@ -352,7 +353,7 @@ async fn renew(
         token: token as i64,
         actor,
     };
-    lease_audit::write(&mut tx, tenant, line, now).await?;
+    lease_audit::write(store, &mut tx, tenant, line, now).await?;
     tx.commit().await?;
     Ok(lease)
 }
@@ -383,7 +384,7 @@ async fn release(
             token: token as i64,
             actor,
         };
-        lease_audit::write(&mut tx, tenant, line, now).await?;
+        lease_audit::write(store, &mut tx, tenant, line, now).await?;
     }
     tx.commit().await?;
     Ok(())
@@ -428,7 +429,7 @@ async fn force_release(
         token: bumped,
         actor,
     };
-    lease_audit::write(&mut tx, tenant, line, now).await?;
+    lease_audit::write(store, &mut tx, tenant, line, now).await?;
     tx.commit().await?;
     Ok(held.ops(now))
 }

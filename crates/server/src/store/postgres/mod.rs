@@ -16,11 +16,9 @@ mod background;
 mod health;
 mod inbox;
 mod jobs;
-mod lease_audit;
 mod lease_rows;
 mod leases;
 mod ops;
-mod records;
 mod send;
 mod wakes;
 
@@ -89,6 +87,11 @@ impl PgStore {
     }
 
     pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Where the shared statements read outside a write transaction.
+    pub(crate) fn read_pool(&self) -> &PgPool {
         &self.pool
     }
 
@@ -544,6 +547,7 @@ impl Store for PgStore {
 #[async_trait]
 impl crate::store::engine::Driver for PgStore {
     type Tx = sqlx::Transaction<'static, Postgres>;
+    const DIALECT: crate::store::dialect::Dialect = crate::store::dialect::Dialect::Postgres;
 
     async fn begin_write(&self) -> StoreResult<Self::Tx> {
         self.begin().await
@@ -560,5 +564,46 @@ impl crate::store::engine::Driver for PgStore {
         Fut: std::future::Future<Output = StoreResult<T>> + Send,
     {
         retrying(attempt).await
+    }
+}
+
+crate::store::statements::shared_statements!(PgStore);
+
+#[async_trait]
+impl crate::store::engine::events::EventDriver for PgStore {
+    /// The event and its first history step in one statement (one round trip).
+    async fn insert_event(
+        &self,
+        tx: &mut Self::Tx,
+        e: &crate::store::engine::events::NewEvent<'_>,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "WITH e AS (INSERT INTO events (id, tenant_id, agent_id, seq, sender_agent_id, \
+             sender_name, room_id, room_seq, correlation_id, priority, status, payload, attempts, \
+             max_attempts, created_at, available_at, expires_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, 0, $12, $13, $14, $15, $13) \
+             RETURNING id) \
+             INSERT INTO event_history (event_id, at, action, actor) \
+             SELECT id, $13, 'created', $16 FROM e",
+        )
+        .bind(&e.id)
+        .bind(&e.tenant)
+        .bind(&e.agent)
+        .bind(e.seq)
+        .bind(&e.sender_agent_id)
+        .bind(&e.sender_name)
+        .bind(&e.room_id)
+        .bind(e.room_seq)
+        .bind(&e.msg.correlation_id)
+        .bind(i64::from(e.msg.priority))
+        .bind(&e.msg.payload)
+        .bind(i64::from(e.msg.max_attempts))
+        .bind(e.now)
+        .bind(e.msg.available_at)
+        .bind(e.msg.expires_at)
+        .bind(e.from.to_string())
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
     }
 }

@@ -4,9 +4,10 @@
 //! winner, and a refusal rolls everything back.
 
 use super::SqliteStore;
-use super::lease_audit::{self, Line};
 use super::send::idem_finish;
 use crate::clock::Millis;
+use crate::store::engine::lease_audit::{self, LeaseAuditStatements};
+use crate::store::lease_common::Line;
 use crate::store::*;
 use async_trait::async_trait;
 use switchboard_proto::{Lease, LeaseId, Lineage, Memory, MemoryId, OpsLease};
@@ -114,7 +115,7 @@ impl LeaseStore for SqliteStore {
                     token: held.lease.fencing_token as i64,
                     actor,
                 };
-                lease_audit::write(&mut tx, new.tenant, line, now).await?;
+                lease_audit::write(self, &mut tx, new.tenant, line, now).await?;
             }
         }
         set_fences(&mut tx, &new.skeleton, &memory_id, fence, 0).await?;
@@ -161,7 +162,7 @@ impl LeaseStore for SqliteStore {
             token: fence,
             actor: &new.holder,
         };
-        lease_audit::write(&mut tx, new.tenant, line, now).await?;
+        lease_audit::write(self, &mut tx, new.tenant, line, now).await?;
         idem_finish(&mut tx, idem, 201, &lease).await?;
         tx.commit().await?;
         Ok(lease)
@@ -220,7 +221,7 @@ impl LeaseStore for SqliteStore {
             token: token as i64,
             actor,
         };
-        lease_audit::write(&mut tx, tenant, line, now).await?;
+        lease_audit::write(self, &mut tx, tenant, line, now).await?;
         tx.commit().await?;
         Ok(lease)
     }
@@ -251,7 +252,7 @@ impl LeaseStore for SqliteStore {
                 token: token as i64,
                 actor,
             };
-            lease_audit::write(&mut tx, tenant, line, now).await?;
+            lease_audit::write(self, &mut tx, tenant, line, now).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -289,7 +290,7 @@ impl LeaseStore for SqliteStore {
             token: bumped,
             actor,
         };
-        lease_audit::write(&mut tx, tenant, line, now).await?;
+        lease_audit::write(self, &mut tx, tenant, line, now).await?;
         tx.commit().await?;
         Ok(held.ops(now))
     }
@@ -311,7 +312,7 @@ impl LeaseStore for SqliteStore {
         tenant: TenantId,
         limit: u32,
     ) -> StoreResult<Vec<switchboard_proto::LeaseAuditEntry>> {
-        lease_audit::entries(self, tenant, limit).await
+        self.audit_lines(tenant, limit).await
     }
 
     async fn registered_names(

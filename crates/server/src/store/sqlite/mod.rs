@@ -9,11 +9,9 @@
 mod background;
 mod inbox;
 mod jobs;
-mod lease_audit;
 mod lease_rows;
 mod leases;
 mod ops;
-mod records;
 mod rows;
 mod send;
 
@@ -107,6 +105,11 @@ impl SqliteStore {
     }
 
     pub(crate) fn read(&self) -> &SqlitePool {
+        &self.read
+    }
+
+    /// Where the shared statements read outside a write transaction.
+    pub(crate) fn read_pool(&self) -> &SqlitePool {
         &self.read
     }
 
@@ -524,6 +527,7 @@ impl Store for SqliteStore {
 #[async_trait::async_trait]
 impl crate::store::engine::Driver for SqliteStore {
     type Tx = sqlx::Transaction<'static, sqlx::Sqlite>;
+    const DIALECT: crate::store::dialect::Dialect = crate::store::dialect::Dialect::Sqlite;
 
     async fn begin_write(&self) -> StoreResult<Self::Tx> {
         SqliteStore::begin_write(self).await
@@ -534,3 +538,8 @@ impl crate::store::engine::Driver for SqliteStore {
         Ok(tx.commit().await?)
     }
 }
+
+crate::store::statements::shared_statements!(SqliteStore);
+
+/// SQLite runs every statement in its portable shape.
+impl crate::store::engine::events::EventDriver for SqliteStore {}

@@ -1,30 +1,16 @@
-//! The driver suite: every driver method, on every backend (River's
-//! `riverdrivertest`). It runs beside the HTTP conformance suite, which tests the
-//! same logic from outside; this one pins down what each statement does, so a new
-//! driver (MariaDB) is checked method by method. SQLite always; PostgreSQL with
-//! `SWITCHBOARD_TEST_POSTGRES` (`cargo xtask test` runs it there).
+//! The data plane's statements, with the event and lease-audit statements.
 
-use super::records::{RecordDriver, Rejection};
-use crate::hooks::Hooks;
+use super::message;
+use crate::store::engine::events::deliver;
+use crate::store::engine::lease_audit;
+use crate::store::engine::records::{RecordStatements, Rejection};
 use crate::store::lease_common::Line;
-use crate::store::postgres::PgStore;
-use crate::store::sqlite::SqliteStore;
 use crate::store::*;
 use switchboard_proto::MemoryId;
 
-fn message(n: u64) -> NewMessage {
-    NewMessage {
-        payload: format!("{{\"n\":{n}}}"),
-        correlation_id: None,
-        priority: 0,
-        available_at: 0,
-        expires_at: None,
-        max_attempts: 5,
-    }
-}
-
-/// Every [`RecordDriver`] method against a fresh database of `d`'s backend.
-async fn record_driver<D: RecordDriver + Store>(d: &D) {
+/// Every [`RecordStatements`] method (and the event and audit statements they
+/// lean on) against a fresh database of `d`'s backend.
+pub(super) async fn check<D: RecordStatements + Store>(d: &D) {
     let tenant = d.ensure_tenant("suite", 0).await.expect("tenant");
     let other = d.ensure_tenant("other", 0).await.expect("tenant");
     let a1 = d
@@ -131,14 +117,45 @@ async fn record_driver<D: RecordDriver + Store>(d: &D) {
     d.set_subscribed(&mut tx, memory, a2, false).await.unwrap();
     assert_eq!(d.subscribers(&mut tx, memory).await.unwrap(), [a1]);
     // Events take the agent's next sequence numbers.
-    let first = d
-        .insert_event(&mut tx, tenant, a1, &Actor::Operator, &message(1), 0)
+    let first = deliver(
+        d,
+        &mut tx,
+        tenant,
+        a1,
+        &Actor::Operator,
+        None,
+        &message(1),
+        0,
+    )
+    .await
+    .unwrap();
+    let second = deliver(
+        d,
+        &mut tx,
+        tenant,
+        a1,
+        &Actor::Operator,
+        None,
+        &message(2),
+        0,
+    )
+    .await
+    .unwrap();
+    // Not to an agent of another tenant.
+    assert!(
+        deliver(
+            d,
+            &mut tx,
+            other,
+            a1,
+            &Actor::Operator,
+            None,
+            &message(3),
+            0
+        )
         .await
-        .unwrap();
-    let second = d
-        .insert_event(&mut tx, tenant, a1, &Actor::Operator, &message(2), 0)
-        .await
-        .unwrap();
+        .is_err()
+    );
     assert_eq!((first.agent_id, first.seq, second.seq), (a1, 1, 2));
     // A refusal: its row and its audit line.
     d.insert_rejection(
@@ -164,10 +181,12 @@ async fn record_driver<D: RecordDriver + Store>(d: &D) {
         token: t as i64 - 1,
         actor: "agent:w2",
     };
-    d.lease_audit_line(&mut tx, tenant, line, 7).await.unwrap();
+    lease_audit::write(d, &mut tx, tenant, line, 7)
+        .await
+        .unwrap();
     d.commit(tx, &[]).await.expect("commit");
 
-    let rejections = RecordDriver::fencing_rejections(d, tenant, 10)
+    let rejections = RecordStatements::fencing_rejections(d, tenant, 10)
         .await
         .unwrap();
     assert_eq!(rejections.len(), 1, "{rejections:?}");
@@ -185,7 +204,7 @@ async fn record_driver<D: RecordDriver + Store>(d: &D) {
         ("agent:w2", "put k")
     );
     assert!(
-        RecordDriver::fencing_rejections(d, other, 10)
+        RecordStatements::fencing_rejections(d, other, 10)
             .await
             .unwrap()
             .is_empty()
@@ -205,42 +224,4 @@ async fn record_driver<D: RecordDriver + Store>(d: &D) {
     let mut tx = d.begin_write().await.expect("begin");
     assert_eq!(d.load_record(&mut tx, memory, "gone").await.unwrap(), None);
     d.commit(tx, &[]).await.expect("commit");
-}
-
-#[tokio::test]
-async fn the_record_driver_on_sqlite() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}", dir.path().join("suite.db").display());
-    let store = SqliteStore::open(&url, "normal", Hooks::default())
-        .await
-        .expect("open");
-    record_driver(&store).await;
-    store.close().await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
-async fn the_record_driver_on_postgres() {
-    let admin = std::env::var("SWITCHBOARD_TEST_POSTGRES")
-        .expect("set SWITCHBOARD_TEST_POSTGRES to an admin URL");
-    let name = format!("sb_t_driver_{}", uuid::Uuid::new_v4().simple());
-    let pool = sqlx::PgPool::connect(&admin).await.expect("connect");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&pool)
-        .await
-        .expect("create the database");
-    let (base, _) = admin
-        .rsplit_once('/')
-        .expect("an admin URL ends in /database");
-    let store = PgStore::open(&format!("{base}/{name}"), 4, Hooks::default())
-        .await
-        .expect("open");
-    record_driver(&store).await;
-    store.close().await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-    )))
-    .execute(&pool)
-    .await
-    .expect("drop the database");
 }

@@ -1,0 +1,163 @@
+//! The SQL dialects, and the one text of a statement that every backend runs.
+//!
+//! A statement the backends write alike is written once, with `$1`, `$2`, … for its
+//! parameters and a few `@` words where the dialects spell a clause differently:
+//!
+//! | word           | PostgreSQL               | MariaDB / MySQL          | SQLite (one writer) |
+//! |----------------|--------------------------|--------------------------|---------------------|
+//! | `@FOR_UPDATE`  | `FOR UPDATE`             | `FOR UPDATE`             | nothing             |
+//! | `@FOR_SHARE`   | `FOR SHARE`              | `LOCK IN SHARE MODE`     | nothing             |
+//! | `@SKIP_LOCKED` | `FOR UPDATE SKIP LOCKED` | `FOR UPDATE SKIP LOCKED` | nothing             |
+//! | `@GREATEST`    | `GREATEST`               | `GREATEST`               | `MAX`               |
+//! | `@LEAST`       | `LEAST`                  | `LEAST`                  | `MIN`               |
+//!
+//! SQLite needs no row locks: its single writer serializes every write transaction.
+//! MySQL's parameters are `?`; its text numbers them by position, so a shared
+//! statement uses each of `$1..$n` once, in order (checked when it is rendered).
+//!
+//! [`sql!`] renders a statement once per dialect and keeps it for the process.
+
+use std::sync::OnceLock;
+
+/// The SQL a backend speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+    #[allow(dead_code)] // until the MariaDB driver lands
+    MySql,
+}
+
+impl Dialect {
+    /// `template` in this dialect.
+    pub(crate) fn render(self, template: &str) -> String {
+        let words: [(&str, &str); 5] = match self {
+            Self::Sqlite => [
+                ("@FOR_UPDATE", ""),
+                ("@FOR_SHARE", ""),
+                ("@SKIP_LOCKED", ""),
+                ("@GREATEST", "MAX"),
+                ("@LEAST", "MIN"),
+            ],
+            Self::Postgres => [
+                ("@FOR_UPDATE", "FOR UPDATE"),
+                ("@FOR_SHARE", "FOR SHARE"),
+                ("@SKIP_LOCKED", "FOR UPDATE SKIP LOCKED"),
+                ("@GREATEST", "GREATEST"),
+                ("@LEAST", "LEAST"),
+            ],
+            Self::MySql => [
+                ("@FOR_UPDATE", "FOR UPDATE"),
+                ("@FOR_SHARE", "LOCK IN SHARE MODE"),
+                ("@SKIP_LOCKED", "FOR UPDATE SKIP LOCKED"),
+                ("@GREATEST", "GREATEST"),
+                ("@LEAST", "LEAST"),
+            ],
+        };
+        let mut sql = template.to_owned();
+        for (word, spelling) in words {
+            sql = sql.replace(word, spelling);
+        }
+        assert!(
+            !sql.contains('@'),
+            "unknown @ word in a shared statement: {template}"
+        );
+        match self {
+            Self::MySql => positional(&sql),
+            _ => sql,
+        }
+    }
+}
+
+/// `$1 … $n` as `?`, checking that each stands once and in order: MySQL binds by
+/// position, so any other use would bind the wrong values.
+fn positional(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    let mut next = 1u32;
+    while let Some(c) = chars.next() {
+        if c != '$' {
+            out.push(c);
+            continue;
+        }
+        let mut n = 0u32;
+        while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+            n = n * 10 + d;
+            chars.next();
+        }
+        assert_eq!(
+            n, next,
+            "a shared statement must use $1..$n once each, in order: {sql}"
+        );
+        next += 1;
+        out.push('?');
+    }
+    out
+}
+
+/// One statement's text per dialect, rendered on first use.
+pub(crate) struct Rendered([OnceLock<&'static str>; 3]);
+
+impl Rendered {
+    pub(crate) const fn new() -> Self {
+        Self([OnceLock::new(), OnceLock::new(), OnceLock::new()])
+    }
+
+    pub(crate) fn get(&self, dialect: Dialect, template: impl FnOnce() -> String) -> &'static str {
+        self.0[dialect as usize]
+            .get_or_init(|| Box::leak(dialect.render(&template()).into_boxed_str()))
+    }
+}
+
+/// A shared statement's text in `dialect`: `sql!(dialect, "SELECT … {COLS} … $1")`
+/// (the template is `format!` text, so column lists may be named constants).
+macro_rules! sql {
+    ($dialect:expr, $($template:tt)+) => {{
+        static RENDERED: $crate::store::dialect::Rendered = $crate::store::dialect::Rendered::new();
+        RENDERED.get($dialect, || format!($($template)+))
+    }};
+}
+pub(crate) use sql;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_and_parameters_per_dialect() {
+        let t = "SELECT fence FROM memories WHERE id = $1 AND fence < $2 @FOR_UPDATE";
+        assert_eq!(
+            Dialect::Sqlite.render(t),
+            "SELECT fence FROM memories WHERE id = $1 AND fence < $2 "
+        );
+        assert_eq!(
+            Dialect::Postgres.render(t),
+            "SELECT fence FROM memories WHERE id = $1 AND fence < $2 FOR UPDATE"
+        );
+        assert_eq!(
+            Dialect::MySql.render(t),
+            "SELECT fence FROM memories WHERE id = ? AND fence < ? FOR UPDATE"
+        );
+        assert_eq!(
+            Dialect::Sqlite.render("SET f = @GREATEST(f, $1)"),
+            "SET f = MAX(f, $1)"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "once each, in order")]
+    fn a_reused_parameter_is_refused_for_mysql() {
+        Dialect::MySql.render("UPDATE t SET a = $1, b = $1");
+    }
+
+    #[test]
+    fn a_statement_is_rendered_once_per_dialect() {
+        let a = sql!(Dialect::Postgres, "SELECT $1 @FOR_SHARE");
+        assert_eq!(a, "SELECT $1 FOR SHARE");
+        let cols = "x, y";
+        for d in [Dialect::Sqlite, Dialect::MySql] {
+            let s = sql!(d, "SELECT {cols} FROM t WHERE x = $1");
+            assert!(s.ends_with(if d == Dialect::MySql { "?" } else { "$1" }));
+        }
+    }
+}

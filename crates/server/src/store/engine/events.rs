@@ -1,0 +1,106 @@
+//! Inbox events as every write path makes them: the next number of the recipient's
+//! sequence (I2), the event row, and its first history step, in the caller's
+//! transaction (I1).
+//!
+//! I2 on every backend: `next_seq` increments the agent row's `head_seq` in an
+//! `UPDATE`, which takes that row's write lock until the transaction ends. A second
+//! sender to the same agent (on any instance) waits for the first one's commit and
+//! numbers after it, so sequence numbers are allocated in commit order. SQLite's
+//! single writer serializes the transactions anyway.
+
+use super::Driver;
+use crate::clock::Millis;
+use crate::store::{Actor, NewMessage, StoreResult};
+use async_trait::async_trait;
+use switchboard_proto::{AgentId, Delivery, EventId, RoomId, TenantId};
+
+/// An event row to insert, with everything its statement binds.
+pub(crate) struct NewEvent<'a> {
+    pub(crate) id: String,
+    pub(crate) tenant: String,
+    pub(crate) agent: String,
+    pub(crate) seq: i64,
+    pub(crate) sender_agent_id: Option<String>,
+    pub(crate) sender_name: Option<String>,
+    pub(crate) room_id: Option<String>,
+    pub(crate) room_seq: Option<i64>,
+    pub(crate) msg: &'a NewMessage,
+    /// Who made it, for the first history step.
+    pub(crate) from: &'a Actor,
+    pub(crate) now: Millis,
+}
+
+/// The statements every backend writes alike (`store/statements/events.rs`).
+#[async_trait]
+pub(crate) trait EventStatements: Driver {
+    /// Increments `agent`'s `head_seq` (locking its row) and returns the new value;
+    /// `RowNotFound` when the agent is not in `tenant`.
+    async fn next_seq(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        agent: AgentId,
+    ) -> StoreResult<u64>;
+    async fn insert_event_row(&self, tx: &mut Self::Tx, e: &NewEvent<'_>) -> StoreResult<()>;
+    /// Appends one step to an event's history.
+    async fn history(
+        &self,
+        tx: &mut Self::Tx,
+        event_id: &str,
+        at: Millis,
+        action: &str,
+        actor: &Actor,
+        detail: Option<String>,
+    ) -> StoreResult<()>;
+}
+
+/// Where a backend's shape differs: each method has the portable default.
+#[async_trait]
+pub(crate) trait EventDriver: EventStatements {
+    /// The event row and its `created` history step. PostgreSQL does both in one
+    /// statement (one round trip).
+    async fn insert_event(&self, tx: &mut Self::Tx, e: &NewEvent<'_>) -> StoreResult<()> {
+        self.insert_event_row(tx, e).await?;
+        self.history(tx, &e.id, e.now, "created", e.from, None)
+            .await
+    }
+}
+
+/// Puts one event into `to`'s inbox, numbered next in its sequence (I2).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn deliver<D: EventDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    tenant: TenantId,
+    to: AgentId,
+    from: &Actor,
+    room: Option<(RoomId, u64)>,
+    msg: &NewMessage,
+    now: Millis,
+) -> StoreResult<Delivery> {
+    let seq = d.next_seq(tx, tenant, to).await?;
+    let event_id = EventId::new();
+    let (sender_agent_id, sender_name) = match from {
+        Actor::Agent { id, name } => (Some(id.to_string()), Some(name.clone())),
+        _ => (None, None),
+    };
+    let row = NewEvent {
+        id: event_id.to_string(),
+        tenant: tenant.to_string(),
+        agent: to.to_string(),
+        seq: seq as i64,
+        sender_agent_id,
+        sender_name,
+        room_id: room.map(|(r, _)| r.to_string()),
+        room_seq: room.map(|(_, s)| s as i64),
+        msg,
+        from,
+        now,
+    };
+    d.insert_event(tx, &row).await?;
+    Ok(Delivery {
+        agent_id: to,
+        event_id,
+        seq,
+    })
+}

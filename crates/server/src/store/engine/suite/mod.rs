@@ -1,0 +1,72 @@
+//! The driver suite: every driver method, on every backend (River's
+//! `riverdrivertest`). It runs beside the HTTP conformance suite, which tests the
+//! same logic from outside; this one pins down what each statement does, so a new
+//! driver (MariaDB) is checked method by method. SQLite always; PostgreSQL with
+//! `SWITCHBOARD_TEST_POSTGRES` (`cargo xtask test` runs it there).
+//!
+//! Each area's checks are a file here with a `check(d)` that seeds what it needs in
+//! the fresh database it is given; [`every_statement`] runs them all.
+
+mod records;
+
+use crate::hooks::Hooks;
+use crate::store::postgres::PgStore;
+use crate::store::sqlite::SqliteStore;
+use crate::store::*;
+
+pub(super) fn message(n: u64) -> NewMessage {
+    NewMessage {
+        payload: format!("{{\"n\":{n}}}"),
+        correlation_id: None,
+        priority: 0,
+        available_at: 0,
+        expires_at: None,
+        max_attempts: 5,
+    }
+}
+
+/// Every area's checks, on one backend.
+async fn every_statement<D>(d: &D)
+where
+    D: Store + super::records::RecordStatements,
+{
+    records::check(d).await;
+}
+
+#[tokio::test]
+async fn every_statement_on_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("suite.db").display());
+    let store = SqliteStore::open(&url, "normal", Hooks::default())
+        .await
+        .expect("open");
+    every_statement(&store).await;
+    store.close().await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
+async fn every_statement_on_postgres() {
+    let admin = std::env::var("SWITCHBOARD_TEST_POSTGRES")
+        .expect("set SWITCHBOARD_TEST_POSTGRES to an admin URL");
+    let name = format!("sb_t_driver_{}", uuid::Uuid::new_v4().simple());
+    let pool = sqlx::PgPool::connect(&admin).await.expect("connect");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&pool)
+        .await
+        .expect("create the database");
+    let (base, _) = admin
+        .rsplit_once('/')
+        .expect("an admin URL ends in /database");
+    let store = PgStore::open(&format!("{base}/{name}"), 4, Hooks::default())
+        .await
+        .expect("open");
+    every_statement(&store).await;
+    store.close().await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&pool)
+    .await
+    .expect("drop the database");
+}

@@ -1,0 +1,85 @@
+//! [`EventStatements`](crate::store::engine::events::EventStatements).
+
+macro_rules! event_statements {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::engine::events::EventStatements for $store {
+            async fn next_seq(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                agent: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<u64> {
+                let seq: i64 = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
+                     RETURNING head_seq"
+                ))
+                .bind(agent.to_string())
+                .bind(tenant.to_string())
+                .fetch_one(&mut **tx)
+                .await?;
+                Ok(seq as u64)
+            }
+
+            async fn insert_event_row(
+                &self,
+                tx: &mut Self::Tx,
+                e: &$crate::store::engine::events::NewEvent<'_>,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO events (id, tenant_id, agent_id, seq, sender_agent_id, \
+                     sender_name, room_id, room_seq, correlation_id, priority, status, payload, \
+                     attempts, max_attempts, created_at, available_at, expires_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, 0, $12, \
+                     $13, $14, $15, $16)"
+                ))
+                .bind(&e.id)
+                .bind(&e.tenant)
+                .bind(&e.agent)
+                .bind(e.seq)
+                .bind(&e.sender_agent_id)
+                .bind(&e.sender_name)
+                .bind(&e.room_id)
+                .bind(e.room_seq)
+                .bind(&e.msg.correlation_id)
+                .bind(i64::from(e.msg.priority))
+                .bind(&e.msg.payload)
+                .bind(i64::from(e.msg.max_attempts))
+                .bind(e.now)
+                .bind(e.msg.available_at)
+                .bind(e.msg.expires_at)
+                .bind(e.now)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn history(
+                &self,
+                tx: &mut Self::Tx,
+                event_id: &str,
+                at: $crate::clock::Millis,
+                action: &str,
+                actor: &$crate::store::Actor,
+                detail: Option<String>,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO event_history (event_id, at, action, actor, detail) \
+                     VALUES ($1, $2, $3, $4, $5)"
+                ))
+                .bind(event_id)
+                .bind(at)
+                .bind(action)
+                .bind(actor.to_string())
+                .bind(detail)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use event_statements;
