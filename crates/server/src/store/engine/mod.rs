@@ -35,6 +35,9 @@ pub(crate) trait Driver: Send + Sync + 'static {
 
     async fn begin_write(&self) -> StoreResult<Self::Tx>;
 
+    /// The test seams (no-ops in production).
+    fn hooks(&self) -> &crate::hooks::Hooks;
+
     /// Commits. `wakes` are for other instances: PostgreSQL queues them as
     /// notifications inside the transaction, delivered only by its commit (I1); a
     /// backend of one process ignores them (its handler wakes its own hub after this

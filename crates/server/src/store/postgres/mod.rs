@@ -549,6 +549,10 @@ impl crate::store::engine::Driver for PgStore {
     type Tx = sqlx::Transaction<'static, Postgres>;
     const DIALECT: crate::store::dialect::Dialect = crate::store::dialect::Dialect::Postgres;
 
+    fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
     async fn begin_write(&self) -> StoreResult<Self::Tx> {
         self.begin().await
     }

@@ -529,6 +529,10 @@ impl crate::store::engine::Driver for SqliteStore {
     type Tx = sqlx::Transaction<'static, sqlx::Sqlite>;
     const DIALECT: crate::store::dialect::Dialect = crate::store::dialect::Dialect::Sqlite;
 
+    fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
     async fn begin_write(&self) -> StoreResult<Self::Tx> {
         SqliteStore::begin_write(self).await
     }
