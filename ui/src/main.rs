@@ -18,6 +18,9 @@ mod api;
 #[allow(unreachable_pub)]
 mod app;
 #[cfg(target_arch = "wasm32")]
+#[allow(unreachable_pub)]
+mod context;
+#[cfg(target_arch = "wasm32")]
 mod live;
 #[cfg(target_arch = "wasm32")]
 #[allow(unreachable_pub)]

@@ -7,7 +7,7 @@ use switchboard_proto::AgentSummary;
 use super::client::ClientSide;
 use super::{error_box, loading};
 use crate::api;
-use crate::app::Link;
+use crate::context::Link;
 use crate::format;
 use crate::live::Live;
 use crate::route::{EventQuery, href};

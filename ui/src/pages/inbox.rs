@@ -6,7 +6,7 @@ use switchboard_proto::{EventId, EventStatus, OpsEvent, OpsEventPage};
 
 use super::{error_box, loading, status_tag};
 use crate::api;
-use crate::app::{Link, Nav};
+use crate::context::{Link, Nav};
 use crate::format;
 use crate::live::Live;
 use crate::route::{EventQuery, events_api_path, href};

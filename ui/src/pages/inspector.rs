@@ -8,7 +8,7 @@ use switchboard_proto::{BulkAction, EventDetail, EventStatus, Sender};
 use super::confirm::{Actions, ConfirmDialog, Outcome, Pending, Target};
 use super::{error_box, loading, status_tag};
 use crate::api;
-use crate::app::{Auth, Link};
+use crate::context::{Auth, Link};
 use crate::format;
 use crate::live::Live;
 use crate::route::{EventQuery, encode, href};

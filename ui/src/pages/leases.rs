@@ -13,7 +13,7 @@ use switchboard_proto::{LeasePage, Lineage, Memory, MemoryId, OpsLease};
 
 use super::{error_box, loading};
 use crate::api;
-use crate::app::Auth;
+use crate::context::Auth;
 use crate::format;
 use crate::live::Live;
 

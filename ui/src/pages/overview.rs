@@ -8,7 +8,7 @@ use switchboard_proto::{Overview, QueueTableHealth};
 use super::charts::Charts;
 use super::{error_box, loading};
 use crate::api;
-use crate::app::Link;
+use crate::context::Link;
 use crate::format;
 use crate::live::Live;
 use crate::summary;

@@ -10,7 +10,7 @@ use switchboard_proto::{
 use super::confirm::{Actions, ConfirmDialog, Outcome, Pending, Target};
 use super::{error_box, loading};
 use crate::api;
-use crate::app::{Auth, Link, Nav};
+use crate::context::{Auth, Link, Nav};
 use crate::format;
 use crate::live::Live;
 use crate::route::{EventQuery, events_api_path, href};
