@@ -4,7 +4,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use switchboard_server::http::AppState;
+use switchboard_server::embed::Console;
 use tauri::Url;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -15,10 +15,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 pub(crate) struct EmbeddedServer {
     url: Url,
-    /// The server's shared state, for login links and the tray's status.
-    state: AppState,
-    /// The operator token, in memory only: it mints the window's one-time login link.
-    operator_token: String,
+    /// The server's surface for its embedding app: login links, the tray's status.
+    console: Console,
     /// Cancelled when the app exits; the serve future then drains and returns.
     shutdown: CancellationToken,
     /// The serve future, awaited on stop so the database is closed before exit.
@@ -37,15 +35,13 @@ impl EmbeddedServer {
         let server = switchboard_server::Server::open(config)
             .await
             .context("opening the embedded server")?;
-        let state = server.state().clone();
-        let operator_token = server.operator_token().to_owned();
+        let console = server.console();
         let shutdown = CancellationToken::new();
         let serving = tokio::spawn(server.serve(listener, shutdown.clone().cancelled_owned()));
         let url = Url::parse(&format!("http://{addr}/")).context("building the console URL")?;
         Ok(Self {
             url,
-            state,
-            operator_token,
+            console,
             shutdown,
             serving,
         })
@@ -56,24 +52,21 @@ impl EmbeddedServer {
         &self.url
     }
 
-    pub(crate) fn state(&self) -> &AppState {
-        &self.state
+    pub(crate) fn console(&self) -> &Console {
+        &self.console
     }
 
     /// A one-time login link (`/login?ticket=…`, single use, two minutes): the window
     /// opens it, the server sets the session cookie and redirects to the console.
     pub(crate) async fn login_url(&self) -> anyhow::Result<Url> {
-        let link =
-            switchboard_server::http::session::login_link(&self.state, &self.operator_token, false)
-                .await
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "minting a console login link: {}",
-                        e.problem.detail.clone().unwrap_or_default()
-                    )
-                })?;
+        let path = self.console.login_path().await.map_err(|e| {
+            anyhow::anyhow!(
+                "minting a console login link: {}",
+                e.problem.detail.clone().unwrap_or_default()
+            )
+        })?;
         self.url
-            .join(&link.path)
+            .join(&path)
             .context("building the login link's URL")
     }
 

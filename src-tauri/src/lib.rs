@@ -25,7 +25,7 @@ mod tray;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use switchboard_server::http::AppState;
+use switchboard_server::embed::Console as ServerConsole;
 use tauri::{App, AppHandle, Manager, Runtime, Url, WebviewUrl, WebviewWindowBuilder};
 
 use crate::embedded::EmbeddedServer;
@@ -129,13 +129,13 @@ fn try_run() -> anyhow::Result<i32> {
     let smoke = options.smoke.map(|smoke| {
         smoke
             .require_ready(serves_ui)
-            .with_server(server.state().clone())
+            .with_server(server.console().clone(), server.url().clone())
     });
     let result = run_app(
         tauri::Builder::default(),
         urls,
         smoke,
-        Some(server.state().clone()),
+        Some(server.console().clone()),
     );
     runtime.block_on(server.stop());
     // A notification still on screen holds a blocking thread (waiting for a click);
@@ -146,7 +146,7 @@ fn try_run() -> anyhow::Result<i32> {
 
 /// Builds the app on `builder`, with a window on `console` (the embedded server's URL),
 /// and runs it until it exits; returns its exit status. The caller owns the server;
-/// with its `state`, the tray shows the quarantined count and notifies of bursts.
+/// with its console handle, the tray shows the quarantined count and notifies of bursts.
 ///
 /// Generic over the runtime (the thin-shell pattern), so `tauri::test::mock_builder()`
 /// can drive it as well as the real Wry runtime.
@@ -154,7 +154,7 @@ pub fn run_app<R: Runtime>(
     builder: tauri::Builder<R>,
     console: ConsoleUrls,
     smoke: Option<Smoke>,
-    server: Option<AppState>,
+    server: Option<ServerConsole>,
 ) -> tauri::Result<i32> {
     let entry = console.entry;
     let app = builder

@@ -14,7 +14,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use switchboard_server::http::AppState;
+use switchboard_server::embed::Console;
+use tauri::Url;
 use tauri::webview::PageLoadEvent;
 use tauri::{AppHandle, Manager, Runtime};
 
@@ -49,7 +50,7 @@ pub struct Smoke {
     require_ready: bool,
     /// The embedded server: with it, smoke mode also checks that a burst of
     /// quarantines gives exactly one notification.
-    server: Option<AppState>,
+    server: Option<(Console, Url)>,
 }
 
 impl std::fmt::Debug for Smoke {
@@ -72,9 +73,10 @@ impl Smoke {
         }
     }
 
-    /// Also check the quarantine notification against this embedded server.
-    pub fn with_server(mut self, server: AppState) -> Self {
-        self.server = Some(server);
+    /// Also check the quarantine notification against this embedded server, which
+    /// serves its HTTP API at `url`.
+    pub fn with_server(mut self, server: Console, url: Url) -> Self {
+        self.server = Some((server, url));
         self
     }
 
@@ -191,12 +193,13 @@ impl Smoke {
     }
 }
 
-/// Quarantines three events of a fresh agent through the embedded server's store
-/// (the agent's own claim and failed releases), then waits for the tray's watcher to
+/// Quarantines three events of a fresh agent through the embedded server's HTTP API
+/// (an operator creates the agent and sends; the agent claims and fails them), then
+/// waits for the tray's watcher to
 /// ask for exactly one notification for the burst.
 fn one_notification_per_burst<R: Runtime>(
     app: &AppHandle<R>,
-    server: &AppState,
+    server: &(Console, Url),
 ) -> Result<String, String> {
     let before = crate::notify::counts();
     let agent = tauri::async_runtime::block_on(quarantine_three(server))
@@ -262,45 +265,71 @@ fn click_opens_quarantine<R: Runtime>(app: &AppHandle<R>, agent: &str) -> Result
 }
 
 /// Returns the new agent's name.
-async fn quarantine_three(server: &AppState) -> Result<String, switchboard_server::StoreError> {
-    use switchboard_server::http::auth::{agent_scopes, generate_token, hash_token};
-    use switchboard_server::store::{Actor, NewMessage, ReleaseArgs};
-    let store = &server.store;
-    let now = server.now();
-    let agent = store
-        .create_agent(
-            server.tenant,
-            &format!("smoke-bot-{now}"),
-            &hash_token(&generate_token("sb_ag_")),
-            &agent_scopes(),
-            now,
+async fn quarantine_three((server, url): &(Console, Url)) -> Result<String, String> {
+    use switchboard_proto::{AgentCreated, ClaimResponse, CreateAgent, ReleaseRequest};
+    let http = reqwest::Client::new();
+    let api = |path: &str| {
+        url.join(path)
+            .map_err(|e| format!("bad API path {path}: {e}"))
+    };
+    let name = format!("smoke-bot-{}", std::process::id());
+    let agent: AgentCreated = call(
+        http.post(api("/api/v1/ops/agents")?)
+            .bearer_auth(server.operator_token())
+            .json(&CreateAgent { name: name.clone() }),
+    )
+    .await?;
+    for n in 0..3 {
+        let _: serde_json::Value = call(
+            http.post(api(&format!("/api/v1/agents/{name}/messages"))?)
+                .bearer_auth(server.operator_token())
+                // A structured-field string, as the idempotency draft spells it.
+                .header("Idempotency-Key", format!("\"{name}-{n}\""))
+                .json(&serde_json::json!({ "payload": { "smoke": n } })),
         )
         .await?;
-    for n in 0..3 {
-        let msg = NewMessage {
-            payload: format!("{{\"smoke\":{n}}}"),
-            correlation_id: None,
-            priority: 0,
-            available_at: now,
-            expires_at: None,
-            max_attempts: 1,
-        };
-        store
-            .send_direct(server.tenant, agent.id, &Actor::Operator, &msg, None, now)
-            .await?;
     }
-    let claimed = store.claim(&agent, 3, 60_000, now).await?;
+    let claimed: ClaimResponse = call(
+        http.post(api(&format!("/api/v1/agents/{name}/inbox/claim"))?)
+            .bearer_auth(&agent.token)
+            .json(&serde_json::json!({ "limit": 3, "lease_seconds": 60 })),
+    )
+    .await?;
     for c in claimed.events {
-        let args = ReleaseArgs {
-            delay_ms: 0,
+        let release = ReleaseRequest {
+            claim_token: c.claim_token,
+            delay_seconds: None,
             error: Some("smoke: schema mismatch".to_owned()),
-            terminal: false,
+            terminal: true,
         };
-        store
-            .release(&agent, c.event.event_id, c.claim_token, &args, now)
-            .await?;
+        let path = format!("/api/v1/agents/{name}/inbox/{}/release", c.event.event_id);
+        let _: serde_json::Value = call(
+            http.post(api(&path)?)
+                .bearer_auth(&agent.token)
+                .json(&release),
+        )
+        .await?;
     }
-    Ok(agent.name)
+    Ok(name)
+}
+
+/// Sends `request` and decodes a 2xx answer; anything else is the problem's text.
+async fn call<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+) -> Result<T, String> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| format!("request failed: {e}"))?;
+    let status = response.status();
+    let body = response
+        .text()
+        .await
+        .map_err(|e| format!("reading the answer: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("the API answered {status}: {body}"));
+    }
+    serde_json::from_str(&body).map_err(|e| format!("decoding {body}: {e}"))
 }
 
 /// Closes the console window and checks that it was hidden, not destroyed.

@@ -6,11 +6,9 @@
 //! Building it succeeds even with no tray host (e.g. under bare Xvfb); it is then
 //! simply invisible.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
-use switchboard_proto::{EventListQuery, EventStatus};
-use switchboard_server::http::AppState;
+use switchboard_server::embed::Console;
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIconBuilder;
@@ -69,7 +67,7 @@ pub(crate) fn install<R: Runtime>(app: &App<R>) -> tauri::Result<()> {
 /// Polls the embedded server every [`status::INTERVAL`]: updates the tooltip and
 /// reports each finished burst of quarantines (unless notifications are paused).
 /// Runs until the app's runtime stops.
-pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
+pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, server: Console) {
     let mut bursts = Coalescer::default();
     // Which icon the tray shows: `Some(true)` with the red dot (work is quarantined).
     let mut badge_shown: Option<bool> = None;
@@ -80,20 +78,16 @@ pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
         if !std::mem::take(&mut first) {
             tokio::time::sleep(status::INTERVAL).await;
         }
-        if state.shutdown.is_cancelled() {
+        if server.is_stopping() {
             return;
         }
-        let depth = match state.store.depth(Some(state.tenant)).await {
-            Ok(depth) => depth,
+        let counts = match server.quarantined().await {
+            Ok(counts) => counts,
             Err(error) => {
                 tracing::debug!(%error, "tray: could not read the inbox depth");
                 continue;
             }
         };
-        let counts: BTreeMap<String, u64> = depth
-            .iter()
-            .map(|d| (d.agent_name.clone(), d.counts.quarantined))
-            .collect();
         let total = counts.values().sum();
         let pause = app.state::<Notifications>().get();
         let now = Instant::now();
@@ -125,7 +119,7 @@ pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
             if pause.active(now) {
                 continue;
             }
-            let last_error = last_error(&state, &agent).await;
+            let last_error = server.last_quarantine_error(&agent).await;
             let text = status::burst_text(&agent, events, last_error.as_deref());
             let (app, home) = (app.clone(), crate::console_home(&app));
             crate::notify::quarantined(&text, move || {
@@ -138,19 +132,4 @@ pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, state: AppState) {
             });
         }
     }
-}
-
-/// The last error of the newest quarantined event of `agent`.
-async fn last_error(state: &AppState, agent: &str) -> Option<String> {
-    let query = EventListQuery {
-        agent: Some(agent.to_owned()),
-        status: Some(EventStatus::Quarantined),
-        ..EventListQuery::default()
-    };
-    let page = state
-        .store
-        .list_events(state.tenant, &query, 1000)
-        .await
-        .ok()?;
-    page.events.last().and_then(|e| e.event.last_error.clone())
 }

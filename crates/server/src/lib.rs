@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod embed;
 pub mod error;
 pub mod history;
 pub mod hooks;

@@ -110,6 +110,11 @@ impl Server {
         &self.operator_token
     }
 
+    /// The handle an embedding app uses (see [`crate::embed`]).
+    pub fn console(&self) -> crate::embed::Console {
+        crate::embed::Console::new(self.state.clone(), &self.operator_token)
+    }
+
     pub fn state(&self) -> &AppState {
         &self.state
     }
