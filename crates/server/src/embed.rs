@@ -8,8 +8,8 @@
 //! state and the workers are the server's own; they are public only for this
 //! workspace's integration tests and benchmarks, not as an interface.
 
+use crate::app::AppState;
 use crate::error::{ApiError, StoreError};
-use crate::http::AppState;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use switchboard_proto::{EventListQuery, EventStatus};

@@ -9,7 +9,7 @@
 //! [`BATCH_TIME`], so a request arriving meanwhile waits about that long, not for a
 //! whole 500-event transaction (measured in `cargo xtask bench`, R1).
 
-use crate::http::AppState;
+use crate::app::AppState;
 use crate::store::{JobSpec, JobStarted, StoreError};
 use std::time::Duration;
 use switchboard_proto::JobState;

@@ -4,6 +4,7 @@
 //! configured address and Ctrl-C, the desktop shell port 0 and its exit signal, tests
 //! port 0 and a future they resolve.
 
+pub mod app;
 pub mod clock;
 pub mod config;
 pub mod embed;

@@ -1,10 +1,11 @@
 //! Opening the server (database, tenant, operator token) and serving it until the
 //! caller's shutdown signal.
 
+use crate::app::{AppState, StateInner};
 use crate::config::Config;
 use crate::history::History;
 use crate::http::auth::{generate_token, hash_token, operator_scopes};
-use crate::http::{AppState, StateInner, router};
+use crate::http::router;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::store::postgres::PgStore;

@@ -5,7 +5,7 @@
 //! died. Every pass reads time from the configured clock, so tests drive
 //! it with a manual clock and [`Workers::tick`].
 
-use crate::http::AppState;
+use crate::app::AppState;
 use crate::store::{ReapStats, RetentionStats, StoreResult};
 
 #[derive(Clone)]

@@ -17,16 +17,14 @@
 
 use super::AppState;
 use super::auth::Principal;
+use crate::app::running::Busy;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{IdemBegin, IdemKey, StoredResponse};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::future::Future;
-use std::sync::Mutex;
 use switchboard_proto::{ErrorCode, PROBLEM_JSON};
 
 pub(super) const HEADER: &str = "idempotency-key";
@@ -81,59 +79,6 @@ pub(super) const REPLAY_AS_STORED: Policy = Policy {
     momentary: &[],
 };
 
-/// The keys this process is running a request for (with the request's body
-/// fingerprint), and the owner name its in-flight records carry.
-pub(crate) struct Running {
-    owner: [u8; 16],
-    keys: Mutex<HashMap<RunningId, Vec<u8>>>,
-}
-
-type RunningId = (switchboard_proto::TenantId, String, Vec<u8>);
-
-impl Default for Running {
-    fn default() -> Self {
-        Self {
-            owner: uuid::Uuid::new_v4().into_bytes(),
-            keys: Mutex::default(),
-        }
-    }
-}
-
-impl Running {
-    /// Marks `key` as running here until the guard drops. A request with the key
-    /// already runs here: 409 for the same request, 422 for another body (as the
-    /// stored record would answer).
-    fn enter(&self, key: &IdemKey) -> ApiResult<Entered<'_>> {
-        let id = (key.tenant_id, key.principal.clone(), key.key_hash.clone());
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        match keys.entry(id.clone()) {
-            Entry::Vacant(slot) => {
-                slot.insert(key.fingerprint.clone());
-                Ok(Entered { running: self, id })
-            }
-            Entry::Occupied(running) if *running.get() == key.fingerprint => Err(in_progress()),
-            Entry::Occupied(_) => Err(reused()),
-        }
-    }
-}
-
-/// One running request's key; dropped when the request ends, or when its client
-/// goes away and the server drops the request.
-struct Entered<'a> {
-    running: &'a Running,
-    id: RunningId,
-}
-
-impl Drop for Entered<'_> {
-    fn drop(&mut self) {
-        self.running
-            .keys
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
-    }
-}
-
 fn reused() -> ApiError {
     ApiError::new(
         ErrorCode::IdempotencyKeyReused,
@@ -172,7 +117,7 @@ pub(super) fn key_of(
         principal: principal.key_scope(),
         key_hash: Sha256::digest(key.as_bytes()).to_vec(),
         fingerprint: fingerprint.finalize().to_vec(),
-        owner: state.running.owner.to_vec(),
+        owner: state.running.owner().to_vec(),
     };
     Ok(key)
 }
@@ -193,7 +138,10 @@ where
     Fut: Future<Output = ApiResult<T>>,
 {
     let key = key_of(state, principal, headers, path, body)?;
-    let _running = state.running.enter(&key)?;
+    let _running = state.running.enter(&key).map_err(|busy| match busy {
+        Busy::SameRequest => in_progress(),
+        Busy::OtherRequest => reused(),
+    })?;
     let ttl = state.config.idempotency_ttl.as_millis() as i64;
     match state
         .store
@@ -250,52 +198,4 @@ fn replay(stored: StoredResponse) -> Response {
     resp.headers_mut()
         .insert(REPLAYED, HeaderValue::from_static("true"));
     resp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(name: &str, body: &str) -> IdemKey {
-        IdemKey {
-            tenant_id: switchboard_proto::TenantId(uuid::Uuid::nil()),
-            principal: "agent:a".to_owned(),
-            key_hash: Sha256::digest(name.as_bytes()).to_vec(),
-            fingerprint: Sha256::digest(body.as_bytes()).to_vec(),
-            owner: Vec::new(),
-        }
-    }
-
-    fn code(result: ApiResult<Entered<'_>>) -> Option<String> {
-        result.err().and_then(|e| e.problem.code)
-    }
-
-    #[test]
-    fn one_request_per_key_runs_here_at_a_time() {
-        let running = Running::default();
-        let first = running.enter(&key("k", "body")).expect("the first enters");
-        assert_eq!(
-            code(running.enter(&key("k", "body"))),
-            Some(ErrorCode::RequestInProgress.as_str().to_owned())
-        );
-        assert_eq!(
-            code(running.enter(&key("k", "other body"))),
-            Some(ErrorCode::IdempotencyKeyReused.as_str().to_owned()),
-            "another body is a misuse, as the stored record would say"
-        );
-        // The refused ones must not have cleared the running one's mark.
-        assert_eq!(
-            code(running.enter(&key("k", "body"))),
-            Some(ErrorCode::RequestInProgress.as_str().to_owned())
-        );
-        let other = running
-            .enter(&key("k2", "body"))
-            .expect("another key runs too");
-        drop(first);
-        let again = running
-            .enter(&key("k", "body"))
-            .expect("free once the first ends");
-        drop((again, other));
-        assert!(running.keys.lock().unwrap().is_empty());
-    }
 }

@@ -10,7 +10,6 @@ mod inbox;
 mod jobs;
 mod leases;
 pub mod limits;
-pub mod lookups;
 mod memories;
 mod messages;
 mod ops;
@@ -19,83 +18,19 @@ mod seed;
 pub mod session;
 mod system;
 
-use crate::config::Config;
+pub(crate) use crate::app::AppState;
 use crate::error::ApiError;
-use crate::hub::Hub;
-use crate::metrics::Metrics;
-use crate::store::{Store, Wake};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{HeaderName, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::ops::Deref;
 use std::sync::Arc;
-use switchboard_proto::{ErrorCode, TenantId};
-use tokio_util::sync::CancellationToken;
+use switchboard_proto::ErrorCode;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
-
-/// Shared by every handler.
-#[derive(Clone)]
-pub struct AppState(Arc<StateInner>);
-
-pub struct StateInner {
-    pub store: Arc<dyn Store>,
-    pub config: Config,
-    pub hub: Hub,
-    pub metrics: Metrics,
-    /// The tenant of the operator token this server minted at start.
-    pub tenant: TenantId,
-    /// Cancelled at shutdown: SSE streams end so graceful shutdown can finish.
-    pub shutdown: CancellationToken,
-    /// The overview's sample history.
-    pub history: crate::history::History,
-    /// Background tasks (bulk jobs) that shutdown waits for before closing the store.
-    pub tasks: tokio_util::task::TaskTracker,
-    /// Recent token and agent lookups (see `lookups`).
-    pub lookups: lookups::Lookups,
-    /// The idempotency keys this process is running a request for.
-    pub(crate) running: idempotency::Running,
-}
-
-impl Deref for AppState {
-    type Target = StateInner;
-    fn deref(&self) -> &StateInner {
-        &self.0
-    }
-}
-
-impl AppState {
-    pub fn new(inner: StateInner) -> Self {
-        Self(Arc::new(inner))
-    }
-
-    pub fn now(&self) -> i64 {
-        self.config.clock.now_ms()
-    }
-
-    /// Sends wake-ups; call after the commit that made them.
-    pub fn wake(&self, wakes: &[Wake]) {
-        self.hub.notify(wakes);
-    }
-
-    /// The queue table's health where the backend has it. Best effort: `/metrics`
-    /// and the overview still answer without it.
-    pub(crate) async fn queue_health(&self) -> Option<switchboard_proto::QueueTableHealth> {
-        self.store.health().await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "could not read the database's health");
-            None
-        })
-    }
-
-    /// Tells the console how a bulk job is doing.
-    pub fn publish_job(&self, tenant: TenantId, job: &switchboard_proto::Job) {
-        self.hub.job(tenant, job);
-    }
-}
 
 #[derive(OpenApi)]
 #[openapi(

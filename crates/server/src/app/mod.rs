@@ -1,0 +1,75 @@
+//! The application's state: what every request handler, background worker and
+//! bulk job shares (the store, the wake-up hub, metrics, caches, the shutdown
+//! signal). Its own layer, below the HTTP API and the workers: both use it, and it
+//! uses neither.
+
+pub mod lookups;
+pub(crate) mod running;
+
+use crate::config::Config;
+use crate::hub::Hub;
+use crate::metrics::Metrics;
+use crate::store::{Store, Wake};
+use std::ops::Deref;
+use std::sync::Arc;
+use switchboard_proto::TenantId;
+use tokio_util::sync::CancellationToken;
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState(Arc<StateInner>);
+
+pub struct StateInner {
+    pub store: Arc<dyn Store>,
+    pub config: Config,
+    pub hub: Hub,
+    pub metrics: Metrics,
+    /// The tenant of the operator token this server minted at start.
+    pub tenant: TenantId,
+    /// Cancelled at shutdown: SSE streams end so graceful shutdown can finish.
+    pub shutdown: CancellationToken,
+    /// The overview's sample history.
+    pub history: crate::history::History,
+    /// Background tasks (bulk jobs) that shutdown waits for before closing the store.
+    pub tasks: tokio_util::task::TaskTracker,
+    /// Recent token and agent lookups (see `lookups`).
+    pub lookups: lookups::Lookups,
+    /// The idempotency keys this process is running a request for.
+    pub(crate) running: running::Running,
+}
+
+impl Deref for AppState {
+    type Target = StateInner;
+    fn deref(&self) -> &StateInner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(inner: StateInner) -> Self {
+        Self(Arc::new(inner))
+    }
+
+    pub fn now(&self) -> i64 {
+        self.config.clock.now_ms()
+    }
+
+    /// Sends wake-ups; call after the commit that made them.
+    pub fn wake(&self, wakes: &[Wake]) {
+        self.hub.notify(wakes);
+    }
+
+    /// The queue table's health where the backend has it. Best effort: `/metrics`
+    /// and the overview still answer without it.
+    pub(crate) async fn queue_health(&self) -> Option<switchboard_proto::QueueTableHealth> {
+        self.store.health().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not read the database's health");
+            None
+        })
+    }
+
+    /// Tells the console how a bulk job is doing.
+    pub fn publish_job(&self, tenant: TenantId, job: &switchboard_proto::Job) {
+        self.hub.job(tenant, job);
+    }
+}
