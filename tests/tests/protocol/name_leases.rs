@@ -2,20 +2,22 @@
 //! memories, then the same memory under different names, 200 times over. Each round
 //! has exactly one winner, nothing of a loser's claim is left behind (the operator
 //! sees exactly the winner's lease), and the fencing tokens of the contested name and
-//! of the contested memory strictly increase from round to round.
+//! of the contested memory strictly increase from round to round. On PostgreSQL, the
+//! same with the contenders split between two instances.
 
 use futures::future::join_all;
-use switchboard_tests::TestServer;
 use switchboard_tests::key;
 use switchboard_tests::sdk::Client;
 use switchboard_tests::sdk::proto::{AcquireLease, Lease, MemoryId, RegisterMemory, ReleaseLease};
+use switchboard_tests::{Options, TestServer};
 
 const CONTENDERS: usize = 100;
 const ROUNDS: usize = 200;
 
-async fn contend(client: &Client, claims: Vec<(String, MemoryId)>) -> Lease {
-    let attempts = claims.into_iter().map(|(name, memory)| {
-        let client = client.clone();
+/// The claims at once, dealt to `clients` in turn.
+async fn contend(clients: &[Client], claims: Vec<(String, MemoryId)>) -> Lease {
+    let attempts = claims.into_iter().enumerate().map(|(i, (name, memory))| {
+        let client = clients[i % clients.len()].clone();
         async move {
             let ask = AcquireLease {
                 name,
@@ -77,7 +79,7 @@ async fn exactly_one_of_100_concurrent_claims_wins_every_round_and_tokens_only_g
             .iter()
             .map(|m| ("contested".to_owned(), *m))
             .collect();
-        let won = contend(&agent, claims).await;
+        let won = contend(std::slice::from_ref(&agent), claims).await;
         assert!(
             won.fencing_token > name_token,
             "round {round}: the name's token {} after {name_token}",
@@ -89,7 +91,7 @@ async fn exactly_one_of_100_concurrent_claims_wins_every_round_and_tokens_only_g
 
         // One memory, a hundred names.
         let claims = names.iter().map(|n| (n.clone(), shared)).collect();
-        let won = contend(&agent, claims).await;
+        let won = contend(std::slice::from_ref(&agent), claims).await;
         assert!(
             won.fencing_token > memory_token,
             "round {round}: the memory's token {} after {memory_token}",
@@ -104,4 +106,42 @@ async fn exactly_one_of_100_concurrent_claims_wins_every_round_and_tokens_only_g
         "one acquisition per round, no gaps"
     );
     assert_eq!(memory_token, ROUNDS as u64);
+}
+
+/// Two instances on one PostgreSQL database, their clients racing each round for a
+/// name that never had a lease (so no fence row exists to lock until a claim makes
+/// one), each with a memory of its own: one winner, with the first token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
+async fn two_instances_racing_for_a_new_name_have_one_winner() {
+    assert!(
+        switchboard_tests::postgres_url().is_some(),
+        "set SWITCHBOARD_TEST_POSTGRES to run this test"
+    );
+    let a = TestServer::start().await;
+    let b = a.another_instance(Options::default()).await;
+    let (created, on_a) = a.agent("racer").await;
+    let on_b = Client::new(&b.url, created.token.as_str()).expect("client");
+    let clients = [on_a.clone(), on_b];
+    let op = a.operator();
+    for round in 0..50 {
+        let memories = join_all((0..20).map(|_| async {
+            on_a.register_memory(&RegisterMemory::default())
+                .await
+                .expect("memory")
+                .memory_instance_id
+        }))
+        .await;
+        let name = format!("fresh-{round}");
+        let claims = memories.iter().map(|m| (name.clone(), *m)).collect();
+        let won = contend(&clients, claims).await;
+        assert_eq!(
+            won.fencing_token, 1,
+            "round {round}: a new name, a new memory"
+        );
+        only_lease_is(&op, &won).await;
+        release(&on_a, &won).await;
+    }
+    b.stop().await;
+    a.stop().await;
 }

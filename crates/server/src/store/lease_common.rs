@@ -1,6 +1,7 @@
-//! Leases, records and their audit trail as both backends share them: row decoding,
+//! Leases, records and their audit trail as every backend shares them: row decoding,
 //! the decisions taken over what a transaction read (pure functions), the refusal
-//! messages and the audit hash. Each backend only reads, locks and writes.
+//! messages and the audit hash. The engine's transactions (`store/engine/`) read,
+//! lock and write, and decide with these.
 
 use crate::clock::{Millis, to_timestamp};
 use crate::store::rows::{Cols, parse_id};

@@ -9,9 +9,10 @@
 //! backend does in its own shape, with a portable default), and its logic as
 //! functions generic over them, behind a blanket `impl` of the area's store trait.
 //!
-//! The move is incremental: events, the lease audit trail and the data plane run on
-//! the engine; the other store modules still have one implementation per backend,
-//! behind the same `Store` traits, until they move here too.
+//! The move is incremental: events, memories and leases with their audit trail, and
+//! the data plane run on the engine; the other store modules still have one
+//! implementation per backend, behind the same `Store` traits, until they move here
+//! too.
 
 use crate::store::dialect::Dialect;
 use crate::store::{StoreResult, Wake};
@@ -20,11 +21,14 @@ use std::future::Future;
 
 pub(crate) mod events;
 pub(crate) mod lease_audit;
+mod lease_store;
+pub(crate) mod leases;
+pub(crate) mod memories;
 pub(crate) mod records;
 #[cfg(test)]
 mod suite;
 
-/// What every driver has: write transactions.
+/// What every driver has: write transactions and read snapshots.
 #[async_trait]
 pub(crate) trait Driver: Send + Sync + 'static {
     /// One write transaction. SQLite: on the single writer (`BEGIN IMMEDIATE`);
@@ -34,6 +38,11 @@ pub(crate) trait Driver: Send + Sync + 'static {
     const DIALECT: Dialect;
 
     async fn begin_write(&self) -> StoreResult<Self::Tx>;
+
+    /// One read-only transaction that sees one snapshot throughout (SQLite: a WAL
+    /// read transaction on the read pool; PostgreSQL: REPEATABLE READ, READ ONLY).
+    /// It ends with [`commit`](Self::commit), with no wake-ups.
+    async fn begin_read(&self) -> StoreResult<Self::Tx>;
 
     /// The test seams (no-ops in production).
     #[allow(dead_code)] // until sends move onto the engine

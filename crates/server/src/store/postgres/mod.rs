@@ -16,7 +16,6 @@ mod background;
 mod health;
 mod inbox;
 mod jobs;
-mod lease_rows;
 mod leases;
 mod ops;
 mod send;
@@ -178,11 +177,6 @@ async fn insert_token_row(
     .execute(conn)
     .await?;
     Ok(())
-}
-
-/// True for a unique violation (23505).
-pub(crate) fn unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("23505"))
 }
 
 #[async_trait]
@@ -555,6 +549,13 @@ impl crate::store::engine::Driver for PgStore {
 
     async fn begin_write(&self) -> StoreResult<Self::Tx> {
         self.begin().await
+    }
+
+    async fn begin_read(&self) -> StoreResult<Self::Tx> {
+        Ok(self
+            .pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .await?)
     }
 
     async fn commit(&self, tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()> {

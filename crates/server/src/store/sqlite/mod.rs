@@ -9,7 +9,6 @@
 mod background;
 mod inbox;
 mod jobs;
-mod lease_rows;
 mod leases;
 mod ops;
 mod rows;
@@ -535,6 +534,11 @@ impl crate::store::engine::Driver for SqliteStore {
 
     async fn begin_write(&self) -> StoreResult<Self::Tx> {
         SqliteStore::begin_write(self).await
+    }
+
+    /// In WAL mode a read transaction sees one snapshot and never blocks the writer.
+    async fn begin_read(&self) -> StoreResult<Self::Tx> {
+        Ok(self.read.begin().await?)
     }
 
     /// One process owns the file: nobody else needs to hear of `wakes`.

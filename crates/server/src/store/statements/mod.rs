@@ -14,10 +14,14 @@
 
 mod events;
 mod lease_audit;
+mod leases;
+mod memories;
 mod records;
 
 pub(crate) use events::event_statements;
 pub(crate) use lease_audit::lease_audit_statements;
+pub(crate) use leases::lease_statements;
+pub(crate) use memories::memory_statements;
 pub(crate) use records::record_statements;
 
 /// Implements every shared statement trait for `$store`.
@@ -25,6 +29,8 @@ macro_rules! shared_statements {
     ($store:ty) => {
         $crate::store::statements::event_statements!($store);
         $crate::store::statements::lease_audit_statements!($store);
+        $crate::store::statements::lease_statements!($store);
+        $crate::store::statements::memory_statements!($store);
         $crate::store::statements::record_statements!($store);
     };
 }

@@ -1,0 +1,473 @@
+//! Name + memory leases with fencing tokens (I7), once for every backend.
+//!
+//! An acquisition claims a name (by its UTS #39 skeleton, service-wide) and a memory
+//! together, or neither; its fencing token is one above both the name's and the
+//! memory's last (`name_fences.fence`, `memories.fence`), so a token never repeats
+//! for either. After an expiry or a forced release the name and the memory stay
+//! quiet for the lease's lock delay (`quiet_until`); a clean release has none.
+//!
+//! Every transaction takes its locks in one order: the name's fence row, then the
+//! memory's row, then lease rows (then, once per tenant ever, the tenant's row for
+//! the audit salt). So none waits in a cycle, and:
+//! - of any number of acquisitions racing for a name or a memory, one at a time
+//!   decides, and each sees what the ones before it committed: exactly one winner;
+//! - a renewal or a release locks its lease row, a forced release the name, the
+//!   memory and the lease, so an acquisition sees the lease as they left it;
+//! - the unique keys on `leases (skeleton)` and `leases (memory_id)` are the
+//!   backstop: a violation is answered as `LeaseHeld`.
+//!
+//! SQLite's single writer serializes the transactions, so its `lock_…` statements
+//! are plain reads (`@FOR_UPDATE` renders as nothing there). PostgreSQL (READ
+//! COMMITTED) locks rows `FOR UPDATE`; a row lock needs a row, so its
+//! [`LeaseDriver::lock_name`] makes the name's fence row before locking it.
+
+use super::lease_audit::{self, LeaseAuditStatements};
+use super::memories::MemoryStatements;
+use crate::clock::Millis;
+use crate::store::lease_common::*;
+use crate::store::*;
+use async_trait::async_trait;
+use switchboard_proto::{Lease, LeaseId, MemoryId, OpsLease, TenantId};
+
+/// The statements of names and leases (`store/statements/leases.rs`). Each is one
+/// statement, in `tx`, except the `read_…` ones (the read pool, no transaction).
+#[async_trait]
+pub(crate) trait LeaseStatements: MemoryStatements + LeaseAuditStatements {
+    /// The registration of the name `skeleton` (`switchboard names import`):
+    /// (canonical name, tenant id).
+    async fn name_registration(
+        &self,
+        tx: &mut Self::Tx,
+        skeleton: &str,
+    ) -> StoreResult<Option<(String, String)>>;
+    /// The name's (fence, quiet_until), if it ever had a lease.
+    async fn name_fence(
+        &self,
+        tx: &mut Self::Tx,
+        skeleton: &str,
+    ) -> StoreResult<Option<(i64, Millis)>>;
+    /// [`name_fence`](Self::name_fence), the row locked until the transaction ends
+    /// if there is one.
+    async fn lock_name_fence(
+        &self,
+        tx: &mut Self::Tx,
+        skeleton: &str,
+    ) -> StoreResult<Option<(i64, Millis)>>;
+    /// Makes the name's fence row at fence 0 (the same as none), unless it has one.
+    async fn make_name_fence(&self, tx: &mut Self::Tx, skeleton: &str) -> StoreResult<()>;
+    /// Raises the name's fence to at least `fence` and its lock delay to at least
+    /// `quiet_until`, making its row if it has none.
+    async fn raise_name_fence(
+        &self,
+        tx: &mut Self::Tx,
+        skeleton: &str,
+        fence: i64,
+        quiet_until: Millis,
+    ) -> StoreResult<()>;
+    /// The leases holding the name (by skeleton) or the memory: two at most.
+    async fn leases_holding(
+        &self,
+        tx: &mut Self::Tx,
+        skeleton: &str,
+        memory: MemoryId,
+    ) -> StoreResult<Vec<Stored>>;
+    /// [`leases_holding`](Self::leases_holding), locked until the transaction ends.
+    async fn lock_leases_holding(
+        &self,
+        tx: &mut Self::Tx,
+        skeleton: &str,
+        memory: MemoryId,
+    ) -> StoreResult<Vec<Stored>>;
+    /// The lease of `tenant` with id `id`, if it is still stored.
+    async fn load_lease(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        id: LeaseId,
+    ) -> StoreResult<Option<Stored>>;
+    /// [`load_lease`](Self::load_lease), locked until the transaction ends.
+    async fn lock_lease(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        id: LeaseId,
+    ) -> StoreResult<Option<Stored>>;
+    /// The lease `id` on `new`'s name and memory with `fence`, from `now` for its TTL.
+    async fn insert_lease(
+        &self,
+        tx: &mut Self::Tx,
+        id: LeaseId,
+        new: &NewLease,
+        fence: i64,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// Records to whom `fence` on `new.memory` went (`issued_tokens`, read by every
+    /// data-plane call).
+    async fn insert_issued(
+        &self,
+        tx: &mut Self::Tx,
+        new: &NewLease,
+        id: LeaseId,
+        fence: i64,
+        now: Millis,
+    ) -> StoreResult<()>;
+    async fn delete_lease(&self, tx: &mut Self::Tx, id: LeaseId) -> StoreResult<()>;
+    async fn set_lease_expiry(
+        &self,
+        tx: &mut Self::Tx,
+        id: LeaseId,
+        ttl_ms: Millis,
+        expires_at: Millis,
+    ) -> StoreResult<()>;
+    /// Registers one planned name; false when its skeleton or name is registered
+    /// already (a concurrent insert of the same waits for this one's end, then
+    /// reports the conflict).
+    async fn register_name(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        name: &crate::names_import::Planned,
+    ) -> StoreResult<bool>;
+    /// Whether `key` is stored and not expired (then the idempotency layer answers).
+    async fn key_known(&self, tx: &mut Self::Tx, key: &IdemKey, now: Millis) -> StoreResult<bool>;
+    /// The lease on `memory`, live or expired, read outside any transaction.
+    async fn read_lease_on_memory(
+        &self,
+        tenant: TenantId,
+        memory: MemoryId,
+    ) -> StoreResult<Option<Stored>>;
+    /// The tenant's leases, soonest expiry first, read outside any transaction.
+    async fn read_leases(&self, tenant: TenantId) -> StoreResult<Vec<Stored>>;
+}
+
+/// Where a backend's shape differs; methods with a body are the portable shape.
+#[async_trait]
+pub(crate) trait LeaseDriver: LeaseStatements {
+    /// Locks the name's fence row until the transaction ends (the first lock of the
+    /// lock order) and returns its (fence, quiet_until). Portable: lock it if it is
+    /// there (a second acquisition of the same name waits here, then reads what the
+    /// first committed). PostgreSQL locks no row that does not exist, so two
+    /// acquisitions of a name that never had a lease would both pass: it makes the
+    /// row first.
+    async fn lock_name(
+        &self,
+        tx: &mut Self::Tx,
+        skeleton: &str,
+    ) -> StoreResult<Option<(i64, Millis)>> {
+        self.lock_name_fence(tx, skeleton).await
+    }
+
+    /// Registered names among `skeletons`: skeleton → (name, original), read outside
+    /// any transaction. A list parameter is spelt per backend.
+    async fn read_registered_names(
+        &self,
+        skeletons: &[String],
+    ) -> StoreResult<crate::names_import::Taken>;
+
+    /// Stores the response under the request's idempotency key with the business
+    /// change, in `tx` (I8): the backend's idempotency code (`send::idem_finish`),
+    /// until idempotency moves onto the engine.
+    async fn idem_finish<B: serde::Serialize + Sync>(
+        &self,
+        tx: &mut Self::Tx,
+        key: Option<&IdemKey>,
+        status: u16,
+        body: &B,
+    ) -> StoreResult<()>;
+}
+
+/// The refusal when a unique key on `leases` or `issued_tokens` stops a claim the
+/// checks let through (they lock the name and the memory, so this should not
+/// happen).
+fn claimed_meanwhile(new: &NewLease, e: StoreError) -> StoreError {
+    match &e {
+        StoreError::Database(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+            StoreError::LeaseHeld(format!(
+                "the name '{}' or memory {} was claimed by another lease meanwhile; nothing \
+                 was claimed. Retry after it expires or is released",
+                new.name, new.memory
+            ))
+        }
+        _ => e,
+    }
+}
+
+/// What stands between a request and its lease, read in `tx`: `LeaseHeld` /
+/// `Confusable` for a live holder or a lock delay not over yet, `NotFound` for no
+/// such memory; otherwise the memory, the expired leases to take over, and the
+/// name's fence.
+///
+/// With `lock`, the name's fence row, the memory's row and the leases on either are
+/// locked (in that order) until the transaction ends: no other acquisition, forced
+/// release or record call on them runs in between, so "check both, then claim
+/// both" has one winner. Without, nothing is locked or written (the read-only
+/// pre-check).
+async fn check<D: LeaseDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    new: &NewLease,
+    now: Millis,
+    lock: bool,
+) -> StoreResult<Checked> {
+    let (name_fence, memory) = if lock {
+        let name_fence = d.lock_name(tx, &new.skeleton).await?;
+        (name_fence, d.lock_memory(tx, new.tenant, new.memory).await?)
+    } else {
+        let name_fence = d.name_fence(tx, &new.skeleton).await?;
+        (name_fence, d.load_memory(tx, new.tenant, new.memory).await?)
+    };
+    let memory = memory.ok_or(StoreError::NotFound)?;
+    // A registered name (`switchboard names import`) is reserved.
+    check_registered(new, d.name_registration(tx, &new.skeleton).await?)?;
+    // Whatever holds the name (by skeleton) or the memory now.
+    let held = if lock {
+        d.lock_leases_holding(tx, &new.skeleton, new.memory).await?
+    } else {
+        d.leases_holding(tx, &new.skeleton, new.memory).await?
+    };
+    let (expired, quiet_until) = check_held(new, held, now)?;
+    let quiet_until = quiet_until
+        .max(d.memory_quiet(tx, new.memory).await?)
+        .max(name_fence.map_or(0, |f| f.1));
+    check_quiet(new, quiet_until, now)?;
+    Ok(Checked {
+        memory,
+        expired,
+        name_fence,
+    })
+}
+
+/// Moves the fences of a name and a memory to at least `fence`, and their lock
+/// delay to at least `quiet_until`.
+async fn set_fences<D: LeaseStatements>(
+    d: &D,
+    tx: &mut D::Tx,
+    skeleton: &str,
+    memory: MemoryId,
+    fence: i64,
+    quiet_until: Millis,
+) -> StoreResult<()> {
+    d.raise_name_fence(tx, skeleton, fence, quiet_until).await?;
+    d.raise_memory_fence(tx, memory, fence, quiet_until).await
+}
+
+/// One line of the audit trail about `lease`.
+#[allow(clippy::too_many_arguments)]
+async fn audit<D: LeaseStatements>(
+    d: &D,
+    tx: &mut D::Tx,
+    tenant: TenantId,
+    event: &'static str,
+    lease: &Lease,
+    token: i64,
+    actor: &str,
+    now: Millis,
+) -> StoreResult<()> {
+    let memory = lease.memory_instance_id.to_string();
+    let line = Line {
+        event,
+        name: Some(&lease.name),
+        memory: &memory,
+        token,
+        actor,
+    };
+    lease_audit::write(d, tx, tenant, line, now).await
+}
+
+pub(super) async fn acquire<D: LeaseDriver>(
+    d: &D,
+    new: &NewLease,
+    idem: Option<&IdemKey>,
+    now: Millis,
+) -> StoreResult<Lease> {
+    let mut tx = d.begin_write().await?;
+    let checked = check(d, &mut tx, new, now, true).await?;
+    let fence = checked.next_fence();
+    // Expired leases in the way are taken over (their lock delay has passed).
+    for held in &checked.expired {
+        d.delete_lease(&mut tx, held.lease.lease_id).await?;
+        let token = held.lease.fencing_token as i64;
+        for (event, actor) in [
+            ("expired", "system:leases"),
+            ("taken_over", new.holder.as_str()),
+        ] {
+            audit(
+                d,
+                &mut tx,
+                new.tenant,
+                event,
+                &held.lease,
+                token,
+                actor,
+                now,
+            )
+            .await?;
+        }
+    }
+    set_fences(d, &mut tx, &new.skeleton, new.memory, fence, 0).await?;
+    let id = LeaseId::new();
+    d.insert_lease(&mut tx, id, new, fence, now)
+        .await
+        .map_err(|e| claimed_meanwhile(new, e))?;
+    d.insert_issued(&mut tx, new, id, fence, now)
+        .await
+        .map_err(|e| claimed_meanwhile(new, e))?;
+    let lease = d
+        .load_lease(&mut tx, new.tenant, id)
+        .await?
+        .ok_or(StoreError::NotFound)?
+        .lease;
+    let holder = new.holder.as_str();
+    audit(
+        d, &mut tx, new.tenant, "acquired", &lease, fence, holder, now,
+    )
+    .await?;
+    d.idem_finish(&mut tx, idem, 201, &lease).await?;
+    d.commit(tx, &[]).await?;
+    Ok(lease)
+}
+
+pub(super) async fn precheck<D: LeaseDriver>(
+    d: &D,
+    new: &NewLease,
+    key: &IdemKey,
+    now: Millis,
+) -> StoreResult<()> {
+    let mut tx = d.begin_read().await?;
+    // A known key is the idempotency layer's to answer (replay, 409, 422).
+    let outcome = if d.key_known(&mut tx, key, now).await? {
+        Ok(())
+    } else {
+        check(d, &mut tx, new, now, false).await.map(drop)
+    };
+    d.commit(tx, &[]).await?;
+    outcome
+}
+
+pub(super) async fn renew<D: LeaseStatements>(
+    d: &D,
+    tenant: TenantId,
+    id: LeaseId,
+    token: u64,
+    ttl_ms: Option<Millis>,
+    actor: &str,
+    now: Millis,
+) -> StoreResult<Lease> {
+    let mut tx = d.begin_write().await?;
+    // Locked: an acquisition waiting on it sees the renewed expiry.
+    let held = d.lock_lease(&mut tx, tenant, id).await?;
+    let held = check_renewal(held, id, token, actor, now)?;
+    let ttl = renewal_ttl(&held, ttl_ms);
+    d.set_lease_expiry(&mut tx, id, ttl, now + ttl).await?;
+    let lease = d
+        .load_lease(&mut tx, tenant, id)
+        .await?
+        .ok_or(StoreError::NotFound)?
+        .lease;
+    audit(
+        d,
+        &mut tx,
+        tenant,
+        "renewed",
+        &lease,
+        token as i64,
+        actor,
+        now,
+    )
+    .await?;
+    d.commit(tx, &[]).await?;
+    Ok(lease)
+}
+
+pub(super) async fn release<D: LeaseStatements>(
+    d: &D,
+    tenant: TenantId,
+    id: LeaseId,
+    token: u64,
+    actor: &str,
+    now: Millis,
+) -> StoreResult<()> {
+    let mut tx = d.begin_write().await?;
+    // Already gone (released before, forced out, taken over): the holder wants it
+    // ended, and it is. Releasing twice is not an error.
+    if let Some(held) = d.lock_lease(&mut tx, tenant, id).await? {
+        check_release(&held, id, token, actor)?;
+        // A clean release: the holder says it is done, so no lock delay.
+        d.delete_lease(&mut tx, id).await?;
+        audit(
+            d,
+            &mut tx,
+            tenant,
+            "released",
+            &held.lease,
+            token as i64,
+            actor,
+            now,
+        )
+        .await?;
+    }
+    d.commit(tx, &[]).await?;
+    Ok(())
+}
+
+pub(super) async fn force_release<D: LeaseDriver>(
+    d: &D,
+    tenant: TenantId,
+    id: LeaseId,
+    actor: &str,
+    now: Millis,
+) -> StoreResult<OpsLease> {
+    let mut tx = d.begin_write().await?;
+    // The lease's name and memory never change: read them, lock them in the
+    // acquisition's order (name, memory, lease), then read the lease again.
+    let seen = d
+        .load_lease(&mut tx, tenant, id)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    let memory = seen.lease.memory_instance_id;
+    d.lock_name(&mut tx, &seen.skeleton).await?;
+    d.lock_memory(&mut tx, tenant, memory)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    let held = d
+        .lock_lease(&mut tx, tenant, id)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    d.delete_lease(&mut tx, id).await?;
+    // Both fences pass the lease's token, so its holder is refused from now on.
+    let bumped = held.lease.fencing_token as i64 + 1;
+    let quiet_until = now + held.lock_delay_ms;
+    set_fences(d, &mut tx, &held.skeleton, memory, bumped, quiet_until).await?;
+    audit(
+        d,
+        &mut tx,
+        tenant,
+        "force_released",
+        &held.lease,
+        bumped,
+        actor,
+        now,
+    )
+    .await?;
+    d.commit(tx, &[]).await?;
+    Ok(held.ops(now))
+}
+
+/// All or none.
+pub(super) async fn register_names<D: LeaseStatements>(
+    d: &D,
+    tenant: TenantId,
+    names: &[crate::names_import::Planned],
+) -> StoreResult<()> {
+    let mut tx = d.begin_write().await?;
+    for n in names {
+        if !d.register_name(&mut tx, tenant, n).await? {
+            return Err(StoreError::Conflict(format!(
+                "the name {:?} was registered while the import was planned; nothing was \
+                 imported, run it again",
+                n.name
+            )));
+        }
+    }
+    d.commit(tx, &[]).await
+}

@@ -1,0 +1,338 @@
+//! [`LeaseStatements`](crate::store::engine::leases::LeaseStatements): the `lock_…`
+//! reads lock their rows `@FOR_UPDATE` (nothing on SQLite, whose single writer
+//! serializes the writes), in the lock order of the engine's `leases.rs`.
+
+macro_rules! lease_statements {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::engine::leases::LeaseStatements for $store {
+            async fn name_registration(
+                &self,
+                tx: &mut Self::Tx,
+                skeleton: &str,
+            ) -> $crate::store::StoreResult<Option<(String, String)>> {
+                Ok(sqlx::query_as($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT name, tenant_id FROM registered_names WHERE skeleton = $1"
+                ))
+                .bind(skeleton)
+                .fetch_optional(&mut **tx)
+                .await?)
+            }
+
+            async fn name_fence(
+                &self,
+                tx: &mut Self::Tx,
+                skeleton: &str,
+            ) -> $crate::store::StoreResult<Option<(i64, $crate::clock::Millis)>> {
+                Ok(sqlx::query_as($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1"
+                ))
+                .bind(skeleton)
+                .fetch_optional(&mut **tx)
+                .await?)
+            }
+
+            async fn lock_name_fence(
+                &self,
+                tx: &mut Self::Tx,
+                skeleton: &str,
+            ) -> $crate::store::StoreResult<Option<(i64, $crate::clock::Millis)>> {
+                Ok(sqlx::query_as($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1 @FOR_UPDATE"
+                ))
+                .bind(skeleton)
+                .fetch_optional(&mut **tx)
+                .await?)
+            }
+
+            async fn make_name_fence(
+                &self,
+                tx: &mut Self::Tx,
+                skeleton: &str,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO name_fences (skeleton, fence) VALUES ($1, 0) \
+                     ON CONFLICT (skeleton) DO NOTHING"
+                ))
+                .bind(skeleton)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn raise_name_fence(
+                &self,
+                tx: &mut Self::Tx,
+                skeleton: &str,
+                fence: i64,
+                quiet_until: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO name_fences (skeleton, fence, quiet_until) VALUES ($1, $2, $3) \
+                     ON CONFLICT (skeleton) DO UPDATE SET \
+                     fence = @GREATEST(name_fences.fence, EXCLUDED.fence), \
+                     quiet_until = @GREATEST(name_fences.quiet_until, EXCLUDED.quiet_until)"
+                ))
+                .bind(skeleton)
+                .bind(fence)
+                .bind(quiet_until)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn leases_holding(
+                &self,
+                tx: &mut Self::Tx,
+                skeleton: &str,
+                memory: switchboard_proto::MemoryId,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_common::Stored>> {
+                use $crate::store::lease_common::LEASE_COLS;
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2"
+                ))
+                .bind(skeleton)
+                .bind(memory.to_string())
+                .fetch_all(&mut **tx)
+                .await?;
+                rows.iter()
+                    .map($crate::store::lease_common::lease_from_row)
+                    .collect()
+            }
+
+            async fn lock_leases_holding(
+                &self,
+                tx: &mut Self::Tx,
+                skeleton: &str,
+                memory: switchboard_proto::MemoryId,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_common::Stored>> {
+                use $crate::store::lease_common::LEASE_COLS;
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2 \
+                     @FOR_UPDATE"
+                ))
+                .bind(skeleton)
+                .bind(memory.to_string())
+                .fetch_all(&mut **tx)
+                .await?;
+                rows.iter()
+                    .map($crate::store::lease_common::lease_from_row)
+                    .collect()
+            }
+
+            async fn load_lease(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                id: switchboard_proto::LeaseId,
+            ) -> $crate::store::StoreResult<Option<$crate::store::lease_common::Stored>> {
+                use $crate::store::lease_common::LEASE_COLS;
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2"
+                ))
+                .bind(tenant.to_string())
+                .bind(id.to_string())
+                .fetch_optional(&mut **tx)
+                .await?
+                .as_ref()
+                .map($crate::store::lease_common::lease_from_row)
+                .transpose()
+            }
+
+            async fn lock_lease(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                id: switchboard_proto::LeaseId,
+            ) -> $crate::store::StoreResult<Option<$crate::store::lease_common::Stored>> {
+                use $crate::store::lease_common::LEASE_COLS;
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
+                ))
+                .bind(tenant.to_string())
+                .bind(id.to_string())
+                .fetch_optional(&mut **tx)
+                .await?
+                .as_ref()
+                .map($crate::store::lease_common::lease_from_row)
+                .transpose()
+            }
+
+            async fn insert_lease(
+                &self,
+                tx: &mut Self::Tx,
+                id: switchboard_proto::LeaseId,
+                new: &$crate::store::NewLease,
+                fence: i64,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
+                     owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+                ))
+                .bind(id.to_string())
+                .bind(new.tenant.to_string())
+                .bind(&new.name)
+                .bind(&new.skeleton)
+                .bind(new.memory.to_string())
+                .bind(fence)
+                .bind(&new.holder)
+                .bind(&new.owner_client)
+                .bind(new.ttl_ms)
+                .bind(new.lock_delay_ms)
+                .bind(now)
+                .bind(now + new.ttl_ms)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn insert_issued(
+                &self,
+                tx: &mut Self::Tx,
+                new: &$crate::store::NewLease,
+                id: switchboard_proto::LeaseId,
+                fence: i64,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO issued_tokens (memory_id, fence, lease_id, owner_client, holder, \
+                     issued_at) VALUES ($1, $2, $3, $4, $5, $6)"
+                ))
+                .bind(new.memory.to_string())
+                .bind(fence)
+                .bind(id.to_string())
+                .bind(&new.owner_client)
+                .bind(&new.holder)
+                .bind(now)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn delete_lease(
+                &self,
+                tx: &mut Self::Tx,
+                id: switchboard_proto::LeaseId,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM leases WHERE id = $1"
+                ))
+                .bind(id.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn set_lease_expiry(
+                &self,
+                tx: &mut Self::Tx,
+                id: switchboard_proto::LeaseId,
+                ttl_ms: $crate::clock::Millis,
+                expires_at: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE leases SET ttl_ms = $1, expires_at = $2 WHERE id = $3"
+                ))
+                .bind(ttl_ms)
+                .bind(expires_at)
+                .bind(id.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn register_name(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                n: &$crate::names_import::Planned,
+            ) -> $crate::store::StoreResult<bool> {
+                let done = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO registered_names (skeleton, name, original, tenant_id, \
+                     created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
+                ))
+                .bind(&n.skeleton)
+                .bind(&n.name)
+                .bind(&n.original)
+                .bind(tenant.to_string())
+                .bind(n.created_at)
+                .execute(&mut **tx)
+                .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn key_known(
+                &self,
+                tx: &mut Self::Tx,
+                key: &$crate::store::IdemKey,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<bool> {
+                let state: Option<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT state FROM idempotency_keys WHERE tenant_id = $1 AND principal = $2 \
+                     AND key_hash = $3 AND expires_at > $4"
+                ))
+                .bind(key.tenant_id.to_string())
+                .bind(&key.principal)
+                .bind(&key.key_hash)
+                .bind(now)
+                .fetch_optional(&mut **tx)
+                .await?;
+                Ok(state.is_some())
+            }
+
+            async fn read_lease_on_memory(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                memory: switchboard_proto::MemoryId,
+            ) -> $crate::store::StoreResult<Option<$crate::store::lease_common::Stored>> {
+                use $crate::store::lease_common::LEASE_COLS;
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND memory_id = $2"
+                ))
+                .bind(tenant.to_string())
+                .bind(memory.to_string())
+                .fetch_optional(self.read_pool())
+                .await?
+                .as_ref()
+                .map($crate::store::lease_common::lease_from_row)
+                .transpose()
+            }
+
+            async fn read_leases(
+                &self,
+                tenant: switchboard_proto::TenantId,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_common::Stored>> {
+                use $crate::store::lease_common::LEASE_COLS;
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 ORDER BY expires_at"
+                ))
+                .bind(tenant.to_string())
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter()
+                    .map($crate::store::lease_common::lease_from_row)
+                    .collect()
+            }
+        }
+    };
+}
+pub(crate) use lease_statements;
