@@ -19,8 +19,10 @@ use async_trait::async_trait;
 use std::future::Future;
 
 pub(crate) mod events;
+pub(crate) mod idempotency;
 pub(crate) mod lease_audit;
 pub(crate) mod records;
+pub(crate) mod send;
 #[cfg(test)]
 mod suite;
 
@@ -36,7 +38,6 @@ pub(crate) trait Driver: Send + Sync + 'static {
     async fn begin_write(&self) -> StoreResult<Self::Tx>;
 
     /// The test seams (no-ops in production).
-    #[allow(dead_code)] // until sends move onto the engine
     fn hooks(&self) -> &crate::hooks::Hooks;
 
     /// Commits. `wakes` are for other instances: PostgreSQL queues them as

@@ -16,8 +16,8 @@
 //! Deadlocks (40P01) and serialization failures are retried ([`retrying`]).
 
 use super::lease_rows::*;
-use super::send::idem_finish;
 use super::*;
+use crate::store::engine::idempotency;
 use crate::store::engine::lease_audit::{self, LeaseAuditStatements};
 use crate::store::lease_common::Line;
 use sqlx::PgConnection;
@@ -316,7 +316,7 @@ async fn acquire(
         actor: &new.holder,
     };
     lease_audit::write(store, &mut tx, new.tenant, line, now).await?;
-    idem_finish(&mut tx, idem, 201, &lease).await?;
+    idempotency::finish(store, &mut tx, idem, 201, &lease).await?;
     tx.commit().await?;
     Ok(lease)
 }

@@ -4,8 +4,8 @@
 //! winner, and a refusal rolls everything back.
 
 use super::SqliteStore;
-use super::send::idem_finish;
 use crate::clock::Millis;
+use crate::store::engine::idempotency;
 use crate::store::engine::lease_audit::{self, LeaseAuditStatements};
 use crate::store::lease_common::Line;
 use crate::store::*;
@@ -163,7 +163,7 @@ impl LeaseStore for SqliteStore {
             actor: &new.holder,
         };
         lease_audit::write(self, &mut tx, new.tenant, line, now).await?;
-        idem_finish(&mut tx, idem, 201, &lease).await?;
+        idempotency::finish(self, &mut tx, idem, 201, &lease).await?;
         tx.commit().await?;
         Ok(lease)
     }

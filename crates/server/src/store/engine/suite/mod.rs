@@ -7,7 +7,9 @@
 //! Each area's checks are a file here with a `check(d)` that seeds what it needs in
 //! the fresh database it is given; [`every_statement`] runs them all.
 
+mod idempotency;
 mod records;
+mod send;
 
 use crate::hooks::Hooks;
 use crate::store::postgres::PgStore;
@@ -28,9 +30,14 @@ pub(super) fn message(n: u64) -> NewMessage {
 /// Every area's checks, on one backend.
 async fn every_statement<D>(d: &D)
 where
-    D: Store + super::records::RecordStatements,
+    D: Store
+        + super::records::RecordStatements
+        + super::idempotency::IdemDriver
+        + super::send::SendStatements,
 {
     records::check(d).await;
+    idempotency::check(d).await;
+    send::check(d).await;
 }
 
 #[tokio::test]
