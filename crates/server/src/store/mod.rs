@@ -13,11 +13,13 @@ pub(crate) mod lease_common;
 mod leasing;
 pub mod postgres;
 pub(crate) mod rows;
+mod sending;
 pub mod sqlite;
 mod statements;
 
 pub use jobs::*;
 pub use leasing::*;
+pub use sending::*;
 
 use crate::clock::Millis;
 use async_trait::async_trait;
@@ -241,7 +243,9 @@ pub struct DepthRow {
 }
 
 #[async_trait]
-pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
+pub trait Store:
+    JobStore + LeaseStore + RecordStore + IdemStore + SendStore + Send + Sync + 'static
+{
     /// A short name: `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> StoreResult<()>;
@@ -289,57 +293,6 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
     async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()>;
     async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>>;
     async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>>;
-
-    // --- idempotency (I8) ---
-    async fn idem_begin(
-        &self,
-        key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
-    ) -> StoreResult<IdemBegin>;
-    /// Forgets an in-flight key whose request failed transiently, so a retry can run.
-    /// Only while `key.owner` still holds it: a key taken over by another instance
-    /// after its lock ran out is not this request's to forget.
-    async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()>;
-    /// At start: forgets in-flight keys left by a process that died mid-request. Only
-    /// for a backend that one process owns (SQLite); a shared backend relies on the
-    /// in-flight lock expiring instead.
-    async fn idem_recover(&self) -> StoreResult<u64>;
-    /// Stores a final (error) response for the key, replayed on retries.
-    async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()>;
-
-    // --- sends (business writes that fan out into inboxes, I1) ---
-    async fn send_direct(
-        &self,
-        tenant: TenantId,
-        to: AgentId,
-        from: &Actor,
-        msg: &NewMessage,
-        idem: Option<&IdemKey>,
-        now: Millis,
-    ) -> StoreResult<Committed<SendReceipt>>;
-    async fn send_room(
-        &self,
-        tenant: TenantId,
-        room: RoomId,
-        from: &Actor,
-        msg: &NewMessage,
-        idem: Option<&IdemKey>,
-        now: Millis,
-    ) -> StoreResult<Committed<RoomReceipt>>;
-
-    // --- rooms ---
-    async fn create_room(&self, tenant: TenantId, name: &str, now: Millis) -> StoreResult<Room>;
-    async fn room(&self, tenant: TenantId, key: &str) -> StoreResult<Room>;
-    async fn set_member(
-        &self,
-        tenant: TenantId,
-        room: RoomId,
-        agent: AgentId,
-        member: bool,
-        now: Millis,
-    ) -> StoreResult<Room>;
 
     // --- the agent's inbox ---
     async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage>;

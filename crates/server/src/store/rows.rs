@@ -27,7 +27,6 @@ pub(crate) trait Cols {
     fn opt_text(&self, col: &str) -> StoreResult<Option<String>>;
     fn int(&self, col: &str) -> StoreResult<i64>;
     fn opt_int(&self, col: &str) -> StoreResult<Option<i64>>;
-    fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>>;
 }
 
 macro_rules! cols_for {
@@ -45,28 +44,11 @@ macro_rules! cols_for {
             fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
                 Ok(sqlx::Row::try_get(self, col)?)
             }
-            fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>> {
-                Ok(sqlx::Row::try_get(self, col)?)
-            }
         }
     };
 }
 cols_for!(sqlx::sqlite::SqliteRow);
 cols_for!(sqlx::postgres::PgRow);
-
-/// Whether the request that holds an in-flight idempotency key (row with
-/// `locked_until` and `owner`) is gone, so `key`'s request may take it over: its lock
-/// ran out (its instance died), or it was this very process's (`key.owner`), which
-/// runs one request per key at a time and so is not running it any more. That one
-/// failed and could not release the key, e.g. because the database was unreachable.
-pub(crate) fn abandoned(
-    row: &impl Cols,
-    key: &crate::store::IdemKey,
-    now: crate::clock::Millis,
-) -> StoreResult<bool> {
-    let mine = row.opt_bytes("owner")?.as_ref() == Some(&key.owner);
-    Ok(mine || row.int("locked_until")? <= now)
-}
 
 pub(crate) fn parse_id<T: FromStr>(s: &str) -> StoreResult<T> {
     T::from_str(s).map_err(|_| {

@@ -21,6 +21,7 @@
 //! COMMITTED) locks rows `FOR UPDATE`; a row lock needs a row, so its
 //! [`LeaseDriver::lock_name`] makes the name's fence row before locking it.
 
+use super::idempotency;
 use super::lease_audit::{self, LeaseAuditStatements};
 use super::memories::MemoryStatements;
 use crate::clock::Millis;
@@ -32,7 +33,9 @@ use switchboard_proto::{Lease, LeaseId, MemoryId, OpsLease, TenantId};
 /// The statements of names and leases (`store/statements/leases.rs`). Each is one
 /// statement, in `tx`, except the `read_…` ones (the read pool, no transaction).
 #[async_trait]
-pub(crate) trait LeaseStatements: MemoryStatements + LeaseAuditStatements {
+pub(crate) trait LeaseStatements:
+    MemoryStatements + LeaseAuditStatements + idempotency::IdemStatements
+{
     /// The registration of the name `skeleton` (`switchboard names import`):
     /// (canonical name, tenant id).
     async fn name_registration(
@@ -163,17 +166,6 @@ pub(crate) trait LeaseDriver: LeaseStatements {
         &self,
         skeletons: &[String],
     ) -> StoreResult<crate::names_import::Taken>;
-
-    /// Stores the response under the request's idempotency key with the business
-    /// change, in `tx` (I8): the backend's idempotency code (`send::idem_finish`),
-    /// until idempotency moves onto the engine.
-    async fn idem_finish<B: serde::Serialize + Sync>(
-        &self,
-        tx: &mut Self::Tx,
-        key: Option<&IdemKey>,
-        status: u16,
-        body: &B,
-    ) -> StoreResult<()>;
 }
 
 /// The refusal when a unique key on `leases` or `issued_tokens` stops a claim the
@@ -322,7 +314,7 @@ pub(super) async fn acquire<D: LeaseDriver>(
         d, &mut tx, new.tenant, "acquired", &lease, fence, holder, now,
     )
     .await?;
-    d.idem_finish(&mut tx, idem, 201, &lease).await?;
+    idempotency::finish(d, &mut tx, idem, 201, &lease).await?;
     d.commit(tx, &[]).await?;
     Ok(lease)
 }

@@ -20,11 +20,13 @@ use async_trait::async_trait;
 use std::future::Future;
 
 pub(crate) mod events;
+pub(crate) mod idempotency;
 pub(crate) mod lease_audit;
 mod lease_store;
 pub(crate) mod leases;
 pub(crate) mod memories;
 pub(crate) mod records;
+pub(crate) mod send;
 #[cfg(test)]
 mod suite;
 
@@ -45,7 +47,6 @@ pub(crate) trait Driver: Send + Sync + 'static {
     async fn begin_read(&self) -> StoreResult<Self::Tx>;
 
     /// The test seams (no-ops in production).
-    #[allow(dead_code)] // until sends move onto the engine
     fn hooks(&self) -> &crate::hooks::Hooks;
 
     /// Commits. `wakes` are for other instances: PostgreSQL queues them as

@@ -1,13 +1,12 @@
 //! Leases on PostgreSQL: the engine's (`store/engine/leases.rs`), with the rows an
 //! acquisition decides on locked `FOR UPDATE` in its lock order. What is
 //! PostgreSQL's own: a name's fence row is made before it is locked (a row lock
-//! needs a row), a list parameter is an array (`= ANY`), and idempotency is still
-//! this backend's.
+//! needs a row), and a list parameter is an array (`= ANY`).
 
 use super::PgStore;
 use crate::clock::Millis;
+use crate::store::StoreResult;
 use crate::store::engine::leases::{LeaseDriver, LeaseStatements};
-use crate::store::{IdemKey, StoreResult};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -36,15 +35,5 @@ impl LeaseDriver for PgStore {
         .fetch_all(self.pool())
         .await?;
         Ok(rows.into_iter().map(|(s, n, o)| (s, (n, o))).collect())
-    }
-
-    async fn idem_finish<B: serde::Serialize + Sync>(
-        &self,
-        tx: &mut Self::Tx,
-        key: Option<&IdemKey>,
-        status: u16,
-        body: &B,
-    ) -> StoreResult<()> {
-        super::send::idem_finish(tx, key, status, body).await
     }
 }

@@ -18,7 +18,6 @@ mod inbox;
 mod jobs;
 mod leases;
 mod ops;
-mod send;
 mod wakes;
 
 use super::*;
@@ -328,83 +327,6 @@ impl Store for PgStore {
         rows.iter().map(agent_from_row).collect()
     }
 
-    async fn idem_begin(
-        &self,
-        key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
-    ) -> StoreResult<IdemBegin> {
-        // A key forgotten between the insert and the read is free again: start over
-        // (twice at most: each time another request had to release it meanwhile).
-        for _ in 0..3 {
-            if let Some(begun) =
-                retrying(|| send::idem_begin(self, key, now, lock_ms, ttl_ms)).await?
-            {
-                return Ok(begun);
-            }
-        }
-        Ok(IdemBegin::InFlight)
-    }
-
-    async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {
-        send::idem_abort(self, key).await
-    }
-
-    async fn idem_recover(&self) -> StoreResult<u64> {
-        // Other instances share the database: their in-flight keys are live. An
-        // abandoned key is taken over once its lock runs out (`idem_begin`).
-        Ok(0)
-    }
-
-    async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()> {
-        let mut conn = self.pool.acquire().await?;
-        send::idem_store(&mut conn, key, response).await
-    }
-
-    async fn send_direct(
-        &self,
-        tenant: TenantId,
-        to: AgentId,
-        from: &Actor,
-        msg: &NewMessage,
-        idem: Option<&IdemKey>,
-        now: Millis,
-    ) -> StoreResult<Committed<SendReceipt>> {
-        retrying(|| send::send_direct(self, tenant, to, from, msg, idem, now)).await
-    }
-
-    async fn send_room(
-        &self,
-        tenant: TenantId,
-        room: RoomId,
-        from: &Actor,
-        msg: &NewMessage,
-        idem: Option<&IdemKey>,
-        now: Millis,
-    ) -> StoreResult<Committed<RoomReceipt>> {
-        retrying(|| send::send_room(self, tenant, room, from, msg, idem, now)).await
-    }
-
-    async fn create_room(&self, tenant: TenantId, name: &str, now: Millis) -> StoreResult<Room> {
-        send::create_room(self, tenant, name, now).await
-    }
-
-    async fn room(&self, tenant: TenantId, key: &str) -> StoreResult<Room> {
-        send::room(self, tenant, key).await
-    }
-
-    async fn set_member(
-        &self,
-        tenant: TenantId,
-        room: RoomId,
-        agent: AgentId,
-        member: bool,
-        now: Millis,
-    ) -> StoreResult<Room> {
-        retrying(|| send::set_member(self, tenant, room, agent, member, now)).await
-    }
-
     async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
         inbox::poll(self, agent, after, limit).await
     }
@@ -612,3 +534,6 @@ impl crate::store::engine::events::EventDriver for PgStore {
         Ok(())
     }
 }
+
+/// Other instances share the database: their in-flight keys are live.
+impl crate::store::engine::idempotency::IdemDriver for PgStore {}

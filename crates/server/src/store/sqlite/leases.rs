@@ -1,10 +1,10 @@
 //! Leases on SQLite: the engine's (`store/engine/leases.rs`) in the portable shape,
 //! the single writer serializing every acquisition. What is SQLite's own: a list
-//! parameter is a JSON array (`json_each`), and idempotency is still this backend's.
+//! parameter is a JSON array (`json_each`).
 
 use super::SqliteStore;
+use crate::store::StoreResult;
 use crate::store::engine::leases::LeaseDriver;
-use crate::store::{IdemKey, StoreResult};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -22,15 +22,5 @@ impl LeaseDriver for SqliteStore {
         .fetch_all(self.read())
         .await?;
         Ok(rows.into_iter().map(|(s, n, o)| (s, (n, o))).collect())
-    }
-
-    async fn idem_finish<B: serde::Serialize + Sync>(
-        &self,
-        tx: &mut Self::Tx,
-        key: Option<&IdemKey>,
-        status: u16,
-        body: &B,
-    ) -> StoreResult<()> {
-        super::send::idem_finish(tx, key, status, body).await
     }
 }

@@ -12,7 +12,6 @@ mod jobs;
 mod leases;
 mod ops;
 mod rows;
-mod send;
 
 use super::*;
 use crate::clock::Millis;
@@ -323,81 +322,6 @@ impl Store for SqliteStore {
         rows.iter().map(agent_from_row).collect()
     }
 
-    async fn idem_begin(
-        &self,
-        key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
-    ) -> StoreResult<IdemBegin> {
-        send::idem_begin(self, key, now, lock_ms, ttl_ms).await
-    }
-
-    async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {
-        send::idem_abort(self, key).await
-    }
-
-    async fn idem_recover(&self) -> StoreResult<u64> {
-        // The write pool holds the only writer of this file, so any in-flight record
-        // now belongs to a process that is gone: its transaction never committed.
-        Ok(
-            sqlx::query("DELETE FROM idempotency_keys WHERE state = 'in_flight'")
-                .execute(&self.write)
-                .await?
-                .rows_affected(),
-        )
-    }
-
-    async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()> {
-        let mut tx = self.begin_write().await?;
-        send::idem_store(&mut tx, key, response).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn send_direct(
-        &self,
-        tenant: TenantId,
-        to: AgentId,
-        from: &Actor,
-        msg: &NewMessage,
-        idem: Option<&IdemKey>,
-        now: Millis,
-    ) -> StoreResult<Committed<SendReceipt>> {
-        send::send_direct(self, tenant, to, from, msg, idem, now).await
-    }
-
-    async fn send_room(
-        &self,
-        tenant: TenantId,
-        room: RoomId,
-        from: &Actor,
-        msg: &NewMessage,
-        idem: Option<&IdemKey>,
-        now: Millis,
-    ) -> StoreResult<Committed<RoomReceipt>> {
-        send::send_room(self, tenant, room, from, msg, idem, now).await
-    }
-
-    async fn create_room(&self, tenant: TenantId, name: &str, now: Millis) -> StoreResult<Room> {
-        send::create_room(self, tenant, name, now).await
-    }
-
-    async fn room(&self, tenant: TenantId, key: &str) -> StoreResult<Room> {
-        send::room(self, tenant, key).await
-    }
-
-    async fn set_member(
-        &self,
-        tenant: TenantId,
-        room: RoomId,
-        agent: AgentId,
-        member: bool,
-        now: Millis,
-    ) -> StoreResult<Room> {
-        send::set_member(self, tenant, room, agent, member, now).await
-    }
-
     async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
         inbox::poll(self, agent, after, limit).await
     }
@@ -551,3 +475,9 @@ crate::store::statements::shared_statements!(SqliteStore);
 
 /// SQLite runs every statement in its portable shape.
 impl crate::store::engine::events::EventDriver for SqliteStore {}
+
+impl crate::store::engine::idempotency::IdemDriver for SqliteStore {
+    /// The write pool holds the only writer of this file (its lock file says so),
+    /// so any in-flight key at start belongs to a process that is gone.
+    const SOLE_OWNER: bool = true;
+}

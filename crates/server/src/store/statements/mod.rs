@@ -13,16 +13,20 @@
 //! that say so, which use the backend's read pool (`self.read_pool()`).
 
 mod events;
+mod idempotency;
 mod lease_audit;
 mod leases;
 mod memories;
 mod records;
+mod send;
 
 pub(crate) use events::event_statements;
+pub(crate) use idempotency::idem_statements;
 pub(crate) use lease_audit::lease_audit_statements;
 pub(crate) use leases::lease_statements;
 pub(crate) use memories::memory_statements;
 pub(crate) use records::record_statements;
+pub(crate) use send::send_statements;
 
 /// Implements every shared statement trait for `$store`.
 macro_rules! shared_statements {
@@ -32,6 +36,8 @@ macro_rules! shared_statements {
         $crate::store::statements::lease_statements!($store);
         $crate::store::statements::memory_statements!($store);
         $crate::store::statements::record_statements!($store);
+        $crate::store::statements::idem_statements!($store);
+        $crate::store::statements::send_statements!($store);
     };
 }
 pub(crate) use shared_statements;

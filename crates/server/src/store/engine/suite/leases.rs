@@ -293,10 +293,10 @@ async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) 
         (3_000, 2.0)
     );
     // The response is stored under the key with the change.
-    d.idem_finish(&mut tx, Some(&k), 201, &renewed.lease)
+    crate::store::engine::idempotency::finish(d, &mut tx, Some(&k), 201, &renewed.lease)
         .await
         .unwrap();
-    d.idem_finish(&mut tx, None, 201, &renewed.lease)
+    crate::store::engine::idempotency::finish(d, &mut tx, None, 201, &renewed.lease)
         .await
         .unwrap();
     d.commit(tx, &[]).await.expect("commit");

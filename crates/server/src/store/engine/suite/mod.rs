@@ -7,8 +7,10 @@
 //! Each area's checks are a file here with a `check(d)` that seeds what it needs in
 //! the fresh database it is given; [`every_statement`] runs them all.
 
+mod idempotency;
 mod leases;
 mod records;
+mod send;
 
 use crate::hooks::Hooks;
 use crate::store::postgres::PgStore;
@@ -29,10 +31,16 @@ pub(super) fn message(n: u64) -> NewMessage {
 /// Every area's checks, on one backend.
 async fn every_statement<D>(d: &D)
 where
-    D: Store + super::records::RecordStatements + super::leases::LeaseDriver,
+    D: Store
+        + super::records::RecordStatements
+        + super::leases::LeaseDriver
+        + super::idempotency::IdemDriver
+        + super::send::SendStatements,
 {
     records::check(d).await;
     leases::check(d).await;
+    idempotency::check(d).await;
+    send::check(d).await;
 }
 
 #[tokio::test]

@@ -1,0 +1,209 @@
+//! [`SendStatements`](crate::store::engine::send::SendStatements): a room send locks
+//! the room's row first (`next_room_seq`), and `set_member` locks it `@FOR_UPDATE`,
+//! in the lock order of the engine's `send.rs`.
+
+macro_rules! send_statements {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::engine::send::SendStatements for $store {
+            async fn next_room_seq(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                room: switchboard_proto::RoomId,
+            ) -> $crate::store::StoreResult<u64> {
+                let seq: i64 = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
+                     RETURNING head_seq"
+                ))
+                .bind(room.to_string())
+                .bind(tenant.to_string())
+                .fetch_one(&mut **tx)
+                .await?;
+                Ok(seq as u64)
+            }
+
+            async fn room_members(
+                &self,
+                tx: &mut Self::Tx,
+                room: switchboard_proto::RoomId,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::AgentId>> {
+                let agents: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT agent_id FROM room_members WHERE room_id = $1 ORDER BY agent_id"
+                ))
+                .bind(room.to_string())
+                .fetch_all(&mut **tx)
+                .await?;
+                agents
+                    .iter()
+                    .map(|a| $crate::store::rows::parse_id(a))
+                    .collect()
+            }
+
+            async fn insert_room_message(
+                &self,
+                tx: &mut Self::Tx,
+                room: switchboard_proto::RoomId,
+                seq: u64,
+                sender: Option<switchboard_proto::AgentId>,
+                msg: &$crate::store::NewMessage,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO room_messages (room_id, seq, sender_agent_id, payload, \
+                     correlation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)"
+                ))
+                .bind(room.to_string())
+                .bind(seq as i64)
+                .bind(sender.map(|s| s.to_string()))
+                .bind(&msg.payload)
+                .bind(&msg.correlation_id)
+                .bind(now)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn insert_room(
+                &self,
+                tx: &mut Self::Tx,
+                id: switchboard_proto::RoomId,
+                tenant: switchboard_proto::TenantId,
+                name: &str,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<bool> {
+                let inserted = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO rooms (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)"
+                ))
+                .bind(id.to_string())
+                .bind(tenant.to_string())
+                .bind(name)
+                .bind(now)
+                .execute(&mut **tx)
+                .await;
+                match inserted {
+                    // The id is new: the name is what is taken.
+                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(false),
+                    Err(e) => Err(e.into()),
+                    Ok(_) => Ok(true),
+                }
+            }
+
+            async fn lock_room(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                room: switchboard_proto::RoomId,
+            ) -> $crate::store::StoreResult<bool> {
+                let found: Option<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT id FROM rooms WHERE id = $1 AND tenant_id = $2 @FOR_UPDATE"
+                ))
+                .bind(room.to_string())
+                .bind(tenant.to_string())
+                .fetch_optional(&mut **tx)
+                .await?;
+                Ok(found.is_some())
+            }
+
+            async fn tenant_has_agent(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                agent: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<bool> {
+                let found: Option<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT id FROM agents WHERE id = $1 AND tenant_id = $2"
+                ))
+                .bind(agent.to_string())
+                .bind(tenant.to_string())
+                .fetch_optional(&mut **tx)
+                .await?;
+                Ok(found.is_some())
+            }
+
+            async fn add_member(
+                &self,
+                tx: &mut Self::Tx,
+                room: switchboard_proto::RoomId,
+                agent: switchboard_proto::AgentId,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO room_members (room_id, agent_id, joined_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT DO NOTHING"
+                ))
+                .bind(room.to_string())
+                .bind(agent.to_string())
+                .bind(now)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn remove_member(
+                &self,
+                tx: &mut Self::Tx,
+                room: switchboard_proto::RoomId,
+                agent: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM room_members WHERE room_id = $1 AND agent_id = $2"
+                ))
+                .bind(room.to_string())
+                .bind(agent.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn load_room(
+                &self,
+                mut tx: Option<&mut Self::Tx>,
+                tenant: switchboard_proto::TenantId,
+                key: &str,
+            ) -> $crate::store::StoreResult<switchboard_proto::Room> {
+                let (column, key) =
+                    $crate::store::rows::by_id_or_name::<switchboard_proto::RoomId>(key);
+                let sql = if column == "id" {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT id, name, head_seq, created_at FROM rooms \
+                         WHERE tenant_id = $1 AND id = $2"
+                    )
+                } else {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT id, name, head_seq, created_at FROM rooms \
+                         WHERE tenant_id = $1 AND name = $2"
+                    )
+                };
+                let room = sqlx::query(sql).bind(tenant.to_string()).bind(key);
+                let room = match tx.as_deref_mut() {
+                    Some(tx) => room.fetch_one(&mut **tx).await?,
+                    None => room.fetch_one(self.read_pool()).await?,
+                };
+                let id: String = sqlx::Row::try_get(&room, "id")?;
+                let members = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT a.id, a.name FROM room_members m JOIN agents a ON a.id = m.agent_id \
+                     WHERE m.room_id = $1 ORDER BY a.name"
+                ))
+                .bind(id);
+                let members = match tx {
+                    Some(tx) => members.fetch_all(&mut **tx).await?,
+                    None => members.fetch_all(self.read_pool()).await?,
+                };
+                $crate::store::rows::room_from_rows(&room, &members)
+            }
+        }
+    };
+}
+pub(crate) use send_statements;
