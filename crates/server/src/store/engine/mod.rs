@@ -18,6 +18,7 @@ use crate::store::{StoreResult, Wake};
 use async_trait::async_trait;
 use std::future::Future;
 
+pub(crate) mod directory;
 pub(crate) mod events;
 pub(crate) mod lease_audit;
 pub(crate) mod records;
