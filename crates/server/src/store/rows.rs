@@ -58,6 +58,10 @@ pub(crate) fn parse_id<T: FromStr>(s: &str) -> StoreResult<T> {
     })
 }
 
+/// The columns `agent_from_row` reads.
+pub(crate) const AGENT_COLS: &str =
+    "id, tenant_id, name, head_seq, low_water, created_at, last_seen_at";
+
 pub(crate) fn agent_from_row(row: &impl Cols) -> StoreResult<AgentRecord> {
     Ok(AgentRecord {
         id: parse_id(&row.text("id")?)?,
@@ -163,6 +167,18 @@ pub(crate) fn ops_event(row: &impl Cols) -> StoreResult<OpsEvent> {
         lease_expires_at: row.opt_int("lease_expires_at")?.map(to_timestamp),
     })
 }
+
+/// The columns `grant_from_row` reads, with `token_hash`, of `console_grants g`
+/// joined by [`GRANT_JOINS`].
+pub(crate) const GRANT_COLS: &str =
+    "g.tenant_id, t.agent_id, g.scopes, a.name, g.token_hash, g.expires_at";
+/// A grant's token (`t`) and the token's agent (`a`, if any).
+pub(crate) const GRANT_JOINS: &str =
+    "JOIN tokens t ON t.hash = g.token_hash LEFT JOIN agents a ON a.id = t.agent_id";
+/// A live grant: this hash (`$1`) and kind (`$2`), unexpired at `$3`, its token not
+/// revoked.
+pub(crate) const GRANT_LIVE: &str = "WHERE g.hash = $1 AND g.kind = $2 AND g.expires_at > $3 \
+     AND t.revoked_at IS NULL";
 
 /// A console grant from `tenant_id, agent_id, scopes, name` (the agent's) and
 /// `expires_at`; `token_hash` is read by the caller (a blob).

@@ -21,7 +21,7 @@ use switchboard_sdk::new_idempotency_key;
 use switchboard_sdk::proto::{AcquireLease, Lease, LeaseId, MemoryId, RegisterMemory, RenewLease};
 use switchboard_server::Hooks;
 use switchboard_server::store::sqlite::SqliteStore;
-use switchboard_server::store::{LeaseStore, NewLease, Store};
+use switchboard_server::store::{DirectoryStore, LeaseStore, NewLease, Store};
 use tokio::task::JoinSet;
 
 const KEYS: usize = 1_000;

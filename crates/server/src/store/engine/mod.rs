@@ -19,6 +19,7 @@ use crate::store::{StoreResult, Wake};
 use async_trait::async_trait;
 use std::future::Future;
 
+pub(crate) mod directory;
 pub(crate) mod events;
 pub(crate) mod idempotency;
 pub(crate) mod lease_audit;

@@ -312,7 +312,10 @@ pub(super) async fn snapshot(
 ) -> StoreResult<Snapshot> {
     let mut tx = store.pool().begin_with(READ_SNAPSHOT).await?;
     let (head, low_water) = marks(&mut tx, agent.id).await?;
-    let counts = super::ops::counts(&mut tx, agent.id).await?;
+    let counts = crate::store::engine::directory::DirectoryStatements::status_counts(
+        store, &mut tx, agent.id,
+    )
+    .await?;
     let first_open: Option<i64> = sqlx::query(AssertSqlSafe(format!(
         "SELECT MIN(seq) FROM events WHERE agent_id = $1 AND status IN {OPEN_STATUSES}"
     )))

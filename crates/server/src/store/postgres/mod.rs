@@ -13,6 +13,7 @@
 //!   delivered to every instance after (and only after) the commit (I1).
 
 mod background;
+mod directory;
 mod health;
 mod inbox;
 mod jobs;
@@ -25,7 +26,7 @@ use crate::clock::Millis;
 use crate::hooks::Hooks;
 use crate::store::rows::*;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, PgPool, Postgres, Row};
+use sqlx::{PgPool, Postgres, Row};
 use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
@@ -93,6 +94,11 @@ impl PgStore {
         &self.pool
     }
 
+    /// Where a shared statement writes alone.
+    pub(crate) fn write_pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     pub(crate) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
         Ok(self.pool.begin().await?)
     }
@@ -153,31 +159,6 @@ where
         .await
 }
 
-/// Stores a token's hash with its tenant, agent and scopes.
-async fn insert_token_row(
-    conn: &mut sqlx::PgConnection,
-    hash: &[u8],
-    tenant: TenantId,
-    agent: Option<AgentId>,
-    scopes: &[String],
-    label: &str,
-    now: Millis,
-) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(hash)
-    .bind(tenant.to_string())
-    .bind(agent.map(|a| a.to_string()))
-    .bind(scopes.join(" "))
-    .bind(label)
-    .bind(now)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 #[async_trait]
 impl Store for PgStore {
     fn backend(&self) -> &'static str {
@@ -193,138 +174,6 @@ impl Store for PgStore {
         // The first listener holds a pooled connection; close would wait for it.
         drop(self.take_listener());
         self.pool.close().await;
-    }
-
-    async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
-        // Several instances may start at once: the insert is idempotent.
-        sqlx::query(
-            "INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (name) DO NOTHING",
-        )
-        .bind(TenantId::new().to_string())
-        .bind(name)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        let row = sqlx::query("SELECT id FROM tenants WHERE name = $1")
-            .bind(name)
-            .fetch_one(&self.pool)
-            .await?;
-        parse_id(&row.try_get::<String, _>(0)?)
-    }
-
-    async fn insert_token(
-        &self,
-        hash: &[u8],
-        tenant: TenantId,
-        agent: Option<AgentId>,
-        scopes: &[String],
-        label: &str,
-        now: Millis,
-    ) -> StoreResult<()> {
-        let mut conn = self.pool.acquire().await?;
-        insert_token_row(&mut conn, hash, tenant, agent, scopes, label, now).await
-    }
-
-    async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{TOKEN_SELECT} WHERE t.hash = $1 AND t.revoked_at IS NULL"
-        )))
-        .bind(hash)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(token_record).transpose()
-    }
-
-    async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()> {
-        ops::insert_grant(self, grant, now).await
-    }
-
-    async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
-        ops::grant(self, hash, kind, now, false).await
-    }
-
-    async fn take_grant(
-        &self,
-        hash: &[u8],
-        kind: GrantKind,
-        now: Millis,
-    ) -> StoreResult<Option<Grant>> {
-        ops::grant(self, hash, kind, now, true).await
-    }
-
-    async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()> {
-        ops::delete_grant(self, hash).await
-    }
-
-    async fn create_agent(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        token_hash: &[u8],
-        scopes: &[String],
-        now: Millis,
-    ) -> StoreResult<AgentRecord> {
-        let mut tx = self.begin().await?;
-        let id = AgentId::new();
-        let inserted = sqlx::query(
-            "INSERT INTO agents (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (tenant_id, name) DO NOTHING",
-        )
-        .bind(id.to_string())
-        .bind(tenant.to_string())
-        .bind(name)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        if inserted.rows_affected() == 0 {
-            return Err(StoreError::Conflict(format!(
-                "an agent named {name:?} already exists in this tenant; pick another name"
-            )));
-        }
-        let agent = AgentRecord::created(id, tenant, name, now);
-        let (scopes, label) = agent.token_grant(scopes);
-        insert_token_row(&mut tx, token_hash, tenant, Some(id), &scopes, &label, now).await?;
-        tx.commit().await?;
-        Ok(agent)
-    }
-
-    async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {
-        let (column, key) = by_id_or_name::<AgentId>(key);
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "SELECT * FROM agents WHERE tenant_id = $1 AND {column} = $2"
-        )))
-        .bind(tenant.to_string())
-        .bind(key)
-        .fetch_one(&self.pool)
-        .await?;
-        agent_from_row(&row)
-    }
-
-    async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()> {
-        // Skipped when recent: a busy agent would otherwise rewrite its row (and
-        // make a dead tuple) on every request.
-        sqlx::query(
-            "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
-             AND (last_seen_at IS NULL OR last_seen_at < $1 - 1000)",
-        )
-        .bind(now)
-        .bind(agent.to_string())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>> {
-        ops::depth(self, tenant).await
-    }
-
-    async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>> {
-        let rows = sqlx::query("SELECT * FROM agents WHERE tenant_id = $1 ORDER BY name")
-            .bind(tenant.to_string())
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(agent_from_row).collect()
     }
 
     async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
@@ -420,35 +269,6 @@ impl Store for PgStore {
 
     async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
         jobs::audit(self, tenant, limit).await
-    }
-
-    async fn put_client_report(
-        &self,
-        agent: AgentId,
-        report: &str,
-        now: Millis,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO client_reports (agent_id, report, received_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (agent_id) DO UPDATE SET report = excluded.report, \
-             received_at = excluded.received_at",
-        )
-        .bind(agent.to_string())
-        .bind(report)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CLIENT_REPORT_SELECT} WHERE a.tenant_id = $1 ORDER BY a.name"
-        )))
-        .bind(tenant.to_string())
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(client_report).collect()
     }
 
     async fn listen(&self, hub: crate::hub::Hub, stop: tokio_util::sync::CancellationToken) {

@@ -310,7 +310,10 @@ pub(super) async fn snapshot(
         .await?;
     let head = row.try_get::<i64, _>(0)? as u64;
     let low_water = row.try_get::<i64, _>(1)? as u64;
-    let counts = super::ops::counts(&mut tx, agent.id).await?;
+    let counts = crate::store::engine::directory::DirectoryStatements::status_counts(
+        store, &mut tx, agent.id,
+    )
+    .await?;
     let first_open: Option<i64> = sqlx::query(AssertSqlSafe(format!(
         "SELECT MIN(seq) FROM events WHERE agent_id = ? AND status IN {OPEN_STATUSES}"
     )))

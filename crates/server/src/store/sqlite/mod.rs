@@ -17,7 +17,7 @@ use super::*;
 use crate::clock::Millis;
 use crate::hooks::Hooks;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{AssertSqlSafe, Row, SqlitePool};
+use sqlx::{Row, SqlitePool};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -111,6 +111,11 @@ impl SqliteStore {
         &self.read
     }
 
+    /// Where a shared statement writes alone: the single writer.
+    pub(crate) fn write_pool(&self) -> &SqlitePool {
+        &self.write
+    }
+
     /// The `synchronous` pragma in force (for `switchboard doctor` and diagnostics).
     pub async fn synchronous(&self) -> StoreResult<i64> {
         let row = sqlx::query("PRAGMA synchronous")
@@ -118,31 +123,6 @@ impl SqliteStore {
             .await?;
         Ok(row.try_get(0)?)
     }
-}
-
-/// Stores a token's hash with its tenant, agent and scopes.
-async fn insert_token_row(
-    conn: &mut sqlx::SqliteConnection,
-    hash: &[u8],
-    tenant: TenantId,
-    agent: Option<AgentId>,
-    scopes: &[String],
-    label: &str,
-    now: Millis,
-) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?)",
-    )
-    .bind(hash)
-    .bind(tenant.to_string())
-    .bind(agent.map(|a| a.to_string()))
-    .bind(scopes.join(" "))
-    .bind(label)
-    .bind(now)
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 /// Takes the exclusive lock that makes this process the file's only server.
@@ -185,141 +165,6 @@ impl Store for SqliteStore {
     async fn close(&self) {
         self.read.close().await;
         self.write.close().await;
-    }
-
-    async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
-        let mut tx = self.begin_write().await?;
-        let found = sqlx::query("SELECT id FROM tenants WHERE name = ?")
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let id = match found {
-            Some(row) => parse_id(&row.try_get::<String, _>(0)?)?,
-            None => {
-                let id = TenantId::new();
-                sqlx::query("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)")
-                    .bind(id.to_string())
-                    .bind(name)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                id
-            }
-        };
-        tx.commit().await?;
-        Ok(id)
-    }
-
-    async fn insert_token(
-        &self,
-        hash: &[u8],
-        tenant: TenantId,
-        agent: Option<AgentId>,
-        scopes: &[String],
-        label: &str,
-        now: Millis,
-    ) -> StoreResult<()> {
-        let mut conn = self.write.acquire().await?;
-        insert_token_row(&mut conn, hash, tenant, agent, scopes, label, now).await?;
-        Ok(())
-    }
-
-    async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{TOKEN_SELECT} WHERE t.hash = ? AND t.revoked_at IS NULL"
-        )))
-        .bind(hash)
-        .fetch_optional(&self.read)
-        .await?;
-        row.as_ref().map(token_record).transpose()
-    }
-
-    async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()> {
-        ops::insert_grant(self, grant, now).await
-    }
-
-    async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
-        ops::grant(self, hash, kind, now, false).await
-    }
-
-    async fn take_grant(
-        &self,
-        hash: &[u8],
-        kind: GrantKind,
-        now: Millis,
-    ) -> StoreResult<Option<Grant>> {
-        ops::grant(self, hash, kind, now, true).await
-    }
-
-    async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()> {
-        ops::delete_grant(self, hash).await
-    }
-
-    async fn create_agent(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        token_hash: &[u8],
-        scopes: &[String],
-        now: Millis,
-    ) -> StoreResult<AgentRecord> {
-        let mut tx = self.begin_write().await?;
-        let taken = sqlx::query("SELECT 1 FROM agents WHERE tenant_id = ? AND name = ?")
-            .bind(tenant.to_string())
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if taken.is_some() {
-            return Err(StoreError::Conflict(format!(
-                "an agent named {name:?} already exists in this tenant; pick another name"
-            )));
-        }
-        let id = AgentId::new();
-        sqlx::query("INSERT INTO agents (id, tenant_id, name, created_at) VALUES (?, ?, ?, ?)")
-            .bind(id.to_string())
-            .bind(tenant.to_string())
-            .bind(name)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        let agent = AgentRecord::created(id, tenant, name, now);
-        let (scopes, label) = agent.token_grant(scopes);
-        insert_token_row(&mut tx, token_hash, tenant, Some(id), &scopes, &label, now).await?;
-        tx.commit().await?;
-        Ok(agent)
-    }
-
-    async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {
-        let (column, key) = by_id_or_name::<AgentId>(key);
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "SELECT * FROM agents WHERE tenant_id = ? AND {column} = ?"
-        )))
-        .bind(tenant.to_string())
-        .bind(key)
-        .fetch_one(&self.read)
-        .await?;
-        agent_from_row(&row)
-    }
-
-    async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()> {
-        sqlx::query("UPDATE agents SET last_seen_at = ? WHERE id = ?")
-            .bind(now)
-            .bind(agent.to_string())
-            .execute(&self.write)
-            .await?;
-        Ok(())
-    }
-
-    async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>> {
-        ops::depth(self, tenant).await
-    }
-
-    async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>> {
-        let rows = sqlx::query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY name")
-            .bind(tenant.to_string())
-            .fetch_all(&self.read)
-            .await?;
-        rows.iter().map(agent_from_row).collect()
     }
 
     async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
@@ -416,35 +261,6 @@ impl Store for SqliteStore {
     async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
         jobs::audit(self, tenant, limit).await
     }
-
-    async fn put_client_report(
-        &self,
-        agent: AgentId,
-        report: &str,
-        now: Millis,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO client_reports (agent_id, report, received_at) VALUES (?, ?, ?) \
-             ON CONFLICT (agent_id) DO UPDATE SET report = excluded.report, \
-             received_at = excluded.received_at",
-        )
-        .bind(agent.to_string())
-        .bind(report)
-        .bind(now)
-        .execute(&self.write)
-        .await?;
-        Ok(())
-    }
-
-    async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CLIENT_REPORT_SELECT} WHERE a.tenant_id = ? ORDER BY a.name"
-        )))
-        .bind(tenant.to_string())
-        .fetch_all(&self.read)
-        .await?;
-        rows.iter().map(client_report).collect()
-    }
 }
 
 #[async_trait::async_trait]
@@ -481,3 +297,4 @@ impl crate::store::engine::idempotency::IdemDriver for SqliteStore {
     /// so any in-flight key at start belongs to a process that is gone.
     const SOLE_OWNER: bool = true;
 }
+impl crate::store::engine::directory::DirectoryDriver for SqliteStore {}

@@ -9,9 +9,11 @@
 //! CTEs, `SKIP LOCKED` against a loop) is a method of the engine's `…Driver` trait,
 //! whose default is the portable shape and which that backend overrides.
 //!
-//! Every statement runs in the caller's transaction (`&mut **tx`) except the reads
-//! that say so, which use the backend's read pool (`self.read_pool()`).
+//! Every statement runs in the caller's transaction (`&mut **tx`) except those that
+//! say so: reads on the backend's read pool (`self.read_pool()`), and single-statement
+//! writes on its write pool (`self.write_pool()`).
 
+mod directory;
 mod events;
 mod idempotency;
 mod lease_audit;
@@ -20,6 +22,7 @@ mod memories;
 mod records;
 mod send;
 
+pub(crate) use directory::directory_statements;
 pub(crate) use events::event_statements;
 pub(crate) use idempotency::idem_statements;
 pub(crate) use lease_audit::lease_audit_statements;
@@ -31,6 +34,7 @@ pub(crate) use send::send_statements;
 /// Implements every shared statement trait for `$store`.
 macro_rules! shared_statements {
     ($store:ty) => {
+        $crate::store::statements::directory_statements!($store);
         $crate::store::statements::event_statements!($store);
         $crate::store::statements::lease_audit_statements!($store);
         $crate::store::statements::lease_statements!($store);

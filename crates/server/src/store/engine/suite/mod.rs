@@ -7,6 +7,7 @@
 //! Each area's checks are a file here with a `check(d)` that seeds what it needs in
 //! the fresh database it is given; [`every_statement`] runs them all.
 
+mod directory;
 mod idempotency;
 mod leases;
 mod records;
@@ -35,12 +36,14 @@ where
         + super::records::RecordStatements
         + super::leases::LeaseDriver
         + super::idempotency::IdemDriver
-        + super::send::SendStatements,
+        + super::send::SendStatements
+        + super::directory::DirectoryDriver,
 {
     records::check(d).await;
     leases::check(d).await;
     idempotency::check(d).await;
     send::check(d).await;
+    directory::check(d).await;
 }
 
 #[tokio::test]

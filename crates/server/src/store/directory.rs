@@ -1,0 +1,159 @@
+//! The store's seam for who is who: tenants, bearer tokens, console grants, agents
+//! (with their inbox depth) and the client reports agents send about themselves.
+
+use super::*;
+use async_trait::async_trait;
+
+/// A bearer token's record. The token itself is never stored, only its SHA-256.
+#[derive(Debug, Clone)]
+pub struct TokenRecord {
+    pub tenant_id: TenantId,
+    pub agent_id: Option<AgentId>,
+    /// The agent's name, read with the token so no request looks it up again.
+    pub agent_name: Option<String>,
+    pub scopes: Vec<String>,
+}
+
+/// What a console grant is: a session (cookie) or a one-time login ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantKind {
+    Session,
+    Ticket,
+}
+
+impl GrantKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Ticket => "ticket",
+        }
+    }
+}
+
+/// A console grant to store. Only hashes: the session id and ticket never are.
+#[derive(Debug, Clone)]
+pub struct NewGrant<'a> {
+    pub hash: &'a [u8],
+    pub kind: GrantKind,
+    pub tenant: TenantId,
+    /// The token it came from; revoking that token ends the grant.
+    pub token_hash: &'a [u8],
+    /// Never more than the token's scopes.
+    pub scopes: &'a [String],
+    pub expires_at: Millis,
+}
+
+/// A live console grant.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    /// Who it acts as, with the grant's own scopes.
+    pub record: TokenRecord,
+    pub token_hash: Vec<u8>,
+    pub expires_at: Millis,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentRecord {
+    pub id: AgentId,
+    pub tenant_id: TenantId,
+    pub name: String,
+    pub head_seq: u64,
+    pub low_water: u64,
+    pub created_at: Millis,
+    pub last_seen_at: Option<Millis>,
+}
+
+impl AgentRecord {
+    /// This agent as the actor of history rows.
+    pub fn actor(&self) -> Actor {
+        Actor::Agent {
+            id: self.id,
+            name: self.name.clone(),
+        }
+    }
+
+    /// A wake-up for this agent's inbox.
+    pub fn wake(&self, cursor_hint: u64) -> Wake {
+        Wake {
+            tenant_id: self.tenant_id,
+            agent_id: self.id,
+            cursor_hint,
+        }
+    }
+}
+
+/// One row of the `inbox_depth` gauge.
+#[derive(Debug, Clone)]
+pub struct DepthRow {
+    pub agent_id: AgentId,
+    pub tenant_id: TenantId,
+    pub agent_name: String,
+    pub counts: StatusCounts,
+    pub oldest_pending_at: Option<Millis>,
+}
+
+/// A stored client report.
+#[derive(Debug, Clone)]
+pub struct ClientReportRow {
+    pub agent_id: AgentId,
+    pub name: String,
+    pub report: String,
+    pub received_at: Millis,
+}
+
+/// Tenants, tokens (hashes only, I11), console sessions and one-time login tickets,
+/// agents and their client reports.
+#[async_trait]
+pub trait DirectoryStore: Send + Sync {
+    // --- tenants and tokens ---
+    async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId>;
+    async fn insert_token(
+        &self,
+        hash: &[u8],
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        scopes: &[String],
+        label: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+    async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
+
+    // --- console sessions and one-time login tickets (hashes only, I11) ---
+    /// Stores a grant; also forgets expired ones.
+    async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()>;
+    /// A live grant of `kind` (unexpired, its token not revoked).
+    async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>>;
+    /// Like [`DirectoryStore::grant`], but deletes it at once: single use, even when
+    /// two requests race for it.
+    async fn take_grant(
+        &self,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>>;
+    async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()>;
+
+    // --- agents ---
+    /// Creates an agent and its token in one transaction.
+    async fn create_agent(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        token_hash: &[u8],
+        scopes: &[String],
+        now: Millis,
+    ) -> StoreResult<AgentRecord>;
+    /// Finds an agent of `tenant` by id or by name.
+    async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord>;
+    async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()>;
+    /// Every agent's events by status (of `tenant`, or of all tenants), by name.
+    async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>>;
+    async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>>;
+
+    // --- client reports (the SDK's view of its outbox and consumer) ---
+    /// Replaces `agent`'s stored report (`report` is its JSON).
+    async fn put_client_report(&self, agent: AgentId, report: &str, now: Millis)
+    -> StoreResult<()>;
+    /// Every stored report of `tenant`'s agents: (agent, name, JSON, received at).
+    async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>>;
+}

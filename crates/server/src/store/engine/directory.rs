@@ -1,0 +1,341 @@
+//! Who is who, once for every backend: tenants, bearer tokens, console grants,
+//! agents with their inbox depth, and client reports.
+//!
+//! Only hashes are stored: a token, a session id and a login ticket never are (I11).
+//! Names are unique per tenant (agents) or overall (tenants) by the schema; a second
+//! writer of the same name, on any instance, meets the unique index, which answers
+//! for it where a read-then-insert could not (two readers both find the name free).
+
+use super::Driver;
+use crate::clock::Millis;
+use crate::store::rows::add_count;
+use crate::store::*;
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+
+/// A token row to insert.
+pub(crate) struct NewToken<'a> {
+    pub(crate) hash: &'a [u8],
+    pub(crate) tenant: TenantId,
+    pub(crate) agent: Option<AgentId>,
+    pub(crate) scopes: &'a [String],
+    pub(crate) label: &'a str,
+    pub(crate) now: Millis,
+}
+
+/// One agent's events of one status (`None`, with `count` 0: an agent without
+/// events), as the depth statement groups them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DepthCount {
+    pub(crate) agent_id: AgentId,
+    pub(crate) tenant_id: TenantId,
+    pub(crate) agent_name: String,
+    pub(crate) status: Option<String>,
+    pub(crate) count: u64,
+    /// The earliest `available_at` of the group's pending events.
+    pub(crate) oldest_pending_at: Option<Millis>,
+}
+
+/// `touch_agent` leaves a `last_seen_at` this recent alone: a busy agent would
+/// otherwise rewrite its row (and, on PostgreSQL, make a dead tuple) on every request.
+pub(crate) const SEEN_RESOLUTION_MS: Millis = 1000;
+
+/// The statements of the directory (`store/statements/directory.rs`). Each is one
+/// statement: in `tx`, or, where it says so, alone on the read or the write pool.
+#[async_trait]
+pub(crate) trait DirectoryStatements: Driver {
+    /// The tenant called `name` (read pool).
+    async fn tenant_named(&self, name: &str) -> StoreResult<Option<TenantId>>;
+    /// Inserts a tenant (write pool); `false`: the name is taken.
+    async fn insert_tenant(&self, id: TenantId, name: &str, now: Millis) -> StoreResult<bool>;
+
+    async fn insert_token_row(&self, tx: &mut Self::Tx, token: &NewToken<'_>) -> StoreResult<()>;
+    /// The token with this hash, unless revoked, with its agent's name (read pool).
+    async fn live_token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
+    /// Revokes a token (write pool). No API does yet; the suite checks that a revoked
+    /// token is refused.
+    #[cfg(test)]
+    async fn revoke_token(&self, hash: &[u8], now: Millis) -> StoreResult<()>;
+
+    /// Forgets the grants expired at `now`.
+    async fn delete_expired_grants(&self, tx: &mut Self::Tx, now: Millis) -> StoreResult<()>;
+    async fn insert_grant_row(
+        &self,
+        tx: &mut Self::Tx,
+        grant: &NewGrant<'_>,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// The grant with this hash and kind, unexpired at `now`, its token not revoked
+    /// (read pool).
+    async fn live_grant(
+        &self,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>>;
+    /// [`DirectoryStatements::live_grant`], in `tx`.
+    async fn live_grant_in(
+        &self,
+        tx: &mut Self::Tx,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>>;
+    /// Deletes the grant with this hash and kind, live or not; whether there was one.
+    async fn delete_grant_of_kind(
+        &self,
+        tx: &mut Self::Tx,
+        hash: &[u8],
+        kind: GrantKind,
+    ) -> StoreResult<bool>;
+    /// Deletes the grant with this hash, of any kind (write pool).
+    async fn delete_grant_row(&self, hash: &[u8]) -> StoreResult<()>;
+
+    /// Inserts an agent; `false`: its name is taken in the tenant (the transaction
+    /// is then to be abandoned: PostgreSQL has ended it).
+    async fn insert_agent(&self, tx: &mut Self::Tx, agent: &AgentRecord) -> StoreResult<bool>;
+    /// Reads outside a write transaction (read pool), within `tenant` only.
+    async fn agent_by_id(&self, tenant: TenantId, id: AgentId) -> StoreResult<Option<AgentRecord>>;
+    async fn agent_by_name(&self, tenant: TenantId, name: &str)
+    -> StoreResult<Option<AgentRecord>>;
+    /// `tenant`'s agents by name (read pool).
+    async fn agents_of(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>>;
+    /// Sets `last_seen_at` to `now` where it is unset or older than `stale_before`
+    /// (write pool).
+    async fn mark_seen(&self, agent: AgentId, now: Millis, stale_before: Millis)
+    -> StoreResult<()>;
+    /// Every agent (of `tenant`, or all) with its events grouped by status, in one
+    /// statement, so one snapshot (read pool).
+    async fn depth_counts(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthCount>>;
+    /// `agent`'s events by status, in `tx` (an inbox snapshot's read transaction).
+    async fn status_counts(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<StatusCounts>;
+
+    /// Inserts or replaces `agent`'s report (write pool).
+    async fn upsert_client_report(
+        &self,
+        agent: AgentId,
+        report: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// `tenant`'s reports by agent name (read pool).
+    async fn client_reports_of(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>>;
+}
+
+/// Where a backend's shape differs: each method has the portable default.
+#[async_trait]
+pub(crate) trait DirectoryDriver: DirectoryStatements {
+    /// Reads a live grant and deletes it (used or not, valid or not: a presented
+    /// ticket is gone), so a ticket works once even when two requests, on any
+    /// instances, race for it: the second `DELETE` waits for the first one's row
+    /// lock and then deletes nothing, and only the request whose delete took the row
+    /// gets the grant. PostgreSQL does it in one statement (`DELETE … RETURNING`).
+    async fn take_live_grant(
+        &self,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>> {
+        let mut tx = self.begin_write().await?;
+        let grant = self.live_grant_in(&mut tx, hash, kind, now).await?;
+        let taken = self.delete_grant_of_kind(&mut tx, hash, kind).await?;
+        self.commit(tx, &[]).await?;
+        Ok(grant.filter(|_| taken))
+    }
+}
+
+/// The tenant called `name`, created if missing. Several instances may start at
+/// once: when another one inserts the name first, its tenant is the one.
+async fn ensure_tenant<D: DirectoryStatements>(
+    d: &D,
+    name: &str,
+    now: Millis,
+) -> StoreResult<TenantId> {
+    if let Some(id) = d.tenant_named(name).await? {
+        return Ok(id);
+    }
+    d.insert_tenant(TenantId::new(), name, now).await?;
+    d.tenant_named(name).await?.ok_or(StoreError::NotFound)
+}
+
+async fn insert_token<D: DirectoryStatements>(d: &D, token: &NewToken<'_>) -> StoreResult<()> {
+    let mut tx = d.begin_write().await?;
+    d.insert_token_row(&mut tx, token).await?;
+    d.commit(tx, &[]).await
+}
+
+/// Stores a grant, forgetting expired ones while writing anyway: they are of no use
+/// to anyone.
+async fn insert_grant<D: DirectoryStatements>(
+    d: &D,
+    grant: &NewGrant<'_>,
+    now: Millis,
+) -> StoreResult<()> {
+    let mut tx = d.begin_write().await?;
+    d.delete_expired_grants(&mut tx, now).await?;
+    d.insert_grant_row(&mut tx, grant, now).await?;
+    d.commit(tx, &[]).await
+}
+
+/// An agent and its token, in one transaction.
+async fn create_agent<D: DirectoryStatements>(
+    d: &D,
+    tenant: TenantId,
+    name: &str,
+    token_hash: &[u8],
+    scopes: &[String],
+    now: Millis,
+) -> StoreResult<AgentRecord> {
+    let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
+    let mut tx = d.begin_write().await?;
+    if !d.insert_agent(&mut tx, &agent).await? {
+        return Err(StoreError::Conflict(format!(
+            "an agent named {name:?} already exists in this tenant; pick another name"
+        )));
+    }
+    let (scopes, label) = agent.token_grant(scopes);
+    let token = NewToken {
+        hash: token_hash,
+        tenant,
+        agent: Some(agent.id),
+        scopes: &scopes,
+        label: &label,
+        now,
+    };
+    d.insert_token_row(&mut tx, &token).await?;
+    d.commit(tx, &[]).await?;
+    Ok(agent)
+}
+
+/// An agent of `tenant` by id (its canonical form) or else by name.
+async fn agent<D: DirectoryStatements>(
+    d: &D,
+    tenant: TenantId,
+    key: &str,
+) -> StoreResult<AgentRecord> {
+    let found = match key.parse::<AgentId>() {
+        Ok(id) => d.agent_by_id(tenant, id).await?,
+        Err(_) => d.agent_by_name(tenant, key).await?,
+    };
+    found.ok_or(StoreError::NotFound)
+}
+
+/// The `inbox_depth` rows from the grouped counts: one per agent, by name (agents of
+/// one name in several tenants by id).
+pub(crate) fn depth_rows(counts: Vec<DepthCount>) -> Vec<DepthRow> {
+    let mut by_agent: BTreeMap<String, DepthRow> = BTreeMap::new();
+    for c in counts {
+        let d = by_agent
+            .entry(c.agent_id.to_string())
+            .or_insert_with(|| DepthRow {
+                agent_id: c.agent_id,
+                tenant_id: c.tenant_id,
+                agent_name: c.agent_name.clone(),
+                counts: StatusCounts::default(),
+                oldest_pending_at: None,
+            });
+        if let Some(status) = &c.status {
+            add_count(&mut d.counts, status, c.count);
+        }
+        if let Some(at) = c.oldest_pending_at {
+            d.oldest_pending_at = Some(d.oldest_pending_at.map_or(at, |o| o.min(at)));
+        }
+    }
+    let mut out: Vec<DepthRow> = by_agent.into_values().collect();
+    out.sort_by(|a, b| a.agent_name.cmp(&b.agent_name));
+    out
+}
+
+/// Every backend with the directory's statements has the directory.
+#[async_trait]
+impl<D: DirectoryDriver> DirectoryStore for D {
+    async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
+        ensure_tenant(self, name, now).await
+    }
+
+    async fn insert_token(
+        &self,
+        hash: &[u8],
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        scopes: &[String],
+        label: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let token = NewToken {
+            hash,
+            tenant,
+            agent,
+            scopes,
+            label,
+            now,
+        };
+        self.retrying(|| insert_token(self, &token)).await
+    }
+
+    async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
+        self.live_token(hash).await
+    }
+
+    async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()> {
+        self.retrying(|| insert_grant(self, grant, now)).await
+    }
+
+    async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
+        self.live_grant(hash, kind, now).await
+    }
+
+    async fn take_grant(
+        &self,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>> {
+        self.retrying(|| self.take_live_grant(hash, kind, now))
+            .await
+    }
+
+    async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()> {
+        self.delete_grant_row(hash).await
+    }
+
+    async fn create_agent(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        token_hash: &[u8],
+        scopes: &[String],
+        now: Millis,
+    ) -> StoreResult<AgentRecord> {
+        self.retrying(|| create_agent(self, tenant, name, token_hash, scopes, now))
+            .await
+    }
+
+    async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {
+        agent(self, tenant, key).await
+    }
+
+    async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()> {
+        self.mark_seen(agent, now, now - SEEN_RESOLUTION_MS).await
+    }
+
+    async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>> {
+        Ok(depth_rows(self.depth_counts(tenant).await?))
+    }
+
+    async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>> {
+        self.agents_of(tenant).await
+    }
+
+    async fn put_client_report(
+        &self,
+        agent: AgentId,
+        report: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.upsert_client_report(agent, report, now).await
+    }
+
+    async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
+        self.client_reports_of(tenant).await
+    }
+}

@@ -1,0 +1,420 @@
+//! [`DirectoryStatements`](crate::store::engine::directory::DirectoryStatements):
+//! tenants, tokens, console grants, agents, inbox depth and client reports. A name
+//! already taken is told by the unique index (`is_unique_violation`), on every
+//! backend alike.
+
+macro_rules! directory_statements {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::engine::directory::DirectoryStatements for $store {
+            async fn tenant_named(
+                &self,
+                name: &str,
+            ) -> $crate::store::StoreResult<Option<switchboard_proto::TenantId>> {
+                let id: Option<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT id FROM tenants WHERE name = $1"
+                ))
+                .bind(name)
+                .fetch_optional(self.read_pool())
+                .await?;
+                id.as_deref().map($crate::store::rows::parse_id).transpose()
+            }
+
+            async fn insert_tenant(
+                &self,
+                id: switchboard_proto::TenantId,
+                name: &str,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<bool> {
+                let inserted = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)"
+                ))
+                .bind(id.to_string())
+                .bind(name)
+                .bind(now)
+                .execute(self.write_pool())
+                .await;
+                match inserted {
+                    Ok(_) => Ok(true),
+                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(false),
+                    Err(e) => Err(e.into()),
+                }
+            }
+
+            async fn insert_token_row(
+                &self,
+                tx: &mut Self::Tx,
+                token: &$crate::store::engine::directory::NewToken<'_>,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6)"
+                ))
+                .bind(token.hash)
+                .bind(token.tenant.to_string())
+                .bind(token.agent.map(|a| a.to_string()))
+                .bind(token.scopes.join(" "))
+                .bind(token.label)
+                .bind(token.now)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn live_token(
+                &self,
+                hash: &[u8],
+            ) -> $crate::store::StoreResult<Option<$crate::store::TokenRecord>> {
+                use $crate::store::rows::TOKEN_SELECT;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "{TOKEN_SELECT} WHERE t.hash = $1 AND t.revoked_at IS NULL"
+                ))
+                .bind(hash)
+                .fetch_optional(self.read_pool())
+                .await?;
+                row.as_ref()
+                    .map($crate::store::rows::token_record)
+                    .transpose()
+            }
+
+            #[cfg(test)]
+            async fn revoke_token(
+                &self,
+                hash: &[u8],
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE tokens SET revoked_at = $1 WHERE hash = $2"
+                ))
+                .bind(now)
+                .bind(hash)
+                .execute(self.write_pool())
+                .await?;
+                Ok(())
+            }
+
+            async fn delete_expired_grants(
+                &self,
+                tx: &mut Self::Tx,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM console_grants WHERE expires_at <= $1"
+                ))
+                .bind(now)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn insert_grant_row(
+                &self,
+                tx: &mut Self::Tx,
+                grant: &$crate::store::NewGrant<'_>,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO console_grants (hash, kind, tenant_id, token_hash, scopes, \
+                     created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                ))
+                .bind(grant.hash)
+                .bind(grant.kind.as_str())
+                .bind(grant.tenant.to_string())
+                .bind(grant.token_hash)
+                .bind(grant.scopes.join(" "))
+                .bind(now)
+                .bind(grant.expires_at)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn live_grant(
+                &self,
+                hash: &[u8],
+                kind: $crate::store::GrantKind,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Option<$crate::store::Grant>> {
+                use $crate::store::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE};
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {GRANT_COLS} FROM console_grants g {GRANT_JOINS} {GRANT_LIVE}"
+                ))
+                .bind(hash)
+                .bind(kind.as_str())
+                .bind(now)
+                .fetch_optional(self.read_pool())
+                .await?;
+                row.map(|row| {
+                    $crate::store::rows::grant_from_row(
+                        &row,
+                        sqlx::Row::try_get(&row, "token_hash")?,
+                    )
+                })
+                .transpose()
+            }
+
+            async fn live_grant_in(
+                &self,
+                tx: &mut Self::Tx,
+                hash: &[u8],
+                kind: $crate::store::GrantKind,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Option<$crate::store::Grant>> {
+                use $crate::store::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE};
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {GRANT_COLS} FROM console_grants g {GRANT_JOINS} {GRANT_LIVE}"
+                ))
+                .bind(hash)
+                .bind(kind.as_str())
+                .bind(now)
+                .fetch_optional(&mut **tx)
+                .await?;
+                row.map(|row| {
+                    $crate::store::rows::grant_from_row(
+                        &row,
+                        sqlx::Row::try_get(&row, "token_hash")?,
+                    )
+                })
+                .transpose()
+            }
+
+            async fn delete_grant_of_kind(
+                &self,
+                tx: &mut Self::Tx,
+                hash: &[u8],
+                kind: $crate::store::GrantKind,
+            ) -> $crate::store::StoreResult<bool> {
+                let deleted = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM console_grants WHERE hash = $1 AND kind = $2"
+                ))
+                .bind(hash)
+                .bind(kind.as_str())
+                .execute(&mut **tx)
+                .await?;
+                Ok(deleted.rows_affected() > 0)
+            }
+
+            async fn delete_grant_row(&self, hash: &[u8]) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM console_grants WHERE hash = $1"
+                ))
+                .bind(hash)
+                .execute(self.write_pool())
+                .await?;
+                Ok(())
+            }
+
+            async fn insert_agent(
+                &self,
+                tx: &mut Self::Tx,
+                agent: &$crate::store::AgentRecord,
+            ) -> $crate::store::StoreResult<bool> {
+                let inserted = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO agents (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)"
+                ))
+                .bind(agent.id.to_string())
+                .bind(agent.tenant_id.to_string())
+                .bind(&agent.name)
+                .bind(agent.created_at)
+                .execute(&mut **tx)
+                .await;
+                match inserted {
+                    Ok(_) => Ok(true),
+                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(false),
+                    Err(e) => Err(e.into()),
+                }
+            }
+
+            async fn agent_by_id(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                id: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<Option<$crate::store::AgentRecord>> {
+                use $crate::store::rows::AGENT_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND id = $2"
+                ))
+                .bind(tenant.to_string())
+                .bind(id.to_string())
+                .fetch_optional(self.read_pool())
+                .await?;
+                row.as_ref()
+                    .map($crate::store::rows::agent_from_row)
+                    .transpose()
+            }
+
+            async fn agent_by_name(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                name: &str,
+            ) -> $crate::store::StoreResult<Option<$crate::store::AgentRecord>> {
+                use $crate::store::rows::AGENT_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND name = $2"
+                ))
+                .bind(tenant.to_string())
+                .bind(name)
+                .fetch_optional(self.read_pool())
+                .await?;
+                row.as_ref()
+                    .map($crate::store::rows::agent_from_row)
+                    .transpose()
+            }
+
+            async fn agents_of(
+                &self,
+                tenant: switchboard_proto::TenantId,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::AgentRecord>> {
+                use $crate::store::rows::AGENT_COLS;
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 ORDER BY name"
+                ))
+                .bind(tenant.to_string())
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter()
+                    .map($crate::store::rows::agent_from_row)
+                    .collect()
+            }
+
+            async fn mark_seen(
+                &self,
+                agent: switchboard_proto::AgentId,
+                now: $crate::clock::Millis,
+                stale_before: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
+                     AND (last_seen_at IS NULL OR last_seen_at < $3)"
+                ))
+                .bind(now)
+                .bind(agent.to_string())
+                .bind(stale_before)
+                .execute(self.write_pool())
+                .await?;
+                Ok(())
+            }
+
+            async fn depth_counts(
+                &self,
+                tenant: Option<switchboard_proto::TenantId>,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::engine::directory::DepthCount>> {
+                use $crate::store::rows::{Cols, parse_id};
+                // Agents without events too (one row, no status); grouped by name as well,
+                // which the id determines, for the dialects that want every column named.
+                const COUNTS: &str = "SELECT a.id, a.tenant_id, a.name, e.status, \
+                     COUNT(e.id) AS n, \
+                     MIN(CASE WHEN e.status = 'pending' THEN e.available_at END) AS oldest \
+                     FROM agents a LEFT JOIN events e ON e.agent_id = a.id";
+                const GROUPS: &str = "GROUP BY a.id, a.tenant_id, a.name, e.status";
+                let dialect = <Self as $crate::store::engine::Driver>::DIALECT;
+                let rows = match tenant {
+                    Some(tenant) => {
+                        sqlx::query($crate::store::dialect::sql!(
+                            dialect,
+                            "{COUNTS} WHERE a.tenant_id = $1 {GROUPS}"
+                        ))
+                        .bind(tenant.to_string())
+                        .fetch_all(self.read_pool())
+                        .await?
+                    }
+                    None => {
+                        sqlx::query($crate::store::dialect::sql!(dialect, "{COUNTS} {GROUPS}"))
+                            .fetch_all(self.read_pool())
+                            .await?
+                    }
+                };
+                rows.iter()
+                    .map(|r| {
+                        Ok($crate::store::engine::directory::DepthCount {
+                            agent_id: parse_id(&r.text("id")?)?,
+                            tenant_id: parse_id(&r.text("tenant_id")?)?,
+                            agent_name: r.text("name")?,
+                            status: r.opt_text("status")?,
+                            count: r.int("n")? as u64,
+                            oldest_pending_at: r.opt_int("oldest")?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn status_counts(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<switchboard_proto::StatusCounts> {
+                use $crate::store::rows::Cols;
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT status, COUNT(*) AS n FROM events WHERE agent_id = $1 GROUP BY status"
+                ))
+                .bind(agent.to_string())
+                .fetch_all(&mut **tx)
+                .await?;
+                let mut counts = switchboard_proto::StatusCounts::default();
+                for row in &rows {
+                    $crate::store::rows::add_count(
+                        &mut counts,
+                        &row.text("status")?,
+                        row.int("n")? as u64,
+                    );
+                }
+                Ok(counts)
+            }
+
+            async fn upsert_client_report(
+                &self,
+                agent: switchboard_proto::AgentId,
+                report: &str,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO client_reports (agent_id, report, received_at) \
+                     VALUES ($1, $2, $3) ON CONFLICT (agent_id) DO UPDATE \
+                     SET report = excluded.report, received_at = excluded.received_at"
+                ))
+                .bind(agent.to_string())
+                .bind(report)
+                .bind(now)
+                .execute(self.write_pool())
+                .await?;
+                Ok(())
+            }
+
+            async fn client_reports_of(
+                &self,
+                tenant: switchboard_proto::TenantId,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::ClientReportRow>> {
+                use $crate::store::rows::CLIENT_REPORT_SELECT;
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "{CLIENT_REPORT_SELECT} WHERE a.tenant_id = $1 ORDER BY a.name"
+                ))
+                .bind(tenant.to_string())
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter()
+                    .map($crate::store::rows::client_report)
+                    .collect()
+            }
+        }
+    };
+}
+pub(crate) use directory_statements;
