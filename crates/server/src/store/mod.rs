@@ -11,6 +11,7 @@ pub(crate) mod engine;
 mod jobs;
 pub(crate) mod lease_common;
 mod leasing;
+mod ops;
 pub mod postgres;
 pub(crate) mod rows;
 pub mod sqlite;
@@ -18,6 +19,7 @@ mod statements;
 
 pub use jobs::*;
 pub use leasing::*;
+pub use ops::*;
 
 use crate::clock::Millis;
 use async_trait::async_trait;
@@ -241,7 +243,7 @@ pub struct DepthRow {
 }
 
 #[async_trait]
-pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
+pub trait Store: JobStore + LeaseStore + OpsStore + RecordStore + Send + Sync + 'static {
     /// A short name: `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> StoreResult<()>;
@@ -390,26 +392,6 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
     /// Removes terminal events older than `cutoff` (advancing each low-water mark, I6)
     /// and idempotency records past their expiry.
     async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats>;
-
-    // --- operators ---
-    async fn list_events(
-        &self,
-        tenant: TenantId,
-        query: &EventListQuery,
-        limit: u32,
-    ) -> StoreResult<OpsEventPage>;
-    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail>;
-    /// Applies an action at once, in one transaction: refused with
-    /// [`StoreError::TooMany`] when more than `max` events match (that is a job).
-    async fn bulk(
-        &self,
-        tenant: TenantId,
-        scope: &Scope<'_>,
-        max: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<Committed<(u64, i64)>>;
-    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>>;
 
     // --- client reports (the SDK's view of its outbox and consumer) ---
     /// Replaces `agent`'s stored report (`report` is its JSON).

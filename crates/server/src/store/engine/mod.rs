@@ -18,8 +18,11 @@ use crate::store::{StoreResult, Wake};
 use async_trait::async_trait;
 use std::future::Future;
 
+pub(crate) mod bulk;
 pub(crate) mod events;
+pub(crate) mod jobs;
 pub(crate) mod lease_audit;
+pub(crate) mod ops;
 pub(crate) mod records;
 #[cfg(test)]
 mod suite;

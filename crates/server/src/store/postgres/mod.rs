@@ -13,9 +13,9 @@
 //!   delivered to every instance after (and only after) the commit (I1).
 
 mod background;
+mod bulk;
 mod health;
 mod inbox;
-mod jobs;
 mod lease_rows;
 mod leases;
 mod ops;
@@ -476,34 +476,6 @@ impl Store for PgStore {
 
     async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats> {
         retrying(|| background::retain(self, cutoff, now)).await
-    }
-
-    async fn list_events(
-        &self,
-        tenant: TenantId,
-        query: &EventListQuery,
-        limit: u32,
-    ) -> StoreResult<OpsEventPage> {
-        ops::list_events(self, tenant, query, limit).await
-    }
-
-    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
-        ops::event_detail(self, tenant, event).await
-    }
-
-    async fn bulk(
-        &self,
-        tenant: TenantId,
-        scope: &Scope<'_>,
-        max: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<Committed<(u64, i64)>> {
-        retrying(|| jobs::bulk(self, tenant, scope, max, actor, now)).await
-    }
-
-    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        jobs::audit(self, tenant, limit).await
     }
 
     async fn put_client_report(

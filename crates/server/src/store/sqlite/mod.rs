@@ -8,7 +8,6 @@
 
 mod background;
 mod inbox;
-mod jobs;
 mod lease_rows;
 mod leases;
 mod ops;
@@ -466,34 +465,6 @@ impl Store for SqliteStore {
         background::retain(self, cutoff, now).await
     }
 
-    async fn list_events(
-        &self,
-        tenant: TenantId,
-        query: &EventListQuery,
-        limit: u32,
-    ) -> StoreResult<OpsEventPage> {
-        ops::list_events(self, tenant, query, limit).await
-    }
-
-    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
-        ops::event_detail(self, tenant, event).await
-    }
-
-    async fn bulk(
-        &self,
-        tenant: TenantId,
-        scope: &Scope<'_>,
-        max: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<Committed<(u64, i64)>> {
-        jobs::bulk(self, tenant, scope, max, actor, now).await
-    }
-
-    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        jobs::audit(self, tenant, limit).await
-    }
-
     async fn put_client_report(
         &self,
         agent: AgentId,
@@ -547,3 +518,11 @@ crate::store::statements::shared_statements!(SqliteStore);
 
 /// SQLite runs every statement in its portable shape.
 impl crate::store::engine::events::EventDriver for SqliteStore {}
+impl crate::store::engine::bulk::BulkDriver for SqliteStore {}
+
+impl crate::store::engine::jobs::JobDriver for SqliteStore {
+    /// One process owns the file (`_owner`): every live job is its own.
+    fn job_owner(&self) -> Option<&str> {
+        None
+    }
+}

@@ -12,12 +12,18 @@
 //! Every statement runs in the caller's transaction (`&mut **tx`) except the reads
 //! that say so, which use the backend's read pool (`self.read_pool()`).
 
+mod bulk;
 mod events;
+mod jobs;
 mod lease_audit;
+mod ops;
 mod records;
 
+pub(crate) use bulk::bulk_statements;
 pub(crate) use events::event_statements;
+pub(crate) use jobs::job_statements;
 pub(crate) use lease_audit::lease_audit_statements;
+pub(crate) use ops::ops_statements;
 pub(crate) use records::record_statements;
 
 /// Implements every shared statement trait for `$store`.
@@ -26,6 +32,9 @@ macro_rules! shared_statements {
         $crate::store::statements::event_statements!($store);
         $crate::store::statements::lease_audit_statements!($store);
         $crate::store::statements::record_statements!($store);
+        $crate::store::statements::ops_statements!($store);
+        $crate::store::statements::bulk_statements!($store);
+        $crate::store::statements::job_statements!($store);
     };
 }
 pub(crate) use shared_statements;
