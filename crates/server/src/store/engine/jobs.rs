@@ -131,39 +131,22 @@ async fn job_step<D: JobDriver>(
     })
 }
 
-async fn job_end<D: JobDriver>(
+/// Moves a job of `tenant` to `to` (with its error) if its state, read under its
+/// row lock, is one `from` accepts; else returns it unchanged. A cancel from any
+/// instance is such a move: the state is stored, and the owner's next step (which
+/// waits for this row lock) reads it.
+async fn move_job<D: JobDriver>(
     d: &D,
     tenant: TenantId,
     job_id: i64,
-    state: JobState,
-    error: Option<&str>,
+    from: fn(JobState) -> bool,
+    to: (JobState, Option<&str>),
     now: Millis,
 ) -> StoreResult<Job> {
     let mut tx = d.begin_write().await?;
     let job = d.lock_job(&mut tx, tenant, job_id).await?;
-    let job = if job.state.is_live() {
-        d.update_job(&mut tx, job_id, 0, Some((state, error)), now)
-            .await?
-    } else {
-        job
-    };
-    d.commit(tx, &[]).await?;
-    Ok(job)
-}
-
-async fn job_cancel<D: JobDriver>(
-    d: &D,
-    tenant: TenantId,
-    job_id: i64,
-    now: Millis,
-) -> StoreResult<Job> {
-    // Any instance may cancel: the state is stored, and the owner's next step
-    // (which waits for this row lock) reads it.
-    let mut tx = d.begin_write().await?;
-    let job = d.lock_job(&mut tx, tenant, job_id).await?;
-    let job = if job.state == JobState::Running {
-        let cancelling = Some((JobState::Cancelling, None));
-        d.update_job(&mut tx, job_id, 0, cancelling, now).await?
+    let job = if from(job.state) {
+        d.update_job(&mut tx, job_id, 0, Some(to), now).await?
     } else {
         job
     };
@@ -219,12 +202,16 @@ impl<D: JobDriver> JobStore for D {
         error: Option<&str>,
         now: Millis,
     ) -> StoreResult<Job> {
-        self.retrying(|| job_end(self, tenant, job_id, state, error, now))
+        // A finished job is unchanged.
+        let live = |s: JobState| s.is_live();
+        self.retrying(|| move_job(self, tenant, job_id, live, (state, error), now))
             .await
     }
 
     async fn job_cancel(&self, tenant: TenantId, job_id: i64, now: Millis) -> StoreResult<Job> {
-        self.retrying(|| job_cancel(self, tenant, job_id, now))
+        let running = |s: JobState| s == JobState::Running;
+        let cancelling = (JobState::Cancelling, None);
+        self.retrying(|| move_job(self, tenant, job_id, running, cancelling, now))
             .await
     }
 

@@ -284,50 +284,29 @@ pub(super) async fn check<D: BulkDriver + Store>(d: &D) {
         (EventStatus::Purged, None)
     );
 
-    // A batch (the driver's shape): changed, with history, the limit, the window.
-    let batch = d
-        .apply_batch(
-            &mut tx,
-            tenant,
-            &purge_all,
-            &Window {
-                limit: Some(1),
-                ..Window::default()
-            },
-            &Actor::Operator,
-            4,
-        )
-        .await
-        .unwrap();
-    assert!(batch.full);
-    assert_eq!(batch.changed.len(), 1);
-    let next = batch.changed[0].id.clone();
+    // Batches (the driver's shape): each event changed once, with history, at most
+    // the limit; a batch under its limit found the rest empty.
+    let mut batches = Vec::new();
+    for (limit, full, now) in [(1, true, 4), (5, false, 5)] {
+        let window = Window {
+            limit: Some(limit),
+            ..Window::default()
+        };
+        let batch = d
+            .apply_batch(&mut tx, tenant, &purge_all, &window, &Actor::Operator, now)
+            .await
+            .unwrap();
+        assert_eq!((batch.full, batch.changed.len()), (full, 1), "{batch:?}");
+        batches.push(batch.changed[0].clone());
+    }
+    let (next, last) = (&batches[0], &batches[1]);
     assert_ne!(
-        next,
+        next.id,
         plain.to_string(),
         "a purged event is not purged again"
     );
-    let batch = d
-        .apply_batch(
-            &mut tx,
-            tenant,
-            &purge_all,
-            &Window {
-                limit: Some(5),
-                ..Window::default()
-            },
-            &Actor::Operator,
-            5,
-        )
-        .await
-        .unwrap();
-    assert!(!batch.full);
-    assert_eq!(batch.changed.len(), 1);
-    let (changed, agent, seq) = {
-        let c = &batch.changed[0];
-        (c.id.clone(), c.agent.clone(), c.seq)
-    };
-    assert_ne!(changed, next);
+    assert_ne!(next.id, last.id);
+    let (changed, agent, seq) = (last.id.clone(), last.agent.clone(), last.seq);
     let changed_id: EventId = changed.parse().unwrap();
     let event = d.load_ops_event(&mut tx, tenant, changed_id).await.unwrap();
     assert_eq!(
