@@ -11,6 +11,7 @@
 //! the portable batch re-checks each event's status in its `UPDATE`; PostgreSQL's
 //! locks them all in the one statement that changes them (`postgres/bulk.rs`).
 
+use super::events::EventDriver;
 use super::ops::OpsStatements;
 use crate::clock::Millis;
 use crate::store::rows::parse_id;
@@ -76,7 +77,7 @@ pub(crate) struct NewAudit<'a> {
 
 /// The statements of the bulk actions (`store/statements/bulk.rs`), in `tx`.
 #[async_trait]
-pub(crate) trait BulkStatements: OpsStatements {
+pub(crate) trait BulkStatements: OpsStatements + EventDriver {
     /// Appends ` FROM events e JOIN agents a … WHERE` the events of `tenant` that
     /// `scope` names and its action applies to, with ids in `window` (not its limit).
     fn push_scope(

@@ -6,8 +6,8 @@
 //! A filter is built at run time (`sqlx::QueryBuilder`, whose `push_bind` numbers
 //! the parameters as the backend wants them), once in the statements macro.
 
+use super::Driver;
 use super::bulk::{self, BulkDriver};
-use super::events::EventDriver;
 use crate::clock::Millis;
 use crate::store::*;
 use async_trait::async_trait;
@@ -15,7 +15,7 @@ use switchboard_proto::{HistoryEntry, OpsEvent};
 
 /// The statements of the operator views (`store/statements/ops.rs`).
 #[async_trait]
-pub(crate) trait OpsStatements: EventDriver {
+pub(crate) trait OpsStatements: Driver {
     /// The backend's database, for the statements built at run time.
     type Db: sqlx::Database;
 
