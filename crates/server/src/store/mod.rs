@@ -12,6 +12,7 @@ pub(crate) mod engine;
 mod jobs;
 pub(crate) mod lease_common;
 mod leasing;
+mod ops;
 pub mod postgres;
 pub(crate) mod rows;
 mod sending;
@@ -21,6 +22,7 @@ mod statements;
 pub use directory::*;
 pub use jobs::*;
 pub use leasing::*;
+pub use ops::*;
 pub use sending::*;
 
 use crate::clock::Millis;
@@ -158,7 +160,16 @@ pub struct Acked {
 
 #[async_trait]
 pub trait Store:
-    DirectoryStore + JobStore + LeaseStore + RecordStore + IdemStore + SendStore + Send + Sync + 'static
+    DirectoryStore
+    + JobStore
+    + LeaseStore
+    + OpsStore
+    + RecordStore
+    + IdemStore
+    + SendStore
+    + Send
+    + Sync
+    + 'static
 {
     /// A short name: `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -214,26 +225,6 @@ pub trait Store:
     /// Removes terminal events older than `cutoff` (advancing each low-water mark, I6)
     /// and idempotency records past their expiry.
     async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats>;
-
-    // --- operators ---
-    async fn list_events(
-        &self,
-        tenant: TenantId,
-        query: &EventListQuery,
-        limit: u32,
-    ) -> StoreResult<OpsEventPage>;
-    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail>;
-    /// Applies an action at once, in one transaction: refused with
-    /// [`StoreError::TooMany`] when more than `max` events match (that is a job).
-    async fn bulk(
-        &self,
-        tenant: TenantId,
-        scope: &Scope<'_>,
-        max: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<Committed<(u64, i64)>>;
-    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>>;
 
     // --- several instances on one database ---
     /// Delivers into `hub` the wake-ups that other server instances sharing this

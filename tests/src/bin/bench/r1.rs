@@ -8,7 +8,7 @@
 //! Baseline: the job's SQL in a raw sqlx loop over a copy of the same database:
 //! batches of the same size, each one `BEGIN IMMEDIATE` transaction that selects the
 //! next quarantined ids, updates each event, writes its history row and the audit
-//! count. Statements copied from `crates/server/src/store/sqlite/jobs.rs`.
+//! count. Statements copied from `crates/server/src/store/statements/bulk.rs`.
 
 use crate::Settings;
 use crate::report::{Row, cpu_seconds, progress};
@@ -129,7 +129,8 @@ async fn quarantine_all(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The job's statements, verbatim in substance (`jobs.rs`: `matching`, `apply`).
+/// The job's statements, verbatim in substance (`statements/bulk.rs`: `push_scope`,
+/// `find_targets`, `apply_to`).
 async fn raw_replay(dir: &Path, expected: usize) -> Result<(f64, f64)> {
     let url = format!("sqlite://{}", dir.join(DB_FILE).display());
     let pool = crate::raw::writer(&url).await?;

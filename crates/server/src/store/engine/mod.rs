@@ -19,13 +19,16 @@ use crate::store::{StoreResult, Wake};
 use async_trait::async_trait;
 use std::future::Future;
 
+pub(crate) mod bulk;
 pub(crate) mod directory;
 pub(crate) mod events;
 pub(crate) mod idempotency;
+pub(crate) mod jobs;
 pub(crate) mod lease_audit;
 mod lease_store;
 pub(crate) mod leases;
 pub(crate) mod memories;
+pub(crate) mod ops;
 pub(crate) mod records;
 pub(crate) mod send;
 #[cfg(test)]

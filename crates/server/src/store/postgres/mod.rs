@@ -13,12 +13,11 @@
 //!   delivered to every instance after (and only after) the commit (I1).
 
 mod background;
+mod bulk;
 mod directory;
 mod health;
 mod inbox;
-mod jobs;
 mod leases;
-mod ops;
 mod wakes;
 
 use super::*;
@@ -26,7 +25,7 @@ use crate::clock::Millis;
 use crate::hooks::Hooks;
 use crate::store::rows::*;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Postgres, Row};
+use sqlx::{PgPool, Postgres};
 use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
@@ -241,34 +240,6 @@ impl Store for PgStore {
 
     async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats> {
         retrying(|| background::retain(self, cutoff, now)).await
-    }
-
-    async fn list_events(
-        &self,
-        tenant: TenantId,
-        query: &EventListQuery,
-        limit: u32,
-    ) -> StoreResult<OpsEventPage> {
-        ops::list_events(self, tenant, query, limit).await
-    }
-
-    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
-        ops::event_detail(self, tenant, event).await
-    }
-
-    async fn bulk(
-        &self,
-        tenant: TenantId,
-        scope: &Scope<'_>,
-        max: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<Committed<(u64, i64)>> {
-        retrying(|| jobs::bulk(self, tenant, scope, max, actor, now)).await
-    }
-
-    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        jobs::audit(self, tenant, limit).await
     }
 
     async fn listen(&self, hub: crate::hub::Hub, stop: tokio_util::sync::CancellationToken) {

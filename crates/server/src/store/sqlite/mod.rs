@@ -8,9 +8,7 @@
 
 mod background;
 mod inbox;
-mod jobs;
 mod leases;
-mod ops;
 mod rows;
 
 use super::*;
@@ -233,34 +231,6 @@ impl Store for SqliteStore {
     async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats> {
         background::retain(self, cutoff, now).await
     }
-
-    async fn list_events(
-        &self,
-        tenant: TenantId,
-        query: &EventListQuery,
-        limit: u32,
-    ) -> StoreResult<OpsEventPage> {
-        ops::list_events(self, tenant, query, limit).await
-    }
-
-    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
-        ops::event_detail(self, tenant, event).await
-    }
-
-    async fn bulk(
-        &self,
-        tenant: TenantId,
-        scope: &Scope<'_>,
-        max: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<Committed<(u64, i64)>> {
-        jobs::bulk(self, tenant, scope, max, actor, now).await
-    }
-
-    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        jobs::audit(self, tenant, limit).await
-    }
 }
 
 #[async_trait::async_trait]
@@ -298,3 +268,11 @@ impl crate::store::engine::idempotency::IdemDriver for SqliteStore {
     const SOLE_OWNER: bool = true;
 }
 impl crate::store::engine::directory::DirectoryDriver for SqliteStore {}
+impl crate::store::engine::bulk::BulkDriver for SqliteStore {}
+
+impl crate::store::engine::jobs::JobDriver for SqliteStore {
+    /// One process owns the file (`_owner`): every live job is its own.
+    fn job_owner(&self) -> Option<&str> {
+        None
+    }
+}

@@ -13,21 +13,27 @@
 //! say so: reads on the backend's read pool (`self.read_pool()`), and single-statement
 //! writes on its write pool (`self.write_pool()`).
 
+mod bulk;
 mod directory;
 mod events;
 mod idempotency;
+mod jobs;
 mod lease_audit;
 mod leases;
 mod memories;
+mod ops;
 mod records;
 mod send;
 
+pub(crate) use bulk::bulk_statements;
 pub(crate) use directory::directory_statements;
 pub(crate) use events::event_statements;
 pub(crate) use idempotency::idem_statements;
+pub(crate) use jobs::job_statements;
 pub(crate) use lease_audit::lease_audit_statements;
 pub(crate) use leases::lease_statements;
 pub(crate) use memories::memory_statements;
+pub(crate) use ops::ops_statements;
 pub(crate) use records::record_statements;
 pub(crate) use send::send_statements;
 
@@ -42,6 +48,9 @@ macro_rules! shared_statements {
         $crate::store::statements::record_statements!($store);
         $crate::store::statements::idem_statements!($store);
         $crate::store::statements::send_statements!($store);
+        $crate::store::statements::ops_statements!($store);
+        $crate::store::statements::bulk_statements!($store);
+        $crate::store::statements::job_statements!($store);
     };
 }
 pub(crate) use shared_statements;

@@ -9,7 +9,9 @@
 
 mod directory;
 mod idempotency;
+mod jobs;
 mod leases;
+mod ops;
 mod records;
 mod send;
 
@@ -37,13 +39,16 @@ where
         + super::leases::LeaseDriver
         + super::idempotency::IdemDriver
         + super::send::SendStatements
-        + super::directory::DirectoryDriver,
+        + super::directory::DirectoryDriver
+        + super::jobs::JobDriver,
 {
     records::check(d).await;
     leases::check(d).await;
     idempotency::check(d).await;
     send::check(d).await;
     directory::check(d).await;
+    ops::check(d).await;
+    jobs::check(d).await;
 }
 
 #[tokio::test]

@@ -1,0 +1,99 @@
+//! PostgreSQL's shapes of the bulk actions and jobs: a batch in one statement that
+//! locks its events, and the instance as the owner of the jobs it runs.
+
+use super::PgStore;
+use crate::clock::Millis;
+use crate::store::engine::bulk::{self, Batch, BulkStatements, Changed, Window};
+use crate::store::engine::jobs::JobDriver;
+use crate::store::rows::Cols;
+use crate::store::{Actor, Scope, StoreResult};
+use async_trait::async_trait;
+use sqlx::{Postgres, QueryBuilder};
+use switchboard_proto::{BulkAction, TenantId};
+
+#[async_trait]
+impl bulk::BulkDriver for PgStore {
+    /// The batch in one statement: it locks the matching events (`FOR UPDATE OF e`,
+    /// in id order), changes them and writes their history. An event changed
+    /// concurrently (an ack, a claim, another job) is re-checked against the
+    /// action's statuses after that commit, never changed twice.
+    async fn apply_batch(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        scope: &Scope<'_>,
+        window: &Window,
+        actor: &Actor,
+        now: Millis,
+    ) -> StoreResult<Batch> {
+        let mut qb = QueryBuilder::<Postgres>::new("WITH picked AS (SELECT e.id");
+        <Self as BulkStatements>::push_scope(&mut qb, tenant, scope, window);
+        // In id order, so two batches (of any instances) take their locks in one order.
+        // Only the events are locked: the agents' rows stay free for senders. A locked
+        // row that no longer matches once its lock is released is skipped, and the limit
+        // takes the next one.
+        qb.push(" ORDER BY e.id");
+        if let Some(limit) = window.limit {
+            qb.push(" LIMIT ")
+                .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        }
+        qb.push(" FOR UPDATE OF e), done AS (UPDATE events SET ");
+        match scope.action {
+            BulkAction::Replay => {
+                qb.push(
+                    "status = 'pending', attempts = 0, claim_token = NULL, \
+                     lease_expires_at = NULL, available_at = ",
+                )
+                .push_bind(now);
+            }
+            BulkAction::Release => {
+                qb.push(
+                    "status = 'pending', claim_token = NULL, lease_expires_at = NULL, \
+                     available_at = ",
+                )
+                .push_bind(now);
+            }
+            BulkAction::Purge => {
+                qb.push(
+                    "status = 'purged', payload = NULL, claim_token = NULL, \
+                     lease_expires_at = NULL",
+                );
+            }
+        }
+        qb.push(", updated_at = ").push_bind(now);
+        qb.push(
+            " WHERE id IN (SELECT id FROM picked) RETURNING id, agent_id, seq), \
+             history AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
+             SELECT id, ",
+        );
+        qb.push_bind(now)
+            .push(", ")
+            .push_bind(bulk::verb(scope.action))
+            .push(", ");
+        qb.push_bind(actor.to_string())
+            .push(", NULL FROM done) SELECT id, agent_id, seq FROM done");
+        let rows = qb.build().fetch_all(&mut **tx).await?;
+        let changed = rows
+            .iter()
+            .map(|r| {
+                Ok(Changed {
+                    id: r.text("id")?,
+                    agent: r.text("agent_id")?,
+                    seq: r.int("seq")?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        // Locked rows that no longer match were skipped and the limit took the next
+        // ones: fewer than the limit means the window is exhausted.
+        let full = window.limit.is_some_and(|l| changed.len() as u64 >= l);
+        Ok(Batch { changed, full })
+    }
+}
+
+impl JobDriver for PgStore {
+    /// Several instances share the database: each job's owner is the instance
+    /// running it, live while its heartbeat is fresh.
+    fn job_owner(&self) -> Option<&str> {
+        Some(self.instance())
+    }
+}

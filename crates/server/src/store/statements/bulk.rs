@@ -1,0 +1,171 @@
+//! [`BulkStatements`](crate::store::engine::bulk::BulkStatements): the events an
+//! action covers are built at run time, like the operator filter they include.
+
+macro_rules! bulk_statements {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::engine::bulk::BulkStatements for $store {
+            fn push_scope(
+                qb: &mut sqlx::QueryBuilder<Self::Db>,
+                tenant: switchboard_proto::TenantId,
+                scope: &$crate::store::Scope<'_>,
+                window: &$crate::store::engine::bulk::Window,
+            ) {
+                use $crate::store::engine::ops::OpsStatements;
+                qb.push(" FROM events e JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = ");
+                qb.push_bind(tenant.to_string());
+                qb.push(format!(
+                    " AND e.status IN {}",
+                    $crate::store::rows::applies_to(scope.action)
+                ));
+                if let Some(ids) = scope.ids {
+                    if ids.is_empty() {
+                        qb.push(" AND 1 = 0");
+                    } else {
+                        qb.push(" AND e.id IN (");
+                        let mut list = qb.separated(", ");
+                        for id in ids {
+                            list.push_bind(id.to_string());
+                        }
+                        list.push_unseparated(")");
+                    }
+                }
+                if let Some(filter) = scope.filter {
+                    <Self as OpsStatements>::push_filter(qb, filter);
+                }
+                if let Some(after) = window.after {
+                    qb.push(" AND e.id > ").push_bind(after.to_string());
+                }
+                if let Some(upto) = window.upto {
+                    qb.push(" AND e.id <= ").push_bind(upto.to_string());
+                }
+            }
+
+            async fn count_matching(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                scope: &$crate::store::Scope<'_>,
+            ) -> $crate::store::StoreResult<(u64, Option<switchboard_proto::EventId>)> {
+                use $crate::store::engine::bulk::{BulkStatements, Window};
+                let mut qb = sqlx::QueryBuilder::<Self::Db>::new("SELECT COUNT(*), MAX(e.id)");
+                <Self as BulkStatements>::push_scope(&mut qb, tenant, scope, &Window::default());
+                let row = qb.build().fetch_one(&mut **tx).await?;
+                let count: i64 = sqlx::Row::try_get(&row, 0)?;
+                let max: Option<String> = sqlx::Row::try_get(&row, 1)?;
+                Ok((
+                    count as u64,
+                    max.as_deref().map($crate::store::rows::parse_id).transpose()?,
+                ))
+            }
+
+            async fn find_targets(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                scope: &$crate::store::Scope<'_>,
+                window: &$crate::store::engine::bulk::Window,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::engine::bulk::Target>> {
+                use $crate::store::engine::bulk::BulkStatements;
+                let mut qb = sqlx::QueryBuilder::<Self::Db>::new(
+                    "SELECT e.id, e.agent_id, e.seq, e.status",
+                );
+                <Self as BulkStatements>::push_scope(&mut qb, tenant, scope, window);
+                qb.push(" ORDER BY e.id");
+                if let Some(limit) = window.limit {
+                    qb.push(" LIMIT ")
+                        .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+                }
+                let rows = qb.build().fetch_all(&mut **tx).await?;
+                rows.iter()
+                    .map(|r| {
+                        use $crate::store::rows::Cols;
+                        Ok($crate::store::engine::bulk::Target {
+                            id: r.text("id")?,
+                            agent: r.text("agent_id")?,
+                            seq: r.int("seq")?,
+                            status: r.text("status")?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn apply_to(
+                &self,
+                tx: &mut Self::Tx,
+                action: switchboard_proto::BulkAction,
+                target: &$crate::store::engine::bulk::Target,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<bool> {
+                use switchboard_proto::BulkAction;
+                let query = match action {
+                    BulkAction::Replay => sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "UPDATE events SET status = 'pending', attempts = 0, claim_token = NULL, \
+                         lease_expires_at = NULL, available_at = $1, updated_at = $2 \
+                         WHERE id = $3 AND status = $4"
+                    ))
+                    .bind(now),
+                    BulkAction::Release => sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "UPDATE events SET status = 'pending', claim_token = NULL, \
+                         lease_expires_at = NULL, available_at = $1, updated_at = $2 \
+                         WHERE id = $3 AND status = $4"
+                    ))
+                    .bind(now),
+                    BulkAction::Purge => sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "UPDATE events SET status = 'purged', payload = NULL, claim_token = NULL, \
+                         lease_expires_at = NULL, updated_at = $1 WHERE id = $2 AND status = $3"
+                    )),
+                };
+                let done = query
+                    .bind(now)
+                    .bind(&target.id)
+                    .bind(&target.status)
+                    .execute(&mut **tx)
+                    .await?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            async fn insert_audit(
+                &self,
+                tx: &mut Self::Tx,
+                row: &$crate::store::engine::bulk::NewAudit<'_>,
+            ) -> $crate::store::StoreResult<i64> {
+                let job = row.job;
+                let finished = job.filter(|j| !j.state.is_live()).map(|_| row.now);
+                Ok(sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO audit_log (tenant_id, actor, action, ids, filter, count, at, \
+                     job_state, job_total, job_rate, finished_at, job_owner, job_heartbeat_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id"
+                ))
+                .bind(row.tenant.to_string())
+                .bind(row.actor.to_string())
+                .bind(row.scope.action.as_str())
+                .bind(
+                    row.scope
+                        .ids
+                        .map(|ids| serde_json::to_string(ids).unwrap_or_default()),
+                )
+                .bind(
+                    row.scope
+                        .filter
+                        .map(|f| serde_json::to_string(f).unwrap_or_default()),
+                )
+                .bind(row.count as i64)
+                .bind(row.now)
+                .bind(job.map(|j| j.state.as_str()))
+                .bind(job.map(|j| j.total as i64))
+                .bind(job.and_then(|j| j.rate).map(i64::from))
+                .bind(finished)
+                .bind(job.and_then(|j| j.owner))
+                .bind(job.map(|_| row.now))
+                .fetch_one(&mut **tx)
+                .await?)
+            }
+        }
+    };
+}
+pub(crate) use bulk_statements;

@@ -1,0 +1,123 @@
+//! [`JobStatements`](crate::store::engine::jobs::JobStatements): a job is its
+//! `audit_log` row; a step, a cancel and an end lock it `@FOR_UPDATE` first.
+
+macro_rules! job_statements {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::engine::jobs::JobStatements for $store {
+            async fn lock_job(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                id: i64,
+            ) -> $crate::store::StoreResult<switchboard_proto::Job> {
+                use $crate::store::rows::AUDIT_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {AUDIT_COLS} FROM audit_log \
+                     WHERE tenant_id = $1 AND id = $2 AND job_state IS NOT NULL @FOR_UPDATE"
+                ))
+                .bind(tenant.to_string())
+                .bind(id)
+                .fetch_one(&mut **tx)
+                .await?;
+                $crate::store::rows::job_from_row(&row)
+            }
+
+            async fn update_job(
+                &self,
+                tx: &mut Self::Tx,
+                id: i64,
+                done: u64,
+                state: Option<(switchboard_proto::JobState, Option<&str>)>,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<switchboard_proto::Job> {
+                use $crate::store::rows::AUDIT_COLS;
+                let finished = state.filter(|(s, _)| !s.is_live()).map(|_| now);
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE audit_log SET count = count + $1, job_heartbeat_at = $2, \
+                     job_state = COALESCE($3, job_state), job_error = COALESCE($4, job_error), \
+                     finished_at = COALESCE($5, finished_at) WHERE id = $6 \
+                     RETURNING {AUDIT_COLS}"
+                ))
+                .bind(done as i64)
+                .bind(now)
+                .bind(state.map(|(s, _)| s.as_str()))
+                .bind(state.and_then(|(_, e)| e))
+                .bind(finished)
+                .bind(id)
+                .fetch_one(&mut **tx)
+                .await?;
+                $crate::store::rows::job_from_row(&row)
+            }
+
+            async fn interrupt_jobs(
+                &self,
+                tx: &mut Self::Tx,
+                now: $crate::clock::Millis,
+                stale_before: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<
+                Vec<(switchboard_proto::TenantId, switchboard_proto::Job)>,
+            > {
+                use $crate::store::rows::{AUDIT_COLS, Cols};
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
+                     WHERE job_state IN ('running', 'cancelling') \
+                     AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2) \
+                     RETURNING tenant_id, {AUDIT_COLS}"
+                ))
+                .bind(now)
+                .bind(stale_before)
+                .fetch_all(&mut **tx)
+                .await?;
+                rows.iter()
+                    .map(|r| {
+                        Ok((
+                            $crate::store::rows::parse_id(&r.text("tenant_id")?)?,
+                            $crate::store::rows::job_from_row(r)?,
+                        ))
+                    })
+                    .collect()
+            }
+
+            async fn read_job(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                id: i64,
+            ) -> $crate::store::StoreResult<switchboard_proto::Job> {
+                use $crate::store::rows::AUDIT_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {AUDIT_COLS} FROM audit_log \
+                     WHERE tenant_id = $1 AND id = $2 AND job_state IS NOT NULL"
+                ))
+                .bind(tenant.to_string())
+                .bind(id)
+                .fetch_one(self.read_pool())
+                .await?;
+                $crate::store::rows::job_from_row(&row)
+            }
+
+            async fn list_jobs(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                limit: u32,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::Job>> {
+                use $crate::store::rows::AUDIT_COLS;
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {AUDIT_COLS} FROM audit_log \
+                     WHERE tenant_id = $1 AND job_state IS NOT NULL ORDER BY id DESC LIMIT $2"
+                ))
+                .bind(tenant.to_string())
+                .bind(i64::from(limit))
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter().map($crate::store::rows::job_from_row).collect()
+            }
+        }
+    };
+}
+pub(crate) use job_statements;
