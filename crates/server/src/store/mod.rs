@@ -8,6 +8,7 @@
 
 pub(crate) mod dialect;
 pub(crate) mod engine;
+mod inbox;
 mod jobs;
 pub(crate) mod lease_common;
 mod leasing;
@@ -16,6 +17,7 @@ pub(crate) mod rows;
 pub mod sqlite;
 mod statements;
 
+pub use inbox::*;
 pub use jobs::*;
 pub use leasing::*;
 
@@ -241,7 +243,9 @@ pub struct DepthRow {
 }
 
 #[async_trait]
-pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
+pub trait Store:
+    JobStore + LeaseStore + RecordStore + InboxStore + MaintenanceStore + Send + Sync + 'static
+{
     /// A short name: `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> StoreResult<()>;
@@ -340,56 +344,6 @@ pub trait Store: JobStore + LeaseStore + RecordStore + Send + Sync + 'static {
         member: bool,
         now: Millis,
     ) -> StoreResult<Room>;
-
-    // --- the agent's inbox ---
-    async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage>;
-    async fn claim(
-        &self,
-        agent: &AgentRecord,
-        limit: u32,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<Claimed>;
-    async fn ack(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        now: Millis,
-    ) -> StoreResult<Acked>;
-    /// Acks several events in one transaction; each entry's result as [`Store::ack`]
-    /// would give it. A database error fails the whole batch (nothing of it kept).
-    async fn ack_batch(
-        &self,
-        agent: &AgentRecord,
-        entries: &[(EventId, ClaimToken)],
-        now: Millis,
-    ) -> StoreResult<Vec<StoreResult<Acked>>>;
-    async fn release(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        args: &ReleaseArgs,
-        now: Millis,
-    ) -> StoreResult<Committed<EventState>>;
-    async fn extend(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<EventState>;
-    async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot>;
-
-    // --- background work ---
-    /// Expired leases back to pending (or to the quarantine at the attempt limit, I5),
-    /// and pending events past `expires_at` to expired.
-    async fn reap(&self, now: Millis) -> StoreResult<ReapStats>;
-    /// Removes terminal events older than `cutoff` (advancing each low-water mark, I6)
-    /// and idempotency records past their expiry.
-    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats>;
 
     // --- operators ---
     async fn list_events(

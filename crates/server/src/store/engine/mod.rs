@@ -19,7 +19,9 @@ use async_trait::async_trait;
 use std::future::Future;
 
 pub(crate) mod events;
+pub(crate) mod inbox;
 pub(crate) mod lease_audit;
+pub(crate) mod maintenance;
 pub(crate) mod records;
 #[cfg(test)]
 mod suite;
@@ -34,6 +36,11 @@ pub(crate) trait Driver: Send + Sync + 'static {
     const DIALECT: Dialect;
 
     async fn begin_write(&self) -> StoreResult<Self::Tx>;
+
+    /// A read-only transaction that sees one snapshot (a cursor read: the low-water
+    /// mark and the page agree). SQLite: a WAL reader; PostgreSQL: REPEATABLE READ,
+    /// READ ONLY. Ended with [`Driver::commit`] and no wake-ups.
+    async fn begin_read(&self) -> StoreResult<Self::Tx>;
 
     /// The test seams (no-ops in production).
     #[allow(dead_code)] // until sends move onto the engine

@@ -9,26 +9,6 @@ use std::collections::BTreeMap;
 /// Several reads that must see one snapshot.
 const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
-pub(super) async fn counts(
-    conn: &mut sqlx::PgConnection,
-    agent: AgentId,
-) -> StoreResult<StatusCounts> {
-    let rows =
-        sqlx::query("SELECT status, COUNT(*) FROM events WHERE agent_id = $1 GROUP BY status")
-            .bind(agent.to_string())
-            .fetch_all(conn)
-            .await?;
-    let mut counts = StatusCounts::default();
-    for row in &rows {
-        add_count(
-            &mut counts,
-            &row.try_get::<String, _>(0)?,
-            row.try_get::<i64, _>(1)? as u64,
-        );
-    }
-    Ok(counts)
-}
-
 pub(super) async fn depth(store: &PgStore, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>> {
     let tenant = tenant.map(|t| t.to_string());
     let mut tx = store.pool().begin_with(BEGIN_SNAPSHOT).await?;

@@ -6,8 +6,6 @@
 //! Reads use a separate pool; in WAL mode they run concurrently with the writer and
 //! each read transaction sees one consistent snapshot.
 
-mod background;
-mod inbox;
 mod jobs;
 mod lease_rows;
 mod leases;
@@ -111,6 +109,12 @@ impl SqliteStore {
     /// Where the shared statements read outside a write transaction.
     pub(crate) fn read_pool(&self) -> &SqlitePool {
         &self.read
+    }
+
+    /// Where a shared statement that is a transaction of its own runs (autocommit,
+    /// on the single writer).
+    pub(crate) fn write_pool(&self) -> &SqlitePool {
+        &self.write
     }
 
     /// The `synchronous` pragma in force (for `switchboard doctor` and diagnostics).
@@ -399,73 +403,6 @@ impl Store for SqliteStore {
         send::set_member(self, tenant, room, agent, member, now).await
     }
 
-    async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
-        inbox::poll(self, agent, after, limit).await
-    }
-
-    async fn claim(
-        &self,
-        agent: &AgentRecord,
-        limit: u32,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<Claimed> {
-        inbox::claim(self, agent, limit, lease_ms, now).await
-    }
-
-    async fn ack(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        now: Millis,
-    ) -> StoreResult<Acked> {
-        inbox::ack(self, agent, event, token, now).await
-    }
-
-    async fn ack_batch(
-        &self,
-        agent: &AgentRecord,
-        entries: &[(EventId, ClaimToken)],
-        now: Millis,
-    ) -> StoreResult<Vec<StoreResult<Acked>>> {
-        inbox::ack_batch(self, agent, entries, now).await
-    }
-
-    async fn release(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        args: &ReleaseArgs,
-        now: Millis,
-    ) -> StoreResult<Committed<EventState>> {
-        inbox::release(self, agent, event, token, args, now).await
-    }
-
-    async fn extend(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<EventState> {
-        inbox::extend(self, agent, event, token, lease_ms, now).await
-    }
-
-    async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {
-        inbox::snapshot(self, agent, now).await
-    }
-
-    async fn reap(&self, now: Millis) -> StoreResult<ReapStats> {
-        background::reap(self, now).await
-    }
-
-    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats> {
-        background::retain(self, cutoff, now).await
-    }
-
     async fn list_events(
         &self,
         tenant: TenantId,
@@ -537,6 +474,11 @@ impl crate::store::engine::Driver for SqliteStore {
         SqliteStore::begin_write(self).await
     }
 
+    /// A WAL reader: one snapshot, concurrent with the writer.
+    async fn begin_read(&self) -> StoreResult<Self::Tx> {
+        Ok(self.read.begin().await?)
+    }
+
     /// One process owns the file: nobody else needs to hear of `wakes`.
     async fn commit(&self, tx: Self::Tx, _wakes: &[Wake]) -> StoreResult<()> {
         Ok(tx.commit().await?)
@@ -547,3 +489,5 @@ crate::store::statements::shared_statements!(SqliteStore);
 
 /// SQLite runs every statement in its portable shape.
 impl crate::store::engine::events::EventDriver for SqliteStore {}
+impl crate::store::engine::inbox::InboxDriver for SqliteStore {}
+impl crate::store::engine::maintenance::MaintenanceDriver for SqliteStore {}

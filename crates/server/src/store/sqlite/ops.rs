@@ -7,28 +7,8 @@ use crate::store::rows::{
 };
 use crate::store::*;
 use sqlx::AssertSqlSafe;
-use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
+use sqlx::{QueryBuilder, Row, Sqlite};
 use std::collections::BTreeMap;
-
-pub(super) async fn counts(
-    conn: &mut SqliteConnection,
-    agent: AgentId,
-) -> StoreResult<StatusCounts> {
-    let rows =
-        sqlx::query("SELECT status, COUNT(*) FROM events WHERE agent_id = ? GROUP BY status")
-            .bind(agent.to_string())
-            .fetch_all(conn)
-            .await?;
-    let mut counts = StatusCounts::default();
-    for row in &rows {
-        add_count(
-            &mut counts,
-            &row.try_get::<String, _>(0)?,
-            row.try_get::<i64, _>(1)? as u64,
-        );
-    }
-    Ok(counts)
-}
 
 pub(super) async fn depth(
     store: &SqliteStore,
