@@ -7,6 +7,8 @@
 //! Each area's checks are a file here with a `check(d)` that seeds what it needs in
 //! the fresh database it is given; [`every_statement`] runs them all.
 
+mod inbox;
+mod maintenance;
 mod records;
 
 use crate::hooks::Hooks;
@@ -28,9 +30,11 @@ pub(super) fn message(n: u64) -> NewMessage {
 /// Every area's checks, on one backend.
 async fn every_statement<D>(d: &D)
 where
-    D: Store + super::records::RecordStatements,
+    D: Store + super::records::RecordStatements + super::inbox::InboxDriver,
 {
     records::check(d).await;
+    inbox::check(d).await;
+    maintenance::check(d).await;
 }
 
 #[tokio::test]
