@@ -6,8 +6,7 @@
 //! retention takes the agent's row lock before it moves the low-water mark. On
 //! SQLite the single writer serializes them anyway.
 
-use super::events::EventDriver;
-use super::inbox::Marks;
+use super::inbox::InboxStatements;
 use crate::clock::Millis;
 use crate::store::*;
 use async_trait::async_trait;
@@ -42,7 +41,7 @@ pub(crate) struct ReturnedLease {
 /// The background passes' statements (`store/statements/maintenance.rs`). Each is
 /// one statement: in `tx`, or where it says so on its own.
 #[async_trait]
-pub(crate) trait MaintenanceStatements: EventDriver {
+pub(crate) trait MaintenanceStatements: InboxStatements {
     /// Up to `limit` claimed events (of `agent`, or all) whose lease ended by `now`,
     /// the oldest lease first, locked `@SKIP_LOCKED`.
     async fn expired_leases(
@@ -74,8 +73,6 @@ pub(crate) trait MaintenanceStatements: EventDriver {
     /// Agents whose removable prefix looks longer than their low-water mark (a read,
     /// without locks: it only picks the candidates).
     async fn retention_candidates(&self, cutoff: Millis) -> StoreResult<Vec<AgentId>>;
-    /// The agent's marks, its row locked `@FOR_UPDATE` until the transaction ends.
-    async fn lock_marks(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<Marks>;
     /// The lowest sequence number retention must keep: an open event, or one changed
     /// after `cutoff`.
     async fn first_kept_seq(
@@ -258,7 +255,7 @@ async fn retain<D: MaintenanceDriver>(
         // every send that held the row has committed, and the prefix is capped at the
         // `head_seq` read under the lock, so it covers only events that snapshot sees.
         let mut tx = d.begin_write().await?;
-        let marks = d.lock_marks(&mut tx, agent).await?;
+        let marks = d.marks(&mut tx, agent, true).await?;
         let kept = d.first_kept_seq(&mut tx, agent, cutoff).await?;
         let new_low = kept
             .map_or(marks.head, |k| k.saturating_sub(1))

@@ -20,6 +20,7 @@ use std::future::Future;
 
 pub(crate) mod events;
 pub(crate) mod inbox;
+mod inbox_transactions;
 pub(crate) mod lease_audit;
 pub(crate) mod maintenance;
 pub(crate) mod records;

@@ -11,12 +11,20 @@ macro_rules! inbox_statements {
                 &self,
                 tx: &mut Self::Tx,
                 agent: switchboard_proto::AgentId,
+                lock: bool,
             ) -> $crate::store::StoreResult<$crate::store::engine::inbox::Marks> {
-                let (head, low_water): (i64, i64) =
-                    sqlx::query_as($crate::store::dialect::sql!(
+                let sql = if lock {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT head_seq, low_water FROM agents WHERE id = $1 @FOR_UPDATE"
+                    )
+                } else {
+                    $crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
                         "SELECT head_seq, low_water FROM agents WHERE id = $1"
-                    ))
+                    )
+                };
+                let (head, low_water): (i64, i64) = sqlx::query_as(sql)
                     .bind(agent.to_string())
                     .fetch_one(&mut **tx)
                     .await?;

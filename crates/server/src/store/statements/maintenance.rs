@@ -128,25 +128,6 @@ macro_rules! maintenance_statements {
                     .collect()
             }
 
-            async fn lock_marks(
-                &self,
-                tx: &mut Self::Tx,
-                agent: switchboard_proto::AgentId,
-            ) -> $crate::store::StoreResult<$crate::store::engine::inbox::Marks> {
-                let (head, low_water): (i64, i64) =
-                    sqlx::query_as($crate::store::dialect::sql!(
-                        <Self as $crate::store::engine::Driver>::DIALECT,
-                        "SELECT head_seq, low_water FROM agents WHERE id = $1 @FOR_UPDATE"
-                    ))
-                    .bind(agent.to_string())
-                    .fetch_one(&mut **tx)
-                    .await?;
-                Ok($crate::store::engine::inbox::Marks {
-                    head: head as u64,
-                    low_water: low_water as u64,
-                })
-            }
-
             async fn first_kept_seq(
                 &self,
                 tx: &mut Self::Tx,

@@ -82,14 +82,14 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     // Cursor reads, in one snapshot.
     let mut tx = d.begin_read().await.expect("begin read");
     assert_eq!(
-        d.marks(&mut tx, a).await.unwrap(),
+        d.marks(&mut tx, a, false).await.unwrap(),
         Marks {
             head: 5,
             low_water: 0
         }
     );
     assert!(matches!(
-        d.marks(&mut tx, AgentId::new()).await,
+        d.marks(&mut tx, AgentId::new(), false).await,
         Err(StoreError::NotFound)
     ));
     let all = d.events_after(&mut tx, a, 0, 5, 10).await.unwrap();

@@ -196,7 +196,7 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
 
     let mut tx = d.begin_write().await.expect("begin");
     assert_eq!(
-        d.lock_marks(&mut tx, r).await.unwrap(),
+        d.marks(&mut tx, r, true).await.unwrap(),
         Marks {
             head: 3,
             low_water: 0
@@ -210,7 +210,7 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
     d.raise_low_water(&mut tx, r, 2).await.unwrap();
     d.raise_low_water(&mut tx, r, 1).await.unwrap();
     assert_eq!(
-        d.lock_marks(&mut tx, r).await.unwrap(),
+        d.marks(&mut tx, r, true).await.unwrap(),
         Marks {
             head: 3,
             low_water: 2
