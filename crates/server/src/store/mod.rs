@@ -9,6 +9,7 @@
 pub(crate) mod dialect;
 mod directory;
 pub(crate) mod engine;
+mod inbox;
 mod jobs;
 pub(crate) mod lease_common;
 mod leasing;
@@ -20,6 +21,7 @@ pub mod sqlite;
 mod statements;
 
 pub use directory::*;
+pub use inbox::*;
 pub use jobs::*;
 pub use leasing::*;
 pub use ops::*;
@@ -161,11 +163,13 @@ pub struct Acked {
 #[async_trait]
 pub trait Store:
     DirectoryStore
+    + IdemStore
+    + InboxStore
     + JobStore
     + LeaseStore
+    + MaintenanceStore
     + OpsStore
     + RecordStore
-    + IdemStore
     + SendStore
     + Send
     + Sync
@@ -175,56 +179,6 @@ pub trait Store:
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> StoreResult<()>;
     async fn close(&self);
-
-    // --- the agent's inbox ---
-    async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage>;
-    async fn claim(
-        &self,
-        agent: &AgentRecord,
-        limit: u32,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<Claimed>;
-    async fn ack(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        now: Millis,
-    ) -> StoreResult<Acked>;
-    /// Acks several events in one transaction; each entry's result as [`Store::ack`]
-    /// would give it. A database error fails the whole batch (nothing of it kept).
-    async fn ack_batch(
-        &self,
-        agent: &AgentRecord,
-        entries: &[(EventId, ClaimToken)],
-        now: Millis,
-    ) -> StoreResult<Vec<StoreResult<Acked>>>;
-    async fn release(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        args: &ReleaseArgs,
-        now: Millis,
-    ) -> StoreResult<Committed<EventState>>;
-    async fn extend(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<EventState>;
-    async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot>;
-
-    // --- background work ---
-    /// Expired leases back to pending (or to the quarantine at the attempt limit, I5),
-    /// and pending events past `expires_at` to expired.
-    async fn reap(&self, now: Millis) -> StoreResult<ReapStats>;
-    /// Removes terminal events older than `cutoff` (advancing each low-water mark, I6)
-    /// and idempotency records past their expiry.
-    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats>;
 
     // --- several instances on one database ---
     /// Delivers into `hub` the wake-ups that other server instances sharing this

@@ -334,32 +334,6 @@ pub(crate) fn by_id_or_name<T: FromStr + std::fmt::Display>(key: &str) -> (&'sta
     }
 }
 
-/// Why a claim token was refused, from the event's `status`, its current token and
-/// lease end: not the current token, an expired lease, or not claimed.
-pub(crate) fn stale_claim(
-    event: switchboard_proto::EventId,
-    token: switchboard_proto::ClaimToken,
-    row: &impl Cols,
-    now: crate::clock::Millis,
-) -> StoreError {
-    let status = row.text("status").unwrap_or_default();
-    let current = row.opt_text("claim_token").unwrap_or_default();
-    let lease = row.opt_int("lease_expires_at").unwrap_or_default();
-    if current.as_deref() != Some(token.to_string().as_str()) {
-        return StoreError::StaleClaim(format!(
-            "claim token is not the current one for event {event} (it is {status}; it was \
-             released, re-claimed or changed by an operator)"
-        ));
-    }
-    match (status.as_str(), lease) {
-        ("claimed", Some(until)) if until <= now => StoreError::StaleClaim(format!(
-            "the lease on event {event} expired {} ms ago",
-            now - until
-        )),
-        (status, _) => StoreError::StaleClaim(format!("event {event} is {status}, not claimed")),
-    }
-}
-
 /// The sending agent of a room message (`None`: an operator); an agent must be a
 /// member of the room.
 pub(crate) fn room_sender(
@@ -396,26 +370,6 @@ pub(crate) fn check_cursor(after: u64, head: u64, low_water: u64) -> StoreResult
         )));
     }
     Ok(())
-}
-
-/// A page of `rows` (read with `LIMIT limit + 1`, so one extra row says there is more).
-pub(crate) fn inbox_page(
-    rows: &[impl Cols],
-    after: u64,
-    limit: u32,
-) -> StoreResult<switchboard_proto::InboxPage> {
-    let has_more = rows.len() > limit as usize;
-    let events = rows
-        .iter()
-        .take(limit as usize)
-        .map(event_from_row)
-        .collect::<StoreResult<Vec<_>>>()?;
-    let next_cursor = events.last().map_or(after, |e| e.seq);
-    Ok(switchboard_proto::InboxPage {
-        events,
-        next_cursor,
-        has_more,
-    })
 }
 
 impl AgentRecord {

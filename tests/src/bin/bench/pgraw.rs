@@ -8,9 +8,10 @@
 //! the store's `test_before_acquire` ping.
 //!
 //! The statements are copied verbatim from `crates/server/src/store/postgres/`
-//! (`inbox.rs` claim, HOLDS and ack; `background.rs` reap_leases with its BATCH and
-//! the scavenger's actor; `store/rows.rs` EVENT_COLS and STATE_COLS expanded); keep
-//! them in step when those change.
+//! (`inbox.rs` claim and ack; `maintenance.rs` return_expired_leases, with
+//! `engine/maintenance.rs`'s BATCH and scavenger's actor and `engine/inbox.rs`'s
+//! QUARANTINES; `store/rows.rs` EVENT_COLS and STATE_COLS expanded); keep them in
+//! step when those change.
 
 use crate::drain::Queues;
 use crate::server::now_ms;
@@ -21,7 +22,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Claim, step 1 (`background::reap_leases` for one agent): expired leases go back
+/// Claim, step 1 (`return_expired_leases` for one agent): expired leases go back
 /// to pending (none expire here: leases are 60 s). `$1` now, `$2` the agent.
 const REAP_LEASES: &str = "WITH r AS ( \
        UPDATE events SET \

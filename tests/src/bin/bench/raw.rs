@@ -6,9 +6,10 @@
 //! foreign keys on, busy timeout 10 s. Each claim, and the ack of what it claimed,
 //! is one `BEGIN IMMEDIATE` transaction.
 //!
-//! The statements are copied verbatim from `crates/server/src/store/sqlite/`
-//! (`inbox.rs` claim/ack, `background.rs` reap_leases, `rows.rs` history and
-//! EVENT_COLS); keep them in step when those change.
+//! The statements are the SQLite renderings of `crates/server/src/store/statements/`
+//! (`inbox.rs` claimable, take_claim and complete_claim;
+//! `maintenance.rs` expired_leases; `events.rs` history; `rows.rs` EVENT_COLS);
+//! keep them in step when those change.
 
 use crate::drain::{Drain, Queues};
 use crate::server::{DB_FILE, now_ms};
@@ -23,15 +24,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use switchboard_sdk::proto::AgentId;
 
-/// Claim, step 1: the agent's expired leases go back to pending (none expire here:
-/// leases are 60 s). `?1` now, `?2` the agent.
-const REAP_LEASES: &str = "UPDATE events SET \
-    status = CASE WHEN attempts >= max_attempts THEN 'quarantined' ELSE 'pending' END, \
-    claim_token = NULL, lease_expires_at = NULL, available_at = ?1, updated_at = ?1, \
-    last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
-      || COALESCE(' (last error: ' || last_error || ')', '') \
-    WHERE status = 'claimed' AND lease_expires_at <= ?1 AND (?2 IS NULL OR agent_id = ?2) \
-    RETURNING id, tenant_id, agent_id, seq, status, attempts";
+/// Claim, step 1: the agent's expired leases, which the store then gives back one
+/// by one (none expire here: leases are 60 s). `?1` now, `?2` the agent, `?3` the
+/// batch.
+const REAP_LEASES: &str = "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, \
+    last_error FROM events WHERE status = 'claimed' AND lease_expires_at <= ?1 \
+    AND agent_id = ?2 ORDER BY lease_expires_at LIMIT ?3";
 
 /// Claim, step 2: the claimable ids, in claim order.
 const SELECT_CLAIMABLE: &str = "SELECT id FROM events WHERE agent_id = ? \
@@ -133,6 +131,7 @@ async fn claim(pool: &SqlitePool, agent: &Agent, limit: u32) -> Result<Vec<(Stri
     let reaped = sqlx::query(REAP_LEASES)
         .bind(now)
         .bind(&agent.id)
+        .bind(1_000_i64)
         .fetch_all(&mut *tx)
         .await?;
     ensure!(reaped.is_empty(), "a 60 s lease expired during the bench");

@@ -107,8 +107,6 @@ pub(crate) trait DirectoryStatements: Driver {
     /// Every agent (of `tenant`, or all) with its events grouped by status, in one
     /// statement, so one snapshot (read pool).
     async fn depth_counts(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthCount>>;
-    /// `agent`'s events by status, in `tx` (an inbox snapshot's read transaction).
-    async fn status_counts(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<StatusCounts>;
 
     /// Inserts or replaces `agent`'s report (write pool).
     async fn upsert_client_report(

@@ -12,18 +12,16 @@
 //! - Wake-ups are `pg_notify` calls inside the committing transaction, so they are
 //!   delivered to every instance after (and only after) the commit (I1).
 
-mod background;
 mod bulk;
 mod directory;
 mod health;
 mod inbox;
 mod leases;
+mod maintenance;
 mod wakes;
 
 use super::*;
-use crate::clock::Millis;
 use crate::hooks::Hooks;
-use crate::store::rows::*;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
 use std::future::Future;
@@ -175,73 +173,6 @@ impl Store for PgStore {
         self.pool.close().await;
     }
 
-    async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
-        inbox::poll(self, agent, after, limit).await
-    }
-
-    async fn claim(
-        &self,
-        agent: &AgentRecord,
-        limit: u32,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<Claimed> {
-        retrying(|| inbox::claim(self, agent, limit, lease_ms, now)).await
-    }
-
-    async fn ack(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        now: Millis,
-    ) -> StoreResult<Acked> {
-        retrying(|| inbox::ack(self, agent, event, token, now)).await
-    }
-
-    async fn ack_batch(
-        &self,
-        agent: &AgentRecord,
-        entries: &[(EventId, ClaimToken)],
-        now: Millis,
-    ) -> StoreResult<Vec<StoreResult<Acked>>> {
-        retrying(|| inbox::ack_batch(self, agent, entries, now)).await
-    }
-
-    async fn release(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        args: &ReleaseArgs,
-        now: Millis,
-    ) -> StoreResult<Committed<EventState>> {
-        retrying(|| inbox::release(self, agent, event, token, args, now)).await
-    }
-
-    async fn extend(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<EventState> {
-        retrying(|| inbox::extend(self, agent, event, token, lease_ms, now)).await
-    }
-
-    async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {
-        inbox::snapshot(self, agent, now).await
-    }
-
-    async fn reap(&self, now: Millis) -> StoreResult<ReapStats> {
-        retrying(|| background::reap(self, now)).await
-    }
-
-    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats> {
-        retrying(|| background::retain(self, cutoff, now)).await
-    }
-
     async fn listen(&self, hub: crate::hub::Hub, stop: tokio_util::sync::CancellationToken) {
         wakes::listen(self, hub, stop).await;
     }
@@ -264,6 +195,7 @@ impl crate::store::engine::Driver for PgStore {
         self.begin().await
     }
 
+    /// One snapshot for the whole read: REPEATABLE READ, READ ONLY.
     async fn begin_read(&self) -> StoreResult<Self::Tx> {
         Ok(self
             .pool

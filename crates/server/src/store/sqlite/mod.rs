@@ -6,20 +6,14 @@
 //! Reads use a separate pool; in WAL mode they run concurrently with the writer and
 //! each read transaction sees one consistent snapshot.
 
-mod background;
-mod inbox;
 mod leases;
-mod rows;
 
 use super::*;
-use crate::clock::Millis;
 use crate::hooks::Hooks;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 use std::str::FromStr;
 use std::time::Duration;
-
-pub(crate) use rows::*;
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -164,73 +158,6 @@ impl Store for SqliteStore {
         self.read.close().await;
         self.write.close().await;
     }
-
-    async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
-        inbox::poll(self, agent, after, limit).await
-    }
-
-    async fn claim(
-        &self,
-        agent: &AgentRecord,
-        limit: u32,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<Claimed> {
-        inbox::claim(self, agent, limit, lease_ms, now).await
-    }
-
-    async fn ack(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        now: Millis,
-    ) -> StoreResult<Acked> {
-        inbox::ack(self, agent, event, token, now).await
-    }
-
-    async fn ack_batch(
-        &self,
-        agent: &AgentRecord,
-        entries: &[(EventId, ClaimToken)],
-        now: Millis,
-    ) -> StoreResult<Vec<StoreResult<Acked>>> {
-        inbox::ack_batch(self, agent, entries, now).await
-    }
-
-    async fn release(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        args: &ReleaseArgs,
-        now: Millis,
-    ) -> StoreResult<Committed<EventState>> {
-        inbox::release(self, agent, event, token, args, now).await
-    }
-
-    async fn extend(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<EventState> {
-        inbox::extend(self, agent, event, token, lease_ms, now).await
-    }
-
-    async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {
-        inbox::snapshot(self, agent, now).await
-    }
-
-    async fn reap(&self, now: Millis) -> StoreResult<ReapStats> {
-        background::reap(self, now).await
-    }
-
-    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats> {
-        background::retain(self, cutoff, now).await
-    }
 }
 
 #[async_trait::async_trait]
@@ -276,3 +203,5 @@ impl crate::store::engine::jobs::JobDriver for SqliteStore {
         None
     }
 }
+impl crate::store::engine::inbox::InboxDriver for SqliteStore {}
+impl crate::store::engine::maintenance::MaintenanceDriver for SqliteStore {}

@@ -354,30 +354,6 @@ macro_rules! directory_statements {
                     .collect()
             }
 
-            async fn status_counts(
-                &self,
-                tx: &mut Self::Tx,
-                agent: switchboard_proto::AgentId,
-            ) -> $crate::store::StoreResult<switchboard_proto::StatusCounts> {
-                use $crate::store::rows::Cols;
-                let rows = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT status, COUNT(*) AS n FROM events WHERE agent_id = $1 GROUP BY status"
-                ))
-                .bind(agent.to_string())
-                .fetch_all(&mut **tx)
-                .await?;
-                let mut counts = switchboard_proto::StatusCounts::default();
-                for row in &rows {
-                    $crate::store::rows::add_count(
-                        &mut counts,
-                        &row.text("status")?,
-                        row.int("n")? as u64,
-                    );
-                }
-                Ok(counts)
-            }
-
             async fn upsert_client_report(
                 &self,
                 agent: switchboard_proto::AgentId,

@@ -9,8 +9,10 @@
 
 mod directory;
 mod idempotency;
+mod inbox;
 mod jobs;
 mod leases;
+mod maintenance;
 mod ops;
 mod records;
 mod send;
@@ -40,7 +42,8 @@ where
         + super::idempotency::IdemDriver
         + super::send::SendStatements
         + super::directory::DirectoryDriver
-        + super::jobs::JobDriver,
+        + super::jobs::JobDriver
+        + super::inbox::InboxDriver,
 {
     records::check(d).await;
     leases::check(d).await;
@@ -49,6 +52,8 @@ where
     directory::check(d).await;
     ops::check(d).await;
     jobs::check(d).await;
+    inbox::check(d).await;
+    maintenance::check(d).await;
 }
 
 #[tokio::test]

@@ -1,0 +1,277 @@
+//! The inbox's transactions, once for every backend, over the driver of
+//! `inbox.rs`: poll and snapshot (one read snapshot each), claim, ack, release and
+//! extend, and the blanket [`InboxStore`] they make.
+
+use super::inbox::{InboxDriver, InboxStatements, ReleaseRow, stale_claim};
+use super::maintenance;
+use crate::clock::{Millis, from_timestamp, to_timestamp};
+use crate::store::rows::{check_cursor, release_detail};
+use crate::store::*;
+use async_trait::async_trait;
+use std::collections::HashMap;
+use switchboard_proto::EventStatus;
+
+/// Explains why a token was refused: the event is gone (404) or the claim is stale.
+async fn refuse<D: InboxStatements>(
+    d: &D,
+    agent: AgentId,
+    event: EventId,
+    token: ClaimToken,
+    now: Millis,
+) -> StoreError {
+    match d.claim_hold(agent, event).await {
+        Ok(Some(hold)) => stale_claim(event, token, &hold, now),
+        Ok(None) => StoreError::NotFound,
+        Err(e) => e,
+    }
+}
+
+async fn poll<D: InboxDriver>(
+    d: &D,
+    agent: AgentId,
+    after: u64,
+    limit: u32,
+) -> StoreResult<InboxPage> {
+    // One read transaction: the low-water mark and the page come from one snapshot.
+    let mut tx = d.begin_read().await?;
+    let marks = d.marks(&mut tx, agent, false).await?;
+    check_cursor(after, marks.head, marks.low_water)?;
+    // Sequence numbers are allocated under the agent's row lock, so every event up
+    // to `head` in this snapshot is committed: no gap can fill in behind the page.
+    // One row more than the page says whether there is more.
+    let mut events = d
+        .events_after(&mut tx, agent, after, marks.head, limit.saturating_add(1))
+        .await?;
+    d.commit(tx, &[]).await?;
+    let has_more = events.len() > limit as usize;
+    events.truncate(limit as usize);
+    let next_cursor = events.last().map_or(after, |e| e.seq);
+    Ok(InboxPage {
+        events,
+        next_cursor,
+        has_more,
+    })
+}
+
+async fn claim<D: InboxDriver>(
+    d: &D,
+    agent: &AgentRecord,
+    limit: u32,
+    lease_ms: Millis,
+    now: Millis,
+) -> StoreResult<Claimed> {
+    let mut tx = d.begin_write().await?;
+    // Expired leases of this agent are claimable again now, not at the next scavenger
+    // pass (as with SQS's visibility timeout).
+    let reaped = maintenance::return_expired(d, &mut tx, now, Some(agent.id)).await?;
+    let events = d
+        .claim_batch(&mut tx, agent, limit, now + lease_ms, now)
+        .await?;
+    // In the claim's transaction, so it costs no commit of its own.
+    let seen_after = match D::SEEN_EVERY_MS {
+        0 => Millis::MAX,
+        every => now - every,
+    };
+    d.note_seen(&mut tx, agent.id, now, seen_after).await?;
+    d.commit(tx, &reaped.wakes).await?;
+    Ok(Claimed { events, reaped })
+}
+
+/// Acks a batch: what holds is completed in one transaction (one commit), then each
+/// entry it did not complete is explained as a single ack would be, a repeat of an
+/// ack that completed the event (its answer was lost) or a refusal. A database error
+/// fails the whole answer; acks are idempotent, so the caller may send it again.
+async fn ack_batch<D: InboxDriver>(
+    d: &D,
+    agent: &AgentRecord,
+    entries: &[(EventId, ClaimToken)],
+    now: Millis,
+) -> StoreResult<Vec<StoreResult<Acked>>> {
+    let mut done: HashMap<EventId, EventState> = d
+        .complete_claims(agent, entries, now)
+        .await?
+        .into_iter()
+        .map(|state| (state.event_id, state))
+        .collect();
+    let mut results = Vec::with_capacity(entries.len());
+    for &(event, token) in entries {
+        let result = match done.remove(&event) {
+            Some(state) => {
+                let latency_ms = now - from_timestamp(state.available_at);
+                Ok(Acked {
+                    state,
+                    latency_ms: Some(latency_ms),
+                })
+            }
+            None => ack_missed(d, agent.id, event, token, now).await,
+        };
+        match result {
+            Err(e @ (StoreError::Unavailable(_) | StoreError::Database(_))) => return Err(e),
+            result => results.push(result),
+        }
+    }
+    Ok(results)
+}
+
+/// An ack that changed nothing. The claim token stays on a completed event, so a
+/// retried ack of the same claim (its answer was lost) succeeds again instead of
+/// reporting a stale claim.
+async fn ack_missed<D: InboxStatements>(
+    d: &D,
+    agent: AgentId,
+    event: EventId,
+    token: ClaimToken,
+    now: Millis,
+) -> StoreResult<Acked> {
+    match d.completed_by(agent, event, token).await? {
+        Some(state) => Ok(Acked {
+            state,
+            latency_ms: None,
+        }),
+        None => Err(refuse(d, agent, event, token, now).await),
+    }
+}
+
+async fn release<D: InboxDriver>(
+    d: &D,
+    agent: &AgentRecord,
+    event: EventId,
+    token: ClaimToken,
+    args: &ReleaseArgs,
+    now: Millis,
+) -> StoreResult<Committed<EventState>> {
+    let row = ReleaseRow {
+        agent,
+        event,
+        token,
+        terminal: args.terminal,
+        available_at: now + args.delay_ms,
+        error: args.error.as_deref(),
+        detail: release_detail(&args.error, args.terminal),
+        now,
+    };
+    let mut tx = d.begin_write().await?;
+    let Some((state, seq)) = d.release_claim(&mut tx, &row).await? else {
+        drop(tx);
+        return Err(refuse(d, agent.id, event, token, now).await);
+    };
+    let wakes = if state.status == EventStatus::Pending {
+        vec![agent.wake(seq)]
+    } else {
+        Vec::new()
+    };
+    d.commit(tx, &wakes).await?;
+    Ok(Committed {
+        value: state,
+        wakes,
+    })
+}
+
+async fn extend<D: InboxDriver>(
+    d: &D,
+    agent: &AgentRecord,
+    event: EventId,
+    token: ClaimToken,
+    lease_ms: Millis,
+    now: Millis,
+) -> StoreResult<EventState> {
+    match d
+        .extend_claim(agent.id, event, token, now + lease_ms, now)
+        .await?
+    {
+        Some(state) => Ok(state),
+        None => Err(refuse(d, agent.id, event, token, now).await),
+    }
+}
+
+async fn snapshot<D: InboxDriver>(
+    d: &D,
+    agent: &AgentRecord,
+    now: Millis,
+) -> StoreResult<Snapshot> {
+    let mut tx = d.begin_read().await?;
+    let marks = d.marks(&mut tx, agent.id, false).await?;
+    let counts = d.status_counts(&mut tx, agent.id).await?;
+    let first_open = d.first_open_seq(&mut tx, agent.id).await?;
+    d.commit(tx, &[]).await?;
+    Ok(Snapshot {
+        agent_id: agent.id,
+        name: agent.name.clone(),
+        head_cursor: marks.head,
+        oldest_cursor: marks.low_water,
+        // Just before the first event that still needs work, never below the mark.
+        resume_cursor: first_open.map_or(marks.head, |s| s.saturating_sub(1).max(marks.low_water)),
+        counts,
+        server_time: to_timestamp(now),
+    })
+}
+
+/// Every backend with the inbox's driver has the inbox.
+#[async_trait]
+impl<D: InboxDriver> InboxStore for D {
+    async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
+        poll(self, agent, after, limit).await
+    }
+
+    async fn claim(
+        &self,
+        agent: &AgentRecord,
+        limit: u32,
+        lease_ms: Millis,
+        now: Millis,
+    ) -> StoreResult<Claimed> {
+        self.retrying(|| claim(self, agent, limit, lease_ms, now))
+            .await
+    }
+
+    async fn ack(
+        &self,
+        agent: &AgentRecord,
+        event: EventId,
+        token: ClaimToken,
+        now: Millis,
+    ) -> StoreResult<Acked> {
+        let entry = [(event, token)];
+        self.retrying(|| ack_batch(self, agent, &entry, now))
+            .await?
+            .pop()
+            .unwrap_or(Err(StoreError::NotFound))
+    }
+
+    async fn ack_batch(
+        &self,
+        agent: &AgentRecord,
+        entries: &[(EventId, ClaimToken)],
+        now: Millis,
+    ) -> StoreResult<Vec<StoreResult<Acked>>> {
+        self.retrying(|| ack_batch(self, agent, entries, now)).await
+    }
+
+    async fn release(
+        &self,
+        agent: &AgentRecord,
+        event: EventId,
+        token: ClaimToken,
+        args: &ReleaseArgs,
+        now: Millis,
+    ) -> StoreResult<Committed<EventState>> {
+        self.retrying(|| release(self, agent, event, token, args, now))
+            .await
+    }
+
+    async fn extend(
+        &self,
+        agent: &AgentRecord,
+        event: EventId,
+        token: ClaimToken,
+        lease_ms: Millis,
+        now: Millis,
+    ) -> StoreResult<EventState> {
+        self.retrying(|| extend(self, agent, event, token, lease_ms, now))
+            .await
+    }
+
+    async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {
+        snapshot(self, agent, now).await
+    }
+}

@@ -1,0 +1,286 @@
+//! The background passes, once for every backend: the scavenger (expired leases,
+//! I5 quarantine), expiry, and retention (I6).
+//!
+//! Every instance runs these passes. They are safe together: each batch locks the
+//! rows it changes `@SKIP_LOCKED` (two scavengers split the work, neither waits), and
+//! retention takes the agent's row lock before it moves the low-water mark. On
+//! SQLite the single writer serializes them anyway.
+
+use super::inbox::InboxStatements;
+use crate::clock::Millis;
+use crate::store::*;
+use async_trait::async_trait;
+use switchboard_proto::EventStatus;
+
+pub(crate) const SCAVENGER: Actor = Actor::System("scavenger");
+pub(crate) const EXPIRY: Actor = Actor::System("expiry");
+/// Rows one scavenger or expiry batch changes; a pass repeats until less remain.
+pub(crate) const BATCH: u32 = 1_000;
+
+/// A claimed event whose lease ran out, as the scavenger reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExpiredLease {
+    pub(crate) id: EventId,
+    pub(crate) tenant: TenantId,
+    pub(crate) agent: AgentId,
+    pub(crate) seq: u64,
+    pub(crate) attempts: u32,
+    pub(crate) max_attempts: u32,
+    pub(crate) last_error: Option<String>,
+}
+
+/// An event an expired lease gave back: pending again, or quarantined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReturnedLease {
+    pub(crate) tenant: TenantId,
+    pub(crate) agent: AgentId,
+    pub(crate) seq: u64,
+    pub(crate) quarantined: bool,
+}
+
+/// The background passes' statements (`store/statements/maintenance.rs`). Each is
+/// one statement: in `tx`, or where it says so on its own.
+#[async_trait]
+pub(crate) trait MaintenanceStatements: InboxStatements {
+    /// Up to `limit` claimed events (of `agent`, or all) whose lease ended by `now`,
+    /// the oldest lease first, locked `@SKIP_LOCKED`.
+    async fn expired_leases(
+        &self,
+        tx: &mut Self::Tx,
+        now: Millis,
+        agent: Option<AgentId>,
+        limit: u32,
+    ) -> StoreResult<Vec<ExpiredLease>>;
+    /// Gives a claimed event back (no token, no lease, available at `now`).
+    async fn return_lease(
+        &self,
+        tx: &mut Self::Tx,
+        event: EventId,
+        status: EventStatus,
+        last_error: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// Up to `limit` pending events past their `expires_at`, locked `@SKIP_LOCKED`.
+    async fn expired_events(
+        &self,
+        tx: &mut Self::Tx,
+        now: Millis,
+        limit: u32,
+    ) -> StoreResult<Vec<EventId>>;
+    /// Marks the event expired and drops its payload.
+    async fn expire_event(&self, tx: &mut Self::Tx, event: EventId, now: Millis)
+    -> StoreResult<()>;
+    /// Agents whose removable prefix looks longer than their low-water mark (a read,
+    /// without locks: it only picks the candidates).
+    async fn retention_candidates(&self, cutoff: Millis) -> StoreResult<Vec<AgentId>>;
+    /// The lowest sequence number retention must keep: an open event, or one changed
+    /// after `cutoff`.
+    async fn first_kept_seq(
+        &self,
+        tx: &mut Self::Tx,
+        agent: AgentId,
+        cutoff: Millis,
+    ) -> StoreResult<Option<u64>>;
+    /// Deletes the history of the agent's events with `seq <= through`.
+    async fn delete_history_through(
+        &self,
+        tx: &mut Self::Tx,
+        agent: AgentId,
+        through: u64,
+    ) -> StoreResult<()>;
+    /// Deletes the agent's events with `seq <= through`; how many.
+    async fn delete_events_through(
+        &self,
+        tx: &mut Self::Tx,
+        agent: AgentId,
+        through: u64,
+    ) -> StoreResult<u64>;
+    /// Raises the agent's low-water mark to `to` (never lowers it).
+    async fn raise_low_water(&self, tx: &mut Self::Tx, agent: AgentId, to: u64) -> StoreResult<()>;
+    /// Deletes idempotency records expired by `now`; how many. One statement on its
+    /// own (autocommit).
+    async fn forget_idempotency(&self, now: Millis) -> StoreResult<u64>;
+}
+
+/// Where a backend's shape differs: each method has the portable default.
+#[async_trait]
+pub(crate) trait MaintenanceDriver: MaintenanceStatements {
+    /// Returns up to `limit` expired leases (of `agent`, or all) to pending, or to
+    /// the quarantine at the attempt limit (I5), each with its history step.
+    /// PostgreSQL: one CTE over a `FOR UPDATE SKIP LOCKED` subquery.
+    async fn return_expired_leases(
+        &self,
+        tx: &mut Self::Tx,
+        now: Millis,
+        agent: Option<AgentId>,
+        limit: u32,
+    ) -> StoreResult<Vec<ReturnedLease>> {
+        let expired = self.expired_leases(tx, now, agent, limit).await?;
+        let mut returned = Vec::with_capacity(expired.len());
+        for lease in expired {
+            let quarantined = quarantines(lease.attempts, lease.max_attempts);
+            let (status, action, detail) = if quarantined {
+                (
+                    EventStatus::Quarantined,
+                    "quarantined",
+                    format!(
+                        "lease expired on attempt {}; attempts exhausted",
+                        lease.attempts
+                    ),
+                )
+            } else {
+                (
+                    EventStatus::Pending,
+                    "lease_expired",
+                    format!("attempt {}", lease.attempts),
+                )
+            };
+            let error = expiry_error(&lease);
+            self.return_lease(tx, lease.id, status, &error, now).await?;
+            self.history(
+                tx,
+                &lease.id.to_string(),
+                now,
+                action,
+                &SCAVENGER,
+                Some(detail),
+            )
+            .await?;
+            returned.push(ReturnedLease {
+                tenant: lease.tenant,
+                agent: lease.agent,
+                seq: lease.seq,
+                quarantined,
+            });
+        }
+        Ok(returned)
+    }
+
+    /// Expires up to `limit` pending events past their `expires_at`, each with its
+    /// history step; how many. PostgreSQL: one CTE over a `SKIP LOCKED` subquery.
+    async fn expire_events(&self, tx: &mut Self::Tx, now: Millis, limit: u32) -> StoreResult<u64> {
+        let expired = self.expired_events(tx, now, limit).await?;
+        for &id in &expired {
+            self.expire_event(tx, id, now).await?;
+            self.history(tx, &id.to_string(), now, "expired", &EXPIRY, None)
+                .await?;
+        }
+        Ok(expired.len() as u64)
+    }
+}
+
+/// I5: an event whose lease ran out goes to the quarantine once its attempts are
+/// used up. (`inbox::QUARANTINES` is the same rule in SQL.)
+pub(crate) fn quarantines(attempts: u32, max_attempts: u32) -> bool {
+    attempts >= max_attempts
+}
+
+/// The `last_error` an expired lease leaves on its event, keeping the previous one.
+pub(crate) fn expiry_error(lease: &ExpiredLease) -> String {
+    let mut error = format!(
+        "lease expired on attempt {} of {}",
+        lease.attempts, lease.max_attempts
+    );
+    if let Some(last) = &lease.last_error {
+        error.push_str(&format!(" (last error: {last})"));
+    }
+    error
+}
+
+/// Returns expired leases (of one agent, or all) to pending, or to the quarantine
+/// when their attempts are used up; at most [`BATCH`]. Shared by the scavenger and
+/// by claim. Wake-ups for the events that are pending again.
+pub(crate) async fn return_expired<D: MaintenanceDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    now: Millis,
+    agent: Option<AgentId>,
+) -> StoreResult<ReapStats> {
+    let mut stats = ReapStats::default();
+    for lease in d.return_expired_leases(tx, now, agent, BATCH).await? {
+        stats.lease_expirations += 1;
+        if lease.quarantined {
+            stats.quarantined += 1;
+        } else {
+            stats.wakes.push(Wake {
+                tenant_id: lease.tenant,
+                agent_id: lease.agent,
+                cursor_hint: lease.seq,
+            });
+        }
+    }
+    Ok(stats)
+}
+
+/// One scavenger pass, in batches of one short transaction each, until a batch
+/// finds less than [`BATCH`] of both kinds.
+async fn reap<D: MaintenanceDriver>(d: &D, now: Millis) -> StoreResult<ReapStats> {
+    let mut stats = ReapStats::default();
+    loop {
+        let mut tx = d.begin_write().await?;
+        let batch = return_expired(d, &mut tx, now, None).await?;
+        let expired = d.expire_events(&mut tx, now, BATCH).await?;
+        d.commit(tx, &batch.wakes).await?;
+        let more = batch.lease_expirations == u64::from(BATCH) || expired == u64::from(BATCH);
+        stats.lease_expirations += batch.lease_expirations;
+        stats.quarantined += batch.quarantined;
+        stats.expired += expired;
+        stats.wakes.extend(batch.wakes);
+        if !more {
+            return Ok(stats);
+        }
+    }
+}
+
+/// Removes, per agent, the longest prefix of the inbox in which every event is terminal
+/// and older than `cutoff`, and moves the low-water mark to its end. Only a prefix is
+/// removed, so a reader at or above the mark never misses an event silently (I6).
+async fn retain<D: MaintenanceDriver>(
+    d: &D,
+    cutoff: Millis,
+    now: Millis,
+) -> StoreResult<RetentionStats> {
+    let mut stats = RetentionStats::default();
+    for agent in d.retention_candidates(cutoff).await? {
+        // One short transaction per agent keeps the writer free for sends and claims.
+        // The agent's row lock orders this against sends and another instance's
+        // retention.
+        //
+        // Lock first, compute second, in two statements (I3, I6). At READ COMMITTED a
+        // `SELECT … FOR UPDATE` that waited for a sender returns the sender's new row
+        // (`head_seq = N+1`), but any subquery of that same statement still reads the
+        // statement's old snapshot, where event N+1 does not exist: a prefix computed
+        // there would end at N+1 and the DELETE below (a new snapshot) would remove
+        // the pending event. The statement after the lock takes a snapshot in which
+        // every send that held the row has committed, and the prefix is capped at the
+        // `head_seq` read under the lock, so it covers only events that snapshot sees.
+        let mut tx = d.begin_write().await?;
+        let marks = d.marks(&mut tx, agent, true).await?;
+        let kept = d.first_kept_seq(&mut tx, agent, cutoff).await?;
+        let new_low = kept
+            .map_or(marks.head, |k| k.saturating_sub(1))
+            .min(marks.head);
+        if new_low <= marks.low_water {
+            continue;
+        }
+        d.delete_history_through(&mut tx, agent, new_low).await?;
+        let removed = d.delete_events_through(&mut tx, agent, new_low).await?;
+        d.raise_low_water(&mut tx, agent, new_low).await?;
+        d.commit(tx, &[]).await?;
+        stats.events_removed += removed;
+    }
+    stats.idempotency_removed = d.forget_idempotency(now).await?;
+    Ok(stats)
+}
+
+/// Every backend with the background passes' driver has them.
+#[async_trait]
+impl<D: MaintenanceDriver> MaintenanceStore for D {
+    async fn reap(&self, now: Millis) -> StoreResult<ReapStats> {
+        self.retrying(|| reap(self, now)).await
+    }
+
+    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats> {
+        self.retrying(|| retain(self, cutoff, now)).await
+    }
+}

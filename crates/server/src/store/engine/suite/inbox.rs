@@ -1,0 +1,375 @@
+//! The inbox's statements and driver methods (on PostgreSQL, its CTE overrides).
+
+use super::message;
+use crate::store::engine::inbox::{ClaimHold, InboxDriver, Marks, ReleaseRow};
+use crate::store::*;
+use switchboard_proto::EventStatus;
+
+/// A message with its own priority, attempt limit and times.
+pub(super) fn message_with(
+    priority: i32,
+    max_attempts: u32,
+    available_at: i64,
+    expires_at: Option<i64>,
+) -> NewMessage {
+    NewMessage {
+        priority,
+        max_attempts,
+        available_at,
+        expires_at,
+        ..message(0)
+    }
+}
+
+/// Sends `msg` to `to` from an operator at `now`; its event id.
+pub(super) async fn send<D: Store>(
+    d: &D,
+    tenant: TenantId,
+    to: AgentId,
+    msg: &NewMessage,
+    now: i64,
+) -> EventId {
+    d.send_direct(tenant, to, &Actor::Operator, msg, None, now)
+        .await
+        .expect("send")
+        .value
+        .event_id
+}
+
+/// The event's status, `last_error` and newest history step (action, actor, detail).
+pub(super) async fn last_step<D: Store>(
+    d: &D,
+    tenant: TenantId,
+    event: EventId,
+) -> (
+    EventStatus,
+    Option<String>,
+    (String, String, Option<String>),
+) {
+    let detail = d.event_detail(tenant, event).await.expect("event detail");
+    let step = detail.history.last().expect("a history step").clone();
+    (
+        detail.event.event.status,
+        detail.event.event.last_error,
+        (step.action, step.actor, step.detail),
+    )
+}
+
+fn seqs(events: &[switchboard_proto::InboxEvent]) -> Vec<u64> {
+    events.iter().map(|e| e.seq).collect()
+}
+
+/// Every [`InboxStatements`](crate::store::engine::inbox::InboxStatements) and
+/// [`InboxDriver`] method against a fresh database of `d`'s backend.
+pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
+    let tenant = d.ensure_tenant("inbox", 0).await.expect("tenant");
+    let agent = d
+        .create_agent(tenant, "reader", &[11; 32], &[], 0)
+        .await
+        .expect("agent");
+    let other = d
+        .create_agent(tenant, "other", &[12; 32], &[], 0)
+        .await
+        .expect("agent");
+    let a = agent.id;
+    let e1 = send(d, tenant, a, &message_with(0, 5, 0, None), 100).await;
+    let e2 = send(d, tenant, a, &message_with(0, 1, 0, None), 100).await;
+    let e3 = send(d, tenant, a, &message_with(5, 5, 0, None), 100).await;
+    // Not claimable: not yet available, and already expired.
+    send(d, tenant, a, &message_with(9, 5, 10_000, None), 100).await;
+    send(d, tenant, a, &message_with(9, 5, 0, Some(150)), 100).await;
+
+    // Cursor reads, in one snapshot.
+    let mut tx = d.begin_read().await.expect("begin read");
+    assert_eq!(
+        d.marks(&mut tx, a, false).await.unwrap(),
+        Marks {
+            head: 5,
+            low_water: 0
+        }
+    );
+    assert!(matches!(
+        d.marks(&mut tx, AgentId::new(), false).await,
+        Err(StoreError::NotFound)
+    ));
+    let all = d.events_after(&mut tx, a, 0, 5, 10).await.unwrap();
+    assert_eq!(seqs(&all), [1, 2, 3, 4, 5]);
+    assert_eq!(all[0].event_id, e1);
+    assert_eq!(
+        seqs(&d.events_after(&mut tx, a, 1, 3, 10).await.unwrap()),
+        [2, 3]
+    );
+    assert_eq!(
+        seqs(&d.events_after(&mut tx, a, 0, 5, 2).await.unwrap()),
+        [1, 2]
+    );
+    assert!(
+        d.events_after(&mut tx, other.id, 0, 5, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let counts = d.status_counts(&mut tx, a).await.unwrap();
+    assert_eq!((counts.pending, counts.claimed), (5, 0));
+    assert_eq!(d.first_open_seq(&mut tx, a).await.unwrap(), Some(1));
+    assert_eq!(d.first_open_seq(&mut tx, other.id).await.unwrap(), None);
+    d.commit(tx, &[]).await.expect("end read");
+
+    // The portable claim's statements: by priority, then sequence; only what is
+    // available and unexpired.
+    let mut tx = d.begin_write().await.expect("begin");
+    assert_eq!(
+        d.claimable(&mut tx, a, 200, 10).await.unwrap(),
+        [e3, e1, e2]
+    );
+    assert_eq!(d.claimable(&mut tx, a, 200, 1).await.unwrap(), [e3]);
+    assert!(
+        d.claimable(&mut tx, other.id, 200, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let t3 = ClaimToken::new();
+    let claimed = d.take_claim(&mut tx, e3, t3, 1_200, 200).await.unwrap();
+    assert_eq!(
+        (claimed.event_id, claimed.status, claimed.attempts),
+        (e3, EventStatus::Claimed, 1)
+    );
+    assert_eq!(d.claimable(&mut tx, a, 200, 10).await.unwrap(), [e1, e2]);
+    // Last seen: set when older than the bound, kept otherwise.
+    d.note_seen(&mut tx, a, 200, i64::MAX).await.unwrap();
+    d.note_seen(&mut tx, a, 250, 150).await.unwrap();
+    d.commit(tx, &[]).await.expect("commit");
+    let seen = d.agent(tenant, "reader").await.unwrap().last_seen_at;
+    assert_eq!(seen, Some(200));
+
+    // An ack's statements: only the current token within its lease completes; the
+    // token stays, so a repeat is recognised; a refusal can be explained.
+    let mut tx = d.begin_write().await.expect("begin");
+    let stale = ClaimToken::new();
+    assert_eq!(
+        d.complete_claim(&mut tx, a, e3, stale, 300).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        d.complete_claim(&mut tx, other.id, e3, t3, 300)
+            .await
+            .unwrap(),
+        None
+    );
+    let done = d
+        .complete_claim(&mut tx, a, e3, t3, 300)
+        .await
+        .unwrap()
+        .expect("completed");
+    assert_eq!(
+        (done.event_id, done.status, done.lease_expires_at),
+        (e3, EventStatus::Completed, None)
+    );
+    // A lease that ends at `now` no longer holds.
+    let t1 = ClaimToken::new();
+    d.take_claim(&mut tx, e1, t1, 400, 300).await.unwrap();
+    assert_eq!(
+        d.complete_claim(&mut tx, a, e1, t1, 400).await.unwrap(),
+        None
+    );
+    d.commit(tx, &[]).await.expect("commit");
+    let repeat = d.completed_by(a, e3, t3).await.unwrap().expect("a repeat");
+    assert_eq!(repeat.status, EventStatus::Completed);
+    assert_eq!(d.completed_by(a, e3, stale).await.unwrap(), None);
+    assert_eq!(d.completed_by(a, e1, t1).await.unwrap(), None);
+    assert_eq!(
+        d.claim_hold(a, e3).await.unwrap(),
+        Some(ClaimHold {
+            status: "completed".into(),
+            claim_token: Some(t3.to_string()),
+            lease_expires_at: None,
+        })
+    );
+    assert_eq!(
+        d.claim_hold(a, e1).await.unwrap(),
+        Some(ClaimHold {
+            status: "claimed".into(),
+            claim_token: Some(t1.to_string()),
+            lease_expires_at: Some(400),
+        })
+    );
+    assert_eq!(d.claim_hold(other.id, e1).await.unwrap(), None);
+
+    // Renewal: one statement of its own, only while the claim holds.
+    assert_eq!(d.extend_claim(a, e1, stale, 900, 350).await.unwrap(), None);
+    let extended = d
+        .extend_claim(a, e1, t1, 900, 350)
+        .await
+        .unwrap()
+        .expect("extended");
+    assert_eq!(
+        extended.lease_expires_at.map(crate::clock::from_timestamp),
+        Some(900)
+    );
+    assert_eq!(d.extend_claim(a, e1, t1, 1_000, 900).await.unwrap(), None);
+
+    // Release: back to pending with the error kept, or to the quarantine when
+    // terminal or at the attempt limit (I5).
+    let release = |event, token, terminal, error: Option<&'static str>, now| ReleaseRow {
+        agent: &agent,
+        event,
+        token,
+        terminal,
+        available_at: now + 10,
+        error,
+        detail: error.map(str::to_owned),
+        now,
+    };
+    let mut tx = d.begin_write().await.expect("begin");
+    let r = release(e1, stale, false, None, 400);
+    assert!(d.release_claim_row(&mut tx, &r).await.unwrap().is_none());
+    let r = release(e1, t1, false, Some("boom"), 400);
+    let (state, seq) = d
+        .release_claim_row(&mut tx, &r)
+        .await
+        .unwrap()
+        .expect("released");
+    assert_eq!(
+        (state.status, state.attempts, seq),
+        (EventStatus::Pending, 1, 1)
+    );
+    let t1 = ClaimToken::new();
+    d.take_claim(&mut tx, e1, t1, 1_000, 500).await.unwrap();
+    let r = release(e1, t1, true, None, 500);
+    let (state, _) = d.release_claim_row(&mut tx, &r).await.unwrap().unwrap();
+    assert_eq!(
+        (state.status, state.attempts),
+        (EventStatus::Quarantined, 2)
+    );
+    let t2 = ClaimToken::new();
+    d.take_claim(&mut tx, e2, t2, 1_000, 500).await.unwrap();
+    let r = release(e2, t2, false, None, 500);
+    let (state, _) = d.release_claim_row(&mut tx, &r).await.unwrap().unwrap();
+    assert_eq!(state.status, EventStatus::Quarantined, "attempts used up");
+    d.commit(tx, &[]).await.expect("commit");
+    let (status, error, _) = last_step(d, tenant, e1).await;
+    assert_eq!(
+        (status, error.as_deref()),
+        (EventStatus::Quarantined, Some("boom"))
+    );
+
+    check_driver(d, tenant, &agent).await;
+}
+
+/// The [`InboxDriver`] methods: the portable shapes, or PostgreSQL's CTEs. Both
+/// write the same rows and history steps.
+async fn check_driver<D: InboxDriver + Store>(d: &D, tenant: TenantId, agent: &AgentRecord) {
+    let a = agent.id;
+    let f1 = send(d, tenant, a, &message_with(0, 5, 0, None), 1_000).await;
+    let f2 = send(d, tenant, a, &message_with(0, 5, 0, None), 1_000).await;
+    let f3 = send(d, tenant, a, &message_with(1, 1, 0, None), 1_000).await;
+
+    let mut tx = d.begin_write().await.expect("begin");
+    let claimed = d
+        .claim_batch(&mut tx, agent, 2, 3_000, 2_000)
+        .await
+        .unwrap();
+    d.commit(tx, &[]).await.expect("commit");
+    let ids: Vec<EventId> = claimed.iter().map(|c| c.event.event_id).collect();
+    assert_eq!(ids, [f3, f1], "by priority, then sequence");
+    for c in &claimed {
+        assert_eq!(
+            (c.event.status, c.event.attempts),
+            (EventStatus::Claimed, 1)
+        );
+        assert_eq!(crate::clock::from_timestamp(c.lease_expires_at), 3_000);
+    }
+    assert_ne!(claimed[0].claim_token, claimed[1].claim_token);
+    let (_, _, step) = last_step(d, tenant, f1).await;
+    assert_eq!(
+        step,
+        (
+            "claimed".into(),
+            "agent:reader".into(),
+            Some("attempt 1 of 5".into())
+        )
+    );
+    let mut tx = d.begin_write().await.expect("begin");
+    assert!(
+        d.claim_batch(&mut tx, agent, 0, 3_000, 2_000)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    d.commit(tx, &[]).await.expect("commit");
+
+    // One batch: the entries that hold complete, the others are left to explain.
+    let entries = [
+        (f1, claimed[1].claim_token),
+        (f2, ClaimToken::new()),
+        (f3, ClaimToken::new()),
+    ];
+    let done = d.complete_claims(agent, &entries, 2_500).await.unwrap();
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(
+        (done[0].event_id, done[0].status),
+        (f1, EventStatus::Completed)
+    );
+    let (_, _, step) = last_step(d, tenant, f1).await;
+    assert_eq!(step, ("acked".into(), "agent:reader".into(), None));
+    let again = d
+        .complete_claims(agent, &entries[..1], 2_500)
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "a repeat completes nothing");
+
+    // Release with its history step: quarantined at the attempt limit.
+    let row = ReleaseRow {
+        agent,
+        event: f3,
+        token: claimed[0].claim_token,
+        terminal: false,
+        available_at: 2_600,
+        error: Some("flaky"),
+        detail: Some("flaky".into()),
+        now: 2_600,
+    };
+    let mut tx = d.begin_write().await.expect("begin");
+    let (state, seq) = d
+        .release_claim(&mut tx, &row)
+        .await
+        .unwrap()
+        .expect("released");
+    assert!(d.release_claim(&mut tx, &row).await.unwrap().is_none());
+    d.commit(tx, &[]).await.expect("commit");
+    assert_eq!(state.status, EventStatus::Quarantined);
+    assert_eq!(seq, claimed[0].event.seq);
+    let (_, error, step) = last_step(d, tenant, f3).await;
+    assert_eq!(error.as_deref(), Some("flaky"));
+    assert_eq!(
+        step,
+        (
+            "quarantined".into(),
+            "agent:reader".into(),
+            Some("flaky".into())
+        )
+    );
+    // And back to pending below it.
+    let mut tx = d.begin_write().await.expect("begin");
+    let again = d
+        .claim_batch(&mut tx, agent, 1, 4_000, 3_000)
+        .await
+        .unwrap();
+    assert_eq!(again[0].event.event_id, f2);
+    let row = ReleaseRow {
+        event: f2,
+        token: again[0].claim_token,
+        error: None,
+        detail: None,
+        now: 3_000,
+        available_at: 3_000,
+        ..row
+    };
+    let (state, _) = d.release_claim(&mut tx, &row).await.unwrap().unwrap();
+    d.commit(tx, &[]).await.expect("commit");
+    assert_eq!(state.status, EventStatus::Pending);
+    let (_, error, step) = last_step(d, tenant, f2).await;
+    assert_eq!(error, None);
+    assert_eq!(step, ("released".into(), "agent:reader".into(), None));
+}

@@ -1,0 +1,66 @@
+//! The agent's inbox and the background passes over every inbox, as the server
+//! calls them (written once, in `engine/inbox.rs` and `engine/maintenance.rs`).
+
+use crate::clock::Millis;
+use crate::store::{
+    Acked, AgentRecord, Claimed, Committed, ReapStats, ReleaseArgs, RetentionStats, StoreResult,
+};
+use async_trait::async_trait;
+use switchboard_proto::{AgentId, ClaimToken, EventId, EventState, InboxPage, Snapshot};
+
+/// The agent's inbox: poll by cursor, claim under a lease, ack, release, extend.
+#[async_trait]
+pub trait InboxStore: Send + Sync {
+    async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage>;
+    async fn claim(
+        &self,
+        agent: &AgentRecord,
+        limit: u32,
+        lease_ms: Millis,
+        now: Millis,
+    ) -> StoreResult<Claimed>;
+    async fn ack(
+        &self,
+        agent: &AgentRecord,
+        event: EventId,
+        token: ClaimToken,
+        now: Millis,
+    ) -> StoreResult<Acked>;
+    /// Acks several events in one transaction; each entry's result as
+    /// [`InboxStore::ack`] would give it. A database error fails the whole batch;
+    /// acks are idempotent, so the caller may send it again.
+    async fn ack_batch(
+        &self,
+        agent: &AgentRecord,
+        entries: &[(EventId, ClaimToken)],
+        now: Millis,
+    ) -> StoreResult<Vec<StoreResult<Acked>>>;
+    async fn release(
+        &self,
+        agent: &AgentRecord,
+        event: EventId,
+        token: ClaimToken,
+        args: &ReleaseArgs,
+        now: Millis,
+    ) -> StoreResult<Committed<EventState>>;
+    async fn extend(
+        &self,
+        agent: &AgentRecord,
+        event: EventId,
+        token: ClaimToken,
+        lease_ms: Millis,
+        now: Millis,
+    ) -> StoreResult<EventState>;
+    async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot>;
+}
+
+/// The background passes every instance runs.
+#[async_trait]
+pub trait MaintenanceStore: Send + Sync {
+    /// Expired leases back to pending (or to the quarantine at the attempt limit, I5),
+    /// and pending events past `expires_at` to expired.
+    async fn reap(&self, now: Millis) -> StoreResult<ReapStats>;
+    /// Removes terminal events older than `cutoff` (advancing each low-water mark, I6)
+    /// and idempotency records past their expiry.
+    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats>;
+}

@@ -1,0 +1,83 @@
+//! The scavenger's and expiry's PostgreSQL shapes ([`MaintenanceDriver`]): one
+//! statement per batch, its rows taken by a `FOR UPDATE SKIP LOCKED` subquery (two
+//! instances' passes split the work, neither waits) and their history written by the
+//! same CTE. The rules are the engine's (`engine/maintenance.rs`): I5 through
+//! [`QUARANTINES`], and the same `last_error` and history texts.
+
+use super::PgStore;
+use crate::clock::Millis;
+use crate::store::dialect::sql;
+use crate::store::engine::Driver;
+use crate::store::engine::inbox::QUARANTINES;
+use crate::store::engine::maintenance::{EXPIRY, MaintenanceDriver, ReturnedLease, SCAVENGER};
+use crate::store::rows::parse_id;
+use crate::store::*;
+use async_trait::async_trait;
+use sqlx::Row;
+
+#[async_trait]
+impl MaintenanceDriver for PgStore {
+    async fn return_expired_leases(
+        &self,
+        tx: &mut Self::Tx,
+        now: Millis,
+        agent: Option<AgentId>,
+        limit: u32,
+    ) -> StoreResult<Vec<ReturnedLease>> {
+        let rows = sqlx::query(sql!(
+            Self::DIALECT,
+            "WITH r AS ( \
+               UPDATE events SET \
+                 status = CASE WHEN {QUARANTINES} THEN 'quarantined' ELSE 'pending' END, \
+                 claim_token = NULL, lease_expires_at = NULL, available_at = $1, updated_at = $1, \
+                 last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
+                   || COALESCE(' (last error: ' || last_error || ')', '') \
+               WHERE id IN (SELECT id FROM events WHERE status = 'claimed' \
+                 AND lease_expires_at <= $1 AND ($2::text IS NULL OR agent_id = $2) \
+                 ORDER BY lease_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED) \
+               RETURNING id, tenant_id, agent_id, seq, status, attempts), \
+             h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
+               SELECT id, $1, CASE WHEN status = 'quarantined' THEN 'quarantined' \
+                 ELSE 'lease_expired' END, \
+                 $4, CASE WHEN status = 'quarantined' \
+                   THEN 'lease expired on attempt ' || attempts || '; attempts exhausted' \
+                   ELSE 'attempt ' || attempts END FROM r) \
+             SELECT tenant_id, agent_id, seq, status FROM r"
+        ))
+        .bind(now)
+        .bind(agent.map(|a| a.to_string()))
+        .bind(i64::from(limit))
+        .bind(SCAVENGER.to_string())
+        .fetch_all(&mut **tx)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ReturnedLease {
+                    tenant: parse_id(&row.try_get::<String, _>("tenant_id")?)?,
+                    agent: parse_id(&row.try_get::<String, _>("agent_id")?)?,
+                    seq: row.try_get::<i64, _>("seq")? as u64,
+                    quarantined: row.try_get::<String, _>("status")? == "quarantined",
+                })
+            })
+            .collect()
+    }
+
+    async fn expire_events(&self, tx: &mut Self::Tx, now: Millis, limit: u32) -> StoreResult<u64> {
+        let expired: i64 = sqlx::query_scalar(sql!(
+            Self::DIALECT,
+            "WITH x AS (UPDATE events SET status = 'expired', payload = NULL, updated_at = $1 \
+               WHERE id IN (SELECT id FROM events WHERE status = 'pending' \
+                 AND expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) \
+               RETURNING id), \
+             h AS (INSERT INTO event_history (event_id, at, action, actor) \
+               SELECT id, $1, 'expired', $3 FROM x) \
+             SELECT count(*) FROM x"
+        ))
+        .bind(now)
+        .bind(i64::from(limit))
+        .bind(EXPIRY.to_string())
+        .fetch_one(&mut **tx)
+        .await?;
+        Ok(expired as u64)
+    }
+}

@@ -1,0 +1,303 @@
+//! [`InboxStatements`](crate::store::engine::inbox::InboxStatements): cursor reads,
+//! the portable claim (`@SKIP_LOCKED` select, then one update per row), and the
+//! claim-token checks of ack, release and extend (the token is current and its lease
+//! runs, in the statement's own `WHERE`).
+
+macro_rules! inbox_statements {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::engine::inbox::InboxStatements for $store {
+            async fn marks(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                lock: bool,
+            ) -> $crate::store::StoreResult<$crate::store::engine::inbox::Marks> {
+                let sql = if lock {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT head_seq, low_water FROM agents WHERE id = $1 @FOR_UPDATE"
+                    )
+                } else {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT head_seq, low_water FROM agents WHERE id = $1"
+                    )
+                };
+                let (head, low_water): (i64, i64) = sqlx::query_as(sql)
+                    .bind(agent.to_string())
+                    .fetch_one(&mut **tx)
+                    .await?;
+                Ok($crate::store::engine::inbox::Marks {
+                    head: head as u64,
+                    low_water: low_water as u64,
+                })
+            }
+
+            async fn events_after(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                after: u64,
+                through: u64,
+                rows: u32,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::InboxEvent>> {
+                use $crate::store::rows::EVENT_COLS;
+                let found = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {EVENT_COLS} FROM events WHERE agent_id = $1 AND seq > $2 \
+                     AND seq <= $3 ORDER BY seq LIMIT $4"
+                ))
+                .bind(agent.to_string())
+                .bind(after as i64)
+                .bind(through as i64)
+                .bind(i64::from(rows))
+                .fetch_all(&mut **tx)
+                .await?;
+                found
+                    .iter()
+                    .map($crate::store::rows::event_from_row)
+                    .collect()
+            }
+
+            async fn status_counts(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<switchboard_proto::StatusCounts> {
+                let rows: Vec<(String, i64)> = sqlx::query_as($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT status, COUNT(*) FROM events WHERE agent_id = $1 GROUP BY status"
+                ))
+                .bind(agent.to_string())
+                .fetch_all(&mut **tx)
+                .await?;
+                let mut counts = switchboard_proto::StatusCounts::default();
+                for (status, n) in rows {
+                    $crate::store::rows::add_count(&mut counts, &status, n as u64);
+                }
+                Ok(counts)
+            }
+
+            async fn first_open_seq(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<Option<u64>> {
+                use $crate::store::rows::OPEN_STATUSES;
+                let first: Option<i64> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT MIN(seq) FROM events WHERE agent_id = $1 AND status IN {OPEN_STATUSES}"
+                ))
+                .bind(agent.to_string())
+                .fetch_one(&mut **tx)
+                .await?;
+                Ok(first.map(|s| s as u64))
+            }
+
+            async fn claimable(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                now: $crate::clock::Millis,
+                limit: u32,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::EventId>> {
+                let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT id FROM events WHERE agent_id = $1 AND status = 'pending' \
+                     AND available_at <= $2 AND (expires_at IS NULL OR expires_at > $3) \
+                     ORDER BY priority DESC, seq LIMIT $4 @SKIP_LOCKED"
+                ))
+                .bind(agent.to_string())
+                .bind(now)
+                .bind(now)
+                .bind(i64::from(limit))
+                .fetch_all(&mut **tx)
+                .await?;
+                ids.iter()
+                    .map(|id| $crate::store::rows::parse_id(id))
+                    .collect()
+            }
+
+            async fn take_claim(
+                &self,
+                tx: &mut Self::Tx,
+                event: switchboard_proto::EventId,
+                token: switchboard_proto::ClaimToken,
+                lease_until: $crate::clock::Millis,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<switchboard_proto::InboxEvent> {
+                use $crate::store::rows::EVENT_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE events SET status = 'claimed', attempts = attempts + 1, \
+                     claim_token = $1, lease_expires_at = $2, updated_at = $3 WHERE id = $4 \
+                     RETURNING {EVENT_COLS}"
+                ))
+                .bind(token.to_string())
+                .bind(lease_until)
+                .bind(now)
+                .bind(event.to_string())
+                .fetch_one(&mut **tx)
+                .await?;
+                $crate::store::rows::event_from_row(&row)
+            }
+
+            async fn note_seen(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                now: $crate::clock::Millis,
+                seen_after: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
+                     AND (last_seen_at IS NULL OR last_seen_at < $3)"
+                ))
+                .bind(now)
+                .bind(agent.to_string())
+                .bind(seen_after)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn complete_claim(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                event: switchboard_proto::EventId,
+                token: switchboard_proto::ClaimToken,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Option<switchboard_proto::EventState>> {
+                use $crate::store::rows::STATE_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE events SET status = 'completed', payload = NULL, \
+                     lease_expires_at = NULL, updated_at = $1 WHERE id = $2 AND agent_id = $3 \
+                     AND claim_token = $4 AND status = 'claimed' AND lease_expires_at > $5 \
+                     RETURNING {STATE_COLS}"
+                ))
+                .bind(now)
+                .bind(event.to_string())
+                .bind(agent.to_string())
+                .bind(token.to_string())
+                .bind(now)
+                .fetch_optional(&mut **tx)
+                .await?;
+                row.as_ref()
+                    .map($crate::store::rows::state_from_row)
+                    .transpose()
+            }
+
+            async fn release_claim_row(
+                &self,
+                tx: &mut Self::Tx,
+                r: &$crate::store::engine::inbox::ReleaseRow<'_>,
+            ) -> $crate::store::StoreResult<Option<(switchboard_proto::EventState, u64)>> {
+                use $crate::store::engine::inbox::QUARANTINES;
+                use $crate::store::rows::STATE_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE events SET status = CASE WHEN $1 OR {QUARANTINES} \
+                     THEN 'quarantined' ELSE 'pending' END, claim_token = NULL, \
+                     lease_expires_at = NULL, available_at = $2, \
+                     last_error = COALESCE($3, last_error), updated_at = $4 \
+                     WHERE id = $5 AND agent_id = $6 AND claim_token = $7 \
+                     AND status = 'claimed' AND lease_expires_at > $8 RETURNING {STATE_COLS}, seq"
+                ))
+                .bind(r.terminal)
+                .bind(r.available_at)
+                .bind(r.error)
+                .bind(r.now)
+                .bind(r.event.to_string())
+                .bind(r.agent.id.to_string())
+                .bind(r.token.to_string())
+                .bind(r.now)
+                .fetch_optional(&mut **tx)
+                .await?;
+                let Some(row) = row else {
+                    return Ok(None);
+                };
+                let seq: i64 = sqlx::Row::try_get(&row, "seq")?;
+                Ok(Some(($crate::store::rows::state_from_row(&row)?, seq as u64)))
+            }
+
+            async fn extend_claim(
+                &self,
+                agent: switchboard_proto::AgentId,
+                event: switchboard_proto::EventId,
+                token: switchboard_proto::ClaimToken,
+                until: $crate::clock::Millis,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Option<switchboard_proto::EventState>> {
+                use $crate::store::rows::STATE_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE events SET lease_expires_at = $1, updated_at = $2 WHERE id = $3 \
+                     AND agent_id = $4 AND claim_token = $5 AND status = 'claimed' \
+                     AND lease_expires_at > $6 RETURNING {STATE_COLS}"
+                ))
+                .bind(until)
+                .bind(now)
+                .bind(event.to_string())
+                .bind(agent.to_string())
+                .bind(token.to_string())
+                .bind(now)
+                .fetch_optional(self.write_pool())
+                .await?;
+                row.as_ref()
+                    .map($crate::store::rows::state_from_row)
+                    .transpose()
+            }
+
+            async fn completed_by(
+                &self,
+                agent: switchboard_proto::AgentId,
+                event: switchboard_proto::EventId,
+                token: switchboard_proto::ClaimToken,
+            ) -> $crate::store::StoreResult<Option<switchboard_proto::EventState>> {
+                use $crate::store::rows::STATE_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {STATE_COLS} FROM events WHERE id = $1 AND agent_id = $2 \
+                     AND claim_token = $3 AND status = 'completed'"
+                ))
+                .bind(event.to_string())
+                .bind(agent.to_string())
+                .bind(token.to_string())
+                .fetch_optional(self.read_pool())
+                .await?;
+                row.as_ref()
+                    .map($crate::store::rows::state_from_row)
+                    .transpose()
+            }
+
+            async fn claim_hold(
+                &self,
+                agent: switchboard_proto::AgentId,
+                event: switchboard_proto::EventId,
+            ) -> $crate::store::StoreResult<Option<$crate::store::engine::inbox::ClaimHold>> {
+                let row: Option<(String, Option<String>, Option<i64>)> =
+                    sqlx::query_as($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT status, claim_token, lease_expires_at FROM events \
+                         WHERE id = $1 AND agent_id = $2"
+                    ))
+                    .bind(event.to_string())
+                    .bind(agent.to_string())
+                    .fetch_optional(self.read_pool())
+                    .await?;
+                Ok(row.map(|(status, claim_token, lease_expires_at)| {
+                    $crate::store::engine::inbox::ClaimHold {
+                        status,
+                        claim_token,
+                        lease_expires_at,
+                    }
+                }))
+            }
+        }
+    };
+}
+pub(crate) use inbox_statements;

@@ -1,0 +1,218 @@
+//! [`MaintenanceStatements`](crate::store::engine::maintenance::MaintenanceStatements):
+//! the portable scavenger and expiry (`@SKIP_LOCKED` select, then one update per
+//! row) and retention's statements, the agent's row locked `@FOR_UPDATE` first.
+
+macro_rules! maintenance_statements {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::engine::maintenance::MaintenanceStatements for $store {
+            async fn expired_leases(
+                &self,
+                tx: &mut Self::Tx,
+                now: $crate::clock::Millis,
+                agent: Option<switchboard_proto::AgentId>,
+                limit: u32,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::engine::maintenance::ExpiredLease>>
+            {
+                use $crate::store::rows::{Cols, parse_id};
+                let query = match agent {
+                    Some(agent) => sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
+                         FROM events WHERE status = 'claimed' AND lease_expires_at <= $1 \
+                         AND agent_id = $2 ORDER BY lease_expires_at LIMIT $3 @SKIP_LOCKED"
+                    ))
+                    .bind(now)
+                    .bind(agent.to_string()),
+                    None => sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
+                         FROM events WHERE status = 'claimed' AND lease_expires_at <= $1 \
+                         ORDER BY lease_expires_at LIMIT $2 @SKIP_LOCKED"
+                    ))
+                    .bind(now),
+                };
+                let rows = query.bind(i64::from(limit)).fetch_all(&mut **tx).await?;
+                rows.iter()
+                    .map(|r| {
+                        Ok($crate::store::engine::maintenance::ExpiredLease {
+                            id: parse_id(&r.text("id")?)?,
+                            tenant: parse_id(&r.text("tenant_id")?)?,
+                            agent: parse_id(&r.text("agent_id")?)?,
+                            seq: r.int("seq")? as u64,
+                            attempts: r.int("attempts")? as u32,
+                            max_attempts: r.int("max_attempts")? as u32,
+                            last_error: r.opt_text("last_error")?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn return_lease(
+                &self,
+                tx: &mut Self::Tx,
+                event: switchboard_proto::EventId,
+                status: switchboard_proto::EventStatus,
+                last_error: &str,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE events SET status = $1, claim_token = NULL, lease_expires_at = NULL, \
+                     available_at = $2, updated_at = $3, last_error = $4 WHERE id = $5"
+                ))
+                .bind(status.as_str())
+                .bind(now)
+                .bind(now)
+                .bind(last_error)
+                .bind(event.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn expired_events(
+                &self,
+                tx: &mut Self::Tx,
+                now: $crate::clock::Millis,
+                limit: u32,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::EventId>> {
+                let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT id FROM events WHERE status = 'pending' AND expires_at IS NOT NULL \
+                     AND expires_at <= $1 LIMIT $2 @SKIP_LOCKED"
+                ))
+                .bind(now)
+                .bind(i64::from(limit))
+                .fetch_all(&mut **tx)
+                .await?;
+                ids.iter()
+                    .map(|id| $crate::store::rows::parse_id(id))
+                    .collect()
+            }
+
+            async fn expire_event(
+                &self,
+                tx: &mut Self::Tx,
+                event: switchboard_proto::EventId,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE events SET status = 'expired', payload = NULL, updated_at = $1 \
+                     WHERE id = $2"
+                ))
+                .bind(now)
+                .bind(event.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn retention_candidates(
+                &self,
+                cutoff: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::AgentId>> {
+                use $crate::store::rows::OPEN_STATUSES;
+                let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT a.id FROM agents a WHERE a.low_water < COALESCE( \
+                     (SELECT MIN(e.seq) FROM events e WHERE e.agent_id = a.id \
+                     AND (e.status IN {OPEN_STATUSES} OR e.updated_at > $1)) - 1, a.head_seq)"
+                ))
+                .bind(cutoff)
+                .fetch_all(self.read_pool())
+                .await?;
+                ids.iter()
+                    .map(|id| $crate::store::rows::parse_id(id))
+                    .collect()
+            }
+
+            async fn first_kept_seq(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                cutoff: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Option<u64>> {
+                use $crate::store::rows::OPEN_STATUSES;
+                let first: Option<i64> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT MIN(seq) FROM events WHERE agent_id = $1 \
+                     AND (status IN {OPEN_STATUSES} OR updated_at > $2)"
+                ))
+                .bind(agent.to_string())
+                .bind(cutoff)
+                .fetch_one(&mut **tx)
+                .await?;
+                Ok(first.map(|s| s as u64))
+            }
+
+            async fn delete_history_through(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                through: u64,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM event_history WHERE event_id IN \
+                     (SELECT id FROM events WHERE agent_id = $1 AND seq <= $2)"
+                ))
+                .bind(agent.to_string())
+                .bind(through as i64)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn delete_events_through(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                through: u64,
+            ) -> $crate::store::StoreResult<u64> {
+                Ok(sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM events WHERE agent_id = $1 AND seq <= $2"
+                ))
+                .bind(agent.to_string())
+                .bind(through as i64)
+                .execute(&mut **tx)
+                .await?
+                .rows_affected())
+            }
+
+            async fn raise_low_water(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                to: u64,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE agents SET low_water = @GREATEST(low_water, $1) WHERE id = $2"
+                ))
+                .bind(to as i64)
+                .bind(agent.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn forget_idempotency(
+                &self,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<u64> {
+                Ok(sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM idempotency_keys WHERE expires_at <= $1"
+                ))
+                .bind(now)
+                .execute(self.write_pool())
+                .await?
+                .rows_affected())
+            }
+        }
+    };
+}
+pub(crate) use maintenance_statements;
