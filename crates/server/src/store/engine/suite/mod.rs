@@ -7,7 +7,7 @@
 //! Each area's checks are a file here with a `check(d)` that seeds what it needs in
 //! the fresh database it is given; [`every_statement`] runs them all.
 
-mod records;
+pub(crate) mod records;
 
 use crate::hooks::Hooks;
 use crate::store::postgres::PgStore;
