@@ -11,6 +11,7 @@ pub(crate) mod engine;
 mod jobs;
 pub(crate) mod lease_common;
 mod leasing;
+pub mod mysql;
 pub mod postgres;
 pub(crate) mod rows;
 pub mod sqlite;

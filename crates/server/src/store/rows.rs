@@ -1,6 +1,6 @@
 //! Row mapping shared by both backends. The schemas have the same tables and column
 //! types (text ids, 64-bit integer times), so one mapping reads a row of either;
-//! [`Cols`] is the few typed getters it needs, for `SqliteRow` and `PgRow`.
+//! [`Cols`] is the few typed getters it needs, for `SqliteRow`, `PgRow` and `MySqlRow`.
 
 use crate::clock::to_timestamp;
 use crate::store::{AgentRecord, Grant, StoreError, StoreResult, TokenRecord};
@@ -53,6 +53,7 @@ macro_rules! cols_for {
 }
 cols_for!(sqlx::sqlite::SqliteRow);
 cols_for!(sqlx::postgres::PgRow);
+cols_for!(sqlx::mysql::MySqlRow);
 
 /// Whether the request that holds an in-flight idempotency key (row with
 /// `locked_until` and `owner`) is gone, so `key`'s request may take it over: its lock
