@@ -171,12 +171,10 @@ async fn session(conn: &mut MySqlConnection, flavor: Flavor) -> sqlx::Result<()>
         ),
         Flavor::MySql => format!("max_execution_time = {}", STATEMENT_TIMEOUT_SECONDS * 1000),
     };
-    // One increment per row: the wake-up watcher's holes are the ids in between.
     (&mut *conn)
         .execute(sqlx::AssertSqlSafe(format!(
             "SET SESSION sql_mode = '{SQL_MODE}', time_zone = '+00:00', \
-         innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT_SECONDS}, \
-         auto_increment_increment = 1, auto_increment_offset = 1, {limits}"
+         innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT_SECONDS}, {limits}"
         )))
         .await?;
     Ok(())
