@@ -6,13 +6,15 @@
 //!   the real-keyring tests (keyutils and Secret Service) and a desktop smoke test under
 //!   Xvfb. Prints a summary; exits non-zero on any failure.
 //! - `bench`: the benchmark binary of the `tests` crate.
-//! - `prereqs` and `ui` run the first two stages of `run` on their own.
+//! - `prereqs` and `ui` run the first two stages of `run` on their own; `mariadb`
+//!   finds or starts the test MariaDB (see `mariadb.rs`).
 //!
 //! Everything xtask itself says goes to stderr, so a program's stdout (for example the
 //! server's JSON ready line) stays machine-readable.
 
 mod bench;
 mod cmd;
+mod mariadb;
 mod postgres;
 mod prereqs;
 mod run;
@@ -32,6 +34,8 @@ tasks:
                  gnome-keyring) and the desktop smoke test under Xvfb
   bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`
   prereqs        only install/check the prerequisites
+  mariadb        find or start the test MariaDB and print its admin URL (for
+                 SWITCHBOARD_TEST_MYSQL)
   ui             only build the console UI into ui/dist";
 
 fn main() -> ExitCode {
@@ -47,6 +51,13 @@ fn main() -> ExitCode {
         Some("test") => test::test(&rest),
         Some("bench") => bench::bench(&rest),
         Some("prereqs") => prereqs::ensure().map(drop),
+        Some("mariadb") => mariadb::ensure().and_then(|db| match db {
+            Some(db) => {
+                println!("{}", db.url);
+                Ok(())
+            }
+            None => Err(anyhow::anyhow!("no MariaDB")),
+        }),
         Some("ui") => prereqs::ensure()
             .and_then(|tools| ui::build(&tools))
             .map(drop),

@@ -9,7 +9,8 @@ use anyhow::{Context, Result, bail};
 use crate::cmd;
 
 /// Debian packages for building, the desktop window and tray, the Xvfb smoke test,
-/// browser tests, PostgreSQL tests (started by `postgres::ensure`) and the SDK's
+/// browser tests, PostgreSQL and MariaDB tests (started by `postgres::ensure` and
+/// `mariadb::ensure`) and the SDK's
 /// real-keyring tests (gnome-keyring for the Secret Service, keyutils for `keyctl`).
 const PACKAGES: &[&str] = &[
     "build-essential",
@@ -26,6 +27,8 @@ const PACKAGES: &[&str] = &[
     "chromium",
     "chromium-driver",
     "postgresql",
+    "mariadb-server",
+    "mariadb-client",
     "gnome-keyring",
     "keyutils",
 ];

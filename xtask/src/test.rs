@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{cmd, postgres, prereqs, ui};
+use crate::{cmd, mariadb, postgres, prereqs, ui};
 
 /// The suites that run on PostgreSQL too: the store and HTTP conformance suite
 /// (`protocol`, `api`), plus what needs PostgreSQL (`instances`, ignored without it).
@@ -18,6 +18,10 @@ const CONFORMANCE: &[&str] = &["--test", "protocol", "--test", "api", "--test", 
 
 /// The driver suite's tests (a name filter), run on PostgreSQL too.
 const DRIVER_SUITE: &str = "engine::suite";
+
+/// The MySQL backend's tests (name filters), run on MariaDB: the store's own and the
+/// driver suite's MySQL run.
+const ON_MARIADB: &[&str] = &["store::mysql", "engine::suite::every_statement_on_mysql"];
 
 /// The browser tests that also run on PostgreSQL (a name filter).
 const BROWSER_ON_POSTGRES: &str = "queue_table";
@@ -152,6 +156,27 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             }
             if let Err(e) = postgres::drop_test_databases(&pg.url) {
                 eprintln!("postgres: could not drop the test databases: {e:#}");
+            }
+        }
+        let mut maria = None;
+        step(&mut outcomes, "mariadb (start)", || {
+            maria = mariadb::ensure()?;
+            Ok(())
+        });
+        if let Some(db) = &maria {
+            step(&mut outcomes, "MySQL store on MariaDB", || {
+                run_counting(
+                    cmd::cargo()
+                        .args(["test", "--workspace", "--lib"])
+                        .args(cargo_test_args)
+                        .args(include_ignored(cargo_test_args))
+                        .args(ON_MARIADB)
+                        .env(mariadb::URL_ENV, &db.url),
+                    &mut counts,
+                )
+            });
+            if let Err(e) = mariadb::drop_test_databases(&db.url) {
+                eprintln!("mariadb: could not drop the test databases: {e:#}");
             }
         }
         step(&mut outcomes, "keyring (keyutils, Secret Service)", || {

@@ -73,6 +73,7 @@ impl From<sqlx::Error> for StoreError {
             sqlx::Error::Database(ref db) if db.code().as_deref().is_some_and(transient) => {
                 Self::Unavailable(e)
             }
+            sqlx::Error::Database(ref db) if mysql_transient(db.as_ref()) => Self::Unavailable(e),
             other => Self::Database(other),
         }
     }
@@ -92,6 +93,21 @@ fn transient(code: &str) -> bool {
         // false, during maintenance). Our statements raise 55000 for nothing else.
         | "55000"
     ) || code.starts_with("08")
+}
+
+/// MariaDB / MySQL errors that mean "not now" (their SQLSTATE is often the generic
+/// HY000, so by number): lock wait timeout and deadlock (after our retries), a
+/// statement over its time limit (MariaDB 1969, MySQL 3024), a query or connection
+/// killed, shutdown, too many connections, and a server that went read-only (a
+/// failover in progress).
+fn mysql_transient(db: &dyn sqlx::error::DatabaseError) -> bool {
+    db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        .is_some_and(|e| {
+            matches!(
+                e.number(),
+                1205 | 1213 | 1969 | 3024 | 1317 | 1927 | 1053 | 1040 | 1203 | 1290 | 1836
+            )
+        })
 }
 
 impl From<sqlx::migrate::MigrateError> for StoreError {

@@ -11,6 +11,19 @@
 //! | `@GREATEST`    | `GREATEST`               | `GREATEST`               | `MAX`               |
 //! | `@LEAST`       | `LEAST`                  | `LEAST`                  | `MIN`               |
 //!
+//! and three that take the columns they are about, for the inserts MySQL spells
+//! another way (PostgreSQL and SQLite alike):
+//!
+//! | word                     | PostgreSQL, SQLite                   | MariaDB / MySQL                     |
+//! |--------------------------|--------------------------------------|-------------------------------------|
+//! | `@IGNORE_DUPLICATE(c)`   | `ON CONFLICT DO NOTHING`             | `ON DUPLICATE KEY UPDATE c = c`     |
+//! | `@UPSERT(a, b)`          | `ON CONFLICT (a, b) DO UPDATE SET`   | `ON DUPLICATE KEY UPDATE`           |
+//! | `@NEW(c)`                | `EXCLUDED.c`                         | `VALUES(c)`                         |
+//!
+//! MySQL's spellings act on a conflict with any unique key (name the one you mean in
+//! `@UPSERT` for the others), and count a duplicate left alone as a *found* row:
+//! `rows_affected` does not tell an insert from a duplicate there.
+//!
 //! SQLite needs no row locks: its single writer serializes every write transaction.
 //! MySQL's parameters are `?`; its text numbers them by position, so a shared
 //! statement uses each of `$1..$n` once, in order (checked when it is rendered).
@@ -24,7 +37,6 @@ use std::sync::OnceLock;
 pub(crate) enum Dialect {
     Sqlite,
     Postgres,
-    #[allow(dead_code)] // until the MariaDB driver lands
     MySql,
 }
 
@@ -54,7 +66,7 @@ impl Dialect {
                 ("@LEAST", "LEAST"),
             ],
         };
-        let mut sql = template.to_owned();
+        let mut sql = self.spell_calls(template);
         for (word, spelling) in words {
             sql = sql.replace(word, spelling);
         }
@@ -66,6 +78,35 @@ impl Dialect {
             Self::MySql => positional(&sql),
             _ => sql,
         }
+    }
+}
+
+impl Dialect {
+    /// The words that take columns (`@NEW(c)`), spelled out.
+    fn spell_calls(self, template: &str) -> String {
+        let mut sql = template.to_owned();
+        for word in ["@IGNORE_DUPLICATE(", "@UPSERT(", "@NEW("] {
+            while let Some(start) = sql.find(word) {
+                let open = start + word.len();
+                let close = open
+                    + sql[open..]
+                        .find(')')
+                        .unwrap_or_else(|| panic!("{word} without its `)`: {template}"));
+                let cols = sql[open..close].trim();
+                let spelled = match (word, self) {
+                    ("@IGNORE_DUPLICATE(", Self::MySql) => {
+                        format!("ON DUPLICATE KEY UPDATE {cols} = {cols}")
+                    }
+                    ("@IGNORE_DUPLICATE(", _) => "ON CONFLICT DO NOTHING".to_owned(),
+                    ("@UPSERT(", Self::MySql) => "ON DUPLICATE KEY UPDATE".to_owned(),
+                    ("@UPSERT(", _) => format!("ON CONFLICT ({cols}) DO UPDATE SET"),
+                    (_, Self::MySql) => format!("VALUES({cols})"),
+                    _ => format!("EXCLUDED.{cols}"),
+                };
+                sql.replace_range(start..=close, &spelled);
+            }
+        }
+        sql
     }
 }
 
@@ -141,6 +182,31 @@ mod tests {
         assert_eq!(
             Dialect::Sqlite.render("SET f = @GREATEST(f, $1)"),
             "SET f = MAX(f, $1)"
+        );
+    }
+
+    #[test]
+    fn inserts_that_meet_a_duplicate() {
+        let ignore = "INSERT INTO s (m, a) VALUES ($1, $2) @IGNORE_DUPLICATE(a)";
+        assert_eq!(
+            Dialect::Postgres.render(ignore),
+            "INSERT INTO s (m, a) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+        );
+        assert_eq!(
+            Dialect::MySql.render(ignore),
+            "INSERT INTO s (m, a) VALUES (?, ?) ON DUPLICATE KEY UPDATE a = a"
+        );
+        let upsert = "INSERT INTO r (m, \"key\", v) VALUES ($1, $2, $3) \
+                      @UPSERT(m, \"key\") v = @NEW(v), w = @NEW(w)";
+        assert_eq!(
+            Dialect::Sqlite.render(upsert),
+            "INSERT INTO r (m, \"key\", v) VALUES ($1, $2, $3) \
+             ON CONFLICT (m, \"key\") DO UPDATE SET v = EXCLUDED.v, w = EXCLUDED.w"
+        );
+        assert_eq!(
+            Dialect::MySql.render(upsert),
+            "INSERT INTO r (m, \"key\", v) VALUES (?, ?, ?) \
+             ON DUPLICATE KEY UPDATE v = VALUES(v), w = VALUES(w)"
         );
     }
 

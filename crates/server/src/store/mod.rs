@@ -13,6 +13,7 @@ mod inbox;
 mod jobs;
 pub(crate) mod lease_common;
 mod leasing;
+pub mod mysql;
 mod ops;
 pub mod postgres;
 pub(crate) mod rows;

@@ -1,6 +1,6 @@
 //! Row mapping shared by both backends. The schemas have the same tables and column
 //! types (text ids, 64-bit integer times), so one mapping reads a row of either;
-//! [`Cols`] is the few typed getters it needs, for `SqliteRow` and `PgRow`.
+//! [`Cols`] is the few typed getters it needs, for `SqliteRow`, `PgRow` and `MySqlRow`.
 
 use crate::clock::to_timestamp;
 use crate::store::{AgentRecord, Grant, StoreError, StoreResult, TokenRecord};
@@ -49,6 +49,7 @@ macro_rules! cols_for {
 }
 cols_for!(sqlx::sqlite::SqliteRow);
 cols_for!(sqlx::postgres::PgRow);
+cols_for!(sqlx::mysql::MySqlRow);
 
 pub(crate) fn parse_id<T: FromStr>(s: &str) -> StoreResult<T> {
     T::from_str(s).map_err(|_| {

@@ -33,9 +33,20 @@ pub(crate) struct NewEvent<'a> {
 /// The statements every backend writes alike (`store/statements/events.rs`).
 #[async_trait]
 pub(crate) trait EventStatements: Driver {
-    /// Increments `agent`'s `head_seq` (locking its row) and returns the new value;
-    /// `RowNotFound` when the agent is not in `tenant`.
-    async fn next_seq(
+    /// Increments `agent`'s `head_seq`, locking its row; false when the agent is not
+    /// in `tenant`.
+    async fn take_seq(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        agent: AgentId,
+    ) -> StoreResult<bool>;
+    /// `agent`'s `head_seq` as this transaction sees it.
+    async fn head_seq(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<u64>;
+    /// [`take_seq`](Self::take_seq) and [`head_seq`](Self::head_seq) in one statement
+    /// (`UPDATE … RETURNING`: SQLite and PostgreSQL, not MySQL); `RowNotFound` when
+    /// the agent is not in `tenant`.
+    async fn take_seq_returning(
         &self,
         tx: &mut Self::Tx,
         tenant: TenantId,
@@ -57,6 +68,23 @@ pub(crate) trait EventStatements: Driver {
 /// Where a backend's shape differs: each method has the portable default.
 #[async_trait]
 pub(crate) trait EventDriver: EventStatements {
+    /// Takes the next number of `agent`'s sequence, locking its row until the
+    /// transaction ends (I2); `NotFound` when the agent is not in `tenant`. SQLite and
+    /// PostgreSQL do it in one statement ([`take_seq_returning`]).
+    ///
+    /// [`take_seq_returning`]: EventStatements::take_seq_returning
+    async fn next_seq(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        agent: AgentId,
+    ) -> StoreResult<u64> {
+        if !self.take_seq(tx, tenant, agent).await? {
+            return Err(crate::store::StoreError::NotFound);
+        }
+        self.head_seq(tx, agent).await
+    }
+
     /// The event row and its `created` history step. PostgreSQL does both in one
     /// statement (one round trip).
     async fn insert_event(&self, tx: &mut Self::Tx, e: &NewEvent<'_>) -> StoreResult<()> {

@@ -25,15 +25,16 @@ pub(crate) struct AuditRow<'a> {
 pub(crate) trait LeaseAuditStatements: Driver {
     async fn audit_salt(&self, tx: &mut Self::Tx, tenant: TenantId)
     -> StoreResult<Option<Vec<u8>>>;
-    /// Stores `salt` unless the tenant has one already, and returns the tenant's
-    /// salt: two transactions making it at once agree (the second one's update waits
-    /// for the first one's commit, then keeps the salt that one stored).
+    /// Stores `salt` unless the tenant has one already, locking the tenant's row:
+    /// two transactions making it at once agree (the second one's update waits for
+    /// the first one's commit, then keeps the salt that one stored, which
+    /// [`audit_salt`](Self::audit_salt) then reads).
     async fn keep_audit_salt(
         &self,
         tx: &mut Self::Tx,
         tenant: TenantId,
         salt: &[u8],
-    ) -> StoreResult<Option<Vec<u8>>>;
+    ) -> StoreResult<()>;
     async fn insert_audit_line(&self, tx: &mut Self::Tx, row: &AuditRow<'_>) -> StoreResult<()>;
     /// Newest first (a read, outside any write transaction).
     async fn audit_lines(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<LeaseAuditEntry>>;
@@ -50,8 +51,10 @@ pub(crate) async fn write<D: LeaseAuditStatements>(
     let salt = match d.audit_salt(tx, tenant).await? {
         Some(salt) => salt,
         None => {
+            // Once per tenant: a plain UPDATE and a read, as every backend has them.
             let salt = new_salt();
-            d.keep_audit_salt(tx, tenant, &salt).await?.unwrap_or(salt)
+            d.keep_audit_salt(tx, tenant, &salt).await?;
+            d.audit_salt(tx, tenant).await?.unwrap_or(salt)
         }
     };
     let row = AuditRow {

@@ -15,9 +15,10 @@
 //! too.
 
 use crate::store::dialect::Dialect;
-use crate::store::{StoreResult, Wake};
+use crate::store::{StoreError, StoreResult, Wake};
 use async_trait::async_trait;
 use std::future::Future;
+use std::time::Duration;
 
 pub(crate) mod bulk;
 pub(crate) mod directory;
@@ -35,7 +36,7 @@ pub(crate) mod ops;
 pub(crate) mod records;
 pub(crate) mod send;
 #[cfg(test)]
-mod suite;
+pub(crate) mod suite;
 
 /// What every driver has: write transactions and read snapshots.
 #[async_trait]
@@ -63,7 +64,8 @@ pub(crate) trait Driver: Send + Sync + 'static {
     async fn commit(&self, tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()>;
 
     /// Runs `attempt`, one whole transaction, again while the backend says a retry
-    /// may cure its failure (PostgreSQL: serialization failures and deadlocks).
+    /// may cure its failure (PostgreSQL: serialization failures and deadlocks;
+    /// MySQL: deadlocks and lock wait timeouts), in [`retry_transaction`]'s loop.
     async fn retrying<T, F, Fut>(&self, mut attempt: F) -> StoreResult<T>
     where
         T: Send,
@@ -72,4 +74,43 @@ pub(crate) trait Driver: Send + Sync + 'static {
     {
         attempt().await
     }
+}
+
+/// The database's own error behind `e`, if any. A failure that a retry may cure is
+/// a transient one (`Unavailable`, a 503 once the retries are spent), so both
+/// variants are looked into.
+pub(crate) fn database_error(
+    e: &StoreError,
+) -> Option<&(dyn sqlx::error::DatabaseError + 'static)> {
+    match e {
+        StoreError::Database(sqlx::Error::Database(db))
+        | StoreError::Unavailable(sqlx::Error::Database(db)) => Some(db.as_ref()),
+        _ => None,
+    }
+}
+
+/// Runs `attempt` (one whole transaction) again while `retryable` says a retry may
+/// cure its failure, at most 5 times, waiting 5..=100 ms with full jitter in
+/// between. The loop of every driver's [`Driver::retrying`]; each driver says which
+/// failures (PostgreSQL: 40001 / 40P01; MySQL: 1213 / 1205).
+pub(crate) async fn retry_transaction<T, F, Fut>(
+    attempt: F,
+    retryable: fn(&StoreError) -> bool,
+) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StoreResult<T>>,
+{
+    use backon::{ExponentialBuilder, Retryable};
+    attempt
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(5))
+                .with_max_delay(Duration::from_millis(100))
+                .with_max_times(5)
+                .with_jitter(),
+        )
+        .when(retryable)
+        .notify(|e, wait| tracing::debug!(error = %e, ?wait, "transaction retried"))
+        .await
 }

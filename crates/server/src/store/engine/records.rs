@@ -73,9 +73,21 @@ pub(crate) trait RecordStatements: EventDriver + LeaseAuditStatements {
         memory: MemoryId,
         key: &str,
     ) -> StoreResult<Option<MemoryRecord>>;
-    /// Inserts or overwrites the record.
+    /// A record the memory did not have.
     #[allow(clippy::too_many_arguments)]
-    async fn put_record(
+    async fn insert_record(
+        &self,
+        tx: &mut Self::Tx,
+        memory: MemoryId,
+        key: &str,
+        value: &str,
+        version: i64,
+        token: u64,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// Overwrites the record.
+    #[allow(clippy::too_many_arguments)]
+    async fn update_record(
         &self,
         tx: &mut Self::Tx,
         memory: MemoryId,
@@ -204,16 +216,16 @@ async fn record<D: RecordStatements>(
             version,
             created,
         } => {
-            d.put_record(
-                &mut tx,
-                call.memory,
-                call.key,
-                &value,
-                version,
-                call.token,
-                now,
-            )
-            .await?;
+            // Whether the record exists was read under the memory's row lock, which
+            // every call on the memory takes first: nobody inserted it since.
+            let (m, k, t) = (call.memory, call.key, call.token);
+            if created {
+                d.insert_record(&mut tx, m, k, &value, version, t, now)
+                    .await?;
+            } else {
+                d.update_record(&mut tx, m, k, &value, version, t, now)
+                    .await?;
+            }
             let record = d
                 .load_record(&mut tx, call.memory, call.key)
                 .await?

@@ -127,33 +127,18 @@ impl PgStore {
 /// True for errors a retry of the whole transaction may cure: a serialization
 /// failure (40001) or a deadlock (40P01).
 fn retryable(e: &StoreError) -> bool {
-    match e {
-        StoreError::Database(sqlx::Error::Database(db)) => {
-            matches!(db.code().as_deref(), Some("40001" | "40P01"))
-        }
-        _ => false,
-    }
+    crate::store::engine::database_error(e)
+        .is_some_and(|db| matches!(db.code().as_deref(), Some("40001" | "40P01")))
 }
 
-/// Runs `attempt` (one whole transaction) again on 40001 / 40P01, at most 5 times,
-/// waiting 5..=100 ms with full jitter in between.
+/// Runs `attempt` (one whole transaction) again on 40001 / 40P01 (the engine's
+/// loop: at most 5 times, with jittered backoff).
 pub(crate) async fn retrying<T, F, Fut>(attempt: F) -> StoreResult<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = StoreResult<T>>,
 {
-    use backon::{ExponentialBuilder, Retryable};
-    attempt
-        .retry(
-            ExponentialBuilder::default()
-                .with_min_delay(Duration::from_millis(5))
-                .with_max_delay(Duration::from_millis(100))
-                .with_max_times(5)
-                .with_jitter(),
-        )
-        .when(retryable)
-        .notify(|e, wait| tracing::debug!(error = %e, ?wait, "transaction retried"))
-        .await
+    crate::store::engine::retry_transaction(attempt, retryable).await
 }
 
 #[async_trait]
@@ -221,6 +206,17 @@ crate::store::statements::shared_statements!(PgStore);
 
 #[async_trait]
 impl crate::store::engine::events::EventDriver for PgStore {
+    /// One statement (`UPDATE … RETURNING`).
+    async fn next_seq(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        agent: AgentId,
+    ) -> StoreResult<u64> {
+        use crate::store::engine::events::EventStatements;
+        self.take_seq_returning(tx, tenant, agent).await
+    }
+
     /// The event and its first history step in one statement (one round trip).
     async fn insert_event(
         &self,

@@ -4,7 +4,39 @@ macro_rules! event_statements {
     ($store:ty) => {
         #[async_trait::async_trait]
         impl $crate::store::engine::events::EventStatements for $store {
-            async fn next_seq(
+            async fn take_seq(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                agent: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<bool> {
+                let done = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2"
+                ))
+                .bind(agent.to_string())
+                .bind(tenant.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            async fn head_seq(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+            ) -> $crate::store::StoreResult<u64> {
+                let seq: i64 = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT head_seq FROM agents WHERE id = $1"
+                ))
+                .bind(agent.to_string())
+                .fetch_one(&mut **tx)
+                .await?;
+                Ok(seq as u64)
+            }
+
+            async fn take_seq_returning(
                 &self,
                 tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,

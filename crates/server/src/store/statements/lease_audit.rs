@@ -25,18 +25,16 @@ macro_rules! lease_audit_statements {
                 tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
                 salt: &[u8],
-            ) -> $crate::store::StoreResult<Option<Vec<u8>>> {
-                let stored: Option<Option<Vec<u8>>> =
-                    sqlx::query_scalar($crate::store::dialect::sql!(
-                        <Self as $crate::store::engine::Driver>::DIALECT,
-                        "UPDATE tenants SET audit_salt = COALESCE(audit_salt, $1) WHERE id = $2 \
-                         RETURNING audit_salt"
-                    ))
-                    .bind(salt)
-                    .bind(tenant.to_string())
-                    .fetch_optional(&mut **tx)
-                    .await?;
-                Ok(stored.flatten())
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE tenants SET audit_salt = COALESCE(audit_salt, $1) WHERE id = $2"
+                ))
+                .bind(salt)
+                .bind(tenant.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
             }
 
             async fn insert_audit_line(

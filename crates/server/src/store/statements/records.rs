@@ -125,7 +125,7 @@ macro_rules! record_statements {
                     .transpose()
             }
 
-            async fn put_record(
+            async fn insert_record(
                 &self,
                 tx: &mut Self::Tx,
                 memory: switchboard_proto::MemoryId,
@@ -138,10 +138,7 @@ macro_rules! record_statements {
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO memory_records (memory_id, \"key\", value, version, \
-                     fencing_token, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
-                     ON CONFLICT (memory_id, \"key\") DO UPDATE SET value = EXCLUDED.value, \
-                     version = EXCLUDED.version, fencing_token = EXCLUDED.fencing_token, \
-                     updated_at = EXCLUDED.updated_at"
+                     fencing_token, updated_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
                 .bind(memory.to_string())
                 .bind(key)
@@ -149,6 +146,32 @@ macro_rules! record_statements {
                 .bind(version)
                 .bind(token as i64)
                 .bind(now)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn update_record(
+                &self,
+                tx: &mut Self::Tx,
+                memory: switchboard_proto::MemoryId,
+                key: &str,
+                value: &str,
+                version: i64,
+                token: u64,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE memory_records SET value = $1, version = $2, fencing_token = $3, \
+                     updated_at = $4 WHERE memory_id = $5 AND \"key\" = $6"
+                ))
+                .bind(value)
+                .bind(version)
+                .bind(token as i64)
+                .bind(now)
+                .bind(memory.to_string())
+                .bind(key)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -218,7 +241,7 @@ macro_rules! record_statements {
                     $crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
                         "INSERT INTO memory_subscribers (memory_id, agent_id) VALUES ($1, $2) \
-                         ON CONFLICT DO NOTHING"
+                         @IGNORE_DUPLICATE(agent_id)"
                     )
                 } else {
                     $crate::store::dialect::sql!(

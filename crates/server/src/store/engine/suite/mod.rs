@@ -14,7 +14,7 @@ mod jobs;
 mod leases;
 mod maintenance;
 mod ops;
-mod records;
+pub(crate) mod records;
 mod send;
 
 use crate::hooks::Hooks;

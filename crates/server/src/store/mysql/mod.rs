@@ -1,0 +1,251 @@
+//! The MariaDB / MySQL backend: several server instances on one database, as with
+//! PostgreSQL. MariaDB 10.11 is tested; MariaDB 10.6+ and MySQL 8.0.1+ are accepted
+//! (they have `SKIP LOCKED`).
+//!
+//! Transactions run at READ COMMITTED on InnoDB, and row locks give what SQLite gets
+//! from its single writer:
+//! - **I2**, per-agent order: a send takes the next sequence number with
+//!   `UPDATE agents SET head_seq = head_seq + 1` (then reads it back: MySQL has no
+//!   `UPDATE … RETURNING`), which locks the agent's row until the commit, so a second
+//!   sender to the same agent waits for the first commit and numbers after it.
+//! - **Claims** `SELECT … FOR UPDATE SKIP LOCKED` on an index that leads with the
+//!   recipient, then `UPDATE` the rows they got, in the same transaction.
+//! - Deadlocks and lock wait timeouts (1213, 1205) are retried with jittered backoff,
+//!   a few times (the engine's loop); every session has a lock wait timeout and
+//!   (MariaDB) a statement time limit.
+//! - Wake-ups for other instances are rows of the `wakes` table, inserted in the
+//!   committing transaction and polled by every instance ([`wakes`]).
+//! - At open the server must have `SKIP LOCKED`, and write its binary log (if on) in
+//!   ROW format ([`server`]).
+
+mod server;
+#[cfg(test)]
+mod tests;
+mod wakes;
+
+use crate::hooks::Hooks;
+use crate::store::{StoreError, StoreResult, Wake};
+use async_trait::async_trait;
+use server::Flavor;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
+use sqlx::{Connection, Executor, MySql, MySqlConnection, MySqlPool};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A statement waits at most this long for a row lock (1205, then retried).
+const LOCK_WAIT_TIMEOUT_SECONDS: u32 = 5;
+/// Every statement ends within this, or fails (and the request gets a 503). MariaDB
+/// limits every statement; MySQL only reads (`max_execution_time`).
+const STATEMENT_TIMEOUT_SECONDS: u32 = 15;
+/// A transaction left idle (a crashed request) is ended by the server (MariaDB).
+const IDLE_IN_TRANSACTION_SECONDS: u32 = 60;
+/// How long a starting instance waits for another one's migrations.
+const MIGRATION_LOCK_WAIT_SECONDS: i64 = 300;
+/// How long a request waits for a pooled connection before it answers 503.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// `ANSI_QUOTES`: `"key"` is a column, as in the other dialects; strict, so a value
+/// that does not fit is an error, never truncated.
+const SQL_MODE: &str = "ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_ALL_TABLES,NO_ZERO_DATE,\
+                        NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION";
+
+#[derive(Clone)]
+pub struct MySqlStore {
+    pool: MySqlPool,
+    hooks: Hooks,
+    /// This process; wake-ups it published itself are not delivered twice.
+    instance: String,
+    /// The wake-up table as it was at `open`, so nothing committed after the server
+    /// started is missed; `listen` takes it.
+    watch: Arc<Mutex<Option<wakes::Watch>>>,
+}
+
+impl MySqlStore {
+    /// Connects to `url` (`mysql://user:password@host:3306/database`), checks the
+    /// server and applies migrations. Several instances may open the same database
+    /// at once: migrations run under a named lock ([`migrate`]).
+    pub async fn open(url: &str, max_connections: u32, hooks: Hooks) -> StoreResult<Self> {
+        let opts = MySqlConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Invalid(format!("bad database URL: {e}")))?
+            // The session is set in full by `session` below.
+            .pipes_as_concat(false)
+            .no_engine_substitution(false)
+            .timezone(None);
+        let flavor = {
+            let mut conn = MySqlConnection::connect_with(&opts).await?;
+            let server = server::check_server(&mut conn).await?;
+            server::check_binlog(&mut conn).await?;
+            conn.close().await?;
+            server.flavor
+        };
+        let pool = MySqlPoolOptions::new()
+            .max_connections(max_connections.max(2))
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            // A connection that died with a database restart is found and replaced
+            // before a request gets it.
+            .test_before_acquire(true)
+            .after_connect(move |conn, _| Box::pin(async move { session(conn, flavor).await }))
+            .connect_with(opts)
+            .await?;
+        migrate(&pool).await?;
+        let watch = {
+            let mut conn = pool.acquire().await?;
+            wakes::Watch::start(&mut conn).await?
+        };
+        Ok(Self {
+            pool,
+            hooks,
+            instance: uuid::Uuid::now_v7().to_string(),
+            watch: Arc::new(Mutex::new(Some(watch))),
+        })
+    }
+
+    pub(crate) fn pool(&self) -> &MySqlPool {
+        &self.pool
+    }
+
+    /// Where the shared statements read outside a write transaction.
+    pub(crate) fn read_pool(&self) -> &MySqlPool {
+        &self.pool
+    }
+
+    /// Where a shared statement that is a transaction of its own runs (autocommit).
+    pub(crate) fn write_pool(&self) -> &MySqlPool {
+        &self.pool
+    }
+
+    pub(crate) fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn take_watch(&self) -> Option<wakes::Watch> {
+        self.watch.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Delivers other instances' wake-ups into `hub` until `stop` (the engine's
+    /// `Store::listen`, once the MySQL backend has the whole store).
+    pub async fn listen(&self, hub: crate::hub::Hub, stop: tokio_util::sync::CancellationToken) {
+        wakes::listen(self, hub, stop).await;
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Applies the migrations while holding a named lock of the database, so
+/// instances starting at once apply each migration once. The migrator's own lock is
+/// `GET_LOCK(name, -1)`, which MySQL takes as "wait for ever" but MariaDB refuses at
+/// once (NULL), so the store takes the lock itself, on the migrator's connection.
+async fn migrate(pool: &MySqlPool) -> StoreResult<()> {
+    let mut conn = pool.acquire().await?;
+    let got: Option<i64> =
+        sqlx::query_scalar("SELECT GET_LOCK(CONCAT('switchboard_migrate_', SHA1(DATABASE())), ?)")
+            .bind(MIGRATION_LOCK_WAIT_SECONDS)
+            .fetch_one(&mut *conn)
+            .await?;
+    if got != Some(1) {
+        return Err(StoreError::Invalid(format!(
+            "another instance has been migrating this database for over \
+             {MIGRATION_LOCK_WAIT_SECONDS} s; start this one when it is done"
+        )));
+    }
+    let mut migrator = sqlx::migrate!("../../migrations/mysql");
+    migrator.set_locking(false);
+    let applied = migrator.run(&mut *conn).await;
+    // Released with the connection anyway, should this fail.
+    let released =
+        sqlx::query("SELECT RELEASE_LOCK(CONCAT('switchboard_migrate_', SHA1(DATABASE())))")
+            .execute(&mut *conn)
+            .await;
+    applied?;
+    released?;
+    Ok(())
+}
+
+/// Every pooled session: READ COMMITTED, the SQL mode the shared statements are
+/// written for, UTC, short lock waits and a statement time limit.
+async fn session(conn: &mut MySqlConnection, flavor: Flavor) -> sqlx::Result<()> {
+    (&mut *conn)
+        .execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .await?;
+    let limits = match flavor {
+        Flavor::MariaDb => format!(
+            "max_statement_time = {STATEMENT_TIMEOUT_SECONDS}, \
+             idle_transaction_timeout = {IDLE_IN_TRANSACTION_SECONDS}"
+        ),
+        Flavor::MySql => format!("max_execution_time = {}", STATEMENT_TIMEOUT_SECONDS * 1000),
+    };
+    (&mut *conn)
+        .execute(sqlx::AssertSqlSafe(format!(
+            "SET SESSION sql_mode = '{SQL_MODE}', time_zone = '+00:00', \
+         innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT_SECONDS}, {limits}"
+        )))
+        .await?;
+    Ok(())
+}
+
+/// True for errors a retry of the whole transaction may cure: a deadlock (1213,
+/// which rolled the transaction back) or a lock wait timeout (1205; the attempt's
+/// transaction is rolled back when it is dropped).
+fn retryable(e: &StoreError) -> bool {
+    crate::store::engine::database_error(e)
+        .and_then(|db| db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
+        .is_some_and(|db| matches!(db.number(), 1213 | 1205))
+}
+
+#[async_trait]
+impl crate::store::engine::Driver for MySqlStore {
+    type Tx = sqlx::Transaction<'static, MySql>;
+    const DIALECT: crate::store::dialect::Dialect = crate::store::dialect::Dialect::MySql;
+
+    fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
+    async fn begin_write(&self) -> StoreResult<Self::Tx> {
+        Ok(self.pool.begin().await?)
+    }
+
+    /// A read-only transaction. Round 1: at the session's READ COMMITTED, so not yet
+    /// one snapshot for several statements (the MySQL store is not served yet).
+    async fn begin_read(&self) -> StoreResult<Self::Tx> {
+        Ok(self.pool.begin_with("START TRANSACTION READ ONLY").await?)
+    }
+
+    /// Inserts the wake-ups last, then commits: other instances see them with the
+    /// commit, and never if it fails.
+    async fn commit(&self, mut tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()> {
+        wakes::publish(&mut tx, &self.instance, wakes).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn retrying<T, F, Fut>(&self, attempt: F) -> StoreResult<T>
+    where
+        T: Send,
+        F: FnMut() -> Fut + Send,
+        Fut: std::future::Future<Output = StoreResult<T>> + Send,
+    {
+        crate::store::engine::retry_transaction(attempt, retryable).await
+    }
+}
+
+crate::store::statements::shared_statements!(MySqlStore);
+
+/// MySQL runs the portable shapes: no `UPDATE … RETURNING`, no data-modifying CTEs.
+impl crate::store::engine::events::EventDriver for MySqlStore {}
+
+// The other areas' portable shapes. Round 1 runs only the events, audit and
+// records statements on MariaDB (`mysql/tests.rs`); the rest still needs MySQL
+// spellings of its `RETURNING`s and upserts before `mysql://` is served.
+impl crate::store::engine::bulk::BulkDriver for MySqlStore {}
+impl crate::store::engine::directory::DirectoryDriver for MySqlStore {}
+impl crate::store::engine::idempotency::IdemDriver for MySqlStore {}
+impl crate::store::engine::inbox::InboxDriver for MySqlStore {}
+impl crate::store::engine::maintenance::MaintenanceDriver for MySqlStore {}
+impl crate::store::engine::jobs::JobDriver for MySqlStore {
+    fn job_owner(&self) -> Option<&str> {
+        Some(&self.instance)
+    }
+}
