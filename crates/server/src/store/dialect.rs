@@ -41,6 +41,12 @@ pub(crate) enum Dialect {
 }
 
 impl Dialect {
+    /// Whether `UPDATE … RETURNING` exists (SQLite 3.35+, PostgreSQL; not MySQL or
+    /// MariaDB), so a driver default can take the one-statement shape.
+    pub(crate) const fn update_returning(self) -> bool {
+        !matches!(self, Self::MySql)
+    }
+
     /// `template` in this dialect.
     pub(crate) fn render(self, template: &str) -> String {
         let words: [(&str, &str); 5] = match self {

@@ -69,8 +69,9 @@ pub(crate) trait EventStatements: Driver {
 #[async_trait]
 pub(crate) trait EventDriver: EventStatements {
     /// Takes the next number of `agent`'s sequence, locking its row until the
-    /// transaction ends (I2); `NotFound` when the agent is not in `tenant`. SQLite and
-    /// PostgreSQL do it in one statement ([`take_seq_returning`]).
+    /// transaction ends (I2); `NotFound` when the agent is not in `tenant`. One
+    /// statement where the dialect has `UPDATE … RETURNING` ([`take_seq_returning`]),
+    /// else an update and a read of the row it locked.
     ///
     /// [`take_seq_returning`]: EventStatements::take_seq_returning
     async fn next_seq(
@@ -79,6 +80,9 @@ pub(crate) trait EventDriver: EventStatements {
         tenant: TenantId,
         agent: AgentId,
     ) -> StoreResult<u64> {
+        if Self::DIALECT.update_returning() {
+            return self.take_seq_returning(tx, tenant, agent).await;
+        }
         if !self.take_seq(tx, tenant, agent).await? {
             return Err(crate::store::StoreError::NotFound);
         }

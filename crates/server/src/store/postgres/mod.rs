@@ -206,17 +206,6 @@ crate::store::statements::shared_statements!(PgStore);
 
 #[async_trait]
 impl crate::store::engine::events::EventDriver for PgStore {
-    /// One statement (`UPDATE … RETURNING`).
-    async fn next_seq(
-        &self,
-        tx: &mut Self::Tx,
-        tenant: TenantId,
-        agent: AgentId,
-    ) -> StoreResult<u64> {
-        use crate::store::engine::events::EventStatements;
-        self.take_seq_returning(tx, tenant, agent).await
-    }
-
     /// The event and its first history step in one statement (one round trip).
     async fn insert_event(
         &self,

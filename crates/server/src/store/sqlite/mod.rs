@@ -186,20 +186,8 @@ impl crate::store::engine::Driver for SqliteStore {
 
 crate::store::statements::shared_statements!(SqliteStore);
 
-/// SQLite runs every statement in its portable shape, but takes a sequence number
-/// in one (`UPDATE … RETURNING`).
-#[async_trait]
-impl crate::store::engine::events::EventDriver for SqliteStore {
-    async fn next_seq(
-        &self,
-        tx: &mut Self::Tx,
-        tenant: TenantId,
-        agent: AgentId,
-    ) -> StoreResult<u64> {
-        use crate::store::engine::events::EventStatements;
-        self.take_seq_returning(tx, tenant, agent).await
-    }
-}
+/// SQLite runs every statement in its portable shape.
+impl crate::store::engine::events::EventDriver for SqliteStore {}
 
 impl crate::store::engine::idempotency::IdemDriver for SqliteStore {
     /// The write pool holds the only writer of this file (its lock file says so),
