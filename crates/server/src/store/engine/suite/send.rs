@@ -14,7 +14,7 @@ pub(super) async fn check<D: SendStatements + Store>(d: &D) {
     let mut agents = Vec::new();
     for (n, name) in ["s1", "s2", "s3"].into_iter().enumerate() {
         let a = d
-            .create_agent(tenant, name, &[10 + n as u8; 32], &[], 0)
+            .create_agent(tenant, name, &[0x50 + n as u8; 32], &[], 0)
             .await
             .expect("agent");
         agents.push(a.id);
