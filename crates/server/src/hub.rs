@@ -2,7 +2,7 @@
 //! agent and to the console's operator stream. It carries no payloads: subscribers
 //! pull the events themselves.
 
-use crate::store::Wake;
+use crate::store::{RemoteWake, RemoteWakes, Wake};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use switchboard_proto::{AgentId, Job, TenantId};
@@ -104,6 +104,22 @@ impl Hub {
         for ch in agents.values() {
             let _ = ch.tx.send(0);
         }
+    }
+
+    /// A channel for [`Store::listen`](crate::store::Store::listen): what other
+    /// instances committed is delivered here until every sender is dropped.
+    pub fn remote_feed(&self) -> RemoteWakes {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let hub = self.clone();
+        tokio::spawn(async move {
+            while let Some(remote) = rx.recv().await {
+                match remote {
+                    RemoteWake::Wakes(wakes) => hub.notify(&wakes),
+                    RemoteWake::All => hub.wake_all(),
+                }
+            }
+        });
+        tx
     }
 
     /// Tells only the console: something changed that gives agents no new work

@@ -141,9 +141,9 @@ impl Server {
         // Wake-ups committed on other instances sharing the database.
         let remote = tokio::spawn({
             let store = state.store.clone();
-            let hub = state.hub.clone();
+            let remote = state.hub.remote_feed();
             let stop = state.shutdown.clone();
-            async move { store.listen(hub, stop).await }
+            async move { store.listen(remote, stop).await }
         });
         let cancel = state.shutdown.clone();
         let result = axum::serve(listener, self.router())

@@ -36,7 +36,8 @@ use switchboard_proto::{
     Snapshot, StatusCounts, TenantId,
 };
 
-pub use crate::error::StoreError;
+mod error;
+pub use error::StoreError;
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// Who is acting, for event history and the audit log.
@@ -110,6 +111,21 @@ pub struct Wake {
     pub cursor_hint: u64,
 }
 
+/// What a backend shared by several instances heard from the others
+/// ([`Store::listen`]). The store reports it on a channel; the wake-up hub, a layer
+/// above, delivers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoteWake {
+    /// Other instances committed these.
+    Wakes(Vec<Wake>),
+    /// The feed was interrupted (the database was lost and is back): anything may
+    /// have been missed, so every local subscriber should look again.
+    All,
+}
+
+/// Where [`Store::listen`] reports.
+pub type RemoteWakes = tokio::sync::mpsc::UnboundedSender<RemoteWake>;
+
 /// A write's result plus its wake-ups.
 #[derive(Debug)]
 pub struct Committed<T> {
@@ -182,9 +198,9 @@ pub trait Store:
     async fn close(&self);
 
     // --- several instances on one database ---
-    /// Delivers into `hub` the wake-ups that other server instances sharing this
+    /// Reports on `remote` the wake-ups that other server instances sharing this
     /// database committed, until `stop`. A backend that one process owns has none.
-    async fn listen(&self, _hub: crate::hub::Hub, stop: tokio_util::sync::CancellationToken) {
+    async fn listen(&self, _remote: RemoteWakes, stop: tokio_util::sync::CancellationToken) {
         stop.cancelled().await;
     }
     /// The queue table's health (dead tuples, oldest open transaction), where the

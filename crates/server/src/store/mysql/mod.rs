@@ -122,10 +122,14 @@ impl MySqlStore {
         self.watch.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    /// Delivers other instances' wake-ups into `hub` until `stop` (the engine's
+    /// Reports other instances' wake-ups on `remote` until `stop` (the engine's
     /// `Store::listen`, once the MySQL backend has the whole store).
-    pub async fn listen(&self, hub: crate::hub::Hub, stop: tokio_util::sync::CancellationToken) {
-        wakes::listen(self, hub, stop).await;
+    pub async fn listen(
+        &self,
+        remote: crate::store::RemoteWakes,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        wakes::listen(self, remote, stop).await;
     }
 
     pub async fn close(&self) {

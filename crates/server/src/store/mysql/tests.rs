@@ -348,11 +348,11 @@ async fn wake_ups_reach_other_instances_after_their_commit_only() {
     let listening = [
         tokio::spawn({
             let (a, hub, stop) = (a.clone(), hub_a.clone(), stop.clone());
-            async move { a.listen(hub, stop).await }
+            async move { a.listen(hub.remote_feed(), stop).await }
         }),
         tokio::spawn({
             let (b, hub, stop) = (b.clone(), hub_b.clone(), stop.clone());
-            async move { b.listen(hub, stop).await }
+            async move { b.listen(hub.remote_feed(), stop).await }
         }),
     ];
     let (tenant, agent) = (TenantId::new(), AgentId::new());
@@ -422,7 +422,7 @@ async fn wake_up_delay_across_instances() {
     let stop = CancellationToken::new();
     let listening = tokio::spawn({
         let (b, hub, stop) = (b.clone(), hub.clone(), stop.clone());
-        async move { b.listen(hub, stop).await }
+        async move { b.listen(hub.remote_feed(), stop).await }
     });
     let (tenant, agent) = (TenantId::new(), AgentId::new());
     let mut delays = Vec::with_capacity(WAKES as usize);

@@ -22,7 +22,7 @@
 //! high-water mark that long ago (never an id it still waits for).
 
 use super::MySqlStore;
-use crate::hub::Hub;
+use crate::store::{RemoteWake, RemoteWakes};
 use crate::store::{StoreResult, Wake};
 use sqlx::{MySql, MySqlConnection, QueryBuilder, Row};
 use std::collections::{BTreeMap, VecDeque};
@@ -164,9 +164,14 @@ impl Watch {
     }
 
     /// One poll: the rows above `high` and the holes that appeared, delivered to
-    /// `hub` unless `me` wrote them; then expiry and pruning. Returns whether a full
+    /// `remote` unless `me` wrote them; then expiry and pruning. Returns whether a full
     /// batch came (read again at once).
-    async fn poll(&mut self, conn: &mut MySqlConnection, me: &str, hub: &Hub) -> StoreResult<bool> {
+    async fn poll(
+        &mut self,
+        conn: &mut MySqlConnection,
+        me: &str,
+        remote: &RemoteWakes,
+    ) -> StoreResult<bool> {
         let now = Instant::now();
         let rows = sqlx::query(
             "SELECT id, instance, tenant_id, agent_id, cursor_hint FROM wakes \
@@ -201,7 +206,7 @@ impl Watch {
             }
         }
         self.saw_new(ids, now);
-        hub.notify(&wakes);
+        let _ = remote.send(RemoteWake::Wakes(wakes));
         self.expire(now);
         if let Some(below) = self.prune_below(now) {
             prune(conn, below).await?;
@@ -240,10 +245,10 @@ async fn prune(conn: &mut MySqlConnection, below: i64) -> StoreResult<()> {
     }
 }
 
-/// Delivers other instances' wake-ups into `hub` until `stop`. The watch was taken
+/// Reports other instances' wake-ups on `remote` until `stop`. The watch was taken
 /// when the store opened, so nothing committed after that is missed; after losing
 /// the database it goes on where it was and wakes every local subscriber once.
-pub(super) async fn listen(store: &MySqlStore, hub: Hub, stop: CancellationToken) {
+pub(super) async fn listen(store: &MySqlStore, remote: RemoteWakes, stop: CancellationToken) {
     let mut watch = store.take_watch();
     let mut failures = 0u32;
     while !stop.is_cancelled() {
@@ -255,12 +260,12 @@ pub(super) async fn listen(store: &MySqlStore, hub: Hub, stop: CancellationToken
             };
             if failures > 0 {
                 // Whatever was written while this instance could not read: look again.
-                hub.wake_all();
+                let _ = remote.send(RemoteWake::All);
                 tracing::info!("reading other instances' wake-ups again");
                 failures = 0;
             }
             loop {
-                let full = w.poll(&mut conn, store.instance(), &hub).await?;
+                let full = w.poll(&mut conn, store.instance(), &remote).await?;
                 if full {
                     continue;
                 }

@@ -158,8 +158,12 @@ impl Store for PgStore {
         self.pool.close().await;
     }
 
-    async fn listen(&self, hub: crate::hub::Hub, stop: tokio_util::sync::CancellationToken) {
-        wakes::listen(self, hub, stop).await;
+    async fn listen(
+        &self,
+        remote: crate::store::RemoteWakes,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        wakes::listen(self, remote, stop).await;
     }
 
     async fn health(&self) -> StoreResult<Option<switchboard_proto::QueueTableHealth>> {

@@ -12,7 +12,7 @@
 //! all its subscribers once: they poll and find whatever they missed.
 
 use super::PgStore;
-use crate::hub::Hub;
+use crate::store::{RemoteWake, RemoteWakes};
 use crate::store::{StoreResult, Wake};
 use sqlx::PgConnection;
 use sqlx::postgres::PgListener;
@@ -70,10 +70,10 @@ pub(super) async fn publish(
     Ok(())
 }
 
-/// Delivers other instances' wake-ups into `hub` until `stop`, reconnecting (with
+/// Reports other instances' wake-ups on `remote` until `stop`, reconnecting (with
 /// a catch-up wake of every subscriber) after any break. The first listener was
 /// connected when the store opened, before the server took any subscriber.
-pub(super) async fn listen(store: &PgStore, hub: Hub, stop: CancellationToken) {
+pub(super) async fn listen(store: &PgStore, remote: RemoteWakes, stop: CancellationToken) {
     let mut first = store.take_listener();
     let mut failures = 0u32;
     while !stop.is_cancelled() {
@@ -83,7 +83,7 @@ pub(super) async fn listen(store: &PgStore, hub: Hub, stop: CancellationToken) {
                 Ok(l) => {
                     failures = 0;
                     // Whatever was published while nobody here listened: look again.
-                    hub.wake_all();
+                    let _ = remote.send(RemoteWake::All);
                     l
                 }
                 Err(e) => {
@@ -104,7 +104,9 @@ pub(super) async fn listen(store: &PgStore, hub: Hub, stop: CancellationToken) {
                 _ = stop.cancelled() => return,
                 got = listener.try_recv() => match got {
                     Ok(Some(n)) => match decode(n.payload()) {
-                        Some((from, wakes)) if from != store.instance() => hub.notify(&wakes),
+                        Some((from, wakes)) if from != store.instance() => {
+                            let _ = remote.send(RemoteWake::Wakes(wakes));
+                        }
                         Some(_) => {}
                         None => tracing::warn!(payload = n.payload(), "unreadable wake-up notification"),
                     },
