@@ -13,7 +13,7 @@ pub mod history;
 pub mod hooks;
 pub mod http;
 pub mod hub;
-mod jobs;
+mod job_runner;
 pub mod metrics;
 pub mod names_import;
 mod server;

@@ -6,7 +6,7 @@ use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, Query};
 use super::limits::*;
 use crate::error::{ApiError, ApiResult};
-use crate::jobs::{MAX_RATE, spawn};
+use crate::job_runner::{MAX_RATE, spawn};
 use crate::store::{JobSpec, StoreError};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

@@ -21,7 +21,7 @@ use super::limits::PageLimit;
 use super::memories::memory_not_found;
 use crate::clock::Millis;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{LeaseFields, NewLease, StoreError, lease_common};
+use crate::store::{LeaseFields, NewLease, StoreError, lease_rules};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -159,7 +159,7 @@ async fn named_lease(state: &AppState, tenant: TenantId, n: Naming) -> ApiResult
         ))
         .into()),
         (_, Some(f)) => Ok(Named::Lease(f)),
-        (_, None) => Ok(Named::Over(lease_common::gone(&fields).into())),
+        (_, None) => Ok(Named::Over(lease_rules::gone(&fields).into())),
     }
 }
 

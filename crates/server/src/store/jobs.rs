@@ -1,4 +1,4 @@
-//! The store's bulk-job seam (see `crate::jobs` for the runner).
+//! The store's bulk-job seam (see `crate::job_runner` for the runner).
 
 use super::*;
 use async_trait::async_trait;

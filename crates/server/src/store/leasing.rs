@@ -19,7 +19,7 @@ pub struct NewLease {
 }
 
 /// A lease named by its fields rather than its id, as the names-and-leases seed
-/// names it in a renewal or release (see [`super::lease_common::match_fields`]).
+/// names it in a renewal or release (see [`super::lease_rules::match_fields`]).
 #[derive(Debug, Clone)]
 pub struct LeaseFields {
     /// The canonical name.
@@ -84,7 +84,7 @@ pub trait LeaseStore: Send + Sync {
         memory: switchboard_proto::MemoryId,
     ) -> StoreResult<Option<switchboard_proto::Lease>>;
     /// The id of the lease `fields` name: `None` when it is over, `StaleFence` when
-    /// they name no lease that was issued (the rules: `lease_common::match_fields`).
+    /// they name no lease that was issued (the rules: `lease_rules::match_fields`).
     /// A lease's id, name, memory, token and owner never change, so acting on the id
     /// in a later transaction acts on the lease the fields named, or finds it gone.
     async fn find_lease(
@@ -93,7 +93,7 @@ pub trait LeaseStore: Send + Sync {
         fields: &LeaseFields,
     ) -> StoreResult<Option<switchboard_proto::LeaseId>> {
         let held = self.lease_on_memory(tenant, fields.memory).await?;
-        super::lease_common::match_fields(held.as_ref(), fields)
+        super::lease_rules::match_fields(held.as_ref(), fields)
     }
     async fn renew_lease(
         &self,

@@ -11,7 +11,7 @@ mod directory;
 pub(crate) mod engine;
 mod inbox;
 mod jobs;
-pub(crate) mod lease_common;
+pub(crate) mod lease_rules;
 mod leasing;
 pub mod mysql;
 mod ops;

@@ -256,3 +256,21 @@ pub(crate) fn stale_claim(
         (status, _) => StoreError::StaleClaim(format!("event {event} is {status}, not claimed")),
     }
 }
+
+/// A cursor read's bounds: below the low-water mark is gone (410), above the head
+/// never came from this server.
+pub(crate) fn check_cursor(after: u64, head: u64, low_water: u64) -> StoreResult<()> {
+    if after < low_water {
+        return Err(StoreError::CursorGone {
+            cursor: after,
+            oldest: low_water,
+        });
+    }
+    if after > head {
+        return Err(StoreError::Invalid(format!(
+            "after_cursor {after} is ahead of this inbox's newest event ({head}); a cursor \
+             only comes from next_cursor or a snapshot of this server; fetch the snapshot to resync"
+        )));
+    }
+    Ok(())
+}

@@ -2,10 +2,11 @@
 //! `inbox.rs`: poll and snapshot (one read snapshot each), claim, ack, release and
 //! extend, and the blanket [`InboxStore`] they make.
 
+use super::inbox::check_cursor;
 use super::inbox::{InboxDriver, InboxStatements, ReleaseRow, stale_claim};
 use super::maintenance;
 use crate::clock::{Millis, from_timestamp, to_timestamp};
-use crate::store::rows::{check_cursor, release_detail};
+use crate::store::rows::release_detail;
 use crate::store::*;
 use async_trait::async_trait;
 use std::collections::HashMap;

@@ -6,7 +6,7 @@
 use super::Driver;
 use crate::clock::Millis;
 use crate::store::StoreResult;
-use crate::store::lease_common::{Line, digest, new_salt};
+use crate::store::lease_rules::{Line, digest, new_salt};
 use async_trait::async_trait;
 use switchboard_proto::{LeaseAuditEntry, TenantId};
 

@@ -25,7 +25,7 @@ use super::idempotency;
 use super::lease_audit::{self, LeaseAuditStatements};
 use super::memories::MemoryStatements;
 use crate::clock::Millis;
-use crate::store::lease_common::*;
+use crate::store::lease_rules::*;
 use crate::store::*;
 use async_trait::async_trait;
 use switchboard_proto::{Lease, LeaseId, MemoryId, OpsLease, TenantId};

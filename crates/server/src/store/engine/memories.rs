@@ -5,7 +5,7 @@
 
 use super::Driver;
 use crate::clock::Millis;
-use crate::store::lease_common::check_branch;
+use crate::store::lease_rules::check_branch;
 use crate::store::{StoreError, StoreResult};
 use async_trait::async_trait;
 use switchboard_proto::{Lineage, Memory, MemoryId, TenantId};

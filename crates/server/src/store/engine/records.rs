@@ -13,7 +13,7 @@
 use super::events::{EventDriver, deliver};
 use super::lease_audit::{self, LeaseAuditStatements};
 use crate::clock::Millis;
-use crate::store::lease_common::*;
+use crate::store::lease_rules::*;
 use crate::store::*;
 use async_trait::async_trait;
 use switchboard_proto::{FencingRejection, MemoryId, MemoryRecord};

@@ -64,7 +64,7 @@ macro_rules! lease_audit_statements {
                 tenant: switchboard_proto::TenantId,
                 limit: u32,
             ) -> $crate::store::StoreResult<Vec<switchboard_proto::LeaseAuditEntry>> {
-                use $crate::store::lease_common::AUDIT_COLS;
+                use $crate::store::lease_rules::AUDIT_COLS;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {AUDIT_COLS} FROM lease_audit WHERE tenant_id = $1 \
@@ -75,7 +75,7 @@ macro_rules! lease_audit_statements {
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
-                    .map($crate::store::lease_common::audit_entry_from_row)
+                    .map($crate::store::lease_rules::audit_entry_from_row)
                     .collect()
             }
         }

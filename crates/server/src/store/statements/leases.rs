@@ -91,8 +91,8 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 skeleton: &str,
                 memory: switchboard_proto::MemoryId,
-            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_common::Stored>> {
-                use $crate::store::lease_common::LEASE_COLS;
+            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_rules::Stored>> {
+                use $crate::store::lease_rules::LEASE_COLS;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2"
@@ -102,7 +102,7 @@ macro_rules! lease_statements {
                 .fetch_all(&mut **tx)
                 .await?;
                 rows.iter()
-                    .map($crate::store::lease_common::lease_from_row)
+                    .map($crate::store::lease_rules::lease_from_row)
                     .collect()
             }
 
@@ -111,8 +111,8 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 skeleton: &str,
                 memory: switchboard_proto::MemoryId,
-            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_common::Stored>> {
-                use $crate::store::lease_common::LEASE_COLS;
+            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_rules::Stored>> {
+                use $crate::store::lease_rules::LEASE_COLS;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2 \
@@ -123,7 +123,7 @@ macro_rules! lease_statements {
                 .fetch_all(&mut **tx)
                 .await?;
                 rows.iter()
-                    .map($crate::store::lease_common::lease_from_row)
+                    .map($crate::store::lease_rules::lease_from_row)
                     .collect()
             }
 
@@ -132,8 +132,8 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::LeaseId,
-            ) -> $crate::store::StoreResult<Option<$crate::store::lease_common::Stored>> {
-                use $crate::store::lease_common::LEASE_COLS;
+            ) -> $crate::store::StoreResult<Option<$crate::store::lease_rules::Stored>> {
+                use $crate::store::lease_rules::LEASE_COLS;
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2"
@@ -143,7 +143,7 @@ macro_rules! lease_statements {
                 .fetch_optional(&mut **tx)
                 .await?
                 .as_ref()
-                .map($crate::store::lease_common::lease_from_row)
+                .map($crate::store::lease_rules::lease_from_row)
                 .transpose()
             }
 
@@ -152,8 +152,8 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::LeaseId,
-            ) -> $crate::store::StoreResult<Option<$crate::store::lease_common::Stored>> {
-                use $crate::store::lease_common::LEASE_COLS;
+            ) -> $crate::store::StoreResult<Option<$crate::store::lease_rules::Stored>> {
+                use $crate::store::lease_rules::LEASE_COLS;
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
@@ -163,7 +163,7 @@ macro_rules! lease_statements {
                 .fetch_optional(&mut **tx)
                 .await?
                 .as_ref()
-                .map($crate::store::lease_common::lease_from_row)
+                .map($crate::store::lease_rules::lease_from_row)
                 .transpose()
             }
 
@@ -301,8 +301,8 @@ macro_rules! lease_statements {
                 &self,
                 tenant: switchboard_proto::TenantId,
                 memory: switchboard_proto::MemoryId,
-            ) -> $crate::store::StoreResult<Option<$crate::store::lease_common::Stored>> {
-                use $crate::store::lease_common::LEASE_COLS;
+            ) -> $crate::store::StoreResult<Option<$crate::store::lease_rules::Stored>> {
+                use $crate::store::lease_rules::LEASE_COLS;
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND memory_id = $2"
@@ -312,15 +312,15 @@ macro_rules! lease_statements {
                 .fetch_optional(self.read_pool())
                 .await?
                 .as_ref()
-                .map($crate::store::lease_common::lease_from_row)
+                .map($crate::store::lease_rules::lease_from_row)
                 .transpose()
             }
 
             async fn read_leases(
                 &self,
                 tenant: switchboard_proto::TenantId,
-            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_common::Stored>> {
-                use $crate::store::lease_common::LEASE_COLS;
+            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_rules::Stored>> {
+                use $crate::store::lease_rules::LEASE_COLS;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 ORDER BY expires_at"
@@ -329,7 +329,7 @@ macro_rules! lease_statements {
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
-                    .map($crate::store::lease_common::lease_from_row)
+                    .map($crate::store::lease_rules::lease_from_row)
                     .collect()
             }
         }

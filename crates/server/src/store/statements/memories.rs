@@ -32,7 +32,7 @@ macro_rules! memory_statements {
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::MemoryId,
             ) -> $crate::store::StoreResult<Option<switchboard_proto::Memory>> {
-                use $crate::store::lease_common::MEMORY_COLS;
+                use $crate::store::lease_rules::MEMORY_COLS;
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
@@ -42,7 +42,7 @@ macro_rules! memory_statements {
                 .fetch_optional(&mut **tx)
                 .await?
                 .as_ref()
-                .map($crate::store::lease_common::memory_from_row)
+                .map($crate::store::lease_rules::memory_from_row)
                 .transpose()
             }
 
@@ -52,7 +52,7 @@ macro_rules! memory_statements {
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::MemoryId,
             ) -> $crate::store::StoreResult<Option<switchboard_proto::Memory>> {
-                use $crate::store::lease_common::MEMORY_COLS;
+                use $crate::store::lease_rules::MEMORY_COLS;
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2 \
@@ -63,7 +63,7 @@ macro_rules! memory_statements {
                 .fetch_optional(&mut **tx)
                 .await?
                 .as_ref()
-                .map($crate::store::lease_common::memory_from_row)
+                .map($crate::store::lease_rules::memory_from_row)
                 .transpose()
             }
 
@@ -107,7 +107,7 @@ macro_rules! memory_statements {
                 tenant: switchboard_proto::TenantId,
                 parent: switchboard_proto::MemoryId,
             ) -> $crate::store::StoreResult<Vec<switchboard_proto::Memory>> {
-                use $crate::store::lease_common::MEMORY_COLS;
+                use $crate::store::lease_rules::MEMORY_COLS;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND parent_id = $2 \
@@ -118,7 +118,7 @@ macro_rules! memory_statements {
                 .fetch_all(&mut **tx)
                 .await?;
                 rows.iter()
-                    .map($crate::store::lease_common::memory_from_row)
+                    .map($crate::store::lease_rules::memory_from_row)
                     .collect()
             }
 
@@ -127,7 +127,7 @@ macro_rules! memory_statements {
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::MemoryId,
             ) -> $crate::store::StoreResult<Option<switchboard_proto::Memory>> {
-                use $crate::store::lease_common::MEMORY_COLS;
+                use $crate::store::lease_rules::MEMORY_COLS;
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
@@ -137,7 +137,7 @@ macro_rules! memory_statements {
                 .fetch_optional(self.read_pool())
                 .await?
                 .as_ref()
-                .map($crate::store::lease_common::memory_from_row)
+                .map($crate::store::lease_rules::memory_from_row)
                 .transpose()
             }
         }

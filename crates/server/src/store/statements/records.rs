@@ -112,7 +112,7 @@ macro_rules! record_statements {
                 memory: switchboard_proto::MemoryId,
                 key: &str,
             ) -> $crate::store::StoreResult<Option<switchboard_proto::MemoryRecord>> {
-                use $crate::store::lease_common::RECORD_COLS;
+                use $crate::store::lease_rules::RECORD_COLS;
                 let row = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {RECORD_COLS} FROM memory_records WHERE memory_id = $1 AND \"key\" = $2"
@@ -121,7 +121,7 @@ macro_rules! record_statements {
                 .bind(key)
                 .fetch_optional(&mut **tx)
                 .await?;
-                row.map(|r| $crate::store::lease_common::record_from_row(&r, memory, key))
+                row.map(|r| $crate::store::lease_rules::record_from_row(&r, memory, key))
                     .transpose()
             }
 
@@ -262,7 +262,7 @@ macro_rules! record_statements {
                 tenant: switchboard_proto::TenantId,
                 limit: u32,
             ) -> $crate::store::StoreResult<Vec<switchboard_proto::FencingRejection>> {
-                use $crate::store::lease_common::REJECTION_COLS;
+                use $crate::store::lease_rules::REJECTION_COLS;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {REJECTION_COLS} FROM fencing_rejections WHERE tenant_id = $1 \
@@ -273,7 +273,7 @@ macro_rules! record_statements {
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
-                    .map($crate::store::lease_common::rejection_from_row)
+                    .map($crate::store::lease_rules::rejection_from_row)
                     .collect()
             }
         }

@@ -4,7 +4,7 @@ use super::message;
 use crate::store::engine::events::deliver;
 use crate::store::engine::lease_audit::{self, LeaseAuditStatements};
 use crate::store::engine::records::{RecordStatements, Rejection};
-use crate::store::lease_common::Line;
+use crate::store::lease_rules::Line;
 use crate::store::*;
 use switchboard_proto::{AgentId, MemoryId, TenantId};
 
