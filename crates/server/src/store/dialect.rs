@@ -10,19 +10,23 @@
 //! | `@SKIP_LOCKED` | `FOR UPDATE SKIP LOCKED` | `FOR UPDATE SKIP LOCKED` | nothing             |
 //! | `@GREATEST`    | `GREATEST`               | `GREATEST`               | `MAX`               |
 //! | `@LEAST`       | `LEAST`                  | `LEAST`                  | `MIN`               |
+//! | `@IGNORE_DUPLICATE` | `ON CONFLICT DO NOTHING` | nothing (see below) | `ON CONFLICT DO NOTHING` |
 //!
-//! and three that take the columns they are about, for the inserts MySQL spells
+//! and two that take the columns they are about, for the upserts MySQL spells
 //! another way (PostgreSQL and SQLite alike):
 //!
 //! | word                     | PostgreSQL, SQLite                   | MariaDB / MySQL                     |
 //! |--------------------------|--------------------------------------|-------------------------------------|
-//! | `@IGNORE_DUPLICATE(c)`   | `ON CONFLICT DO NOTHING`             | `ON DUPLICATE KEY UPDATE c = c`     |
 //! | `@UPSERT(a, b)`          | `ON CONFLICT (a, b) DO UPDATE SET`   | `ON DUPLICATE KEY UPDATE`           |
 //! | `@NEW(c)`                | `EXCLUDED.c`                         | `VALUES(c)`                         |
 //!
-//! MySQL's spellings act on a conflict with any unique key (name the one you mean in
-//! `@UPSERT` for the others), and count a duplicate left alone as a *found* row:
-//! `rows_affected` does not tell an insert from a duplicate there.
+//! MySQL's upsert acts on a conflict with any unique key (name the one you mean in
+//! `@UPSERT` for the others). Its `ON DUPLICATE KEY UPDATE c = c` counts a duplicate
+//! left alone as a *found* row, and `INSERT IGNORE` turns every error (a value too
+//! long, a NULL) into a warning, so neither tells an insert from a duplicate: on
+//! MySQL an `@IGNORE_DUPLICATE` insert is a plain insert whose duplicate-key error
+//! [`inserted`] answers as "not inserted". InnoDB rolls back only that statement,
+//! so the transaction goes on, as after `ON CONFLICT DO NOTHING`.
 //!
 //! SQLite needs no row locks: its single writer serializes every write transaction.
 //! MySQL's parameters are `?`; its text numbers them by position, so a shared
@@ -49,8 +53,9 @@ impl Dialect {
 
     /// `template` in this dialect.
     pub(crate) fn render(self, template: &str) -> String {
-        let words: [(&str, &str); 5] = match self {
+        let words: [(&str, &str); 6] = match self {
             Self::Sqlite => [
+                ("@IGNORE_DUPLICATE", "ON CONFLICT DO NOTHING"),
                 ("@FOR_UPDATE", ""),
                 ("@FOR_SHARE", ""),
                 ("@SKIP_LOCKED", ""),
@@ -58,6 +63,7 @@ impl Dialect {
                 ("@LEAST", "MIN"),
             ],
             Self::Postgres => [
+                ("@IGNORE_DUPLICATE", "ON CONFLICT DO NOTHING"),
                 ("@FOR_UPDATE", "FOR UPDATE"),
                 ("@FOR_SHARE", "FOR SHARE"),
                 ("@SKIP_LOCKED", "FOR UPDATE SKIP LOCKED"),
@@ -65,6 +71,7 @@ impl Dialect {
                 ("@LEAST", "LEAST"),
             ],
             Self::MySql => [
+                ("@IGNORE_DUPLICATE", ""),
                 ("@FOR_UPDATE", "FOR UPDATE"),
                 ("@FOR_SHARE", "LOCK IN SHARE MODE"),
                 ("@SKIP_LOCKED", "FOR UPDATE SKIP LOCKED"),
@@ -91,7 +98,7 @@ impl Dialect {
     /// The words that take columns (`@NEW(c)`), spelled out.
     fn spell_calls(self, template: &str) -> String {
         let mut sql = template.to_owned();
-        for word in ["@IGNORE_DUPLICATE(", "@UPSERT(", "@NEW("] {
+        for word in ["@UPSERT(", "@NEW("] {
             while let Some(start) = sql.find(word) {
                 let open = start + word.len();
                 let close = open
@@ -100,10 +107,6 @@ impl Dialect {
                         .unwrap_or_else(|| panic!("{word} without its `)`: {template}"));
                 let cols = sql[open..close].trim();
                 let spelled = match (word, self) {
-                    ("@IGNORE_DUPLICATE(", Self::MySql) => {
-                        format!("ON DUPLICATE KEY UPDATE {cols} = {cols}")
-                    }
-                    ("@IGNORE_DUPLICATE(", _) => "ON CONFLICT DO NOTHING".to_owned(),
                     ("@UPSERT(", Self::MySql) => "ON DUPLICATE KEY UPDATE".to_owned(),
                     ("@UPSERT(", _) => format!("ON CONFLICT ({cols}) DO UPDATE SET"),
                     (_, Self::MySql) => format!("VALUES({cols})"),
@@ -140,6 +143,24 @@ fn positional(sql: &str) -> String {
         out.push('?');
     }
     out
+}
+
+/// Begins a read-only transaction that reads one snapshot on MySQL: the sessions
+/// run at READ COMMITTED (each statement its own snapshot), so the next
+/// transaction alone is raised to REPEATABLE READ, whose consistent snapshot is
+/// taken at once.
+pub(crate) const MYSQL_READ_SNAPSHOT: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; \
+     START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY";
+
+/// Whether an `@IGNORE_DUPLICATE` insert added its row, from what `execute` gave
+/// (`.map(|done| done.rows_affected())`): on MySQL a duplicate is a unique-key
+/// error that only ended the statement.
+pub(crate) fn inserted(done: Result<u64, sqlx::Error>) -> crate::store::StoreResult<bool> {
+    match done {
+        Ok(rows) => Ok(rows > 0),
+        Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// One statement's text per dialect, rendered on first use.
@@ -193,14 +214,14 @@ mod tests {
 
     #[test]
     fn inserts_that_meet_a_duplicate() {
-        let ignore = "INSERT INTO s (m, a) VALUES ($1, $2) @IGNORE_DUPLICATE(a)";
+        let ignore = "INSERT INTO s (m, a) VALUES ($1, $2) @IGNORE_DUPLICATE";
         assert_eq!(
             Dialect::Postgres.render(ignore),
             "INSERT INTO s (m, a) VALUES ($1, $2) ON CONFLICT DO NOTHING"
         );
         assert_eq!(
             Dialect::MySql.render(ignore),
-            "INSERT INTO s (m, a) VALUES (?, ?) ON DUPLICATE KEY UPDATE a = a"
+            "INSERT INTO s (m, a) VALUES (?, ?) "
         );
         let upsert = "INSERT INTO r (m, \"key\", v) VALUES ($1, $2, $3) \
                       @UPSERT(m, \"key\") v = @NEW(v), w = @NEW(w)";

@@ -61,6 +61,9 @@ pub(crate) struct ReleaseRow<'a> {
 /// write).
 #[async_trait]
 pub(crate) trait InboxStatements: EventDriver {
+    /// The event's state and sequence number, in `tx` (where MySQL reads back what
+    /// an `UPDATE` wrote: it has no `UPDATE … RETURNING`).
+    async fn state_of(&self, tx: &mut Self::Tx, event: EventId) -> StoreResult<(EventState, u64)>;
     /// The agent's head and low-water mark; `NotFound` for no such agent. With
     /// `lock`, its row is locked `@FOR_UPDATE` until the transaction ends (in a
     /// write transaction only).

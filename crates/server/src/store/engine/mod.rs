@@ -50,7 +50,8 @@ pub(crate) trait Driver: Send + Sync + 'static {
     async fn begin_write(&self) -> StoreResult<Self::Tx>;
 
     /// One read-only transaction that sees one snapshot throughout (SQLite: a WAL
-    /// read transaction on the read pool; PostgreSQL: REPEATABLE READ, READ ONLY).
+    /// read transaction on the read pool; PostgreSQL: REPEATABLE READ, READ ONLY;
+    /// MySQL: REPEATABLE READ WITH CONSISTENT SNAPSHOT for this transaction alone).
     /// It ends with [`commit`](Self::commit), with no wake-ups.
     async fn begin_read(&self) -> StoreResult<Self::Tx>;
 

@@ -22,11 +22,6 @@ pub(crate) trait OpsStatements: Driver {
     /// Appends `filter`'s conditions (on `events e` joined with `agents a`) to `qb`.
     fn push_filter(qb: &mut sqlx::QueryBuilder<Self::Db>, filter: &EventFilter);
 
-    /// A read-only transaction whose statements all see one snapshot (SQLite: a
-    /// read transaction on the WAL; PostgreSQL: REPEATABLE READ, since READ
-    /// COMMITTED takes a new snapshot per statement).
-    async fn begin_ops_read(&self) -> StoreResult<Self::Tx>;
-
     /// At most `limit` of `tenant`'s events matching `query` and after its cursor,
     /// in id order (a read, outside any write transaction).
     async fn events_page(
@@ -82,7 +77,7 @@ async fn event_detail<D: OpsStatements>(
     tenant: TenantId,
     event: EventId,
 ) -> StoreResult<EventDetail> {
-    let mut tx = d.begin_ops_read().await?;
+    let mut tx = d.begin_read().await?;
     let found = d.load_ops_event(&mut tx, tenant, event).await?;
     let history = d.event_history(&mut tx, event).await?;
     d.commit(tx, &[]).await?;

@@ -18,13 +18,14 @@
 //! - At open the server must have `SKIP LOCKED`, and write its binary log (if on) in
 //!   ROW format ([`server`]).
 
+mod leases;
 mod server;
 #[cfg(test)]
 mod tests;
 mod wakes;
 
 use crate::hooks::Hooks;
-use crate::store::{StoreError, StoreResult, Wake};
+use crate::store::{Store, StoreError, StoreResult, Wake};
 use async_trait::async_trait;
 use server::Flavor;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
@@ -121,20 +122,6 @@ impl MySqlStore {
     fn take_watch(&self) -> Option<wakes::Watch> {
         self.watch.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
-
-    /// Reports other instances' wake-ups on `remote` until `stop` (the engine's
-    /// `Store::listen`, once the MySQL backend has the whole store).
-    pub async fn listen(
-        &self,
-        remote: crate::store::RemoteWakes,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
-        wakes::listen(self, remote, stop).await;
-    }
-
-    pub async fn close(&self) {
-        self.pool.close().await;
-    }
 }
 
 /// Applies the migrations while holding a named lock of the database, so
@@ -199,6 +186,30 @@ fn retryable(e: &StoreError) -> bool {
 }
 
 #[async_trait]
+impl Store for MySqlStore {
+    fn backend(&self) -> &'static str {
+        "mysql"
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn listen(
+        &self,
+        remote: crate::store::RemoteWakes,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        wakes::listen(self, remote, stop).await;
+    }
+}
+
+#[async_trait]
 impl crate::store::engine::Driver for MySqlStore {
     type Tx = sqlx::Transaction<'static, MySql>;
     const DIALECT: crate::store::dialect::Dialect = crate::store::dialect::Dialect::MySql;
@@ -211,10 +222,12 @@ impl crate::store::engine::Driver for MySqlStore {
         Ok(self.pool.begin().await?)
     }
 
-    /// A read-only transaction. Round 1: at the session's READ COMMITTED, so not yet
-    /// one snapshot for several statements (the MySQL store is not served yet).
+    /// A read-only transaction on one snapshot (REPEATABLE READ for it alone).
     async fn begin_read(&self) -> StoreResult<Self::Tx> {
-        Ok(self.pool.begin_with("START TRANSACTION READ ONLY").await?)
+        Ok(self
+            .pool
+            .begin_with(crate::store::dialect::MYSQL_READ_SNAPSHOT)
+            .await?)
     }
 
     /// Inserts the wake-ups last, then commits: other instances see them with the
@@ -240,9 +253,7 @@ crate::store::statements::shared_statements!(MySqlStore);
 /// MySQL runs the portable shapes: no `UPDATE … RETURNING`, no data-modifying CTEs.
 impl crate::store::engine::events::EventDriver for MySqlStore {}
 
-// The other areas' portable shapes. Round 1 runs only the events, audit and
-// records statements on MariaDB (`mysql/tests.rs`); the rest still needs MySQL
-// spellings of its `RETURNING`s and upserts before `mysql://` is served.
+// The other areas' portable shapes.
 impl crate::store::engine::bulk::BulkDriver for MySqlStore {}
 impl crate::store::engine::directory::DirectoryDriver for MySqlStore {}
 impl crate::store::engine::idempotency::IdemDriver for MySqlStore {}

@@ -135,11 +135,15 @@ macro_rules! bulk_statements {
             ) -> $crate::store::StoreResult<i64> {
                 let job = row.job;
                 let finished = job.filter(|j| !j.state.is_live()).map(|_| row.now);
-                Ok(sqlx::query_scalar($crate::store::dialect::sql!(
+                // MySQL has no `INSERT … RETURNING` (MariaDB has): its id is the
+                // session's `LAST_INSERT_ID()`, read in the same transaction.
+                let mysql = !<Self as $crate::store::engine::Driver>::DIALECT.update_returning();
+                let id = sqlx::query_scalar($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO audit_log (tenant_id, actor, action, ids, filter, count, at, \
                      job_state, job_total, job_rate, finished_at, job_owner, job_heartbeat_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13){}",
+                    if mysql { "" } else { " RETURNING id" }
                 ))
                 .bind(row.tenant.to_string())
                 .bind(row.actor.to_string())
@@ -161,9 +165,15 @@ macro_rules! bulk_statements {
                 .bind(job.and_then(|j| j.rate).map(i64::from))
                 .bind(finished)
                 .bind(job.and_then(|j| j.owner))
-                .bind(job.map(|_| row.now))
-                .fetch_one(&mut **tx)
-                .await?)
+                .bind(job.map(|_| row.now));
+                if !mysql {
+                    return Ok(id.fetch_one(&mut **tx).await?);
+                }
+                id.fetch_optional(&mut **tx).await?;
+                let id: i64 = sqlx::query_scalar("SELECT CAST(LAST_INSERT_ID() AS SIGNED)")
+                    .fetch_one(&mut **tx)
+                    .await?;
+                Ok(id)
             }
         }
     };

@@ -1,6 +1,6 @@
 //! [`DirectoryStatements`](crate::store::engine::directory::DirectoryStatements):
 //! tenants, tokens, console grants, agents, inbox depth and client reports. A name
-//! already taken is told by the unique index (`is_unique_violation`), on every
+//! already taken is told by the unique index (`dialect::inserted`), on every
 //! backend alike.
 
 macro_rules! directory_statements {
@@ -35,12 +35,10 @@ macro_rules! directory_statements {
                 .bind(name)
                 .bind(now)
                 .execute(self.write_pool())
-                .await;
-                match inserted {
-                    Ok(_) => Ok(true),
-                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(false),
-                    Err(e) => Err(e.into()),
-                }
+                .await
+                .map(|done| done.rows_affected());
+                // A name already taken is told by the unique index.
+                $crate::store::dialect::inserted(inserted)
             }
 
             async fn insert_token_row(
@@ -229,12 +227,10 @@ macro_rules! directory_statements {
                 .bind(&agent.name)
                 .bind(agent.created_at)
                 .execute(&mut **tx)
-                .await;
-                match inserted {
-                    Ok(_) => Ok(true),
-                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(false),
-                    Err(e) => Err(e.into()),
-                }
+                .await
+                .map(|done| done.rows_affected());
+                // A name already taken is told by the unique index.
+                $crate::store::dialect::inserted(inserted)
             }
 
             async fn agent_by_id(
@@ -363,8 +359,8 @@ macro_rules! directory_statements {
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO client_reports (agent_id, report, received_at) \
-                     VALUES ($1, $2, $3) ON CONFLICT (agent_id) DO UPDATE \
-                     SET report = excluded.report, received_at = excluded.received_at"
+                     VALUES ($1, $2, $3) @UPSERT(agent_id) \
+                     report = @NEW(report), received_at = @NEW(received_at)"
                 ))
                 .bind(agent.to_string())
                 .bind(report)

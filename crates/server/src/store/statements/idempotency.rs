@@ -19,7 +19,7 @@ macro_rules! idem_statements {
                     "INSERT INTO idempotency_keys (tenant_id, principal, key_hash, fingerprint, \
                      state, created_at, locked_until, expires_at, owner) \
                      VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8) \
-                     ON CONFLICT (tenant_id, principal, key_hash) DO NOTHING"
+                     @IGNORE_DUPLICATE"
                 ))
                 .bind(key.tenant_id.to_string())
                 .bind(&key.principal)
@@ -30,9 +30,9 @@ macro_rules! idem_statements {
                 .bind(now + ttl_ms)
                 .bind(&key.owner)
                 .execute(&mut **tx)
-                .await?
-                .rows_affected();
-                Ok(inserted == 1)
+                .await
+                .map(|done| done.rows_affected());
+                $crate::store::dialect::inserted(inserted)
             }
 
             async fn lock_key(

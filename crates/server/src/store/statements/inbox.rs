@@ -128,18 +128,30 @@ macro_rules! inbox_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::store::StoreResult<switchboard_proto::InboxEvent> {
                 use $crate::store::rows::EVENT_COLS;
-                let row = sqlx::query($crate::store::dialect::sql!(
+                let returning = <Self as $crate::store::engine::Driver>::DIALECT.update_returning();
+                let update = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE events SET status = 'claimed', attempts = attempts + 1, \
-                     claim_token = $1, lease_expires_at = $2, updated_at = $3 WHERE id = $4 \
-                     RETURNING {EVENT_COLS}"
+                     claim_token = $1, lease_expires_at = $2, updated_at = $3 WHERE id = $4{}",
+                    if returning { format!(" RETURNING {EVENT_COLS}") } else { String::new() }
                 ))
                 .bind(token.to_string())
                 .bind(lease_until)
                 .bind(now)
-                .bind(event.to_string())
-                .fetch_one(&mut **tx)
-                .await?;
+                .bind(event.to_string());
+                let row = if returning {
+                    update.fetch_one(&mut **tx).await?
+                } else {
+                    // The row is locked (`claimable` took it `FOR UPDATE`).
+                    update.execute(&mut **tx).await?;
+                    sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {EVENT_COLS} FROM events WHERE id = $1"
+                    ))
+                    .bind(event.to_string())
+                    .fetch_one(&mut **tx)
+                    .await?
+                };
                 $crate::store::rows::event_from_row(&row)
             }
 
@@ -172,20 +184,24 @@ macro_rules! inbox_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::store::StoreResult<Option<switchboard_proto::EventState>> {
                 use $crate::store::rows::STATE_COLS;
-                let row = sqlx::query($crate::store::dialect::sql!(
+                let returning = <Self as $crate::store::engine::Driver>::DIALECT.update_returning();
+                let update = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE events SET status = 'completed', payload = NULL, \
                      lease_expires_at = NULL, updated_at = $1 WHERE id = $2 AND agent_id = $3 \
-                     AND claim_token = $4 AND status = 'claimed' AND lease_expires_at > $5 \
-                     RETURNING {STATE_COLS}"
+                     AND claim_token = $4 AND status = 'claimed' AND lease_expires_at > $5{}",
+                    if returning { format!(" RETURNING {STATE_COLS}") } else { String::new() }
                 ))
                 .bind(now)
                 .bind(event.to_string())
                 .bind(agent.to_string())
                 .bind(token.to_string())
-                .bind(now)
-                .fetch_optional(&mut **tx)
-                .await?;
+                .bind(now);
+                if !returning {
+                    let done = update.execute(&mut **tx).await?.rows_affected() == 1;
+                    return Ok(if done { Some(self.state_of(tx, event).await?.0) } else { None });
+                }
+                let row = update.fetch_optional(&mut **tx).await?;
                 row.as_ref()
                     .map($crate::store::rows::state_from_row)
                     .transpose()
@@ -198,14 +214,16 @@ macro_rules! inbox_statements {
             ) -> $crate::store::StoreResult<Option<(switchboard_proto::EventState, u64)>> {
                 use $crate::store::engine::inbox::QUARANTINES;
                 use $crate::store::rows::STATE_COLS;
-                let row = sqlx::query($crate::store::dialect::sql!(
+                let returning = <Self as $crate::store::engine::Driver>::DIALECT.update_returning();
+                let update = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE events SET status = CASE WHEN $1 OR {QUARANTINES} \
                      THEN 'quarantined' ELSE 'pending' END, claim_token = NULL, \
                      lease_expires_at = NULL, available_at = $2, \
                      last_error = COALESCE($3, last_error), updated_at = $4 \
                      WHERE id = $5 AND agent_id = $6 AND claim_token = $7 \
-                     AND status = 'claimed' AND lease_expires_at > $8 RETURNING {STATE_COLS}, seq"
+                     AND status = 'claimed' AND lease_expires_at > $8{}",
+                    if returning { format!(" RETURNING {STATE_COLS}, seq") } else { String::new() }
                 ))
                 .bind(r.terminal)
                 .bind(r.available_at)
@@ -214,9 +232,12 @@ macro_rules! inbox_statements {
                 .bind(r.event.to_string())
                 .bind(r.agent.id.to_string())
                 .bind(r.token.to_string())
-                .bind(r.now)
-                .fetch_optional(&mut **tx)
-                .await?;
+                .bind(r.now);
+                if !returning {
+                    let done = update.execute(&mut **tx).await?.rows_affected() == 1;
+                    return Ok(if done { Some(self.state_of(tx, r.event).await?) } else { None });
+                }
+                let row = update.fetch_optional(&mut **tx).await?;
                 let Some(row) = row else {
                     return Ok(None);
                 };
@@ -233,23 +254,50 @@ macro_rules! inbox_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::store::StoreResult<Option<switchboard_proto::EventState>> {
                 use $crate::store::rows::STATE_COLS;
-                let row = sqlx::query($crate::store::dialect::sql!(
+                let returning = <Self as $crate::store::engine::Driver>::DIALECT.update_returning();
+                let update = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE events SET lease_expires_at = $1, updated_at = $2 WHERE id = $3 \
                      AND agent_id = $4 AND claim_token = $5 AND status = 'claimed' \
-                     AND lease_expires_at > $6 RETURNING {STATE_COLS}"
+                     AND lease_expires_at > $6{}",
+                    if returning { format!(" RETURNING {STATE_COLS}") } else { String::new() }
                 ))
                 .bind(until)
                 .bind(now)
                 .bind(event.to_string())
                 .bind(agent.to_string())
                 .bind(token.to_string())
-                .bind(now)
-                .fetch_optional(self.write_pool())
-                .await?;
+                .bind(now);
+                if !returning {
+                    // The update and the read of what it wrote, in one transaction.
+                    use $crate::store::engine::Driver;
+                    let mut tx = self.begin_write().await?;
+                    let done = update.execute(&mut *tx).await?.rows_affected() == 1;
+                    let state = if done { Some(self.state_of(&mut tx, event).await?.0) } else { None };
+                    self.commit(tx, &[]).await?;
+                    return Ok(state);
+                }
+                let row = update.fetch_optional(self.write_pool()).await?;
                 row.as_ref()
                     .map($crate::store::rows::state_from_row)
                     .transpose()
+            }
+
+            async fn state_of(
+                &self,
+                tx: &mut Self::Tx,
+                event: switchboard_proto::EventId,
+            ) -> $crate::store::StoreResult<(switchboard_proto::EventState, u64)> {
+                use $crate::store::rows::STATE_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {STATE_COLS}, seq FROM events WHERE id = $1"
+                ))
+                .bind(event.to_string())
+                .fetch_one(&mut **tx)
+                .await?;
+                let seq: i64 = sqlx::Row::try_get(&row, "seq")?;
+                Ok(($crate::store::rows::state_from_row(&row)?, seq as u64))
             }
 
             async fn completed_by(

@@ -34,21 +34,33 @@ macro_rules! job_statements {
             ) -> $crate::store::StoreResult<switchboard_proto::Job> {
                 use $crate::store::rows::AUDIT_COLS;
                 let finished = state.filter(|(s, _)| !s.is_live()).map(|_| now);
-                let row = sqlx::query($crate::store::dialect::sql!(
+                let returning = <Self as $crate::store::engine::Driver>::DIALECT.update_returning();
+                let update = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE audit_log SET count = count + $1, job_heartbeat_at = $2, \
                      job_state = COALESCE($3, job_state), job_error = COALESCE($4, job_error), \
-                     finished_at = COALESCE($5, finished_at) WHERE id = $6 \
-                     RETURNING {AUDIT_COLS}"
+                     finished_at = COALESCE($5, finished_at) WHERE id = $6{}",
+                    if returning { format!(" RETURNING {AUDIT_COLS}") } else { String::new() }
                 ))
                 .bind(done as i64)
                 .bind(now)
                 .bind(state.map(|(s, _)| s.as_str()))
                 .bind(state.and_then(|(_, e)| e))
                 .bind(finished)
-                .bind(id)
-                .fetch_one(&mut **tx)
-                .await?;
+                .bind(id);
+                let row = if returning {
+                    update.fetch_one(&mut **tx).await?
+                } else {
+                    // Locked by `lock_job`; the read sees the update.
+                    update.execute(&mut **tx).await?;
+                    sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {AUDIT_COLS} FROM audit_log WHERE id = $1"
+                    ))
+                    .bind(id)
+                    .fetch_one(&mut **tx)
+                    .await?
+                };
                 $crate::store::rows::job_from_row(&row)
             }
 
@@ -61,17 +73,51 @@ macro_rules! job_statements {
                 Vec<(switchboard_proto::TenantId, switchboard_proto::Job)>,
             > {
                 use $crate::store::rows::{AUDIT_COLS, Cols};
-                let rows = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
-                     WHERE job_state IN ('running', 'cancelling') \
-                     AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2) \
-                     RETURNING tenant_id, {AUDIT_COLS}"
-                ))
-                .bind(now)
-                .bind(stale_before)
-                .fetch_all(&mut **tx)
-                .await?;
+                let rows = if <Self as $crate::store::engine::Driver>::DIALECT.update_returning() {
+                    sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
+                         WHERE job_state IN ('running', 'cancelling') \
+                         AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2) \
+                         RETURNING tenant_id, {AUDIT_COLS}"
+                    ))
+                    .bind(now)
+                    .bind(stale_before)
+                    .fetch_all(&mut **tx)
+                    .await?
+                } else {
+                    // Lock the stale jobs, end each, and read them back.
+                    let ids: Vec<i64> = sqlx::query_scalar($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT id FROM audit_log WHERE job_state IN ('running', 'cancelling') \
+                         AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $1) @FOR_UPDATE"
+                    ))
+                    .bind(stale_before)
+                    .fetch_all(&mut **tx)
+                    .await?;
+                    let mut rows = Vec::with_capacity(ids.len());
+                    for id in ids {
+                        sqlx::query($crate::store::dialect::sql!(
+                            <Self as $crate::store::engine::Driver>::DIALECT,
+                            "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
+                             WHERE id = $2"
+                        ))
+                        .bind(now)
+                        .bind(id)
+                        .execute(&mut **tx)
+                        .await?;
+                        rows.push(
+                            sqlx::query($crate::store::dialect::sql!(
+                                <Self as $crate::store::engine::Driver>::DIALECT,
+                                "SELECT tenant_id, {AUDIT_COLS} FROM audit_log WHERE id = $1"
+                            ))
+                            .bind(id)
+                            .fetch_one(&mut **tx)
+                            .await?,
+                        );
+                    }
+                    rows
+                };
                 rows.iter()
                     .map(|r| {
                         Ok((

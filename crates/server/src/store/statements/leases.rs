@@ -53,14 +53,15 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 skeleton: &str,
             ) -> $crate::store::StoreResult<()> {
-                sqlx::query($crate::store::dialect::sql!(
+                let done = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "INSERT INTO name_fences (skeleton, fence) VALUES ($1, 0) \
-                     ON CONFLICT (skeleton) DO NOTHING"
+                    "INSERT INTO name_fences (skeleton, fence) VALUES ($1, 0) @IGNORE_DUPLICATE"
                 ))
                 .bind(skeleton)
                 .execute(&mut **tx)
-                .await?;
+                .await
+                .map(|done| done.rows_affected());
+                $crate::store::dialect::inserted(done)?;
                 Ok(())
             }
 
@@ -74,9 +75,8 @@ macro_rules! lease_statements {
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO name_fences (skeleton, fence, quiet_until) VALUES ($1, $2, $3) \
-                     ON CONFLICT (skeleton) DO UPDATE SET \
-                     fence = @GREATEST(name_fences.fence, EXCLUDED.fence), \
-                     quiet_until = @GREATEST(name_fences.quiet_until, EXCLUDED.quiet_until)"
+                     @UPSERT(skeleton) fence = @GREATEST(name_fences.fence, @NEW(fence)), \
+                     quiet_until = @GREATEST(name_fences.quiet_until, @NEW(quiet_until))"
                 ))
                 .bind(skeleton)
                 .bind(fence)
@@ -265,7 +265,7 @@ macro_rules! lease_statements {
                 let done = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO registered_names (skeleton, name, original, tenant_id, \
-                     created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
+                     created_at) VALUES ($1, $2, $3, $4, $5) @IGNORE_DUPLICATE"
                 ))
                 .bind(&n.skeleton)
                 .bind(&n.name)
@@ -273,8 +273,9 @@ macro_rules! lease_statements {
                 .bind(tenant.to_string())
                 .bind(n.created_at)
                 .execute(&mut **tx)
-                .await?;
-                Ok(done.rows_affected() > 0)
+                .await
+                .map(|done| done.rows_affected());
+                $crate::store::dialect::inserted(done)
             }
 
             async fn key_known(

@@ -35,28 +35,18 @@ macro_rules! ops_statements {
                         .replace('%', "\\%")
                         .replace('_', "\\_");
                     // Case-insensitive everywhere, as SQLite's LIKE is (for ASCII):
-                    // PostgreSQL's ILIKE; MySQL's LIKE in its default collations,
-                    // whose string literals take `\` as an escape (and `\` is LIKE's
-                    // escape already).
+                    // PostgreSQL's ILIKE; on MySQL the column's binary collation
+                    // overridden by a case-insensitive one (`\` is LIKE's escape
+                    // there already).
                     let (like, escape) = match <Self as $crate::store::engine::Driver>::DIALECT {
                         Dialect::Sqlite => (" AND e.payload LIKE ", " ESCAPE '\\'"),
                         Dialect::Postgres => (" AND e.payload ILIKE ", " ESCAPE '\\'"),
-                        Dialect::MySql => (" AND e.payload LIKE ", ""),
+                        Dialect::MySql => (" AND e.payload COLLATE utf8mb4_general_ci LIKE ", ""),
                     };
                     qb.push(like)
                         .push_bind(format!("%{escaped}%"))
                         .push(escape);
                 }
-            }
-
-            async fn begin_ops_read(&self) -> $crate::store::StoreResult<Self::Tx> {
-                use $crate::store::dialect::Dialect;
-                let begin = match <Self as $crate::store::engine::Driver>::DIALECT {
-                    Dialect::Sqlite => "BEGIN",
-                    Dialect::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-                    Dialect::MySql => "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
-                };
-                Ok(self.read_pool().begin_with(begin).await?)
             }
 
             async fn events_page(

@@ -241,7 +241,7 @@ macro_rules! record_statements {
                     $crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
                         "INSERT INTO memory_subscribers (memory_id, agent_id) VALUES ($1, $2) \
-                         @IGNORE_DUPLICATE(agent_id)"
+                         @IGNORE_DUPLICATE"
                     )
                 } else {
                     $crate::store::dialect::sql!(
@@ -249,11 +249,13 @@ macro_rules! record_statements {
                         "DELETE FROM memory_subscribers WHERE memory_id = $1 AND agent_id = $2"
                     )
                 };
-                sqlx::query(sql)
+                let done = sqlx::query(sql)
                     .bind(memory.to_string())
                     .bind(agent.to_string())
                     .execute(&mut **tx)
-                    .await?;
+                    .await
+                    .map(|done| done.rows_affected());
+                $crate::store::dialect::inserted(done)?;
                 Ok(())
             }
 

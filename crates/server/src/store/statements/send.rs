@@ -12,6 +12,28 @@ macro_rules! send_statements {
                 tenant: switchboard_proto::TenantId,
                 room: switchboard_proto::RoomId,
             ) -> $crate::store::StoreResult<u64> {
+                if !<Self as $crate::store::engine::Driver>::DIALECT.update_returning() {
+                    // The update locks the row until the commit; the read sees it.
+                    let done = sqlx::query($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2"
+                    ))
+                    .bind(room.to_string())
+                    .bind(tenant.to_string())
+                    .execute(&mut **tx)
+                    .await?;
+                    if done.rows_affected() != 1 {
+                        return Err(sqlx::Error::RowNotFound.into());
+                    }
+                    let seq: i64 = sqlx::query_scalar($crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT head_seq FROM rooms WHERE id = $1"
+                    ))
+                    .bind(room.to_string())
+                    .fetch_one(&mut **tx)
+                    .await?;
+                    return Ok(seq as u64);
+                }
                 let seq: i64 = sqlx::query_scalar($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
@@ -84,13 +106,10 @@ macro_rules! send_statements {
                 .bind(name)
                 .bind(now)
                 .execute(&mut **tx)
-                .await;
-                match inserted {
-                    // The id is new: the name is what is taken.
-                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(false),
-                    Err(e) => Err(e.into()),
-                    Ok(_) => Ok(true),
-                }
+                .await
+                .map(|done| done.rows_affected());
+                // A name already taken is told by the unique index.
+                $crate::store::dialect::inserted(inserted)
             }
 
             async fn lock_room(
@@ -134,16 +153,18 @@ macro_rules! send_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::store::StoreResult<()> {
-                sqlx::query($crate::store::dialect::sql!(
+                let done = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO room_members (room_id, agent_id, joined_at) VALUES ($1, $2, $3) \
-                     ON CONFLICT DO NOTHING"
+                     @IGNORE_DUPLICATE"
                 ))
                 .bind(room.to_string())
                 .bind(agent.to_string())
                 .bind(now)
                 .execute(&mut **tx)
-                .await?;
+                .await
+                .map(|done| done.rows_affected());
+                $crate::store::dialect::inserted(done)?;
                 Ok(())
             }
 

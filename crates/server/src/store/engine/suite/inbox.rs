@@ -71,6 +71,10 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
         .create_agent(tenant, "other", &[12; 32], &[], 0)
         .await
         .expect("agent");
+    let late = d
+        .create_agent(tenant, "late", &[13; 32], &[], 0)
+        .await
+        .expect("agent");
     let a = agent.id;
     let e1 = send(d, tenant, a, &message_with(0, 5, 0, None), 100).await;
     let e2 = send(d, tenant, a, &message_with(0, 1, 0, None), 100).await;
@@ -113,6 +117,15 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     assert_eq!((counts.pending, counts.claimed), (5, 0));
     assert_eq!(d.first_open_seq(&mut tx, a).await.unwrap(), Some(1));
     assert_eq!(d.first_open_seq(&mut tx, other.id).await.unwrap(), None);
+    // A send that commits while the read is open is not in its snapshot.
+    send(d, tenant, late.id, &message_with(0, 5, 0, None), 100).await;
+    assert_eq!(d.marks(&mut tx, late.id, false).await.unwrap().head, 0);
+    assert!(
+        d.events_after(&mut tx, late.id, 0, 1, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     d.commit(tx, &[]).await.expect("end read");
 
     // The portable claim's statements: by priority, then sequence; only what is

@@ -2,7 +2,8 @@
 //! `riverdrivertest`). It runs beside the HTTP conformance suite, which tests the
 //! same logic from outside; this one pins down what each statement does, so a new
 //! driver (MariaDB) is checked method by method. SQLite always; PostgreSQL with
-//! `SWITCHBOARD_TEST_POSTGRES` (`cargo xtask test` runs it there).
+//! `SWITCHBOARD_TEST_POSTGRES` and MariaDB with `SWITCHBOARD_TEST_MYSQL` (`cargo xtask
+//! test` runs it on both).
 //!
 //! Each area's checks are a file here with a `check(d)` that seeds what it needs in
 //! the fresh database it is given; [`every_statement`] runs them all.
@@ -18,6 +19,7 @@ pub(crate) mod records;
 mod send;
 
 use crate::hooks::Hooks;
+use crate::store::mysql::MySqlStore;
 use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::*;
@@ -88,6 +90,33 @@ async fn every_statement_on_postgres() {
     store.close().await;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&pool)
+    .await
+    .expect("drop the database");
+}
+
+#[tokio::test]
+#[ignore = "needs MariaDB or MySQL: cargo xtask test runs it there with --include-ignored"]
+async fn every_statement_on_mysql() {
+    let admin = std::env::var("SWITCHBOARD_TEST_MYSQL")
+        .expect("set SWITCHBOARD_TEST_MYSQL to an admin URL");
+    let name = format!("sb_t_driver_{}", uuid::Uuid::new_v4().simple());
+    let pool = sqlx::MySqlPool::connect(&admin).await.expect("connect");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&pool)
+        .await
+        .expect("create the database");
+    let (base, _) = admin
+        .rsplit_once('/')
+        .expect("an admin URL ends in /database");
+    let store = MySqlStore::open(&format!("{base}/{name}"), 4, Hooks::default())
+        .await
+        .expect("open");
+    every_statement(&store).await;
+    store.close().await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name}"
     )))
     .execute(&pool)
     .await

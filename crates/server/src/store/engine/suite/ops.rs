@@ -179,7 +179,7 @@ pub(super) async fn check<D: BulkDriver + Store>(d: &D) {
     assert_eq!((listed.events.len(), listed.next_cursor), (3, None));
 
     // One event and its history, in one snapshot, within the tenant only.
-    let mut tx = d.begin_ops_read().await.expect("read");
+    let mut tx = d.begin_read().await.expect("read");
     let found = d.load_ops_event(&mut tx, tenant, marked).await.unwrap();
     assert_eq!(found.event.correlation_id.as_deref(), Some("c-1"));
     assert!(matches!(
