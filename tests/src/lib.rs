@@ -2,9 +2,10 @@
 //! and clients of the SDK pointed at it. The server stops (gracefully) and its files
 //! are deleted when the fixture is dropped.
 //!
-//! With `SWITCHBOARD_TEST_POSTGRES` set to an admin URL, every server runs on
-//! PostgreSQL instead, each on a fresh database of its own (dropped with the
-//! fixture): the same tests are the conformance suite of both backends.
+//! With `SWITCHBOARD_TEST_POSTGRES` or `SWITCHBOARD_TEST_MYSQL` set to an admin
+//! URL, every server runs on PostgreSQL or MariaDB / MySQL instead, each on a fresh
+//! database of its own ([`database`]): the same tests are the conformance suite of
+//! every backend.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,6 +15,8 @@ use switchboard_server::{Config, Hooks, ManualClock, Server, Workers};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+mod database;
+pub use database::{Backend, DatabaseOutage, TestDatabase, backend, mysql_url, postgres_url};
 pub use switchboard_sdk as sdk;
 pub use switchboard_server as server;
 
@@ -39,67 +42,16 @@ pub struct TestServer {
     pub operator_token: String,
     /// Present with `Options::manual_clock`.
     pub clock: Option<ManualClock>,
-    /// The SQLite file (unused on PostgreSQL).
+    /// The SQLite file (unused on the database servers).
     pub db_path: PathBuf,
-    /// What the server was opened with: `sqlite://…` or `postgres://…`.
+    /// What the server was opened with: `sqlite://…`, `postgres://…` or `mysql://…`.
     pub database_url: String,
     /// `None` only while an outage holds the server down.
     workers: Option<Workers>,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
-    _database: Option<PgDatabase>,
-}
-
-/// The PostgreSQL admin URL the suite runs against, if any.
-pub fn postgres_url() -> Option<String> {
-    std::env::var("SWITCHBOARD_TEST_POSTGRES")
-        .ok()
-        .filter(|u| !u.is_empty())
-}
-
-/// `sqlite` or `postgres`: the backend this run's servers use.
-pub fn backend() -> &'static str {
-    if postgres_url().is_some() {
-        "postgres"
-    } else {
-        "sqlite"
-    }
-}
-
-/// A fresh PostgreSQL database. It is not dropped with the fixture: DROP DATABASE
-/// waits on every backend of the cluster, including those of servers still
-/// shutting down, and a test must not wait on that. `cargo xtask test` drops every
-/// `sb_t_…` database after the suite (and before the next).
-pub struct PgDatabase {
-    pub name: String,
-    pub url: String,
-}
-
-impl PgDatabase {
-    pub async fn create(admin: &str) -> Self {
-        use sqlx::Connection;
-        let name = format!("sb_t_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = sqlx::PgConnection::connect(admin)
-            .await
-            .expect("connect to the test PostgreSQL (SWITCHBOARD_TEST_POSTGRES)");
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut conn)
-            .await
-            .expect("create a test database");
-        // As the SQLite servers run `synchronous = normal`: durability across a
-        // crash of the machine is not under test, and a flush per commit only
-        // slows the suite.
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "ALTER DATABASE {name} SET synchronous_commit = off"
-        )))
-        .execute(&mut conn)
-        .await
-        .expect("configure the test database");
-        let _ = conn.close().await;
-        let url = with_database(admin, &name);
-        Self { name, url }
-    }
+    database: Option<TestDatabase>,
 }
 
 /// `url` with its database path replaced by `db`.
@@ -123,10 +75,7 @@ impl TestServer {
     pub async fn with(opts: Options) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let db_path = dir.path().join("switchboard.db");
-        let database = match postgres_url() {
-            Some(admin) => Some(PgDatabase::create(&admin).await),
-            None => None,
-        };
+        let database = TestDatabase::create().await;
         let database_url = database.as_ref().map_or_else(
             || format!("sqlite://{}", db_path.display()),
             |d| d.url.clone(),
@@ -135,16 +84,13 @@ impl TestServer {
         Self::open(opts, dir, database_url, database, token_file).await
     }
 
-    fn on_postgres(&self) -> bool {
-        self.database_url.starts_with("postgres")
-    }
-
-    /// A second server instance on this one's PostgreSQL database, with the same
-    /// operator token and a clock of its own (as another host of a team deployment).
+    /// A second server instance on this one's PostgreSQL or MariaDB database, with
+    /// the same operator token and a clock of its own (as another host of a team
+    /// deployment).
     pub async fn another_instance(&self, opts: Options) -> Self {
         assert!(
-            self.on_postgres(),
-            "several instances share a database only on PostgreSQL"
+            self.backend().shared(),
+            "several instances share a database only on PostgreSQL and MariaDB / MySQL"
         );
         let dir = tempfile::tempdir().expect("temp dir");
         let token_file = self._dir.path().join("operator-token");
@@ -155,7 +101,7 @@ impl TestServer {
         opts: Options,
         dir: tempfile::TempDir,
         database_url: String,
-        database: Option<PgDatabase>,
+        database: Option<TestDatabase>,
         token_file: PathBuf,
     ) -> Self {
         let db_path = dir.path().join("switchboard.db");
@@ -210,135 +156,7 @@ impl TestServer {
             shutdown: Some(tx),
             handle: Some(handle),
             _dir: dir,
-            _database: database,
-        }
-    }
-
-    /// Everything the server stored, as bytes to scan for what must not be there
-    /// (I11): every file of the SQLite database (main file, WAL, shared memory), or
-    /// every row of every PostgreSQL table as text.
-    pub async fn stored_bytes(&self) -> Vec<u8> {
-        if !self.on_postgres() {
-            let dir = self.db_path.parent().expect("db dir").to_owned();
-            let mut bytes = Vec::new();
-            for entry in std::fs::read_dir(&dir).expect("db dir is readable") {
-                let path = entry.expect("entry").path();
-                if path.is_file() {
-                    bytes.extend(std::fs::read(&path).expect("db file is readable"));
-                }
-            }
-            return bytes;
-        }
-        let pool = sqlx::PgPool::connect(&self.database_url)
-            .await
-            .expect("connect");
-        let tables: Vec<String> = sqlx::query_scalar(
-            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'",
-        )
-        .fetch_all(&pool)
-        .await
-        .expect("list tables");
-        let mut bytes = Vec::new();
-        for table in tables {
-            let text: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                "SELECT string_agg(t::text, E'\\n') FROM \"{table}\" t"
-            )))
-            .fetch_one(&pool)
-            .await
-            .expect("read a table");
-            bytes.extend(text.unwrap_or_default().into_bytes());
-        }
-        pool.close().await;
-        bytes
-    }
-
-    /// The rows of `sql` (text columns) read straight from the server's database.
-    pub async fn stored_rows(&self, sql: &'static str) -> Vec<Vec<Option<String>>> {
-        use sqlx::Row;
-        fn texts<R: Row>(rows: Vec<R>) -> Vec<Vec<Option<String>>>
-        where
-            for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-            usize: sqlx::ColumnIndex<R>,
-        {
-            rows.iter()
-                .map(|r| {
-                    (0..r.len())
-                        .map(|i| r.try_get(i).expect("a text column"))
-                        .collect()
-                })
-                .collect()
-        }
-        if !self.on_postgres() {
-            let url = format!("sqlite://{}?mode=ro", self.db_path.display());
-            let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
-            let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
-            pool.close().await;
-            texts(rows)
-        } else {
-            let pool = sqlx::PgPool::connect(&self.database_url)
-                .await
-                .expect("connect");
-            let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
-            pool.close().await;
-            texts(rows)
-        }
-    }
-
-    /// Runs `sql` on the server's database: rows only another process could have
-    /// left behind (a job of an instance that died), which no API writes.
-    pub async fn seed(&self, sql: &str) {
-        if !self.on_postgres() {
-            let url = format!("sqlite://{}", self.db_path.display());
-            let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&pool)
-                .await
-                .expect("seed");
-            pool.close().await;
-        } else {
-            let pool = sqlx::PgPool::connect(&self.database_url)
-                .await
-                .expect("connect");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&pool)
-                .await
-                .expect("seed");
-            pool.close().await;
-        }
-    }
-
-    /// Takes the server's database away while the server keeps running, until
-    /// [`DatabaseOutage::end`]. On PostgreSQL the database refuses connections and
-    /// every one it had is terminated; on SQLite another connection holds the
-    /// file's write lock, so every write waits out the busy timeout (10 s) and fails.
-    pub async fn database_outage(&self) -> DatabaseOutage {
-        use sqlx::Connection;
-        if let Some(db) = &self._database {
-            let admin = postgres_url().expect("a PostgreSQL server");
-            let mut conn = sqlx::PgConnection::connect(&admin)
-                .await
-                .expect("connect as admin");
-            for sql in [
-                format!("ALTER DATABASE {} ALLOW_CONNECTIONS false", db.name),
-                format!(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}'",
-                    db.name
-                ),
-            ] {
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .execute(&mut conn)
-                    .await
-                    .expect("take the database away");
-            }
-            DatabaseOutage::Postgres(conn, db.name.clone())
-        } else {
-            let url = format!("sqlite://{}", self.db_path.display());
-            let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
-            sqlx::query("BEGIN EXCLUSIVE")
-                .execute(&mut conn)
-                .await
-                .expect("take the write lock");
-            DatabaseOutage::Sqlite(conn)
+            database,
         }
     }
 
@@ -481,37 +299,6 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
-        }
-    }
-}
-
-/// The database of a [`TestServer`], taken away by [`TestServer::database_outage`].
-pub enum DatabaseOutage {
-    Postgres(sqlx::PgConnection, String),
-    Sqlite(sqlx::SqliteConnection),
-}
-
-impl DatabaseOutage {
-    /// Gives the database back.
-    pub async fn end(self) {
-        use sqlx::Connection;
-        match self {
-            Self::Postgres(mut conn, name) => {
-                sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "ALTER DATABASE {name} ALLOW_CONNECTIONS true"
-                )))
-                .execute(&mut conn)
-                .await
-                .expect("give the database back");
-                let _ = conn.close().await;
-            }
-            Self::Sqlite(mut conn) => {
-                sqlx::query("ROLLBACK")
-                    .execute(&mut conn)
-                    .await
-                    .expect("release the write lock");
-                let _ = conn.close().await;
-            }
         }
     }
 }

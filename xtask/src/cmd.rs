@@ -27,6 +27,10 @@ pub(crate) fn cargo() -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root());
+    // Which database server a test suite runs on is the step's choice (it sets one),
+    // never the caller's shell.
+    cmd.env_remove(crate::postgres::URL_ENV)
+        .env_remove(crate::mariadb::URL_ENV);
     cmd
 }
 

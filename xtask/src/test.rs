@@ -164,13 +164,23 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             Ok(())
         });
         if let Some(db) = &maria {
-            step(&mut outcomes, "MySQL store on MariaDB", || {
+            step(&mut outcomes, "conformance on MariaDB", || {
+                // The store's own tests and the driver suite.
                 run_counting(
                     cmd::cargo()
                         .args(["test", "--workspace", "--lib"])
                         .args(cargo_test_args)
                         .args(include_ignored(cargo_test_args))
                         .args(ON_MARIADB)
+                        .env(mariadb::URL_ENV, &db.url),
+                    &mut counts,
+                )?;
+                run_counting(
+                    cmd::cargo()
+                        .args(["test", "--workspace", "--no-fail-fast"])
+                        .args(CONFORMANCE)
+                        .args(cargo_test_args)
+                        .args(include_ignored(cargo_test_args))
                         .env(mariadb::URL_ENV, &db.url),
                     &mut counts,
                 )

@@ -1,9 +1,10 @@
-//! Three `switchboard serve` processes on one PostgreSQL database behave as one
-//! server: every event acked exactly once, per-agent order, wake-ups across
-//! instances, and a stale claim refused by every instance.
+//! Three `switchboard serve` processes on one PostgreSQL or MariaDB / MySQL
+//! database behave as one server: every event acked exactly once, per-agent order,
+//! wake-ups across instances, and a stale claim refused by every instance.
 //!
-//! Needs PostgreSQL: `cargo xtask test` runs it with `SWITCHBOARD_TEST_POSTGRES`
-//! set (`--include-ignored`); without it the test is ignored, not passed.
+//! Needs a database server: `cargo xtask test` runs it with
+//! `SWITCHBOARD_TEST_POSTGRES`, then with `SWITCHBOARD_TEST_MYSQL` (`--include-ignored`);
+//! without either the test is ignored, not passed.
 
 mod common;
 
@@ -16,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_sdk::Client;
 use switchboard_sdk::proto::{ClaimRequest, CreateAgent, ErrorCode, SendMessage};
-use switchboard_tests::{PgDatabase, key, postgres_url};
+use switchboard_tests::{TestDatabase, key};
 
 const INSTANCES: usize = 3;
 const AGENTS: usize = 50;
@@ -48,12 +49,13 @@ struct Cluster {
     instances: Vec<Serve>,
     _dir: tempfile::TempDir,
     // Last: dropped after the processes were killed.
-    _db: PgDatabase,
+    _db: TestDatabase,
 }
 
 async fn cluster() -> Cluster {
-    let admin = postgres_url().expect("SWITCHBOARD_TEST_POSTGRES is set");
-    let db = PgDatabase::create(&admin).await;
+    let db = TestDatabase::create()
+        .await
+        .expect("SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL is set");
     let dir = tempfile::tempdir().expect("temp dir");
     // One after the other: the first migrates and writes the operator token, the
     // others find both.
@@ -78,7 +80,7 @@ async fn cluster() -> Cluster {
 /// BIGSERIAL, seq 7 can commit before seq 6, a reader moves its cursor to 7, and
 /// 6 is never read.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs PostgreSQL: set SWITCHBOARD_TEST_POSTGRES (cargo xtask test does)"]
+#[ignore = "needs PostgreSQL or MariaDB: set SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL"]
 async fn a_cursor_reader_misses_nothing_while_three_instances_send() {
     const SENDERS: usize = 12;
     const EACH: usize = 40;
@@ -141,7 +143,7 @@ async fn a_cursor_reader_misses_nothing_while_three_instances_send() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs PostgreSQL: set SWITCHBOARD_TEST_POSTGRES (cargo xtask test does)"]
+#[ignore = "needs PostgreSQL or MariaDB: set SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL"]
 async fn three_instances_on_one_database_behave_as_one() {
     let c = cluster().await;
     let (ops, instances) = (&c.ops, &c.instances);

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use switchboard_sdk::proto::{ClaimRequest, CreateAgent, ErrorCode, SendMessage};
 use switchboard_sdk::{Client, RetryPolicy};
-use switchboard_tests::{PgDatabase, postgres_url};
+use switchboard_tests::{Backend, TestDatabase};
 use tokio::sync::Mutex;
 
 /// No request may take longer than this, outage or not: the pool's acquire
@@ -68,10 +68,12 @@ fn outage_error(e: &switchboard_sdk::Error, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "restarts PostgreSQL: set SWITCHBOARD_TEST_POSTGRES and SWITCHBOARD_TEST_PG_CTL"]
 async fn the_server_rides_out_a_database_restart_under_load() {
-    let admin = postgres_url().expect("SWITCHBOARD_TEST_POSTGRES is set");
     let ctl = std::env::var("SWITCHBOARD_TEST_PG_CTL")
         .expect("SWITCHBOARD_TEST_PG_CTL is set (e.g. `pg_ctlcluster 15 main`)");
-    let db = PgDatabase::create(&admin).await;
+    let db = TestDatabase::create()
+        .await
+        .filter(|db| db.backend == Backend::Postgres)
+        .expect("SWITCHBOARD_TEST_POSTGRES is set");
     let dir = tempfile::tempdir().expect("temp dir");
     let serve = Serve::start(serve_command(&db.url, dir.path()).stderr(Stdio::null()));
     let url = serve.url.clone();

@@ -8,6 +8,7 @@ use crate::http::auth::{generate_token, hash_token, operator_scopes};
 use crate::http::router;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
+use crate::store::mysql::MySqlStore;
 use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{Store, StoreError};
@@ -29,7 +30,8 @@ pub enum StartError {
         source: std::io::Error,
     },
     #[error(
-        "unsupported database URL {0:?}: use sqlite://PATH or postgres://USER:PASSWORD@HOST/DATABASE"
+        "unsupported database URL {0:?}: use sqlite://PATH, postgres://USER:PASSWORD@HOST/DATABASE \
+         or mysql://USER:PASSWORD@HOST/DATABASE"
     )]
     UnsupportedUrl(String),
 }
@@ -66,6 +68,12 @@ impl Server {
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Arc::new(
                 PgStore::open(&url, config.database_max_connections, config.hooks.clone()).await?,
+            )
+        } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+            let url = url.replacen("mariadb://", "mysql://", 1);
+            Arc::new(
+                MySqlStore::open(&url, config.database_max_connections, config.hooks.clone())
+                    .await?,
             )
         } else {
             return Err(StartError::UnsupportedUrl(crate::config::redact_url(&url)));

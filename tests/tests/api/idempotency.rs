@@ -371,11 +371,11 @@ async fn room_sends_are_idempotent() {
 /// the key is no longer its own, and its whole transaction (the event) must roll back:
 /// the message is stored once, and the key replays B's answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
+#[ignore = "needs a database server: cargo xtask test runs it on PostgreSQL and MariaDB"]
 async fn an_attempt_taken_over_by_another_instance_commits_nothing() {
     assert!(
-        switchboard_tests::postgres_url().is_some(),
-        "set SWITCHBOARD_TEST_POSTGRES to run this test"
+        switchboard_tests::Backend::current().shared(),
+        "set SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL to run this test"
     );
     let (gate, hooks) = Gate::armed();
     let a = TestServer::with(Options {

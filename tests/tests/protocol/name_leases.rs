@@ -112,11 +112,11 @@ async fn exactly_one_of_100_concurrent_claims_wins_every_round_and_tokens_only_g
 /// name that never had a lease (so no fence row exists to lock until a claim makes
 /// one), each with a memory of its own: one winner, with the first token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
+#[ignore = "needs a database server: cargo xtask test runs it on PostgreSQL and MariaDB"]
 async fn two_instances_racing_for_a_new_name_have_one_winner() {
     assert!(
-        switchboard_tests::postgres_url().is_some(),
-        "set SWITCHBOARD_TEST_POSTGRES to run this test"
+        switchboard_tests::Backend::current().shared(),
+        "set SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL to run this test"
     );
     let a = TestServer::start().await;
     let b = a.another_instance(Options::default()).await;

@@ -324,11 +324,11 @@ async fn graceful_shutdown_closes_open_streams() {
 /// run of sends on A, each `inbox_updated` B delivers names an event that is already
 /// committed when B's subscriber gets it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
+#[ignore = "needs a database server: cargo xtask test runs it on PostgreSQL and MariaDB"]
 async fn a_wake_up_on_another_instance_follows_the_commit() {
     assert!(
-        switchboard_tests::postgres_url().is_some(),
-        "set SWITCHBOARD_TEST_POSTGRES to run this test"
+        switchboard_tests::Backend::current().shared(),
+        "set SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL to run this test"
     );
     let gate = Arc::new(Gate::default());
     let a = TestServer::with(Options {
@@ -363,9 +363,6 @@ async fn a_wake_up_on_another_instance_follows_the_commit() {
     gate.open.notify_one();
     sending.await.expect("send task");
 
-    let db = sqlx::PgPool::connect(&b.database_url)
-        .await
-        .expect("connect");
     let mut seen = 0;
     let rounds = 40;
     for round in 0..=rounds {
@@ -381,11 +378,9 @@ async fn a_wake_up_on_another_instance_follows_the_commit() {
                 .unwrap_or_else(|| panic!("no wake-up on B for seq {target}"));
             // Read straight from the database, without locks: a poll through the
             // API would wait behind the sender's row lock and hide an early wake.
-            let newest: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM events")
-                .fetch_one(&db)
-                .await
-                .expect("read the events");
-            let newest = newest as u64;
+            let newest = b
+                .stored_number("SELECT COALESCE(MAX(seq), 0) FROM events")
+                .await as u64;
             assert!(
                 newest >= update.cursor_hint,
                 "B announced cursor {} before the event was committed (the database has up to {newest})",

@@ -12,13 +12,19 @@
 //! | `@LEAST`       | `LEAST`                  | `LEAST`                  | `MIN`               |
 //! | `@IGNORE_DUPLICATE` | `ON CONFLICT DO NOTHING` | nothing (see below) | `ON CONFLICT DO NOTHING` |
 //!
-//! and two that take the columns they are about, for the upserts MySQL spells
-//! another way (PostgreSQL and SQLite alike):
+//! and three that take the columns (or index) they are about, for what MySQL
+//! spells another way (PostgreSQL and SQLite alike):
 //!
 //! | word                     | PostgreSQL, SQLite                   | MariaDB / MySQL                     |
 //! |--------------------------|--------------------------------------|-------------------------------------|
 //! | `@UPSERT(a, b)`          | `ON CONFLICT (a, b) DO UPDATE SET`   | `ON DUPLICATE KEY UPDATE`           |
 //! | `@NEW(c)`                | `EXCLUDED.c`                         | `VALUES(c)`                         |
+//! | `@FORCE_INDEX(i)`        | nothing                              | `FORCE INDEX (i)`                   |
+//!
+//! `@FORCE_INDEX` is for a locking read (`@SKIP_LOCKED`) whose plan decides what
+//! it locks: InnoDB locks each row the plan reads, not only those it returns, so a
+//! claim planned on another index (MariaDB picks `(status, …)` with a filesort)
+//! would lock, and make others skip, the pending rows of every agent.
 //!
 //! MySQL's upsert acts on a conflict with any unique key (name the one you mean in
 //! `@UPSERT` for the others). Its `ON DUPLICATE KEY UPDATE c = c` counts a duplicate
@@ -98,7 +104,7 @@ impl Dialect {
     /// The words that take columns (`@NEW(c)`), spelled out.
     fn spell_calls(self, template: &str) -> String {
         let mut sql = template.to_owned();
-        for word in ["@UPSERT(", "@NEW("] {
+        for word in ["@UPSERT(", "@NEW(", "@FORCE_INDEX("] {
             while let Some(start) = sql.find(word) {
                 let open = start + word.len();
                 let close = open
@@ -109,6 +115,8 @@ impl Dialect {
                 let spelled = match (word, self) {
                     ("@UPSERT(", Self::MySql) => "ON DUPLICATE KEY UPDATE".to_owned(),
                     ("@UPSERT(", _) => format!("ON CONFLICT ({cols}) DO UPDATE SET"),
+                    ("@FORCE_INDEX(", Self::MySql) => format!("FORCE INDEX ({cols})"),
+                    ("@FORCE_INDEX(", _) => String::new(),
                     (_, Self::MySql) => format!("VALUES({cols})"),
                     _ => format!("EXCLUDED.{cols}"),
                 };
@@ -234,6 +242,19 @@ mod tests {
             Dialect::MySql.render(upsert),
             "INSERT INTO r (m, \"key\", v) VALUES (?, ?, ?) \
              ON DUPLICATE KEY UPDATE v = VALUES(v), w = VALUES(w)"
+        );
+    }
+
+    #[test]
+    fn a_forced_index_is_mysql_only() {
+        let t = "SELECT id FROM events @FORCE_INDEX(events_claim) WHERE agent_id = $1";
+        assert_eq!(
+            Dialect::MySql.render(t),
+            "SELECT id FROM events FORCE INDEX (events_claim) WHERE agent_id = ?"
+        );
+        assert_eq!(
+            Dialect::Postgres.render(t),
+            "SELECT id FROM events  WHERE agent_id = $1"
         );
     }
 

@@ -12,12 +12,23 @@ use async_trait::async_trait;
 
 #[async_trait]
 impl LeaseDriver for MySqlStore {
+    /// Not `make_name_fence` (a plain insert whose duplicate-key error is "there
+    /// already"): InnoDB leaves a *shared* lock on the duplicate, so a hundred
+    /// acquisitions of one name would each hold one and then all ask for the
+    /// exclusive lock: a deadlock per round. An upsert takes the exclusive lock at
+    /// once, and the acquisitions queue on it.
     async fn lock_name(
         &self,
         tx: &mut Self::Tx,
         skeleton: &str,
     ) -> StoreResult<Option<(i64, Millis)>> {
-        self.make_name_fence(tx, skeleton).await?;
+        sqlx::query(
+            "INSERT INTO name_fences (skeleton, fence) VALUES (?, 0) \
+             ON DUPLICATE KEY UPDATE fence = fence",
+        )
+        .bind(skeleton)
+        .execute(&mut **tx)
+        .await?;
         self.lock_name_fence(tx, skeleton).await
     }
 

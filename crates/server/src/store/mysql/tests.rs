@@ -1,17 +1,16 @@
 //! The MySQL backend on a real server: `SWITCHBOARD_TEST_MYSQL` is an admin URL
 //! (`cargo xtask test` starts Debian's MariaDB and sets it). Each test makes its own
-//! database `sb_t_…`. Until the backend has the whole store, the driver suite's
-//! record checks run here on rows seeded with SQL.
+//! database `sb_t_…`. The driver suite (`store/engine/suite`) and the HTTP
+//! conformance suite run on MariaDB too; these are the MySQL backend's own.
 
 use super::*;
 use crate::hub::{Hub, OpsSignal};
+use crate::store::Actor;
 use crate::store::engine::Driver;
-use crate::store::engine::suite::records::{Seeded, check_seeded};
-use crate::store::{Actor, RecordCall, RecordDone, RecordOp, RecordStore};
 use sqlx::AssertSqlSafe;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
-use switchboard_proto::{AgentId, MemoryId, TenantId};
+use switchboard_proto::{AgentId, TenantId};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -57,126 +56,104 @@ impl TestDb {
     }
 }
 
-/// The rows the record checks need ([`Seeded`]), written with SQL.
-async fn seed(store: &MySqlStore) -> Seeded {
-    let s = Seeded {
-        tenant: TenantId::new(),
-        other: TenantId::new(),
-        a1: AgentId::new(),
-        a2: AgentId::new(),
-        memory: MemoryId::new(),
-        token: 1,
-    };
-    let p = store.pool();
-    for (id, name) in [(s.tenant, "suite"), (s.other, "other")] {
-        sqlx::query("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)")
-            .bind(id.to_string())
-            .bind(name)
-            .execute(p)
-            .await
-            .expect("tenant");
-    }
-    for (id, name) in [(s.a1, "w1"), (s.a2, "w2")] {
-        sqlx::query("INSERT INTO agents (id, tenant_id, name, created_at) VALUES (?, ?, ?, 0)")
-            .bind(id.to_string())
-            .bind(s.tenant.to_string())
-            .bind(name)
-            .execute(p)
-            .await
-            .expect("agent");
-    }
-    sqlx::query("INSERT INTO memories (id, tenant_id, fence, created_at) VALUES (?, ?, 1, 0)")
-        .bind(s.memory.to_string())
-        .bind(s.tenant.to_string())
-        .execute(p)
-        .await
-        .expect("memory");
-    let lease = uuid::Uuid::now_v7().to_string();
-    sqlx::query(
-        "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
-         owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at) \
-         VALUES (?, ?, 'writer', 'writer', ?, 1, 'agent:w1', 'host', 10000, 0, 0, 10000)",
-    )
-    .bind(&lease)
-    .bind(s.tenant.to_string())
-    .bind(s.memory.to_string())
-    .execute(p)
-    .await
-    .expect("lease");
-    sqlx::query(
-        "INSERT INTO issued_tokens (memory_id, fence, lease_id, owner_client, holder, issued_at) \
-         VALUES (?, 1, ?, 'host', 'agent:w1', 0)",
-    )
-    .bind(s.memory.to_string())
-    .bind(&lease)
-    .execute(p)
-    .await
-    .expect("issued token");
-    s
+/// Agents `a1` and `a2` of one tenant.
+struct TwoAgents {
+    a1: AgentId,
+    a2: AgentId,
 }
 
+async fn two_agents(store: &MySqlStore) -> TwoAgents {
+    use crate::store::DirectoryStore;
+    let tenant = store.ensure_tenant("two", 0).await.expect("tenant");
+    let mut ids = Vec::new();
+    for (n, name) in ["w1", "w2"].into_iter().enumerate() {
+        let agent = store
+            .create_agent(tenant, name, &[n as u8 + 1; 32], &[], 0)
+            .await
+            .expect("agent");
+        ids.push(agent.id);
+    }
+    TwoAgents {
+        a1: ids[0],
+        a2: ids[1],
+    }
+}
+
+/// Two claimers of one agent, each in an open transaction, and a claimer of
+/// another agent: each gets events of its own at once. A claim must lock only what
+/// it returns (`FOR UPDATE SKIP LOCKED` on the recipient's index, in order, up to
+/// the limit): planned on another index with a filesort, InnoDB locks every
+/// pending row it read, and the others' claims come back empty while work waits.
 #[tokio::test]
 #[ignore = "needs MariaDB: cargo xtask test runs it there"]
-async fn the_shared_statements_and_the_data_plane_run_on_mariadb() {
+async fn open_claims_lock_only_the_rows_they_return() {
+    use crate::store::engine::inbox::InboxStatements;
+    use crate::store::engine::suite::message;
+    use crate::store::{DirectoryStore, SendStore};
     let db = TestDb::new().await;
     let store = db.open().await;
-    let s = seed(&store).await;
-    // Every record, event and lease-audit statement (the driver suite's checks).
-    check_seeded(&store, &s).await;
-
-    // And the engine over them: create, update with the ETag, read, refuse.
-    let who = Actor::Agent {
-        id: s.a1,
-        name: "w1".into(),
-    };
-    let call = |op, token| RecordCall {
-        tenant: s.tenant,
-        memory: s.memory,
-        key: "cfg",
-        token,
-        who: &who,
-        op,
-    };
-    let put = |value: &str, if_match| RecordOp::Put {
-        value: value.into(),
-        if_match,
-        if_none_match: false,
-    };
-    let done = store
-        .record(&call(put("{\"a\":1}", None), 1), 10)
+    let tenant = store.ensure_tenant("claims", 0).await.expect("tenant");
+    let mut agents = Vec::new();
+    for (n, name) in ["busy", "quiet"].into_iter().enumerate() {
+        let agent = store
+            .create_agent(tenant, name, &[n as u8 + 1; 32], &[], 0)
+            .await
+            .expect("agent");
+        for i in 0..6 {
+            store
+                .send_direct(tenant, agent.id, &Actor::Operator, &message(i), None, 1)
+                .await
+                .expect("send");
+        }
+        agents.push(agent.id);
+    }
+    // Most of the table done, as in a running deployment: `status = 'pending'` is
+    // then the most selective condition, and the planner's favourite.
+    for n in 0..40 {
+        let agent = store
+            .create_agent(tenant, &format!("done-{n}"), &[n as u8 + 10; 32], &[], 0)
+            .await
+            .expect("agent");
+        for i in 0..25 {
+            store
+                .send_direct(tenant, agent.id, &Actor::Operator, &message(i), None, 1)
+                .await
+                .expect("send");
+        }
+    }
+    sqlx::raw_sql(
+        "UPDATE events SET status = 'completed' WHERE agent_id IN \
+         (SELECT id FROM agents WHERE name LIKE 'done-%'); ANALYZE TABLE events",
+    )
+    .execute(store.pool())
+    .await
+    .expect("finish the others' events");
+    let mut first = store.begin_write().await.expect("begin");
+    let got = store
+        .claimable(&mut first, agents[0], 10, 1)
         .await
-        .expect("created");
-    let RecordDone::Written { record, created } = &done.value else {
-        panic!("{done:?}")
-    };
-    assert!(*created);
-    assert_eq!(record.version, 1);
-    // `a1` is subscribed (the checks left it so): its next event, and a wake-up.
-    assert_eq!(done.wakes.len(), 1, "{:?}", done.wakes);
-    assert_eq!(done.wakes[0].agent_id, s.a1);
-    let done = store
-        .record(&call(put("{\"a\":2}", Some(1)), 1), 11)
+        .expect("claim");
+    assert_eq!(got.len(), 1);
+    let mut second = store.begin_write().await.expect("begin");
+    let other = store
+        .claimable(&mut second, agents[0], 10, 1)
         .await
-        .expect("updated");
-    assert!(matches!(
-        done.value,
-        RecordDone::Written { ref record, created: false } if record.version == 2
-    ));
-    let done = store
-        .record(&call(RecordOp::Get, 1), 12)
+        .expect("claim");
+    assert_eq!(
+        other.len(),
+        1,
+        "a second claimer of the same agent gets the next event"
+    );
+    assert_ne!(other, got);
+    let mut third = store.begin_write().await.expect("begin");
+    let quiet = store
+        .claimable(&mut third, agents[1], 10, 5)
         .await
-        .expect("read");
-    let RecordDone::Read(record) = done.value else {
-        panic!("{:?}", done.value)
-    };
-    assert_eq!(record.value, serde_json::json!({"a": 2}));
-    let stale = store.record(&call(RecordOp::Get, 0), 13).await;
-    assert!(stale.is_err(), "{stale:?}");
-    let rejections = RecordStore::fencing_rejections(&store, s.tenant, 10)
-        .await
-        .expect("rejections");
-    assert_eq!(rejections[0].presented_token, 0, "{rejections:?}");
-
+        .expect("claim");
+    assert_eq!(quiet.len(), 5, "another agent's claim is not held up");
+    for tx in [first, second, third] {
+        tx.rollback().await.expect("rollback");
+    }
     store.close().await;
     db.drop().await;
 }
@@ -250,7 +227,7 @@ async fn instances_starting_at_once_migrate_the_database_once() {
 async fn deadlocks_are_retried_and_lock_waits_end() {
     let db = TestDb::new().await;
     let store = db.open().await;
-    let s = seed(&store).await;
+    let s = two_agents(&store).await;
     // Two transactions lock the two agents in opposite orders: InnoDB kills one
     // (1213), the engine's loop runs it again, and both commit.
     let barrier = Arc::new(tokio::sync::Barrier::new(2));

@@ -104,7 +104,8 @@ macro_rules! inbox_statements {
             ) -> $crate::store::StoreResult<Vec<switchboard_proto::EventId>> {
                 let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT id FROM events WHERE agent_id = $1 AND status = 'pending' \
+                    "SELECT id FROM events @FORCE_INDEX(events_claim) \
+                     WHERE agent_id = $1 AND status = 'pending' \
                      AND available_at <= $2 AND (expires_at IS NULL OR expires_at > $3) \
                      ORDER BY priority DESC, seq LIMIT $4 @SKIP_LOCKED"
                 ))

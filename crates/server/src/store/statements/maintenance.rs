@@ -19,8 +19,9 @@ macro_rules! maintenance_statements {
                     Some(agent) => sqlx::query($crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
                         "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
-                         FROM events WHERE status = 'claimed' AND lease_expires_at <= $1 \
-                         AND agent_id = $2 ORDER BY lease_expires_at LIMIT $3 @SKIP_LOCKED"
+                         FROM events @FORCE_INDEX(events_claim) WHERE status = 'claimed' \
+                         AND lease_expires_at <= $1 AND agent_id = $2 \
+                         ORDER BY lease_expires_at LIMIT $3 @SKIP_LOCKED"
                     ))
                     .bind(now)
                     .bind(agent.to_string()),

@@ -15,7 +15,7 @@ mod jobs;
 mod leases;
 mod maintenance;
 mod ops;
-pub(crate) mod records;
+mod records;
 mod send;
 
 use crate::hooks::Hooks;
@@ -24,7 +24,7 @@ use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::*;
 
-pub(super) fn message(n: u64) -> NewMessage {
+pub(crate) fn message(n: u64) -> NewMessage {
     NewMessage {
         payload: format!("{{\"n\":{n}}}"),
         correlation_id: None,

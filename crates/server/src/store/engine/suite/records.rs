@@ -12,7 +12,7 @@ use switchboard_proto::{AgentId, MemoryId, TenantId};
 /// first (`w1`, `w2`), and a memory of it with a live lease of `w1`: fencing token
 /// `token`, issued to `agent:w1` with owner client `host`, expiring at 10,000.
 #[derive(Clone, Copy)]
-pub(crate) struct Seeded {
+struct Seeded {
     pub(crate) tenant: TenantId,
     pub(crate) other: TenantId,
     pub(crate) a1: AgentId,
@@ -76,7 +76,7 @@ async fn seed<D: Store>(d: &D) -> Seeded {
 
 /// The checks, on a database seeded as [`Seeded`] says (by [`seed`], or by a
 /// backend whose store methods are not all there yet, with its own SQL).
-pub(crate) async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
+async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
     let Seeded {
         tenant,
         other,
