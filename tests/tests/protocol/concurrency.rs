@@ -220,3 +220,33 @@ async fn cursor_reader_sees_every_event_once_without_gaps() {
     let tail = alice.poll("alice", TOTAL as u64, None).await.expect("poll");
     assert!(tail.events.is_empty(), "nothing beyond the last send");
 }
+
+/// A lone claimer gets every pending event it asks for while the background passes
+/// (scavenger, expiry, retention) run every millisecond. `SKIP LOCKED` skips what
+/// anyone holds locked, and InnoDB locks every row a plan reads: a pass whose scan
+/// read pending rows on the way would make the claim come back short (MariaDB did,
+/// until each pass named the index that holds only what it looks for).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_claim_is_not_cut_short_by_the_background_passes() {
+    const ROUNDS: usize = 150;
+    let server = TestServer::with(switchboard_tests::Options {
+        worker_interval: Some(Duration::from_millis(1)),
+        ..Default::default()
+    })
+    .await;
+    let (_, alice) = server.agent("alice").await;
+    let op = server.operator();
+    for round in 0..ROUNDS {
+        for i in 0..3 {
+            send(&op, "alice", json!({ "round": round, "i": i })).await;
+        }
+        let batch = claim(&alice, "alice", 3, 60).await;
+        assert_eq!(batch.len(), 3, "round {round}: a claim of 3 pending events");
+        for c in batch {
+            alice
+                .ack("alice", c.event.event_id, c.claim_token)
+                .await
+                .expect("ack");
+        }
+    }
+}

@@ -1,6 +1,9 @@
 //! [`MaintenanceStatements`](crate::store::engine::maintenance::MaintenanceStatements):
 //! the portable scavenger and expiry (`@SKIP_LOCKED` select, then one update per
 //! row) and retention's statements, the agent's row locked `@FOR_UPDATE` first.
+//! Each locking read names its index for MySQL (`@FORCE_INDEX`): InnoDB locks every
+//! row its plan reads, and a pass that read pending rows on the way would make a
+//! claim skip them.
 
 macro_rules! maintenance_statements {
     ($store:ty) => {
@@ -28,8 +31,8 @@ macro_rules! maintenance_statements {
                     None => sqlx::query($crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
                         "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
-                         FROM events WHERE status = 'claimed' AND lease_expires_at <= $1 \
-                         ORDER BY lease_expires_at LIMIT $2 @SKIP_LOCKED"
+                         FROM events @FORCE_INDEX(events_lease) WHERE status = 'claimed' \
+                         AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2 @SKIP_LOCKED"
                     ))
                     .bind(now),
                 };
@@ -80,8 +83,8 @@ macro_rules! maintenance_statements {
             ) -> $crate::store::StoreResult<Vec<switchboard_proto::EventId>> {
                 let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT id FROM events WHERE status = 'pending' AND expires_at IS NOT NULL \
-                     AND expires_at <= $1 LIMIT $2 @SKIP_LOCKED"
+                    "SELECT id FROM events @FORCE_INDEX(events_expiry) WHERE status = 'pending' \
+                     AND expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 @SKIP_LOCKED"
                 ))
                 .bind(now)
                 .bind(i64::from(limit))
