@@ -107,7 +107,7 @@ async fn admin_execute(backend: Backend, admin: &str, sql: &str) {
             sqlx::raw_sql(sql)
                 .execute(&mut conn)
                 .await
-                .expect(admin_sql_failed());
+                .expect("create or change a test database");
             let _ = conn.close().await;
         }
         Backend::MySql => {
@@ -117,15 +117,11 @@ async fn admin_execute(backend: Backend, admin: &str, sql: &str) {
             sqlx::raw_sql(sql)
                 .execute(&mut conn)
                 .await
-                .expect(admin_sql_failed());
+                .expect("create or change a test database");
             let _ = conn.close().await;
         }
         Backend::Sqlite => unreachable!("SQLite has no admin server"),
     }
-}
-
-fn admin_sql_failed() -> &'static str {
-    "create or change a test database"
 }
 
 /// The rows of `rows` as text, column by column.

@@ -35,7 +35,8 @@ tasks:
   bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`
   prereqs        only install/check the prerequisites
   mariadb        find or start the test MariaDB and print its admin URL (for
-                 SWITCHBOARD_TEST_MYSQL)
+                 SWITCHBOARD_TEST_MYSQL); `mariadb stop|start|restart` controls the
+                 one xtask started (the restart test does)
   ui             only build the console UI into ui/dist";
 
 fn main() -> ExitCode {
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Some("test") => test::test(&rest),
         Some("bench") => bench::bench(&rest),
         Some("prereqs") => prereqs::ensure().map(drop),
+        Some("mariadb") if !rest.is_empty() => mariadb::control(&rest[0]),
         Some("mariadb") => mariadb::ensure().and_then(|db| match db {
             Some(db) => {
                 println!("{}", db.url);

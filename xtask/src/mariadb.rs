@@ -33,6 +33,9 @@ pub(crate) struct MariaDb {
     /// An admin URL: its user may create and drop `sb_t_…` databases. Tests replace
     /// the database after the last `/`.
     pub(crate) url: String,
+    /// The command that stops, starts and restarts it (`…/xtask mariadb`, followed by
+    /// the action), when it is the server this machine runs for the tests.
+    pub(crate) ctl: Option<String>,
 }
 
 /// Whether this runs in CI, where a missing database is a failure, not a skip.
@@ -63,7 +66,7 @@ fn find_or_start() -> Result<MariaDb> {
             .sql("SELECT 1")
             .context("cannot log in with SWITCHBOARD_TEST_MYSQL")?;
         drop_test_databases(&url)?;
-        return Ok(MariaDb { url });
+        return Ok(MariaDb { url, ctl: None });
     }
     if cmd::stdout(Command::new("mariadb").arg("--version")).is_none() {
         bail!(
@@ -100,7 +103,11 @@ fn find_or_start() -> Result<MariaDb> {
         version.trim(),
         binlog.trim().replace('\t', ", ")
     );
-    Ok(MariaDb { url })
+    let ctl = is_root()
+        .then(std::env::current_exe)
+        .and_then(Result::ok)
+        .map(|exe| format!("{} mariadb", exe.display()));
+    Ok(MariaDb { url, ctl })
 }
 
 /// The test user on both ways a local client comes in, with every right on the
@@ -186,6 +193,47 @@ fn start_server() -> Result<()> {
         "mariadb: answering after {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// `cargo xtask mariadb stop|start|restart`: each returns when done (stopped, or
+/// answering), as `pg_ctlcluster` does.
+pub(crate) fn control(action: &str) -> Result<()> {
+    match action {
+        "stop" => stop_server(),
+        "start" => start_server(),
+        "restart" => stop_server().and_then(|()| start_server()),
+        other => bail!("unknown action `{other}`: use stop, start or restart"),
+    }
+}
+
+/// Stops the server that wrote the pid file (SIGTERM: InnoDB shuts down cleanly),
+/// and waits until it is gone.
+fn stop_server() -> Result<()> {
+    let pid_file = PathBuf::from(RUN_DIR).join("mysqld.pid");
+    let Ok(pid) = std::fs::read_to_string(&pid_file) else {
+        return Ok(());
+    };
+    let pid = pid.trim().to_owned();
+    cmd::run(Command::new("kill").args(["-TERM", &pid]))?;
+    let started = Instant::now();
+    // Gone, or a zombie nobody reaped yet (a container's init may never).
+    let running = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(") ")
+                .next()
+                .is_some_and(|rest| !rest.starts_with('Z'))
+        })
+    };
+    while running(&pid) {
+        if started.elapsed() > START_TIMEOUT {
+            bail!(
+                "MariaDB (pid {pid}) did not stop within {} s",
+                START_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     Ok(())
 }
 

@@ -30,6 +30,24 @@ const BROWSER_ON_POSTGRES: &str = "queue_table";
 /// shorter watchdog; this one also covers a wedged Xvfb or D-Bus.
 const SMOKE_TIMEOUT_SECS: &str = "180";
 
+/// The database-restart test (`crates/cli/tests/db_restart.rs`) on the server that
+/// `database` names, which `ctl` stops and starts.
+fn restart_test(
+    database: (&str, &str),
+    ctl: &str,
+    cargo_test_args: &[String],
+    counts: &mut Counts,
+) -> Result<()> {
+    run_counting(
+        cmd::cargo()
+            .args(["test", "--workspace", "--test", "db_restart"])
+            .args(include_ignored(cargo_test_args))
+            .env(database.0, database.1)
+            .env("SWITCHBOARD_TEST_DB_CTL", ctl),
+        counts,
+    )
+}
+
 struct Outcome {
     name: &'static str,
     result: Result<()>,
@@ -144,12 +162,10 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             // Alone: it restarts the cluster under every connection.
             if let Some(ctl) = &pg.ctl {
                 step(&mut outcomes, "PostgreSQL restart under load", || {
-                    run_counting(
-                        cmd::cargo()
-                            .args(["test", "--workspace", "--test", "pg_restart"])
-                            .args(include_ignored(cargo_test_args))
-                            .env(postgres::URL_ENV, &pg.url)
-                            .env("SWITCHBOARD_TEST_PG_CTL", ctl),
+                    restart_test(
+                        (postgres::URL_ENV, &pg.url),
+                        ctl,
+                        cargo_test_args,
                         &mut counts,
                     )
                 });
@@ -185,6 +201,17 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                     &mut counts,
                 )
             });
+            // Alone: it stops the server under every connection.
+            if let Some(ctl) = &db.ctl {
+                step(&mut outcomes, "MariaDB restart under load", || {
+                    restart_test(
+                        (mariadb::URL_ENV, &db.url),
+                        ctl,
+                        cargo_test_args,
+                        &mut counts,
+                    )
+                });
+            }
             if let Err(e) = mariadb::drop_test_databases(&db.url) {
                 eprintln!("mariadb: could not drop the test databases: {e:#}");
             }

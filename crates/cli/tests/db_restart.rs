@@ -1,15 +1,16 @@
-//! A server on PostgreSQL survives a restart of the database under load: requests
-//! during the outage get a 503 problem document quickly (never a hang), `/readyz`
-//! says so, and everything resumes by itself. Nothing committed is lost, nothing
-//! is stored twice.
+//! A server on PostgreSQL or MariaDB survives a restart of the database under
+//! load: requests during the outage get a 503 problem document quickly (never a
+//! hang), `/readyz` says so, and everything resumes by itself. Nothing committed is
+//! lost, nothing is stored twice.
 //!
-//! Two outages: `pg_ctlcluster 15 main restart` (as an operator runs it; usually
-//! well under a second, so requests mostly wait it out), then a stop held for 7 s,
-//! during which requests and `/readyz` must answer 503.
+//! Two outages: a restart (`pg_ctlcluster 15 main restart`, as an operator runs it;
+//! PostgreSQL's takes well under a second, so requests mostly wait it out), then a
+//! stop held for 7 s, during which requests and `/readyz` must answer 503.
 //!
-//! It stops the whole cluster, so it runs alone: `cargo xtask test` runs it after
-//! the conformance suite with `SWITCHBOARD_TEST_PG_CTL` set to the control command
-//! (`pg_ctlcluster 15 main`). Without it the test is ignored.
+//! It stops the whole server, so it runs alone: `cargo xtask test` runs it after
+//! each conformance suite with `SWITCHBOARD_TEST_DB_CTL` set to the control command
+//! (`pg_ctlcluster 15 main`, or `…/xtask mariadb` for the MariaDB it started), and
+//! the database URL of that step. Without it the test is ignored.
 
 mod common;
 
@@ -21,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use switchboard_sdk::proto::{ClaimRequest, CreateAgent, ErrorCode, SendMessage};
 use switchboard_sdk::{Client, RetryPolicy};
-use switchboard_tests::{Backend, TestDatabase};
+use switchboard_tests::TestDatabase;
 use tokio::sync::Mutex;
 
 /// No request may take longer than this, outage or not: the pool's acquire
@@ -37,13 +38,13 @@ fn client(url: &str, token: &str) -> Client {
 }
 
 /// Runs `ctl action` (`pg_ctlcluster 15 main restart`), which returns when done.
-async fn pg_ctl(ctl: &str, action: &str) {
+async fn db_ctl(ctl: &str, action: &str) {
     let command = format!("{ctl} {action}");
     let status =
         tokio::task::spawn_blocking(move || Command::new("sh").args(["-c", &command]).status())
             .await
             .expect("join")
-            .expect("run pg_ctlcluster");
+            .expect("run the database's control command");
     assert!(status.success(), "{ctl} {action} failed");
 }
 
@@ -66,14 +67,13 @@ fn outage_error(e: &switchboard_sdk::Error, what: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "restarts PostgreSQL: set SWITCHBOARD_TEST_POSTGRES and SWITCHBOARD_TEST_PG_CTL"]
+#[ignore = "restarts the database: set SWITCHBOARD_TEST_DB_CTL and SWITCHBOARD_TEST_POSTGRES or _MYSQL"]
 async fn the_server_rides_out_a_database_restart_under_load() {
-    let ctl = std::env::var("SWITCHBOARD_TEST_PG_CTL")
-        .expect("SWITCHBOARD_TEST_PG_CTL is set (e.g. `pg_ctlcluster 15 main`)");
+    let ctl = std::env::var("SWITCHBOARD_TEST_DB_CTL")
+        .expect("SWITCHBOARD_TEST_DB_CTL is set (e.g. `pg_ctlcluster 15 main`)");
     let db = TestDatabase::create()
         .await
-        .filter(|db| db.backend == Backend::Postgres)
-        .expect("SWITCHBOARD_TEST_POSTGRES is set");
+        .expect("SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL is set");
     let dir = tempfile::tempdir().expect("temp dir");
     let serve = Serve::start(serve_command(&db.url, dir.path()).stderr(Stdio::null()));
     let url = serve.url.clone();
@@ -198,7 +198,7 @@ async fn the_server_rides_out_a_database_restart_under_load() {
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let before = sent.lock().await.len();
     assert!(before > 0, "the load is running before the restart");
-    pg_ctl(&ctl, "restart").await;
+    db_ctl(&ctl, "restart").await;
     recovered(&op).await;
     let after_restart = sent.lock().await.len();
     tokio::time::sleep(Duration::from_millis(1_000)).await;
@@ -208,7 +208,7 @@ async fn the_server_rides_out_a_database_restart_under_load() {
     );
 
     // A longer outage: everything answers 503, quickly, until the database is back.
-    pg_ctl(&ctl, "stop").await;
+    db_ctl(&ctl, "stop").await;
     let down = Instant::now();
     let failures_before = failures.load(Ordering::SeqCst);
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -229,7 +229,7 @@ async fn the_server_rides_out_a_database_restart_under_load() {
         failures.load(Ordering::SeqCst) > failures_before,
         "requests during the outage were answered (503), not held"
     );
-    pg_ctl(&ctl, "start").await;
+    db_ctl(&ctl, "start").await;
     recovered(&op).await;
     let after_outage = sent.lock().await.len();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
