@@ -139,6 +139,37 @@ where
         .collect()
 }
 
+/// Runs `$body` with `$conn`, a connection of the right type to `$server`'s
+/// database, and closes it after.
+macro_rules! with_connection {
+    ($server:expr, $conn:ident => $body:expr) => {{
+        let server = $server;
+        match server.backend() {
+            Backend::Sqlite => {
+                let url = format!("sqlite://{}", server.db_path.display());
+                let mut $conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
+                let out = $body;
+                let _ = $conn.close().await;
+                out
+            }
+            Backend::Postgres => {
+                let url = &server.database_url;
+                let mut $conn = sqlx::PgConnection::connect(url).await.expect("connect");
+                let out = $body;
+                let _ = $conn.close().await;
+                out
+            }
+            Backend::MySql => {
+                let url = &server.database_url;
+                let mut $conn = sqlx::MySqlConnection::connect(url).await.expect("connect");
+                let out = $body;
+                let _ = $conn.close().await;
+                out
+            }
+        }
+    }};
+}
+
 impl TestServer {
     pub(crate) fn backend(&self) -> Backend {
         if self.database_url.starts_with("postgres") {
@@ -223,103 +254,36 @@ impl TestServer {
 
     /// The rows of `sql` (text columns) read straight from the server's database.
     pub async fn stored_rows(&self, sql: &'static str) -> Vec<Vec<Option<String>>> {
-        match self.backend() {
-            Backend::Sqlite => {
-                let url = format!("sqlite://{}?mode=ro", self.db_path.display());
-                let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
-                let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
-                pool.close().await;
-                texts(rows)
-            }
-            Backend::Postgres => {
-                let pool = sqlx::PgPool::connect(&self.database_url)
-                    .await
-                    .expect("connect");
-                let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
-                pool.close().await;
-                texts(rows)
-            }
-            Backend::MySql => {
-                let pool = sqlx::MySqlPool::connect(&self.database_url)
-                    .await
-                    .expect("connect");
-                let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
-                pool.close().await;
-                texts(rows)
-            }
-        }
+        with_connection!(self, conn => {
+            texts(sqlx::query(sql).fetch_all(&mut conn).await.expect("query"))
+        })
     }
 
     /// The one integer `sql` reads (`SELECT COUNT(*) …`), straight from the server's
     /// database, without locks.
     pub async fn stored_number(&self, sql: &'static str) -> i64 {
-        match self.backend() {
-            Backend::Sqlite => {
-                let url = format!("sqlite://{}?mode=ro", self.db_path.display());
-                let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
-                let n = sqlx::query_scalar(sql)
-                    .fetch_one(&pool)
-                    .await
-                    .expect("query");
-                pool.close().await;
-                n
-            }
-            Backend::Postgres => {
-                let mut conn = sqlx::PgConnection::connect(&self.database_url)
-                    .await
-                    .expect("connect");
-                let n = sqlx::query_scalar(sql)
-                    .fetch_one(&mut conn)
-                    .await
-                    .expect("query");
-                let _ = conn.close().await;
-                n
-            }
-            Backend::MySql => {
-                let mut conn = sqlx::MySqlConnection::connect(&self.database_url)
-                    .await
-                    .expect("connect");
-                let n = sqlx::query_scalar(sql)
-                    .fetch_one(&mut conn)
-                    .await
-                    .expect("query");
-                let _ = conn.close().await;
-                n
-            }
-        }
+        with_connection!(self, conn => {
+            sqlx::query_scalar(sql).fetch_one(&mut conn).await.expect("query")
+        })
     }
 
     /// Runs `sql` on the server's database: rows only another process could have
     /// left behind (a job of an instance that died), which no API writes.
     pub async fn seed(&self, sql: &str) {
-        let sql = sqlx::AssertSqlSafe(sql.to_owned());
-        match self.backend() {
-            Backend::Sqlite => {
-                let url = format!("sqlite://{}", self.db_path.display());
-                let pool = sqlx::SqlitePool::connect(&url).await.expect("open");
-                sqlx::raw_sql(sql).execute(&pool).await.expect("seed");
-                pool.close().await;
-            }
-            Backend::Postgres => {
-                let pool = sqlx::PgPool::connect(&self.database_url)
-                    .await
-                    .expect("connect");
-                sqlx::raw_sql(sql).execute(&pool).await.expect("seed");
-                pool.close().await;
-            }
-            Backend::MySql => {
-                let mut conn = sqlx::MySqlConnection::connect(&self.database_url)
-                    .await
-                    .expect("connect");
+        let mysql = self.backend() == Backend::MySql;
+        with_connection!(self, conn => {
+            if mysql {
                 // The server's sessions quote names as the other dialects do.
                 sqlx::raw_sql("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
                     .execute(&mut conn)
                     .await
                     .expect("sql_mode");
-                sqlx::raw_sql(sql).execute(&mut conn).await.expect("seed");
-                let _ = conn.close().await;
             }
-        }
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut conn)
+                .await
+                .expect("seed");
+        })
     }
 
     /// Takes the server's database away while the server keeps running, until

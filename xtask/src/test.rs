@@ -12,12 +12,13 @@ use anyhow::{Context, Result, bail};
 
 use crate::{cmd, mariadb, postgres, prereqs, ui};
 
-/// The suites that run on PostgreSQL too: the store and HTTP conformance suite
-/// (`protocol`, `api`), plus what needs PostgreSQL (`instances`, ignored without it).
+/// The suites that run on PostgreSQL and MariaDB too: the HTTP conformance suite
+/// (`protocol`, `api`), plus what needs a database server (`instances`, ignored
+/// without one).
 const CONFORMANCE: &[&str] = &["--test", "protocol", "--test", "api", "--test", "instances"];
 
-/// The driver suite's tests (a name filter), run on PostgreSQL too.
-const DRIVER_SUITE: &str = "engine::suite";
+/// The store's tests (name filters) run on PostgreSQL: the driver suite's run there.
+const ON_POSTGRES: &[&str] = &["engine::suite::every_statement_on_postgres"];
 
 /// The MySQL backend's tests (name filters), run on MariaDB: the store's own and the
 /// driver suite's MySQL run.
@@ -29,6 +30,34 @@ const BROWSER_ON_POSTGRES: &str = "queue_table";
 /// Hard limit on the desktop smoke run, Xvfb start-up included. The app has its own,
 /// shorter watchdog; this one also covers a wedged Xvfb or D-Bus.
 const SMOKE_TIMEOUT_SECS: &str = "180";
+
+/// What runs on the database server `database` (its URL variable and URL) names:
+/// the store's tests matching `lib_filters`, then the conformance suite.
+fn on_server(
+    database: (&str, &str),
+    lib_filters: &[&str],
+    cargo_test_args: &[String],
+    counts: &mut Counts,
+) -> Result<()> {
+    run_counting(
+        cmd::cargo()
+            .args(["test", "--workspace", "--lib"])
+            .args(cargo_test_args)
+            .args(include_ignored(cargo_test_args))
+            .args(lib_filters)
+            .env(database.0, database.1),
+        counts,
+    )?;
+    run_counting(
+        cmd::cargo()
+            .args(["test", "--workspace", "--no-fail-fast"])
+            .args(CONFORMANCE)
+            .args(cargo_test_args)
+            .args(include_ignored(cargo_test_args))
+            .env(database.0, database.1),
+        counts,
+    )
+}
 
 /// The database-restart test (`crates/cli/tests/db_restart.rs`) on the server that
 /// `database` names, which `ctl` stops and starts.
@@ -127,23 +156,10 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         });
         if let Some(pg) = &pg {
             step(&mut outcomes, "conformance on PostgreSQL", || {
-                run_counting(
-                    cmd::cargo()
-                        .args(["test", "--workspace", "--no-fail-fast"])
-                        .args(CONFORMANCE)
-                        .args(cargo_test_args)
-                        .args(include_ignored(cargo_test_args))
-                        .env(postgres::URL_ENV, &pg.url),
-                    &mut counts,
-                )?;
-                // The driver suite (every driver method, `store/engine/suite.rs`).
-                run_counting(
-                    cmd::cargo()
-                        .args(["test", "--workspace", "--lib"])
-                        .args(cargo_test_args)
-                        .args(include_ignored(cargo_test_args))
-                        .arg(DRIVER_SUITE)
-                        .env(postgres::URL_ENV, &pg.url),
+                on_server(
+                    (postgres::URL_ENV, &pg.url),
+                    ON_POSTGRES,
+                    cargo_test_args,
                     &mut counts,
                 )?;
                 // The console's one PostgreSQL-only part: the queue table's tiles.
@@ -181,23 +197,10 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         });
         if let Some(db) = &maria {
             step(&mut outcomes, "conformance on MariaDB", || {
-                // The store's own tests and the driver suite.
-                run_counting(
-                    cmd::cargo()
-                        .args(["test", "--workspace", "--lib"])
-                        .args(cargo_test_args)
-                        .args(include_ignored(cargo_test_args))
-                        .args(ON_MARIADB)
-                        .env(mariadb::URL_ENV, &db.url),
-                    &mut counts,
-                )?;
-                run_counting(
-                    cmd::cargo()
-                        .args(["test", "--workspace", "--no-fail-fast"])
-                        .args(CONFORMANCE)
-                        .args(cargo_test_args)
-                        .args(include_ignored(cargo_test_args))
-                        .env(mariadb::URL_ENV, &db.url),
+                on_server(
+                    (mariadb::URL_ENV, &db.url),
+                    ON_MARIADB,
+                    cargo_test_args,
                     &mut counts,
                 )
             });

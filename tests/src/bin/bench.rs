@@ -18,6 +18,8 @@
 //!   the store's SQL in a raw sqlx loop, and pgmq; and a second table of commits
 //!   (`pg_stat_database.xact_commit`) and CPU (this process + PostgreSQL backends)
 //!   per message. See `bench/pg.rs`.
+//! - *MY-W1*, *MY-W2*: W1 and PG-W2's drain with the server on MariaDB / MySQL,
+//!   against the store's MySQL SQL in a raw sqlx loop. See `bench/my.rs`.
 //! - *ratio*: server msgs/s ÷ baseline msgs/s. *goal*: the ratio an issue asks for.
 //!
 //! Every server runs in this process with `Config::default()` (WAL, synchronous
@@ -30,17 +32,24 @@
 //! `SWITCHBOARD_BENCH_POSTGRES` gives; `cargo xtask bench` starts the local cluster
 //! and sets it. Without one they are skipped; if they fail, the rest is still printed.
 //!
+//! The MariaDB parts run likewise on the server `--mysql URL` or
+//! `SWITCHBOARD_BENCH_MYSQL` gives (`cargo xtask bench` starts the test MariaDB).
+//!
 //! Options: `--quick` (smoke run), `--dir PATH` (where the temp databases go; its
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
 //! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
-//! consumers, 2,000 events with `--quick`), `--postgres URL`,
-//! `--only W1|W2|R1|W4|PG|PG-W1|PG-W2` (`PG`: both PostgreSQL parts). `BENCH_QUICK=1`
+//! consumers, 2,000 events with `--quick`), `--postgres URL`, `--mysql URL`,
+//! `--only W1|W2|R1|W4|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
 //! is the same as `--quick`. A full run takes about 1.5 minutes on 2 cores, plus
 //! about 4.5 for the PostgreSQL parts.
 
 // A crate root looks for modules next to itself; these live in `bench/`.
 #[path = "bench/drain.rs"]
 mod drain;
+#[path = "bench/my.rs"]
+mod my;
+#[path = "bench/myraw.rs"]
+mod myraw;
 #[path = "bench/pg.rs"]
 mod pg;
 #[path = "bench/pgdb.rs"]
@@ -87,10 +96,14 @@ struct Settings {
     only: Option<String>,
     /// Admin URL of the PostgreSQL server for the PG parts.
     postgres: Option<String>,
+    /// Admin URL of the MariaDB / MySQL server for the MY parts.
+    mysql: Option<String>,
 }
 
-/// The `--only` values; `PG` runs `PG-W1` and `PG-W2`.
-const WORKLOADS: [&str; 7] = ["W1", "W2", "R1", "W4", "PG", "PG-W1", "PG-W2"];
+/// The `--only` values; `PG` runs `PG-W1` and `PG-W2`, `MY` both MY parts.
+const WORKLOADS: [&str; 10] = [
+    "W1", "W2", "R1", "W4", "PG", "PG-W1", "PG-W2", "MY", "MY-W1", "MY-W2",
+];
 
 impl Settings {
     fn parse() -> Result<Self> {
@@ -98,9 +111,9 @@ impl Settings {
         let mut quick = std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
         let (mut dir, mut seconds, mut events) = (None, None, None);
         let (mut consumers, mut only) = (None, None);
-        let mut postgres = std::env::var("SWITCHBOARD_BENCH_POSTGRES")
-            .ok()
-            .filter(|u| !u.is_empty());
+        let env = |var: &str| std::env::var(var).ok().filter(|u| !u.is_empty());
+        let mut postgres = env("SWITCHBOARD_BENCH_POSTGRES");
+        let mut mysql = env("SWITCHBOARD_BENCH_MYSQL");
         while let Some(arg) = args.next() {
             let mut value = |name: &str| {
                 args.next()
@@ -114,10 +127,11 @@ impl Settings {
                 "--consumers" => consumers = Some(value("--consumers")?.parse::<usize>()?),
                 "--only" => only = Some(value("--only")?.to_ascii_uppercase()),
                 "--postgres" => postgres = Some(value("--postgres")?),
+                "--mysql" => mysql = Some(value("--mysql")?),
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--dir PATH] [--seconds S] [--events N] \
-                         [--consumers N] [--postgres URL] [--only W]\n  \
+                         [--consumers N] [--postgres URL] [--mysql URL] [--only W]\n  \
                          --quick      small counts (smoke run, a few seconds)\n  \
                          --dir PATH   parent dir of the temp databases (default: $TMPDIR)\n  \
                          --seconds S  W1 measuring time per side (default 8, quick 1)\n  \
@@ -125,7 +139,10 @@ impl Settings {
                          --consumers N  W2 concurrent consumers, both sides (default 4)\n  \
                          --postgres URL  admin URL of a PostgreSQL server for PG-W1 and \
                          PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
-                         --only W     run only W1, W2, R1, W4, PG-W1, PG-W2 or PG (both)"
+                         --mysql URL  admin URL of a MariaDB / MySQL server for MY-W1 and \
+                         MY-W2 (default: $SWITCHBOARD_BENCH_MYSQL; none: skipped)\n  \
+                         --only W     run only W1, W2, R1, W4, PG-W1, PG-W2, PG (both), \
+                         MY-W1, MY-W2 or MY (both)"
                     );
                     std::process::exit(0);
                 }
@@ -146,6 +163,7 @@ impl Settings {
             w2_consumers: consumers.unwrap_or(4).max(1),
             only,
             postgres,
+            mysql,
         })
     }
 }
@@ -161,7 +179,7 @@ async fn main() -> Result<()> {
     }
     let runs = |w: &str| {
         (settings.only.as_deref())
-            .is_none_or(|only| only == w || (only == "PG" && w.starts_with("PG-")))
+            .is_none_or(|only| only == w || w.split_once('-').is_some_and(|(db, _)| db == only))
     };
     if settings
         .only
@@ -173,6 +191,10 @@ async fn main() -> Result<()> {
     let postgres_parts = runs("PG-W1") || runs("PG-W2");
     if postgres_parts && settings.only.is_some() && settings.postgres.is_none() {
         bail!("the PG parts need --postgres URL or SWITCHBOARD_BENCH_POSTGRES");
+    }
+    let mysql_parts = runs("MY-W1") || runs("MY-W2");
+    if mysql_parts && settings.only.is_some() && settings.mysql.is_none() {
+        bail!("the MY parts need --mysql URL or SWITCHBOARD_BENCH_MYSQL");
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -216,12 +238,27 @@ async fn main() -> Result<()> {
                 }
                 Err(e) => {
                     eprintln!("PostgreSQL parts failed: {e:#}");
-                    failed = Some(e);
+                    failed = Some(e.context("PostgreSQL parts"));
                 }
             }
         }
         None if postgres_parts => {
             eprintln!("PostgreSQL parts skipped: no --postgres URL or SWITCHBOARD_BENCH_POSTGRES")
+        }
+        _ => {}
+    }
+    match &settings.mysql {
+        Some(url) if mysql_parts => {
+            match my::run(&settings, url, runs("MY-W1"), runs("MY-W2"), &dir).await {
+                Ok(my_rows) => rows.extend(my_rows),
+                Err(e) => {
+                    eprintln!("MariaDB parts failed: {e:#}");
+                    failed.get_or_insert(e.context("MariaDB parts"));
+                }
+            }
+        }
+        None if mysql_parts => {
+            eprintln!("MariaDB parts skipped: no --mysql URL or SWITCHBOARD_BENCH_MYSQL")
         }
         _ => {}
     }
@@ -233,7 +270,7 @@ async fn main() -> Result<()> {
     }
     println!("\nJSON results in {}", dir.display());
     match failed {
-        Some(e) => Err(e.context("PostgreSQL parts")),
+        Some(e) => Err(e),
         None => Ok(()),
     }
 }

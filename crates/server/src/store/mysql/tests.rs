@@ -7,7 +7,7 @@ use super::*;
 use crate::hub::{Hub, OpsSignal};
 use crate::store::Actor;
 use crate::store::engine::Driver;
-use sqlx::AssertSqlSafe;
+use crate::store::engine::suite::server_db::ServerDb;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 use switchboard_proto::{AgentId, TenantId};
@@ -15,44 +15,25 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// A database of its own on the test server.
-struct TestDb {
-    admin: MySqlPool,
-    name: String,
-    url: String,
-}
+struct TestDb(ServerDb<MySql>);
 
 impl TestDb {
     async fn new() -> Self {
-        let admin_url = std::env::var("SWITCHBOARD_TEST_MYSQL")
-            .expect("set SWITCHBOARD_TEST_MYSQL to an admin URL (cargo xtask mariadb prints one)");
-        let name = format!("sb_t_my_{}", uuid::Uuid::new_v4().simple());
-        let admin = MySqlPool::connect(&admin_url).await.expect("connect");
-        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&admin)
-            .await
-            .expect("create the database");
-        let (base, _) = admin_url
-            .rsplit_once('/')
-            .expect("an admin URL ends in /database");
-        let url = format!("{base}/{name}");
-        Self { admin, name, url }
+        Self(ServerDb::create("SWITCHBOARD_TEST_MYSQL", "my").await)
+    }
+
+    fn url(&self) -> &str {
+        &self.0.url
     }
 
     async fn open(&self) -> MySqlStore {
-        MySqlStore::open(&self.url, 8, Hooks::default())
+        MySqlStore::open(self.url(), 8, Hooks::default())
             .await
             .expect("open")
     }
 
     async fn drop(self) {
-        sqlx::query(AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {}",
-            self.name
-        )))
-        .execute(&self.admin)
-        .await
-        .expect("drop the database");
-        self.admin.close().await;
+        self.0.drop("").await;
     }
 }
 
@@ -162,7 +143,7 @@ async fn open_claims_lock_only_the_rows_they_return() {
 #[ignore = "needs MariaDB: cargo xtask test runs it there"]
 async fn the_server_is_checked_for_skip_locked_and_row_based_binary_logging() {
     let db = TestDb::new().await;
-    let mut conn = MySqlConnection::connect(&db.url).await.expect("connect");
+    let mut conn = MySqlConnection::connect(db.url()).await.expect("connect");
     let found = server::check_server(&mut conn)
         .await
         .expect("a supported server");
@@ -204,7 +185,7 @@ async fn the_server_is_checked_for_skip_locked_and_row_based_binary_logging() {
 async fn instances_starting_at_once_migrate_the_database_once() {
     let db = TestDb::new().await;
     let opened =
-        futures::future::join_all((0..3).map(|_| MySqlStore::open(&db.url, 2, Hooks::default())))
+        futures::future::join_all((0..3).map(|_| MySqlStore::open(db.url(), 2, Hooks::default())))
             .await;
     let stores: Vec<MySqlStore> = opened
         .into_iter()
@@ -276,7 +257,7 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
         .execute(&mut *holder)
         .await
         .expect("lock");
-    let mut waiter = MySqlConnection::connect(&db.url).await.expect("connect");
+    let mut waiter = MySqlConnection::connect(db.url()).await.expect("connect");
     (&mut waiter)
         .execute("SET SESSION innodb_lock_wait_timeout = 1")
         .await

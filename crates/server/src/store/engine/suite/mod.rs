@@ -17,12 +17,14 @@ mod maintenance;
 mod ops;
 mod records;
 mod send;
+pub(crate) mod server_db;
 
 use crate::hooks::Hooks;
 use crate::store::mysql::MySqlStore;
 use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::*;
+use server_db::ServerDb;
 
 pub(crate) fn message(n: u64) -> NewMessage {
     NewMessage {
@@ -72,53 +74,23 @@ async fn every_statement_on_sqlite() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
 async fn every_statement_on_postgres() {
-    let admin = std::env::var("SWITCHBOARD_TEST_POSTGRES")
-        .expect("set SWITCHBOARD_TEST_POSTGRES to an admin URL");
-    let name = format!("sb_t_driver_{}", uuid::Uuid::new_v4().simple());
-    let pool = sqlx::PgPool::connect(&admin).await.expect("connect");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&pool)
-        .await
-        .expect("create the database");
-    let (base, _) = admin
-        .rsplit_once('/')
-        .expect("an admin URL ends in /database");
-    let store = PgStore::open(&format!("{base}/{name}"), 4, Hooks::default())
+    let db = ServerDb::<sqlx::Postgres>::create("SWITCHBOARD_TEST_POSTGRES", "driver").await;
+    let store = PgStore::open(&db.url, 4, Hooks::default())
         .await
         .expect("open");
     every_statement(&store).await;
     store.close().await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-    )))
-    .execute(&pool)
-    .await
-    .expect("drop the database");
+    db.drop(" WITH (FORCE)").await;
 }
 
 #[tokio::test]
 #[ignore = "needs MariaDB or MySQL: cargo xtask test runs it there with --include-ignored"]
 async fn every_statement_on_mysql() {
-    let admin = std::env::var("SWITCHBOARD_TEST_MYSQL")
-        .expect("set SWITCHBOARD_TEST_MYSQL to an admin URL");
-    let name = format!("sb_t_driver_{}", uuid::Uuid::new_v4().simple());
-    let pool = sqlx::MySqlPool::connect(&admin).await.expect("connect");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&pool)
-        .await
-        .expect("create the database");
-    let (base, _) = admin
-        .rsplit_once('/')
-        .expect("an admin URL ends in /database");
-    let store = MySqlStore::open(&format!("{base}/{name}"), 4, Hooks::default())
+    let db = ServerDb::<sqlx::MySql>::create("SWITCHBOARD_TEST_MYSQL", "driver").await;
+    let store = MySqlStore::open(&db.url, 4, Hooks::default())
         .await
         .expect("open");
     every_statement(&store).await;
     store.close().await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name}"
-    )))
-    .execute(&pool)
-    .await
-    .expect("drop the database");
+    db.drop("").await;
 }

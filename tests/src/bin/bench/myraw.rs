@@ -1,0 +1,194 @@
+//! The MariaDB / MySQL W2 limit: the store's claim and ack SQL, run by a raw sqlx
+//! loop with no HTTP, no auth and no row decoding beyond what the ack needs.
+//!
+//! Same transactions and statements as `MySqlStore` (the engine's portable shapes
+//! over `store/statements/`, in their MySQL spelling): a claim is one transaction
+//! (reap this agent's expired leases; select the claimable ids `FOR UPDATE SKIP
+//! LOCKED`; per id the update, the read-back and the history row; the last-seen
+//! update); an ack of a claim batch is one transaction (per entry the conditional
+//! update, the read-back and the history row). The pool has the store's size and
+//! session settings, but skips the store's `test_before_acquire` ping.
+//!
+//! The statements are copied from `crates/server/src/store/statements/` (`inbox.rs`,
+//! `maintenance.rs`, `events.rs`) as `dialect.rs` renders them for MySQL, with
+//! `store/rows.rs`'s column lists expanded; keep them in step when those change.
+
+use crate::drain::Queues;
+use crate::server::now_ms;
+use anyhow::{Context, Result, ensure};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
+use sqlx::{Executor, MySqlPool};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Claim, step 1 (`expired_leases` for one agent): none expire here (60 s leases).
+const REAP_LEASES: &str = "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, \
+     last_error FROM events FORCE INDEX (events_claim) WHERE status = 'claimed' \
+     AND lease_expires_at <= ? AND agent_id = ? ORDER BY lease_expires_at LIMIT ? \
+     FOR UPDATE SKIP LOCKED";
+const REAP_BATCH: i64 = 1_000;
+
+/// Claim, step 2 (`claimable`).
+const CLAIMABLE: &str = "SELECT id FROM events FORCE INDEX (events_claim) \
+     WHERE agent_id = ? AND status = 'pending' AND available_at <= ? \
+     AND (expires_at IS NULL OR expires_at > ?) ORDER BY priority DESC, seq LIMIT ? \
+     FOR UPDATE SKIP LOCKED";
+
+/// Claim, step 3 per id (`take_claim`, then its history step).
+const TAKE: &str = "UPDATE events SET status = 'claimed', attempts = attempts + 1, \
+     claim_token = ?, lease_expires_at = ?, updated_at = ? WHERE id = ?";
+const READ_EVENT: &str = "SELECT id, agent_id, seq, sender_agent_id, sender_name, room_id, \
+     room_seq, correlation_id, priority, status, payload, attempts, max_attempts, created_at, \
+     available_at, expires_at, last_error, lease_expires_at, claim_token FROM events WHERE id = ?";
+const HISTORY: &str =
+    "INSERT INTO event_history (event_id, at, action, actor, detail) VALUES (?, ?, ?, ?, ?)";
+
+/// Claim, step 4 (`note_seen`; MySQL writes it on every claim).
+const NOTE_SEEN: &str = "UPDATE agents SET last_seen_at = ? WHERE id = ? \
+     AND (last_seen_at IS NULL OR last_seen_at < ?)";
+
+/// Ack, per entry (`complete_claim`, its read-back, then its history step).
+const COMPLETE: &str = "UPDATE events SET status = 'completed', payload = NULL, \
+     lease_expires_at = NULL, updated_at = ? WHERE id = ? AND agent_id = ? \
+     AND claim_token = ? AND status = 'claimed' AND lease_expires_at > ?";
+const READ_STATE: &str =
+    "SELECT id, status, attempts, lease_expires_at, available_at, seq FROM events WHERE id = ?";
+
+const LEASE_MS: i64 = 60_000;
+
+/// The store's session (`store/mysql/mod.rs::session`, MariaDB's limits).
+const SESSION: [&str; 2] = [
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    "SET SESSION sql_mode = 'ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_ALL_TABLES,NO_ZERO_DATE,\
+     NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', \
+     time_zone = '+00:00', innodb_lock_wait_timeout = 5, max_statement_time = 15, \
+     idle_transaction_timeout = 60",
+];
+
+/// The agents' inboxes of one database, queue `i` being agent `i`.
+pub(crate) struct Inboxes {
+    pub(crate) pool: MySqlPool,
+    /// (agent id, history actor) per queue.
+    agents: Vec<(String, String)>,
+}
+
+impl Inboxes {
+    /// `agents`: (id, name) per queue.
+    pub(crate) async fn open(url: &str, agents: &[(String, String)]) -> Result<Arc<Self>> {
+        let opts = MySqlConnectOptions::from_str(url)?
+            .pipes_as_concat(false)
+            .no_engine_substitution(false)
+            .timezone(None);
+        let pool = MySqlPoolOptions::new()
+            .max_connections(switchboard_server::Config::default().database_max_connections)
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    for sql in SESSION {
+                        conn.execute(sql).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(opts)
+            .await
+            .context("connecting the raw loop's pool")?;
+        let agents = agents
+            .iter()
+            .map(|(id, name)| (id.clone(), format!("agent:{name}")))
+            .collect();
+        Ok(Arc::new(Self { pool, agents }))
+    }
+}
+
+impl Queues for Inboxes {
+    /// (event id, claim token).
+    type Claimed = (String, String);
+
+    fn count(&self) -> usize {
+        self.agents.len()
+    }
+
+    async fn claim(&self, queue: usize, batch: u32) -> Result<Vec<Self::Claimed>> {
+        let (agent, actor) = &self.agents[queue];
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let reaped = sqlx::query(REAP_LEASES)
+            .bind(now)
+            .bind(agent)
+            .bind(REAP_BATCH)
+            .fetch_all(&mut *tx)
+            .await?;
+        ensure!(reaped.is_empty(), "a 60 s lease expired during the bench");
+        let ids: Vec<String> = sqlx::query_scalar(CLAIMABLE)
+            .bind(agent)
+            .bind(now)
+            .bind(now)
+            .bind(i64::from(batch))
+            .fetch_all(&mut *tx)
+            .await?;
+        let mut claimed = Vec::with_capacity(ids.len());
+        for id in ids {
+            let token = uuid::Uuid::new_v4().to_string();
+            sqlx::query(TAKE)
+                .bind(&token)
+                .bind(now + LEASE_MS)
+                .bind(now)
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+            let row = sqlx::query(READ_EVENT)
+                .bind(&id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let attempts: i64 = sqlx::Row::try_get(&row, "attempts")?;
+            let max_attempts: i64 = sqlx::Row::try_get(&row, "max_attempts")?;
+            sqlx::query(HISTORY)
+                .bind(&id)
+                .bind(now)
+                .bind("claimed")
+                .bind(actor)
+                .bind(format!("attempt {attempts} of {max_attempts}"))
+                .execute(&mut *tx)
+                .await?;
+            claimed.push((id, token));
+        }
+        sqlx::query(NOTE_SEEN)
+            .bind(now)
+            .bind(agent)
+            .bind(i64::MAX)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    async fn ack(&self, queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
+        let (agent, actor) = &self.agents[queue];
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        for (id, token) in &claimed {
+            let done = sqlx::query(COMPLETE)
+                .bind(now)
+                .bind(id)
+                .bind(agent)
+                .bind(token)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            ensure!(done.rows_affected() == 1, "an ack was refused");
+            sqlx::query(READ_STATE).bind(id).fetch_one(&mut *tx).await?;
+            sqlx::query(HISTORY)
+                .bind(id)
+                .bind(now)
+                .bind("acked")
+                .bind(actor)
+                .bind(None::<String>)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
