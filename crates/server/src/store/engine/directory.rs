@@ -94,10 +94,9 @@ pub(crate) trait DirectoryStatements: Driver {
     /// Inserts an agent; `false`: its name is taken in the tenant (the transaction
     /// is then to be abandoned: PostgreSQL has ended it).
     async fn insert_agent(&self, tx: &mut Self::Tx, agent: &AgentRecord) -> StoreResult<bool>;
-    /// Reads outside a write transaction (read pool), within `tenant` only.
-    async fn agent_by_id(&self, tenant: TenantId, id: AgentId) -> StoreResult<Option<AgentRecord>>;
-    async fn agent_by_name(&self, tenant: TenantId, name: &str)
-    -> StoreResult<Option<AgentRecord>>;
+    /// An agent of `tenant` by id (its canonical form) or else by name, read
+    /// outside a write transaction (read pool).
+    async fn agent_by_key(&self, tenant: TenantId, key: &str) -> StoreResult<Option<AgentRecord>>;
     /// `tenant`'s agents by name (read pool).
     async fn agents_of(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>>;
     /// Sets `last_seen_at` to `now` where it is unset or older than `stale_before`
@@ -210,11 +209,9 @@ async fn agent<D: DirectoryStatements>(
     tenant: TenantId,
     key: &str,
 ) -> StoreResult<AgentRecord> {
-    let found = match key.parse::<AgentId>() {
-        Ok(id) => d.agent_by_id(tenant, id).await?,
-        Err(_) => d.agent_by_name(tenant, key).await?,
-    };
-    found.ok_or(StoreError::NotFound)
+    d.agent_by_key(tenant, key)
+        .await?
+        .ok_or(StoreError::NotFound)
 }
 
 /// The `inbox_depth` rows from the grouped counts: one per agent, by name (agents of

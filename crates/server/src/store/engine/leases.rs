@@ -43,18 +43,13 @@ pub(crate) trait LeaseStatements:
         tx: &mut Self::Tx,
         skeleton: &str,
     ) -> StoreResult<Option<(String, String)>>;
-    /// The name's (fence, quiet_until), if it ever had a lease.
+    /// The name's (fence, quiet_until), if it ever had a lease; with `lock`, the row
+    /// locked until the transaction ends if there is one.
     async fn name_fence(
         &self,
         tx: &mut Self::Tx,
         skeleton: &str,
-    ) -> StoreResult<Option<(i64, Millis)>>;
-    /// [`name_fence`](Self::name_fence), the row locked until the transaction ends
-    /// if there is one.
-    async fn lock_name_fence(
-        &self,
-        tx: &mut Self::Tx,
-        skeleton: &str,
+        lock: bool,
     ) -> StoreResult<Option<(i64, Millis)>>;
     /// Makes the name's fence row at fence 0 (the same as none), unless it has one.
     async fn make_name_fence(&self, tx: &mut Self::Tx, skeleton: &str) -> StoreResult<()>;
@@ -67,33 +62,23 @@ pub(crate) trait LeaseStatements:
         fence: i64,
         quiet_until: Millis,
     ) -> StoreResult<()>;
-    /// The leases holding the name (by skeleton) or the memory: two at most.
+    /// The leases holding the name (by skeleton) or the memory: two at most; with
+    /// `lock`, locked until the transaction ends.
     async fn leases_holding(
         &self,
         tx: &mut Self::Tx,
         skeleton: &str,
         memory: MemoryId,
+        lock: bool,
     ) -> StoreResult<Vec<Stored>>;
-    /// [`leases_holding`](Self::leases_holding), locked until the transaction ends.
-    async fn lock_leases_holding(
-        &self,
-        tx: &mut Self::Tx,
-        skeleton: &str,
-        memory: MemoryId,
-    ) -> StoreResult<Vec<Stored>>;
-    /// The lease of `tenant` with id `id`, if it is still stored.
+    /// The lease of `tenant` with id `id`, if it is still stored; with `lock`,
+    /// locked until the transaction ends.
     async fn load_lease(
         &self,
         tx: &mut Self::Tx,
         tenant: TenantId,
         id: LeaseId,
-    ) -> StoreResult<Option<Stored>>;
-    /// [`load_lease`](Self::load_lease), locked until the transaction ends.
-    async fn lock_lease(
-        &self,
-        tx: &mut Self::Tx,
-        tenant: TenantId,
-        id: LeaseId,
+        lock: bool,
     ) -> StoreResult<Option<Stored>>;
     /// The lease `id` on `new`'s name and memory with `fence`, from `now` for its TTL.
     async fn insert_lease(
@@ -157,7 +142,7 @@ pub(crate) trait LeaseDriver: LeaseStatements {
         tx: &mut Self::Tx,
         skeleton: &str,
     ) -> StoreResult<Option<(i64, Millis)>> {
-        self.lock_name_fence(tx, skeleton).await
+        self.name_fence(tx, skeleton, true).await
     }
 
     /// Registered names among `skeletons`: skeleton → (name, original), read outside
@@ -201,22 +186,19 @@ async fn check<D: LeaseDriver>(
     now: Millis,
     lock: bool,
 ) -> StoreResult<Checked> {
-    let (name_fence, memory) = if lock {
-        let name_fence = d.lock_name(tx, &new.skeleton).await?;
-        (name_fence, d.lock_memory(tx, new.tenant, new.memory).await?)
+    let name_fence = if lock {
+        d.lock_name(tx, &new.skeleton).await?
     } else {
-        let name_fence = d.name_fence(tx, &new.skeleton).await?;
-        (name_fence, d.load_memory(tx, new.tenant, new.memory).await?)
+        d.name_fence(tx, &new.skeleton, false).await?
     };
+    let memory = d.load_memory(tx, new.tenant, new.memory, lock).await?;
     let memory = memory.ok_or(StoreError::NotFound)?;
     // A registered name (`switchboard names import`) is reserved.
     check_registered(new, d.name_registration(tx, &new.skeleton).await?)?;
     // Whatever holds the name (by skeleton) or the memory now.
-    let held = if lock {
-        d.lock_leases_holding(tx, &new.skeleton, new.memory).await?
-    } else {
-        d.leases_holding(tx, &new.skeleton, new.memory).await?
-    };
+    let held = d
+        .leases_holding(tx, &new.skeleton, new.memory, lock)
+        .await?;
     let (expired, quiet_until) = check_held(new, held, now)?;
     let quiet_until = quiet_until
         .max(d.memory_quiet(tx, new.memory).await?)
@@ -305,7 +287,7 @@ pub(super) async fn acquire<D: LeaseDriver>(
         .await
         .map_err(|e| claimed_meanwhile(new, e))?;
     let lease = d
-        .load_lease(&mut tx, new.tenant, id)
+        .load_lease(&mut tx, new.tenant, id, false)
         .await?
         .ok_or(StoreError::NotFound)?
         .lease;
@@ -347,12 +329,12 @@ pub(super) async fn renew<D: LeaseStatements>(
 ) -> StoreResult<Lease> {
     let mut tx = d.begin_write().await?;
     // Locked: an acquisition waiting on it sees the renewed expiry.
-    let held = d.lock_lease(&mut tx, tenant, id).await?;
+    let held = d.load_lease(&mut tx, tenant, id, true).await?;
     let held = check_renewal(held, id, token, actor, now)?;
     let ttl = renewal_ttl(&held, ttl_ms);
     d.set_lease_expiry(&mut tx, id, ttl, now + ttl).await?;
     let lease = d
-        .load_lease(&mut tx, tenant, id)
+        .load_lease(&mut tx, tenant, id, false)
         .await?
         .ok_or(StoreError::NotFound)?
         .lease;
@@ -382,7 +364,7 @@ pub(super) async fn release<D: LeaseStatements>(
     let mut tx = d.begin_write().await?;
     // Already gone (released before, forced out, taken over): the holder wants it
     // ended, and it is. Releasing twice is not an error.
-    if let Some(held) = d.lock_lease(&mut tx, tenant, id).await? {
+    if let Some(held) = d.load_lease(&mut tx, tenant, id, true).await? {
         check_release(&held, id, token, actor)?;
         // A clean release: the holder says it is done, so no lock delay.
         d.delete_lease(&mut tx, id).await?;
@@ -413,16 +395,16 @@ pub(super) async fn force_release<D: LeaseDriver>(
     // The lease's name and memory never change: read them, lock them in the
     // acquisition's order (name, memory, lease), then read the lease again.
     let seen = d
-        .load_lease(&mut tx, tenant, id)
+        .load_lease(&mut tx, tenant, id, false)
         .await?
         .ok_or(StoreError::NotFound)?;
     let memory = seen.lease.memory_instance_id;
     d.lock_name(&mut tx, &seen.skeleton).await?;
-    d.lock_memory(&mut tx, tenant, memory)
+    d.load_memory(&mut tx, tenant, memory, true)
         .await?
         .ok_or(StoreError::NotFound)?;
     let held = d
-        .lock_lease(&mut tx, tenant, id)
+        .load_lease(&mut tx, tenant, id, true)
         .await?
         .ok_or(StoreError::NotFound)?;
     d.delete_lease(&mut tx, id).await?;

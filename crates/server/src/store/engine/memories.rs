@@ -25,20 +25,14 @@ pub(crate) struct NewMemory<'a> {
 #[async_trait]
 pub(crate) trait MemoryStatements: Driver {
     async fn insert_memory(&self, tx: &mut Self::Tx, m: &NewMemory<'_>) -> StoreResult<()>;
-    /// `None`: no such memory in `tenant`.
+    /// `None`: no such memory in `tenant`. With `lock`, the row locked until the
+    /// transaction ends (the second lock of the lease lock order).
     async fn load_memory(
         &self,
         tx: &mut Self::Tx,
         tenant: TenantId,
         id: MemoryId,
-    ) -> StoreResult<Option<Memory>>;
-    /// [`load_memory`](Self::load_memory), the row locked until the transaction
-    /// ends (the second lock of the lease lock order).
-    async fn lock_memory(
-        &self,
-        tx: &mut Self::Tx,
-        tenant: TenantId,
-        id: MemoryId,
+        lock: bool,
     ) -> StoreResult<Option<Memory>>;
     /// The end of the memory's lock delay (`NotFound`: no such memory).
     async fn memory_quiet(&self, tx: &mut Self::Tx, id: MemoryId) -> StoreResult<Millis>;
@@ -74,7 +68,7 @@ pub(crate) async fn register<D: MemoryStatements>(
     let mut tx = d.begin_write().await?;
     if let Some((parent, token)) = parent {
         let parent = d
-            .load_memory(&mut tx, tenant, parent)
+            .load_memory(&mut tx, tenant, parent, false)
             .await?
             .ok_or(StoreError::NotFound)?;
         check_branch(&parent, token)?;
@@ -89,7 +83,7 @@ pub(crate) async fn register<D: MemoryStatements>(
     };
     d.insert_memory(&mut tx, &row).await?;
     let memory = d
-        .load_memory(&mut tx, tenant, id)
+        .load_memory(&mut tx, tenant, id, false)
         .await?
         .ok_or(StoreError::NotFound)?;
     d.commit(tx, &[]).await?;
@@ -105,14 +99,14 @@ pub(crate) async fn lineage<D: MemoryStatements>(
 ) -> StoreResult<Lineage> {
     let mut tx = d.begin_read().await?;
     let memory = d
-        .load_memory(&mut tx, tenant, id)
+        .load_memory(&mut tx, tenant, id, false)
         .await?
         .ok_or(StoreError::NotFound)?;
     let mut ancestors = Vec::new();
     let mut next = memory.parent_memory_instance_id;
     while let Some(p) = next {
         let m = d
-            .load_memory(&mut tx, tenant, p)
+            .load_memory(&mut tx, tenant, p, false)
             .await?
             .ok_or(StoreError::NotFound)?;
         next = m.parent_memory_instance_id;

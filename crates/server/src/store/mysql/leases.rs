@@ -29,7 +29,7 @@ impl LeaseDriver for MySqlStore {
         .bind(skeleton)
         .execute(&mut **tx)
         .await?;
-        self.lock_name_fence(tx, skeleton).await
+        self.name_fence(tx, skeleton, true).await
     }
 
     async fn read_registered_names(

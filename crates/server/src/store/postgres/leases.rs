@@ -21,7 +21,7 @@ impl LeaseDriver for PgStore {
         skeleton: &str,
     ) -> StoreResult<Option<(i64, Millis)>> {
         self.make_name_fence(tx, skeleton).await?;
-        self.lock_name_fence(tx, skeleton).await
+        self.name_fence(tx, skeleton, true).await
     }
 
     async fn read_registered_names(

@@ -216,7 +216,7 @@ impl crate::store::engine::events::EventDriver for PgStore {
         tx: &mut Self::Tx,
         e: &crate::store::engine::events::NewEvent<'_>,
     ) -> StoreResult<()> {
-        sqlx::query(
+        let insert = sqlx::query(
             "WITH e AS (INSERT INTO events (id, tenant_id, agent_id, seq, sender_agent_id, \
              sender_name, room_id, room_seq, correlation_id, priority, status, payload, attempts, \
              max_attempts, created_at, available_at, expires_at, updated_at) \
@@ -224,25 +224,11 @@ impl crate::store::engine::events::EventDriver for PgStore {
              RETURNING id) \
              INSERT INTO event_history (event_id, at, action, actor) \
              SELECT id, $13, 'created', $16 FROM e",
-        )
-        .bind(&e.id)
-        .bind(&e.tenant)
-        .bind(&e.agent)
-        .bind(e.seq)
-        .bind(&e.sender_agent_id)
-        .bind(&e.sender_name)
-        .bind(&e.room_id)
-        .bind(e.room_seq)
-        .bind(&e.msg.correlation_id)
-        .bind(i64::from(e.msg.priority))
-        .bind(&e.msg.payload)
-        .bind(i64::from(e.msg.max_attempts))
-        .bind(e.now)
-        .bind(e.msg.available_at)
-        .bind(e.msg.expires_at)
-        .bind(e.from.to_string())
-        .execute(&mut **tx)
-        .await?;
+        );
+        crate::store::statements::bind_new_event!(insert, e)
+            .bind(e.from.to_string())
+            .execute(&mut **tx)
+            .await?;
         Ok(())
     }
 }

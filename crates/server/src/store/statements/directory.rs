@@ -233,39 +233,30 @@ macro_rules! directory_statements {
                 $crate::store::dialect::inserted(inserted)
             }
 
-            async fn agent_by_id(
+            async fn agent_by_key(
                 &self,
                 tenant: switchboard_proto::TenantId,
-                id: switchboard_proto::AgentId,
+                key: &str,
             ) -> $crate::store::StoreResult<Option<$crate::store::AgentRecord>> {
                 use $crate::store::rows::AGENT_COLS;
-                let row = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND id = $2"
-                ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
-                .fetch_optional(self.read_pool())
-                .await?;
-                row.as_ref()
-                    .map($crate::store::rows::agent_from_row)
-                    .transpose()
-            }
-
-            async fn agent_by_name(
-                &self,
-                tenant: switchboard_proto::TenantId,
-                name: &str,
-            ) -> $crate::store::StoreResult<Option<$crate::store::AgentRecord>> {
-                use $crate::store::rows::AGENT_COLS;
-                let row = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND name = $2"
-                ))
-                .bind(tenant.to_string())
-                .bind(name)
-                .fetch_optional(self.read_pool())
-                .await?;
+                let (column, key) =
+                    $crate::store::rows::by_id_or_name::<switchboard_proto::AgentId>(key);
+                let sql = if column == "id" {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND id = $2"
+                    )
+                } else {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND name = $2"
+                    )
+                };
+                let row = sqlx::query(sql)
+                    .bind(tenant.to_string())
+                    .bind(key)
+                    .fetch_optional(self.read_pool())
+                    .await?;
                 row.as_ref()
                     .map($crate::store::rows::agent_from_row)
                     .transpose()

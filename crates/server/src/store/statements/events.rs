@@ -59,29 +59,15 @@ macro_rules! event_statements {
                 tx: &mut Self::Tx,
                 e: &$crate::store::engine::events::NewEvent<'_>,
             ) -> $crate::store::StoreResult<()> {
-                sqlx::query($crate::store::dialect::sql!(
+                let insert = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO events (id, tenant_id, agent_id, seq, sender_agent_id, \
                      sender_name, room_id, room_seq, correlation_id, priority, status, payload, \
                      attempts, max_attempts, created_at, available_at, expires_at, updated_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, 0, $12, \
                      $13, $14, $15, $16)"
-                ))
-                .bind(&e.id)
-                .bind(&e.tenant)
-                .bind(&e.agent)
-                .bind(e.seq)
-                .bind(&e.sender_agent_id)
-                .bind(&e.sender_name)
-                .bind(&e.room_id)
-                .bind(e.room_seq)
-                .bind(&e.msg.correlation_id)
-                .bind(i64::from(e.msg.priority))
-                .bind(&e.msg.payload)
-                .bind(i64::from(e.msg.max_attempts))
-                .bind(e.now)
-                .bind(e.msg.available_at)
-                .bind(e.msg.expires_at)
+                ));
+                $crate::store::statements::bind_new_event!(insert, e)
                 .bind(e.now)
                 .execute(&mut **tx)
                 .await?;
@@ -115,3 +101,31 @@ macro_rules! event_statements {
     };
 }
 pub(crate) use event_statements;
+
+/// Binds a [`NewEvent`](crate::store::engine::events::NewEvent)'s columns to `$1..$15`
+/// of an `INSERT INTO events (id, tenant_id, agent_id, seq, sender_agent_id,
+/// sender_name, room_id, room_seq, correlation_id, priority, status, payload,
+/// attempts, max_attempts, created_at, available_at, expires_at, …)` whose status and
+/// attempts are literals; the caller binds what follows.
+macro_rules! bind_new_event {
+    ($query:expr, $e:expr) => {{
+        let e = $e;
+        $query
+            .bind(&e.id)
+            .bind(&e.tenant)
+            .bind(&e.agent)
+            .bind(e.seq)
+            .bind(&e.sender_agent_id)
+            .bind(&e.sender_name)
+            .bind(&e.room_id)
+            .bind(e.room_seq)
+            .bind(&e.msg.correlation_id)
+            .bind(i64::from(e.msg.priority))
+            .bind(&e.msg.payload)
+            .bind(i64::from(e.msg.max_attempts))
+            .bind(e.now)
+            .bind(e.msg.available_at)
+            .bind(e.msg.expires_at)
+    }};
+}
+pub(crate) use bind_new_event;

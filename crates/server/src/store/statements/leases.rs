@@ -1,5 +1,5 @@
-//! [`LeaseStatements`](crate::store::engine::leases::LeaseStatements): the `lock_…`
-//! reads lock their rows `@FOR_UPDATE` (nothing on SQLite, whose single writer
+//! [`LeaseStatements`](crate::store::engine::leases::LeaseStatements): a read with
+//! `lock` locks its rows `@FOR_UPDATE` (nothing on SQLite, whose single writer
 //! serializes the writes), in the lock order of the engine's `leases.rs`.
 
 macro_rules! lease_statements {
@@ -24,28 +24,24 @@ macro_rules! lease_statements {
                 &self,
                 tx: &mut Self::Tx,
                 skeleton: &str,
+                lock: bool,
             ) -> $crate::store::StoreResult<Option<(i64, $crate::clock::Millis)>> {
-                Ok(sqlx::query_as($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1"
-                ))
-                .bind(skeleton)
-                .fetch_optional(&mut **tx)
-                .await?)
-            }
-
-            async fn lock_name_fence(
-                &self,
-                tx: &mut Self::Tx,
-                skeleton: &str,
-            ) -> $crate::store::StoreResult<Option<(i64, $crate::clock::Millis)>> {
-                Ok(sqlx::query_as($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1 @FOR_UPDATE"
-                ))
-                .bind(skeleton)
-                .fetch_optional(&mut **tx)
-                .await?)
+                let sql = if lock {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1 \
+                         @FOR_UPDATE"
+                    )
+                } else {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1"
+                    )
+                };
+                Ok(sqlx::query_as(sql)
+                    .bind(skeleton)
+                    .fetch_optional(&mut **tx)
+                    .await?)
             }
 
             async fn make_name_fence(
@@ -91,37 +87,26 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 skeleton: &str,
                 memory: switchboard_proto::MemoryId,
+                lock: bool,
             ) -> $crate::store::StoreResult<Vec<$crate::store::lease_rules::Stored>> {
                 use $crate::store::lease_rules::LEASE_COLS;
-                let rows = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2"
-                ))
-                .bind(skeleton)
-                .bind(memory.to_string())
-                .fetch_all(&mut **tx)
-                .await?;
-                rows.iter()
-                    .map($crate::store::lease_rules::lease_from_row)
-                    .collect()
-            }
-
-            async fn lock_leases_holding(
-                &self,
-                tx: &mut Self::Tx,
-                skeleton: &str,
-                memory: switchboard_proto::MemoryId,
-            ) -> $crate::store::StoreResult<Vec<$crate::store::lease_rules::Stored>> {
-                use $crate::store::lease_rules::LEASE_COLS;
-                let rows = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2 \
-                     @FOR_UPDATE"
-                ))
-                .bind(skeleton)
-                .bind(memory.to_string())
-                .fetch_all(&mut **tx)
-                .await?;
+                let sql = if lock {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2 \
+                         @FOR_UPDATE"
+                    )
+                } else {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2"
+                    )
+                };
+                let rows = sqlx::query(sql)
+                    .bind(skeleton)
+                    .bind(memory.to_string())
+                    .fetch_all(&mut **tx)
+                    .await?;
                 rows.iter()
                     .map($crate::store::lease_rules::lease_from_row)
                     .collect()
@@ -132,39 +117,28 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::LeaseId,
+                lock: bool,
             ) -> $crate::store::StoreResult<Option<$crate::store::lease_rules::Stored>> {
                 use $crate::store::lease_rules::LEASE_COLS;
-                sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2"
-                ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
-                .fetch_optional(&mut **tx)
-                .await?
-                .as_ref()
-                .map($crate::store::lease_rules::lease_from_row)
-                .transpose()
-            }
-
-            async fn lock_lease(
-                &self,
-                tx: &mut Self::Tx,
-                tenant: switchboard_proto::TenantId,
-                id: switchboard_proto::LeaseId,
-            ) -> $crate::store::StoreResult<Option<$crate::store::lease_rules::Stored>> {
-                use $crate::store::lease_rules::LEASE_COLS;
-                sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
-                ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
-                .fetch_optional(&mut **tx)
-                .await?
-                .as_ref()
-                .map($crate::store::lease_rules::lease_from_row)
-                .transpose()
+                let sql = if lock {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
+                    )
+                } else {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2"
+                    )
+                };
+                sqlx::query(sql)
+                    .bind(tenant.to_string())
+                    .bind(id.to_string())
+                    .fetch_optional(&mut **tx)
+                    .await?
+                    .as_ref()
+                    .map($crate::store::lease_rules::lease_from_row)
+                    .transpose()
             }
 
             async fn insert_lease(

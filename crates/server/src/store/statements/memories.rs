@@ -31,40 +31,29 @@ macro_rules! memory_statements {
                 tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::MemoryId,
+                lock: bool,
             ) -> $crate::store::StoreResult<Option<switchboard_proto::Memory>> {
                 use $crate::store::lease_rules::MEMORY_COLS;
-                sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
-                ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
-                .fetch_optional(&mut **tx)
-                .await?
-                .as_ref()
-                .map($crate::store::lease_rules::memory_from_row)
-                .transpose()
-            }
-
-            async fn lock_memory(
-                &self,
-                tx: &mut Self::Tx,
-                tenant: switchboard_proto::TenantId,
-                id: switchboard_proto::MemoryId,
-            ) -> $crate::store::StoreResult<Option<switchboard_proto::Memory>> {
-                use $crate::store::lease_rules::MEMORY_COLS;
-                sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2 \
-                     @FOR_UPDATE"
-                ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
-                .fetch_optional(&mut **tx)
-                .await?
-                .as_ref()
-                .map($crate::store::lease_rules::memory_from_row)
-                .transpose()
+                let sql = if lock {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2 \
+                         @FOR_UPDATE"
+                    )
+                } else {
+                    $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
+                    )
+                };
+                sqlx::query(sql)
+                    .bind(tenant.to_string())
+                    .bind(id.to_string())
+                    .fetch_optional(&mut **tx)
+                    .await?
+                    .as_ref()
+                    .map($crate::store::lease_rules::memory_from_row)
+                    .transpose()
             }
 
             async fn memory_quiet(

@@ -29,7 +29,7 @@ mod send;
 
 pub(crate) use bulk::bulk_statements;
 pub(crate) use directory::directory_statements;
-pub(crate) use events::event_statements;
+pub(crate) use events::{bind_new_event, event_statements};
 pub(crate) use idempotency::idem_statements;
 pub(crate) use inbox::inbox_statements;
 pub(crate) use jobs::job_statements;

@@ -64,20 +64,34 @@ async fn agents<D: DirectoryDriver + Store>(
 
     // Found by id or by name, within the tenant only.
     assert_eq!(
-        d.agent_by_id(tenant, a.id).await.unwrap().unwrap().name,
+        d.agent_by_key(tenant, &a.id.to_string())
+            .await
+            .unwrap()
+            .unwrap()
+            .name,
         "dir-a"
     );
-    assert!(d.agent_by_id(other, a.id).await.unwrap().is_none());
-    assert!(d.agent_by_id(tenant, foreign.id).await.unwrap().is_none());
+    assert!(
+        d.agent_by_key(other, &a.id.to_string())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        d.agent_by_key(tenant, &foreign.id.to_string())
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(
-        d.agent_by_name(tenant, "dir-a").await.unwrap().unwrap().id,
+        d.agent_by_key(tenant, "dir-a").await.unwrap().unwrap().id,
         a.id
     );
     assert_eq!(
-        d.agent_by_name(other, "dir-a").await.unwrap().unwrap().id,
+        d.agent_by_key(other, "dir-a").await.unwrap().unwrap().id,
         foreign.id
     );
-    assert!(d.agent_by_name(tenant, "nobody").await.unwrap().is_none());
+    assert!(d.agent_by_key(tenant, "nobody").await.unwrap().is_none());
     assert_eq!(d.agent(tenant, &a.id.to_string()).await.unwrap().id, a.id);
     assert_eq!(d.agent(tenant, "dir-b").await.unwrap().id, b.id);
     assert!(matches!(
@@ -100,8 +114,8 @@ async fn agents<D: DirectoryDriver + Store>(
     );
 
     // Seen: set when unset or older than the bound, else left alone.
-    let seen = |id| async move {
-        d.agent_by_id(tenant, id)
+    let seen = |id: AgentId| async move {
+        d.agent_by_key(tenant, &id.to_string())
             .await
             .unwrap()
             .unwrap()

@@ -64,7 +64,7 @@ async fn memories<D: LeaseDriver>(d: &D, tenant: TenantId, other: TenantId) {
         d.insert_memory(&mut tx, &m).await.unwrap();
     }
     let m = d
-        .load_memory(&mut tx, tenant, root)
+        .load_memory(&mut tx, tenant, root, false)
         .await
         .unwrap()
         .expect("root");
@@ -77,7 +77,7 @@ async fn memories<D: LeaseDriver>(d: &D, tenant: TenantId, other: TenantId) {
         (Some("root"), Some(0), None)
     );
     let c = d
-        .lock_memory(&mut tx, tenant, child)
+        .load_memory(&mut tx, tenant, child, true)
         .await
         .unwrap()
         .expect("child");
@@ -86,10 +86,20 @@ async fn memories<D: LeaseDriver>(d: &D, tenant: TenantId, other: TenantId) {
         (Some(root), Some(0), None)
     );
     // Within the tenant only.
-    assert!(d.load_memory(&mut tx, other, root).await.unwrap().is_none());
-    assert!(d.lock_memory(&mut tx, other, root).await.unwrap().is_none());
     assert!(
-        d.load_memory(&mut tx, tenant, MemoryId::new())
+        d.load_memory(&mut tx, other, root, false)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        d.load_memory(&mut tx, other, root, true)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        d.load_memory(&mut tx, tenant, MemoryId::new(), false)
             .await
             .unwrap()
             .is_none()
@@ -114,7 +124,7 @@ async fn memories<D: LeaseDriver>(d: &D, tenant: TenantId, other: TenantId) {
     d.raise_memory_fence(&mut tx, root, 5, 100).await.unwrap();
     d.raise_memory_fence(&mut tx, root, 3, 50).await.unwrap();
     let m = d
-        .load_memory(&mut tx, tenant, root)
+        .load_memory(&mut tx, tenant, root, false)
         .await
         .unwrap()
         .expect("root");
@@ -138,7 +148,7 @@ async fn memories<D: LeaseDriver>(d: &D, tenant: TenantId, other: TenantId) {
     // A read snapshot sees what was committed.
     let mut tx = d.begin_read().await.expect("begin read");
     assert!(
-        d.load_memory(&mut tx, tenant, child)
+        d.load_memory(&mut tx, tenant, child, false)
             .await
             .unwrap()
             .is_some()
@@ -170,21 +180,27 @@ async fn names<D: LeaseDriver>(d: &D, tenant: TenantId) {
         Some(("registered".into(), tenant.to_string()))
     );
     // A name's fence row: none, made at 0 (once), raised, never lowered.
-    assert_eq!(d.name_fence(&mut tx, "l-n").await.unwrap(), None);
-    assert_eq!(d.lock_name_fence(&mut tx, "l-n").await.unwrap(), None);
+    assert_eq!(d.name_fence(&mut tx, "l-n", false).await.unwrap(), None);
+    assert_eq!(d.name_fence(&mut tx, "l-n", true).await.unwrap(), None);
     d.make_name_fence(&mut tx, "l-n").await.unwrap();
-    assert_eq!(d.name_fence(&mut tx, "l-n").await.unwrap(), Some((0, 0)));
+    assert_eq!(
+        d.name_fence(&mut tx, "l-n", false).await.unwrap(),
+        Some((0, 0))
+    );
     d.raise_name_fence(&mut tx, "l-n", 4, 10).await.unwrap();
     d.make_name_fence(&mut tx, "l-n").await.unwrap();
-    assert_eq!(d.name_fence(&mut tx, "l-n").await.unwrap(), Some((4, 10)));
+    assert_eq!(
+        d.name_fence(&mut tx, "l-n", false).await.unwrap(),
+        Some((4, 10))
+    );
     d.raise_name_fence(&mut tx, "l-n", 2, 20).await.unwrap();
     assert_eq!(
-        d.lock_name_fence(&mut tx, "l-n").await.unwrap(),
+        d.name_fence(&mut tx, "l-n", true).await.unwrap(),
         Some((4, 20))
     );
     d.raise_name_fence(&mut tx, "l-fresh", 3, 0).await.unwrap();
     assert_eq!(
-        d.name_fence(&mut tx, "l-fresh").await.unwrap(),
+        d.name_fence(&mut tx, "l-fresh", false).await.unwrap(),
         Some((3, 0))
     );
     // The driver's lock: a name that never had a lease reads as fence 0 (a row made
@@ -236,7 +252,7 @@ async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) 
     d.insert_lease(&mut tx, id, &new, 6, 10).await.unwrap();
     d.insert_issued(&mut tx, &new, id, 6, 10).await.unwrap();
     let held = d
-        .load_lease(&mut tx, tenant, id)
+        .load_lease(&mut tx, tenant, id, false)
         .await
         .unwrap()
         .expect("stored");
@@ -258,11 +274,26 @@ async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) 
         ),
         ("l-writer", "agent:w1", 50, 1_010)
     );
-    assert!(d.load_lease(&mut tx, other, id).await.unwrap().is_none());
-    assert!(d.lock_lease(&mut tx, tenant, id).await.unwrap().is_some());
-    assert!(d.lock_lease(&mut tx, other, id).await.unwrap().is_none());
     assert!(
-        d.lock_lease(&mut tx, tenant, LeaseId::new())
+        d.load_lease(&mut tx, other, id, false)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        d.load_lease(&mut tx, tenant, id, true)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        d.load_lease(&mut tx, other, id, true)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        d.load_lease(&mut tx, tenant, LeaseId::new(), true)
             .await
             .unwrap()
             .is_none()
@@ -273,8 +304,11 @@ async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) 
         ("l-someone", memory, 1),
         ("l-someone", elsewhere, 0),
     ] {
-        let plain = d.leases_holding(&mut tx, skeleton, on).await.unwrap();
-        let locked = d.lock_leases_holding(&mut tx, skeleton, on).await.unwrap();
+        let plain = d
+            .leases_holding(&mut tx, skeleton, on, false)
+            .await
+            .unwrap();
+        let locked = d.leases_holding(&mut tx, skeleton, on, true).await.unwrap();
         assert_eq!(
             (plain.len(), locked.len()),
             (found, found),
@@ -284,7 +318,7 @@ async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) 
     }
     d.set_lease_expiry(&mut tx, id, 2_000, 3_000).await.unwrap();
     let renewed = d
-        .load_lease(&mut tx, tenant, id)
+        .load_lease(&mut tx, tenant, id, false)
         .await
         .unwrap()
         .expect("stored");
@@ -352,7 +386,12 @@ async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) 
 
     let mut tx = d.begin_write().await.expect("begin");
     d.delete_lease(&mut tx, id).await.unwrap();
-    assert!(d.load_lease(&mut tx, tenant, id).await.unwrap().is_none());
+    assert!(
+        d.load_lease(&mut tx, tenant, id, false)
+            .await
+            .unwrap()
+            .is_none()
+    );
     d.commit(tx, &[]).await.expect("commit");
     assert!(d.read_leases(tenant).await.unwrap().is_empty());
 }
