@@ -25,10 +25,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SWITCHBOARD_LISTEN")]
     listen: Option<SocketAddr>,
     /// sqlite://PATH [default: a file in the XDG data dir], or
-    /// postgres://USER:PASSWORD@HOST/DB for several instances on one database.
+    /// postgres://USER:PASSWORD@HOST/DB or mysql://USER:PASSWORD@HOST/DB (MariaDB,
+    /// MySQL) for several instances on one database.
     #[arg(long, env = "SWITCHBOARD_DATABASE_URL")]
     database_url: Option<String>,
-    /// PostgreSQL: connections in this instance's pool [default: 16].
+    /// PostgreSQL, MariaDB: connections in this instance's pool [default: 16].
     #[arg(long, env = "SWITCHBOARD_DATABASE_MAX_CONNECTIONS")]
     database_max_connections: Option<u32>,
     /// Where the operator token is written (mode 0600) [default: in the data dir].

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 #[derive(Clone)]
 pub struct Config {
-    /// `sqlite://path/to/file.db` (created if missing), `sqlite::memory:`, or
-    /// `postgres://user:password@host/db` (several instances may share it).
+    /// `sqlite://path/to/file.db` (created if missing), `sqlite::memory:`,
+    /// `postgres://user:password@host/db` or `mysql://user:password@host/db`
+    /// (MariaDB, MySQL; several instances may share either).
     pub database_url: String,
-    /// PostgreSQL: the connection pool's size in this instance.
+    /// PostgreSQL, MariaDB / MySQL: the connection pool's size in this instance.
     pub database_max_connections: u32,
     /// Where the operator token is kept (mode 0600). Reused across restarts while it
     /// is valid. `None`: a fresh token each start, held in memory only.

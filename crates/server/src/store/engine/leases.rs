@@ -186,10 +186,12 @@ async fn check<D: LeaseDriver>(
     now: Millis,
     lock: bool,
 ) -> StoreResult<Checked> {
-    let name_fence = if lock {
-        d.lock_name(tx, &new.skeleton).await?
-    } else {
-        d.name_fence(tx, &new.skeleton, false).await?
+    // Locking, the name comes first (the lock order); the read-only pre-check reads
+    // its fence last, after what refuses most attempts (a live holder): one
+    // statement fewer for each refused contender.
+    let locked_fence = match lock {
+        true => Some(d.lock_name(tx, &new.skeleton).await?),
+        false => None,
     };
     let memory = d.load_memory(tx, new.tenant, new.memory, lock).await?;
     let memory = memory.ok_or(StoreError::NotFound)?;
@@ -200,6 +202,10 @@ async fn check<D: LeaseDriver>(
         .leases_holding(tx, &new.skeleton, new.memory, lock)
         .await?;
     let (expired, quiet_until) = check_held(new, held, now)?;
+    let name_fence = match locked_fence {
+        Some(fence) => fence,
+        None => d.name_fence(tx, &new.skeleton, false).await?,
+    };
     let quiet_until = quiet_until
         .max(d.memory_quiet(tx, new.memory).await?)
         .max(name_fence.map_or(0, |f| f.1));
