@@ -65,18 +65,11 @@ pub(crate) trait DirectoryStatements: Driver {
         grant: &NewGrant<'_>,
         now: Millis,
     ) -> StoreResult<()>;
-    /// The grant with this hash and kind, unexpired at `now`, its token not revoked
-    /// (read pool).
+    /// The grant with this hash and kind, unexpired at `now`, its token not revoked,
+    /// read in `tx` or else on the read pool.
     async fn live_grant(
         &self,
-        hash: &[u8],
-        kind: GrantKind,
-        now: Millis,
-    ) -> StoreResult<Option<Grant>>;
-    /// [`DirectoryStatements::live_grant`], in `tx`.
-    async fn live_grant_in(
-        &self,
-        tx: &mut Self::Tx,
+        tx: Option<&mut Self::Tx>,
         hash: &[u8],
         kind: GrantKind,
         now: Millis,
@@ -99,10 +92,15 @@ pub(crate) trait DirectoryStatements: Driver {
     async fn agent_by_key(&self, tenant: TenantId, key: &str) -> StoreResult<Option<AgentRecord>>;
     /// `tenant`'s agents by name (read pool).
     async fn agents_of(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>>;
-    /// Sets `last_seen_at` to `now` where it is unset or older than `stale_before`
-    /// (write pool).
-    async fn mark_seen(&self, agent: AgentId, now: Millis, stale_before: Millis)
-    -> StoreResult<()>;
+    /// Sets the agent's `last_seen_at` to `now` unless it is `seen_after` or later,
+    /// in `tx` or else on its own (write pool).
+    async fn note_seen(
+        &self,
+        tx: Option<&mut Self::Tx>,
+        agent: AgentId,
+        now: Millis,
+        seen_after: Millis,
+    ) -> StoreResult<()>;
     /// Every agent (of `tenant`, or all) with its events grouped by status, in one
     /// statement, so one snapshot (read pool).
     async fn depth_counts(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthCount>>;
@@ -133,7 +131,7 @@ pub(crate) trait DirectoryDriver: DirectoryStatements {
         now: Millis,
     ) -> StoreResult<Option<Grant>> {
         let mut tx = self.begin_write().await?;
-        let grant = self.live_grant_in(&mut tx, hash, kind, now).await?;
+        let grant = self.live_grant(Some(&mut tx), hash, kind, now).await?;
         let taken = self.delete_grant_of_kind(&mut tx, hash, kind).await?;
         self.commit(tx, &[]).await?;
         Ok(grant.filter(|_| taken))
@@ -276,7 +274,7 @@ impl<D: DirectoryDriver> DirectoryStore for D {
     }
 
     async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
-        self.live_grant(hash, kind, now).await
+        DirectoryStatements::live_grant(self, None, hash, kind, now).await
     }
 
     async fn take_grant(
@@ -310,7 +308,8 @@ impl<D: DirectoryDriver> DirectoryStore for D {
     }
 
     async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()> {
-        self.mark_seen(agent, now, now - SEEN_RESOLUTION_MS).await
+        self.note_seen(None, agent, now, now - SEEN_RESOLUTION_MS)
+            .await
     }
 
     async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>> {

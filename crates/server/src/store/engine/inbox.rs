@@ -60,7 +60,9 @@ pub(crate) struct ReleaseRow<'a> {
 /// `tx`, or where it says so on its own (a read on the read pool, or one autocommit
 /// write).
 #[async_trait]
-pub(crate) trait InboxStatements: EventDriver {
+pub(crate) trait InboxStatements:
+    EventDriver + super::directory::DirectoryStatements
+{
     /// The event's state and sequence number, in `tx` (where MySQL reads back what
     /// an `UPDATE` wrote: it has no `UPDATE … RETURNING`).
     async fn state_of(&self, tx: &mut Self::Tx, event: EventId) -> StoreResult<(EventState, u64)>;
@@ -98,14 +100,6 @@ pub(crate) trait InboxStatements: EventDriver {
         lease_until: Millis,
         now: Millis,
     ) -> StoreResult<InboxEvent>;
-    /// Sets the agent's `last_seen_at` to `now` unless it is `seen_after` or later.
-    async fn note_seen(
-        &self,
-        tx: &mut Self::Tx,
-        agent: AgentId,
-        now: Millis,
-        seen_after: Millis,
-    ) -> StoreResult<()>;
     /// Completes the event if `token` holds its claim (current, lease running). The
     /// token stays on the completed event, so a retried ack can be recognised.
     async fn complete_claim(

@@ -73,7 +73,8 @@ async fn claim<D: InboxDriver>(
         0 => Millis::MAX,
         every => now - every,
     };
-    d.note_seen(&mut tx, agent.id, now, seen_after).await?;
+    d.note_seen(Some(&mut tx), agent.id, now, seen_after)
+        .await?;
     d.commit(tx, &reaped.wakes).await?;
     Ok(Claimed { events, reaped })
 }

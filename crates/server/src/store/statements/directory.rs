@@ -136,46 +136,23 @@ macro_rules! directory_statements {
 
             async fn live_grant(
                 &self,
+                tx: Option<&mut Self::Tx>,
                 hash: &[u8],
                 kind: $crate::store::GrantKind,
                 now: $crate::clock::Millis,
             ) -> $crate::store::StoreResult<Option<$crate::store::Grant>> {
                 use $crate::store::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE};
-                let row = sqlx::query($crate::store::dialect::sql!(
+                let query = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT {GRANT_COLS} FROM console_grants g {GRANT_JOINS} {GRANT_LIVE}"
                 ))
                 .bind(hash)
                 .bind(kind.as_str())
-                .bind(now)
-                .fetch_optional(self.read_pool())
-                .await?;
-                row.map(|row| {
-                    $crate::store::rows::grant_from_row(
-                        &row,
-                        sqlx::Row::try_get(&row, "token_hash")?,
-                    )
-                })
-                .transpose()
-            }
-
-            async fn live_grant_in(
-                &self,
-                tx: &mut Self::Tx,
-                hash: &[u8],
-                kind: $crate::store::GrantKind,
-                now: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<Option<$crate::store::Grant>> {
-                use $crate::store::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE};
-                let row = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {GRANT_COLS} FROM console_grants g {GRANT_JOINS} {GRANT_LIVE}"
-                ))
-                .bind(hash)
-                .bind(kind.as_str())
-                .bind(now)
-                .fetch_optional(&mut **tx)
-                .await?;
+                .bind(now);
+                let row = match tx {
+                    Some(tx) => query.fetch_optional(&mut **tx).await?,
+                    None => query.fetch_optional(self.read_pool()).await?,
+                };
                 row.map(|row| {
                     $crate::store::rows::grant_from_row(
                         &row,
@@ -279,22 +256,25 @@ macro_rules! directory_statements {
                     .collect()
             }
 
-            async fn mark_seen(
+            async fn note_seen(
                 &self,
+                tx: Option<&mut Self::Tx>,
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
-                stale_before: $crate::clock::Millis,
+                seen_after: $crate::clock::Millis,
             ) -> $crate::store::StoreResult<()> {
-                sqlx::query($crate::store::dialect::sql!(
+                let update = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
                      AND (last_seen_at IS NULL OR last_seen_at < $3)"
                 ))
                 .bind(now)
                 .bind(agent.to_string())
-                .bind(stale_before)
-                .execute(self.write_pool())
-                .await?;
+                .bind(seen_after);
+                match tx {
+                    Some(tx) => update.execute(&mut **tx).await?,
+                    None => update.execute(self.write_pool()).await?,
+                };
                 Ok(())
             }
 

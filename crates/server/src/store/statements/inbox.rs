@@ -156,26 +156,6 @@ macro_rules! inbox_statements {
                 $crate::store::rows::event_from_row(&row)
             }
 
-            async fn note_seen(
-                &self,
-                tx: &mut Self::Tx,
-                agent: switchboard_proto::AgentId,
-                now: $crate::clock::Millis,
-                seen_after: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<()> {
-                sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
-                     AND (last_seen_at IS NULL OR last_seen_at < $3)"
-                ))
-                .bind(now)
-                .bind(agent.to_string())
-                .bind(seen_after)
-                .execute(&mut **tx)
-                .await?;
-                Ok(())
-            }
-
             async fn complete_claim(
                 &self,
                 tx: &mut Self::Tx,

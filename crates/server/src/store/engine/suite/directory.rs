@@ -122,11 +122,11 @@ async fn agents<D: DirectoryDriver + Store>(
             .last_seen_at
     };
     assert_eq!(seen(a.id).await, None);
-    d.mark_seen(a.id, 1_000, 0).await.unwrap();
+    d.note_seen(None, a.id, 1_000, 0).await.unwrap();
     assert_eq!(seen(a.id).await, Some(1_000));
-    d.mark_seen(a.id, 1_500, 500).await.unwrap();
+    d.note_seen(None, a.id, 1_500, 500).await.unwrap();
     assert_eq!(seen(a.id).await, Some(1_000));
-    d.mark_seen(a.id, 2_500, 1_500).await.unwrap();
+    d.note_seen(None, a.id, 2_500, 1_500).await.unwrap();
     assert_eq!(seen(a.id).await, Some(2_500));
     d.touch_agent(a.id, 3_000).await.unwrap();
     assert_eq!(seen(a.id).await, Some(2_500), "within a second");
@@ -203,7 +203,7 @@ async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, a1: &AgentR
 
     // Live: unexpired, of its kind, its token not revoked; as its token's agent.
     let g = d
-        .live_grant(&[0x51; 32], GrantKind::Session, 999)
+        .live_grant(None, &[0x51; 32], GrantKind::Session, 999)
         .await
         .unwrap()
         .expect("live");
@@ -217,19 +217,19 @@ async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, a1: &AgentR
     );
     assert_eq!((g.token_hash, g.expires_at), (vec![0xe1; 32], 1_000));
     assert!(
-        d.live_grant(&[0x51; 32], GrantKind::Session, 1_000)
+        d.live_grant(None, &[0x51; 32], GrantKind::Session, 1_000)
             .await
             .unwrap()
             .is_none()
     );
     assert!(
-        d.live_grant(&[0x51; 32], GrantKind::Ticket, 0)
+        d.live_grant(None, &[0x51; 32], GrantKind::Ticket, 0)
             .await
             .unwrap()
             .is_none()
     );
     assert!(
-        d.live_grant(&[0x53; 32], GrantKind::Session, 0)
+        d.live_grant(None, &[0x53; 32], GrantKind::Session, 0)
             .await
             .unwrap()
             .is_none()
@@ -245,13 +245,13 @@ async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, a1: &AgentR
     let mut tx = d.begin_write().await.expect("begin");
     d.delete_expired_grants(&mut tx, 100).await.unwrap();
     assert!(
-        d.live_grant_in(&mut tx, &[0x52; 32], GrantKind::Session, 0)
+        d.live_grant(Some(&mut tx), &[0x52; 32], GrantKind::Session, 0)
             .await
             .unwrap()
             .is_none()
     );
     assert!(
-        d.live_grant_in(&mut tx, &[0x51; 32], GrantKind::Session, 100)
+        d.live_grant(Some(&mut tx), &[0x51; 32], GrantKind::Session, 100)
             .await
             .unwrap()
             .is_some()
@@ -275,7 +275,7 @@ async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, a1: &AgentR
     d.commit(tx, &[]).await.expect("commit");
     d.delete_grant_row(&[0x51; 32]).await.unwrap();
     assert!(
-        d.live_grant(&[0x51; 32], GrantKind::Session, 0)
+        d.live_grant(None, &[0x51; 32], GrantKind::Session, 0)
             .await
             .unwrap()
             .is_none()

@@ -150,8 +150,8 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     );
     assert_eq!(d.claimable(&mut tx, a, 200, 10).await.unwrap(), [e1, e2]);
     // Last seen: set when older than the bound, kept otherwise.
-    d.note_seen(&mut tx, a, 200, i64::MAX).await.unwrap();
-    d.note_seen(&mut tx, a, 250, 150).await.unwrap();
+    d.note_seen(Some(&mut tx), a, 200, i64::MAX).await.unwrap();
+    d.note_seen(Some(&mut tx), a, 250, 150).await.unwrap();
     d.commit(tx, &[]).await.expect("commit");
     let seen = d.agent(tenant, "reader").await.unwrap().last_seen_at;
     assert_eq!(seen, Some(200));
