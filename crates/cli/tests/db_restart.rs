@@ -62,8 +62,32 @@ async fn recovered(op: &Client) {
 
 /// An error during the outage must be a 503 problem document.
 fn outage_error(e: &switchboard_sdk::Error, what: &str) {
-    assert_eq!(e.status(), Some(503), "{what}: {e}");
+    assert_eq!(e.status(), Some(503), "{what}: {e} ({e:?})");
     assert_eq!(e.code(), Some(ErrorCode::Unavailable), "{what}: {e}");
+}
+
+/// On a failure, prints what `serve` wrote to stderr and starts the database
+/// again, so that one failed run does not leave the next steps without it.
+struct OnFailure {
+    ctl: String,
+    log: std::path::PathBuf,
+}
+
+impl Drop for OnFailure {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(200).collect();
+        eprintln!("--- serve's stderr (last {} lines) ---", tail.len());
+        for line in tail.iter().rev() {
+            eprintln!("{line}");
+        }
+        let _ = Command::new("sh")
+            .args(["-c", &format!("{} start", self.ctl)])
+            .status();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -75,7 +99,13 @@ async fn the_server_rides_out_a_database_restart_under_load() {
         .await
         .expect("SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL is set");
     let dir = tempfile::tempdir().expect("temp dir");
-    let serve = Serve::start(serve_command(&db.url, dir.path()).stderr(Stdio::null()));
+    let log = dir.path().join("serve.log");
+    let _on_failure = OnFailure {
+        ctl: ctl.clone(),
+        log: log.clone(),
+    };
+    let stderr = std::fs::File::create(&log).expect("serve.log");
+    let serve = Serve::start(serve_command(&db.url, dir.path()).stderr(Stdio::from(stderr)));
     let url = serve.url.clone();
     let token = std::fs::read_to_string(dir.path().join("operator-token")).expect("token");
     let op = client(&url, token.trim());
