@@ -69,3 +69,7 @@ uuid_id!(
     /// One acquisition of a name + memory lease.
     LeaseId
 );
+uuid_id!(
+    /// A webhook callback registration; also the RFC 9421 `keyid` of its deliveries.
+    CallbackId
+);

@@ -17,6 +17,7 @@
 //! - *low-water mark* (`oldest_cursor`): the smallest cursor the server can still
 //!   answer; below it the events were removed by retention and the answer is `410`.
 
+mod callback;
 mod client_report;
 mod event;
 mod ids;
@@ -26,6 +27,7 @@ mod ops;
 mod problem;
 mod room;
 
+pub use callback::*;
 pub use client_report::*;
 pub use event::*;
 pub use ids::*;

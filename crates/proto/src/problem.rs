@@ -36,6 +36,7 @@ pub enum ErrorCode {
     NameInvalid,
     NameConfusable,
     WebhookTargetForbidden,
+    WebhookVerificationFailed,
     SignatureInvalid,
     Unavailable,
     Internal,
@@ -67,6 +68,7 @@ impl ErrorCode {
             Self::NameInvalid => "name_invalid",
             Self::NameConfusable => "name_confusable",
             Self::WebhookTargetForbidden => "webhook_target_forbidden",
+            Self::WebhookVerificationFailed => "webhook_verification_failed",
             Self::SignatureInvalid => "signature_invalid",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
@@ -80,7 +82,7 @@ impl ErrorCode {
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
             Self::Unauthorized | Self::SignatureInvalid => 401,
-            Self::Forbidden | Self::WebhookTargetForbidden => 403,
+            Self::Forbidden => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::Conflict | Self::StaleClaim | Self::StaleFence | Self::RequestInProgress => 409,
@@ -89,7 +91,11 @@ impl ErrorCode {
             Self::PreconditionFailed => 412,
             Self::PreconditionRequired => 428,
             Self::IdempotencyKeyRequired => 400,
-            Self::IdempotencyKeyReused | Self::NameInvalid | Self::NameConfusable => 422,
+            Self::IdempotencyKeyReused
+            | Self::NameInvalid
+            | Self::NameConfusable
+            | Self::WebhookTargetForbidden
+            | Self::WebhookVerificationFailed => 422,
             Self::RateLimited => 429,
             Self::Unavailable => 503,
             Self::Internal => 500,
@@ -122,6 +128,7 @@ impl ErrorCode {
             Self::NameInvalid => "Name is invalid",
             Self::NameConfusable => "Name is confusable with an existing name",
             Self::WebhookTargetForbidden => "Webhook target is not allowed",
+            Self::WebhookVerificationFailed => "Webhook endpoint failed the challenge",
             Self::SignatureInvalid => "Signature is invalid",
             Self::Unavailable => "Service unavailable",
             Self::Internal => "Internal error",

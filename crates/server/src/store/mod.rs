@@ -6,6 +6,7 @@
 //! the store never reads the wall clock itself. Write methods return the wake-ups
 //! ([`Wake`]) the caller sends **after** the method returned, i.e. after commit (I1).
 
+mod callbacks;
 pub(crate) mod dialect;
 mod directory;
 pub(crate) mod engine;
@@ -21,6 +22,7 @@ mod sending;
 pub mod sqlite;
 mod statements;
 
+pub use callbacks::*;
 pub use directory::*;
 pub use inbox::*;
 pub use jobs::*;
@@ -179,7 +181,8 @@ pub struct Acked {
 
 #[async_trait]
 pub trait Store:
-    DirectoryStore
+    CallbackStore
+    + DirectoryStore
     + IdemStore
     + InboxStore
     + JobStore

@@ -21,6 +21,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub(crate) mod bulk;
+pub(crate) mod callbacks;
 pub(crate) mod directory;
 pub(crate) mod events;
 pub(crate) mod idempotency;

@@ -14,6 +14,7 @@
 //! writes on its write pool (`self.write_pool()`).
 
 mod bulk;
+mod callbacks;
 mod directory;
 mod events;
 mod idempotency;
@@ -28,6 +29,7 @@ mod records;
 mod send;
 
 pub(crate) use bulk::bulk_statements;
+pub(crate) use callbacks::callback_statements;
 pub(crate) use directory::directory_statements;
 pub(crate) use events::{bind_new_event, event_statements};
 pub(crate) use idempotency::idem_statements;
@@ -57,6 +59,7 @@ macro_rules! shared_statements {
         $crate::store::statements::ops_statements!($store);
         $crate::store::statements::bulk_statements!($store);
         $crate::store::statements::job_statements!($store);
+        $crate::store::statements::callback_statements!($store);
     };
 }
 pub(crate) use shared_statements;

@@ -8,6 +8,7 @@
 //! Each area's checks are a file here with a `check(d)` that seeds what it needs in
 //! the fresh database it is given; [`every_statement`] runs them all.
 
+mod callbacks;
 mod directory;
 mod idempotency;
 mod inbox;
@@ -49,6 +50,7 @@ where
         + super::jobs::JobDriver
         + super::inbox::InboxDriver,
 {
+    callbacks::check(d).await;
     records::check(d).await;
     leases::check(d).await;
     idempotency::check(d).await;
