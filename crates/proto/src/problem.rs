@@ -195,3 +195,17 @@ impl Problem {
         serde_json::from_value(serde_json::Value::String(code.to_owned())).ok()
     }
 }
+
+/// `Retry-After` is either delay-seconds or an HTTP-date (RFC 9110 §10.2.3). A date
+/// in the past means "now". `now` is an input so the date form is testable. The
+/// SDK reads it on a 429 or 503 from the server, the server on one from a webhook
+/// endpoint.
+pub fn parse_retry_after(value: &str, now: time::OffsetDateTime) -> Option<std::time::Duration> {
+    use time::format_description::well_known::Rfc2822;
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return value.parse().ok().map(std::time::Duration::from_secs);
+    }
+    let at = time::OffsetDateTime::parse(value, &Rfc2822).ok()?;
+    Some(std::time::Duration::try_from(at - now).unwrap_or(std::time::Duration::ZERO))
+}

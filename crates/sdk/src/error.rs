@@ -16,7 +16,6 @@ use reqwest::{StatusCode, Url};
 use serde_json::{Map, Value};
 use switchboard_proto::{ErrorCode, Problem};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc2822;
 
 /// How much of a non-problem error body is kept as the synthesized `detail`.
 const MAX_DETAIL_CHARS: usize = 1024;
@@ -132,16 +131,9 @@ impl Error {
     }
 }
 
-/// `Retry-After` is either delay-seconds or an HTTP-date (RFC 9110 §10.2.3). A date
-/// in the past means "now". `now` is an input so the date form is testable.
-pub(crate) fn parse_retry_after(value: &str, now: OffsetDateTime) -> Option<Duration> {
-    let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        return value.parse().ok().map(Duration::from_secs);
-    }
-    let at = OffsetDateTime::parse(value, &Rfc2822).ok()?;
-    Some(Duration::try_from(at - now).unwrap_or(Duration::ZERO))
-}
+/// `Retry-After` (seconds or an HTTP-date), as the server's webhook worker reads it
+/// too.
+pub(crate) use switchboard_proto::parse_retry_after;
 
 /// Reads an error body as a problem document, or makes one from the status and text.
 ///

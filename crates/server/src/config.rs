@@ -3,7 +3,7 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::hooks::Hooks;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,9 +37,59 @@ pub struct Config {
     /// SQLite `synchronous` pragma: `full` or `normal` (WAL makes `normal` safe
     /// against corruption; `full` also survives power loss without losing commits).
     pub sqlite_synchronous: String,
+    /// Webhook callbacks: targets, the key that seals their secrets, retries.
+    pub webhooks: WebhookConfig,
     pub clock: Arc<dyn Clock>,
     /// Test seams; empty in production.
     pub hooks: Hooks,
+}
+
+/// How the server registers and delivers to webhook callbacks.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// The 32-byte key that seals callback secrets at rest (base64 in a file of mode
+    /// 0600, created if missing). Several instances on one database must share it.
+    /// `None`: a fresh key held in memory (callbacks do not survive a restart).
+    pub key_file: Option<PathBuf>,
+    /// Development: loopback targets (127.0.0.0/8, ::1, `localhost`) are allowed.
+    /// Refused at start unless the server listens on a loopback address.
+    pub allow_loopback: bool,
+    /// PEM trust roots added to the system's, for an endpoint with its own CA.
+    pub ca_file: Option<PathBuf>,
+    /// The delay after the n-th failure in a row; the last one repeats.
+    pub retry_schedule: Vec<Duration>,
+    /// A callback that has failed for this long is disabled.
+    pub disable_after: Duration,
+    /// Deliveries in flight at once in this instance (one per callback at a time).
+    pub concurrency: usize,
+    /// Whether the delivery worker runs by itself (tests on a manual clock turn it
+    /// off and run its passes by hand, as with [`Config::worker_interval`]).
+    pub deliver_in_background: bool,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        Self {
+            key_file: None,
+            allow_loopback: false,
+            ca_file: None,
+            // Svix's schedule after the first attempt.
+            retry_schedule: [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000]
+                .into_iter()
+                .map(Duration::from_secs)
+                .collect(),
+            disable_after: Duration::from_secs(5 * 24 * 3600),
+            concurrency: 16,
+            deliver_in_background: true,
+        }
+    }
+}
+
+impl WebhookConfig {
+    /// `<data dir>/webhook-key`.
+    pub fn default_key_file() -> PathBuf {
+        Config::data_dir().join("webhook-key")
+    }
 }
 
 impl Default for Config {
@@ -57,6 +107,7 @@ impl Default for Config {
             idempotency_ttl: Duration::from_secs(24 * 3600),
             max_body_bytes: 5 * 1024 * 1024,
             sqlite_synchronous: "full".to_owned(),
+            webhooks: WebhookConfig::default(),
             clock: Arc::new(SystemClock),
             hooks: Hooks::default(),
         }
@@ -78,6 +129,7 @@ impl std::fmt::Debug for Config {
             .field("idempotency_ttl", &self.idempotency_ttl)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
+            .field("webhooks", &self.webhooks)
             .finish_non_exhaustive()
     }
 }
@@ -104,6 +156,35 @@ impl Config {
 
     pub fn default_operator_token_file() -> PathBuf {
         Self::data_dir().join("operator-token")
+    }
+}
+
+/// Writes `contents` to `path` (its directory created), readable by its owner only,
+/// whole or not at all: through a temporary file renamed into place (`replace`), or
+/// linked into place, which fails if `path` exists (`!replace`: two instances
+/// creating the same file keep the first one's).
+pub(crate) fn write_private(path: &Path, contents: &[u8], replace: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(&tmp)?;
+    f.write_all(contents)?;
+    f.sync_all()?;
+    if replace {
+        std::fs::rename(&tmp, path)
+    } else {
+        let linked = std::fs::hard_link(&tmp, path);
+        let _ = std::fs::remove_file(&tmp);
+        linked
     }
 }
 

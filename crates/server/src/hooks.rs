@@ -16,6 +16,8 @@ pub type AfterKeyRecorded = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync
 pub struct Hooks {
     pub before_send_commit: Option<BeforeCommit>,
     pub after_key_recorded: Option<AfterKeyRecorded>,
+    /// Replaces the system resolver of webhook targets (DNS rebinding tests).
+    pub webhook_lookup: Option<std::sync::Arc<dyn crate::webhooks::target::Lookup>>,
 }
 
 impl Hooks {

@@ -18,6 +18,8 @@ pub enum OpsSignal {
     Sampled,
     /// A lease of the tenant changed, or the fence refused a call.
     Leases(TenantId),
+    /// A webhook callback of the tenant was registered, changed, or attempted.
+    Callbacks(TenantId),
 }
 use tokio::sync::broadcast;
 
@@ -134,6 +136,11 @@ impl Hub {
     }
 
     /// Tells the console the history has a new sample.
+    /// Tells the console that a callback of `tenant` changed.
+    pub fn callbacks(&self, tenant: TenantId) {
+        let _ = self.inner.ops.send(OpsSignal::Callbacks(tenant));
+    }
+
     pub fn sampled(&self) {
         let _ = self.inner.ops.send(OpsSignal::Sampled);
     }

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod names_import;
 mod server;
 pub mod store;
+pub mod webhooks;
 pub mod workers;
 
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -13,6 +13,12 @@ use std::sync::{Arc, Mutex};
 use switchboard_proto::EventStatus;
 use switchboard_proto::QueueTableHealth;
 
+/// The label of `webhook_deliveries`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    outcome: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DepthLabels {
     /// The agent's tenant: one scrape shows one tenant's agents (the scraping
@@ -35,6 +41,11 @@ pub struct Metrics {
     pub delivered: Counter,
     pub delivery_latency: Histogram,
     pub sse_subscribers: Gauge,
+    /// Webhook delivery attempts by outcome (`delivered`, `failed`, `gone`).
+    pub webhook_deliveries: Family<OutcomeLabels, Counter>,
+    pub webhook_latency: Histogram,
+    /// Callbacks disabled (by operators, a 410, or failing too long), every tenant.
+    pub webhook_disabled: Gauge,
     /// The shared database's health; rendered only for a backend that has it.
     db: Arc<Mutex<Registry>>,
     events_dead_tuples: Gauge,
@@ -68,6 +79,11 @@ impl Metrics {
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
             ]),
             sse_subscribers: Gauge::default(),
+            webhook_deliveries: Family::default(),
+            webhook_latency: Histogram::new([
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0,
+            ]),
+            webhook_disabled: Gauge::default(),
             db: Arc::new(Mutex::new(Registry::default())),
             events_dead_tuples: Gauge::default(),
             events_live_tuples: Gauge::default(),
@@ -142,8 +158,30 @@ impl Metrics {
             "Open SSE subscriptions",
             m.sse_subscribers.clone(),
         );
+        registry.register(
+            "webhook_deliveries",
+            "Webhook delivery attempts by outcome: delivered (2xx), failed (retried), gone (410, disabled)",
+            m.webhook_deliveries.clone(),
+        );
+        registry.register(
+            "webhook_delivery_latency_seconds",
+            "From sending a webhook delivery to the endpoint's answer",
+            m.webhook_latency.clone(),
+        );
+        registry.register(
+            "webhook_callbacks_disabled",
+            "Webhook callbacks that are disabled",
+            m.webhook_disabled.clone(),
+        );
         *m.registry.lock().unwrap_or_else(|e| e.into_inner()) = registry;
         m
+    }
+
+    /// Counts one webhook attempt's outcome.
+    pub fn webhook_outcome(&self, outcome: &'static str) {
+        self.webhook_deliveries
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     /// Renders the text exposition format with the given depth rows (the scraping

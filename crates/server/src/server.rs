@@ -34,6 +34,8 @@ pub enum StartError {
          or mysql://USER:PASSWORD@HOST/DATABASE"
     )]
     UnsupportedUrl(String),
+    #[error("webhooks: {0}")]
+    Webhooks(String),
 }
 
 pub struct Server {
@@ -96,7 +98,23 @@ impl Server {
         let tenant = store.ensure_tenant("default", now).await?;
         let operator_token = operator_token(store.as_ref(), &config, tenant, now).await?;
         let history = History::new(config.sample_interval, config.history_samples);
+        let lookup = config
+            .hooks
+            .webhook_lookup
+            .clone()
+            .unwrap_or_else(|| Arc::new(crate::webhooks::target::SystemLookup));
+        let webhooks = crate::webhooks::Webhooks::open(&config.webhooks, lookup)
+            .map_err(StartError::Webhooks)?;
+        let foreign = store.callbacks_sealed_elsewhere(webhooks.key.id()).await?;
+        if foreign > 0 {
+            tracing::warn!(
+                callbacks = foreign,
+                key = webhooks.key.id(),
+                "webhook callbacks sealed with another webhook key cannot be delivered by this                  instance: give every instance the same --webhook-key-file"
+            );
+        }
         let state = AppState::new(StateInner {
+            webhooks: Arc::new(webhooks),
             store,
             history,
             tasks: tokio_util::task::TaskTracker::new(),
@@ -137,6 +155,11 @@ impl Server {
         Workers::new(self.state.clone())
     }
 
+    /// The webhook delivery worker, for tests that drive it with a manual clock.
+    pub fn deliverer(&self) -> crate::webhooks::deliver::Deliverer {
+        crate::webhooks::deliver::Deliverer::new(self.state.clone())
+    }
+
     /// Serves until `shutdown` resolves, then closes SSE streams, lets in-flight
     /// requests finish, stops the workers and closes the database.
     pub async fn serve(
@@ -145,7 +168,23 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let state = self.state.clone();
+        if state.webhooks.config.allow_loopback && !listener.local_addr()?.ip().is_loopback() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "--webhook-allow-loopback is for development on one machine: it is refused \
+                 unless the server listens on a loopback address (127.0.0.1 or ::1)",
+            ));
+        }
         let workers = tokio::spawn(self.workers().run());
+        let deliverer = tokio::spawn({
+            let deliverer = self.deliverer();
+            let background = state.webhooks.config.deliver_in_background;
+            async move {
+                if background {
+                    deliverer.run().await;
+                }
+            }
+        });
         // Wake-ups committed on other instances sharing the database.
         let remote = tokio::spawn({
             let store = state.store.clone();
@@ -163,6 +202,7 @@ impl Server {
             .await;
         state.shutdown.cancel();
         let _ = workers.await;
+        let _ = deliverer.await;
         let _ = remote.await;
         // Bulk jobs see the cancel, record where they stopped, and end.
         state.tasks.close();
@@ -204,30 +244,12 @@ async fn operator_token(
         )
         .await?;
     if let Some(path) = &config.operator_token_file {
-        write_secret(path, &token).map_err(|source| StartError::Io {
-            what: format!("writing the operator token to {}", path.display()),
-            source,
-        })?;
+        crate::config::write_private(path, format!("{token}\n").as_bytes(), true).map_err(
+            |source| StartError::Io {
+                what: format!("writing the operator token to {}", path.display()),
+                source,
+            },
+        )?;
     }
     Ok(token)
-}
-
-fn write_secret(path: &Path, secret: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("tmp");
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(&tmp)?;
-    f.write_all(secret.as_bytes())?;
-    f.write_all(b"\n")?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
 }

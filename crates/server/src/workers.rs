@@ -49,6 +49,14 @@ impl Workers {
         if retention.events_removed > 0 {
             tracing::info!(events_removed = retention.events_removed, "retention pass");
         }
+        // Webhook attempts are kept as long as terminal events.
+        self.state.store.trim_callback_attempts(cutoff).await?;
+        let disabled = self
+            .state
+            .store
+            .count_callbacks(switchboard_proto::CallbackState::Disabled)
+            .await?;
+        self.state.metrics.webhook_disabled.set(disabled as i64);
         let orphaned = self.state.store.jobs_orphaned(now).await?;
         for (tenant, job) in &orphaned {
             tracing::warn!(

@@ -36,6 +36,8 @@ pub struct StateInner {
     pub lookups: lookups::Lookups,
     /// The idempotency keys this process is running a request for.
     pub(crate) running: running::Running,
+    /// Webhook callbacks: the key, the guarded client, the rules.
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
 
 impl Deref for AppState {

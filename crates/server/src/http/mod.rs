@@ -3,6 +3,7 @@
 //! module per resource, merged here.
 
 pub mod auth;
+mod callbacks;
 mod client_report;
 pub mod extract;
 mod idempotency;
@@ -43,6 +44,7 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "agent", description = "An agent's inbox"),
         (name = "messages", description = "Business writes that fan out into inboxes"),
         (name = "ops", description = "The operator API"),
+        (name = "callbacks", description = "Webhook callbacks: registration with a challenge, signed deliveries"),
         (name = "leases", description = "Memory instances and name + memory leases with fencing tokens"),
         (name = "system", description = "Health, metrics, capabilities"),
     ),
@@ -56,6 +58,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn router(state: AppState) -> Router {
     let (api, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(inbox::routes())
+        .merge(callbacks::routes())
         .merge(client_report::routes())
         .merge(messages::routes())
         .merge(ops::routes())

@@ -344,7 +344,8 @@ async fn audit(
 /// The console's live stream: `changed {"agent_id","cursor_hint"}` whenever an inbox
 /// of the tenant changes, `job {…}` (a [`Job`]) after each batch of a bulk job and
 /// when it ends, `sampled` when the overview's history has a new sample, `leases`
-/// when a lease changed or the fence refused a call, `heartbeat` at the configured
+/// when a lease changed or the fence refused a call, `callbacks` when a webhook
+/// callback was registered, changed or attempted, `heartbeat` at the configured
 /// interval.
 #[utoipa::path(get, path = "/api/v1/ops/stream", tag = "ops",
     responses((status = 200, description = "text/event-stream", content_type = "text/event-stream")))]
@@ -371,6 +372,7 @@ async fn stream(
                     }
                     Ok(OpsSignal::Sampled) => yield Ok(Event::default().event("sampled").data("{}")),
                     Ok(OpsSignal::Leases(t)) if t == tenant => yield Ok(Event::default().event("leases").data("{}")),
+                    Ok(OpsSignal::Callbacks(t)) if t == tenant => yield Ok(Event::default().event("callbacks").data("{}")),
                     Ok(OpsSignal::Job(t, job)) if t == tenant => {
                         yield Ok(Event::default().event("job").data(serde_json::to_string(&job).unwrap_or_default()));
                     }

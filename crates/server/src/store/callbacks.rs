@@ -61,8 +61,13 @@ pub struct AttemptRecord {
 
 #[async_trait]
 pub trait CallbackStore: Send + Sync {
-    /// Stores `new`, replacing the agent's previous callback (and its attempt log).
-    async fn put_callback(&self, new: &NewCallback) -> StoreResult<Callback>;
+    /// Stores `new`, replacing the agent's previous callback (and its attempt log),
+    /// with the request's idempotent response in the same transaction (I8).
+    async fn put_callback(
+        &self,
+        new: &NewCallback,
+        idem: Option<(&IdemKey, &StoredResponse)>,
+    ) -> StoreResult<Callback>;
     /// The tenant's callbacks (of one agent, or all), oldest first.
     async fn callbacks(
         &self,
@@ -112,6 +117,8 @@ pub trait CallbackStore: Send + Sync {
     ) -> StoreResult<Vec<CallbackAttempt>>;
     /// Removes attempts logged before `cutoff`; how many.
     async fn trim_callback_attempts(&self, cutoff: Millis) -> StoreResult<u64>;
-    /// How many callbacks are in `state`, per tenant (the metrics).
+    /// How many callbacks are in `state`, every tenant (the metrics).
     async fn count_callbacks(&self, state: CallbackState) -> StoreResult<u64>;
+    /// How many callbacks were sealed with a key other than `key_id`.
+    async fn callbacks_sealed_elsewhere(&self, key_id: &str) -> StoreResult<u64>;
 }

@@ -11,10 +11,12 @@
 //! lease, as for any claim.
 
 use super::Driver;
+use super::idempotency::{IdemStatements, store_response};
 use crate::clock::{Millis, to_timestamp};
 use crate::store::rows::{Cols, parse_id};
 use crate::store::{
-    AttemptRecord, CallbackStore, NewCallback, StateChange, StoreError, StoreResult, StoredCallback,
+    AttemptRecord, CallbackStore, IdemKey, NewCallback, StateChange, StoreError, StoreResult,
+    StoredCallback, StoredResponse,
 };
 use async_trait::async_trait;
 use switchboard_proto::{AgentId, Callback, CallbackAttempt, CallbackId, CallbackState, TenantId};
@@ -80,6 +82,7 @@ pub(crate) trait CallbackStatements: Driver {
     async fn attempt_rows(&self, id: CallbackId, limit: u32) -> StoreResult<Vec<CallbackAttempt>>;
     async fn trim_attempt_rows(&self, cutoff: Millis) -> StoreResult<u64>;
     async fn count_callback_rows(&self, state: CallbackState) -> StoreResult<u64>;
+    async fn count_other_key_rows(&self, key_id: &str) -> StoreResult<u64>;
 }
 
 /// A `callbacks` row read with [`CALLBACK_COLS`]; `sealed` is read by the caller
@@ -143,12 +146,19 @@ async fn one<D: CallbackStatements>(
 }
 
 #[async_trait]
-impl<D: CallbackStatements> CallbackStore for D {
-    async fn put_callback(&self, new: &NewCallback) -> StoreResult<Callback> {
+impl<D: CallbackStatements + IdemStatements> CallbackStore for D {
+    async fn put_callback(
+        &self,
+        new: &NewCallback,
+        idem: Option<(&IdemKey, &StoredResponse)>,
+    ) -> StoreResult<Callback> {
         self.retrying(|| async {
             let mut tx = self.begin_write().await?;
             self.delete_agent_callback(&mut tx, new.agent).await?;
             self.insert_callback(&mut tx, new).await?;
+            if let Some((key, response)) = idem {
+                store_response(self, &mut tx, key, response).await?;
+            }
             let stored = one(self, &mut tx, new.tenant, new.id)
                 .await?
                 .ok_or(StoreError::NotFound)?;
@@ -258,5 +268,9 @@ impl<D: CallbackStatements> CallbackStore for D {
 
     async fn count_callbacks(&self, state: CallbackState) -> StoreResult<u64> {
         self.count_callback_rows(state).await
+    }
+
+    async fn callbacks_sealed_elsewhere(&self, key_id: &str) -> StoreResult<u64> {
+        self.count_other_key_rows(key_id).await
     }
 }

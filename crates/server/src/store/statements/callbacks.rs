@@ -350,6 +350,20 @@ macro_rules! callback_statements {
                 .await?;
                 Ok(u64::try_from(n).unwrap_or(0))
             }
+
+            async fn count_other_key_rows(
+                &self,
+                key_id: &str,
+            ) -> $crate::store::StoreResult<u64> {
+                let n: i64 = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT COUNT(*) FROM callbacks WHERE key_id <> $1"
+                ))
+                .bind(key_id)
+                .fetch_one(self.read_pool())
+                .await?;
+                Ok(u64::try_from(n).unwrap_or(0))
+            }
         }
     };
 }

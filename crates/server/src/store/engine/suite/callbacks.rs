@@ -58,7 +58,7 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
 
     // Registration, and the secret's sealed bytes as stored.
     let first = new_callback(tenant, a.id, "https://a.example/hook", 100);
-    let cb = d.put_callback(&first).await.unwrap();
+    let cb = d.put_callback(&first, None).await.unwrap();
     assert_eq!(cb.agent, "cb-a");
     assert_eq!(cb.state, CallbackState::Active);
     assert_eq!(cb.failure_streak, 0);
@@ -76,11 +76,11 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
     d.record_attempt(&log).await.unwrap();
     assert_eq!(d.callback_attempts(first.id, 10).await.unwrap().len(), 1);
     let second = new_callback(tenant, a.id, "https://a.example/v2", 200);
-    d.put_callback(&second).await.unwrap();
+    d.put_callback(&second, None).await.unwrap();
     assert!(d.callback(tenant, first.id).await.unwrap().is_none());
     assert!(d.callback_attempts(first.id, 10).await.unwrap().is_empty());
     let of_b = new_callback(tenant, b.id, "https://b.example/hook", 300);
-    d.put_callback(&of_b).await.unwrap();
+    d.put_callback(&of_b, None).await.unwrap();
     let all = d.callbacks(tenant, None).await.unwrap();
     assert_eq!(
         all.iter().map(|c| c.url.as_str()).collect::<Vec<_>>(),
