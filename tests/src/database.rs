@@ -171,7 +171,8 @@ macro_rules! with_connection {
 }
 
 impl TestServer {
-    pub(crate) fn backend(&self) -> Backend {
+    /// The backend this server runs on.
+    pub fn backend(&self) -> Backend {
         if self.database_url.starts_with("postgres") {
             Backend::Postgres
         } else if self.database_url.starts_with("mysql") {

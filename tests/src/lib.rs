@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 mod database;
+pub mod receiver;
 pub use database::{Backend, DatabaseOutage, TestDatabase, backend, mysql_url, postgres_url};
 pub use switchboard_sdk as sdk;
 pub use switchboard_server as server;
@@ -35,6 +36,9 @@ pub struct Options {
     pub sample_interval: Option<Duration>,
     /// How often the background passes run on the real clock (default 50 ms).
     pub worker_interval: Option<Duration>,
+    /// Webhook settings (a test receiver's CA, loopback allowed, the schedule). On
+    /// the manual clock deliveries run only through [`TestServer::deliver`].
+    pub webhooks: Option<switchboard_server::config::WebhookConfig>,
 }
 
 pub struct TestServer {
@@ -48,6 +52,7 @@ pub struct TestServer {
     pub database_url: String,
     /// `None` only while an outage holds the server down.
     workers: Option<Workers>,
+    deliverer: Option<switchboard_server::webhooks::deliver::Deliverer>,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
@@ -135,6 +140,12 @@ impl TestServer {
         if let Some(b) = opts.max_body_bytes {
             config.max_body_bytes = b;
         }
+        if let Some(w) = opts.webhooks {
+            config.webhooks = w;
+        }
+        if clock.is_some() {
+            config.webhooks.deliver_in_background = false;
+        }
         let server = Server::open(config).await.expect("server opens");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -142,6 +153,7 @@ impl TestServer {
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let operator_token = server.operator_token().to_owned();
         let workers = server.workers();
+        let deliverer = server.deliverer();
         let (tx, rx) = oneshot::channel::<()>();
         let handle = tokio::spawn(server.serve(listener, async move {
             let _ = rx.await;
@@ -153,6 +165,7 @@ impl TestServer {
             db_path,
             database_url,
             workers: Some(workers),
+            deliverer: Some(deliverer),
             shutdown: Some(tx),
             handle: Some(handle),
             _dir: dir,
@@ -242,6 +255,16 @@ impl TestServer {
     }
 
     /// One pass of the background workers (scavenger, expiry, retention).
+    /// One pass of the webhook delivery worker, waiting for its deliveries.
+    pub async fn deliver(&self) -> Vec<switchboard_server::webhooks::deliver::Delivered> {
+        self.deliverer
+            .as_ref()
+            .expect("the server is up")
+            .pass()
+            .await
+            .expect("webhook pass")
+    }
+
     pub async fn tick(&self) -> switchboard_server::TickReport {
         self.workers
             .as_ref()
@@ -259,6 +282,7 @@ impl TestServer {
         self.stop_inner().await;
         // The workers hold the store, and the store holds the file's lock.
         self.workers = None;
+        self.deliverer = None;
         tokio::time::sleep(downtime).await;
         let config = Config {
             database_url: self.database_url.clone(),
@@ -273,6 +297,7 @@ impl TestServer {
             .await
             .expect("the same address is free again");
         self.workers = Some(server.workers());
+        self.deliverer = Some(server.deliverer());
         let (tx, rx) = oneshot::channel::<()>();
         self.handle = Some(tokio::spawn(server.serve(listener, async move {
             let _ = rx.await;

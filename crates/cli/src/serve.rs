@@ -66,6 +66,26 @@ pub(crate) struct ServeArgs {
     /// Log format on stderr [default: text].
     #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
+    /// The key that seals webhook secrets at rest (created, mode 0600, if missing);
+    /// every instance on one database needs the same file [default: `webhook-key`
+    /// beside the operator token file].
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_KEY_FILE")]
+    webhook_key_file: Option<PathBuf>,
+    /// Development: allow loopback webhook targets (127.0.0.0/8, ::1, localhost).
+    /// Refused unless the server listens on a loopback address.
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_ALLOW_LOOPBACK", action = clap::ArgAction::SetTrue)]
+    webhook_allow_loopback: bool,
+    /// PEM file of extra trust roots for webhook endpoints (a receiver with its own CA).
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_CA_FILE")]
+    webhook_ca_file: Option<PathBuf>,
+    /// Seconds to wait after the 1st, 2nd, … failed delivery in a row, comma
+    /// separated; the last repeats [default: 5,300,1800,7200,18000,36000,36000].
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE")]
+    webhook_retry_schedule: Option<String>,
+    /// Disable a callback whose deliveries have all failed for this long, in seconds
+    /// [default: 432000, 5 days].
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_DISABLE_AFTER_SECONDS")]
+    webhook_disable_after_seconds: Option<u64>,
 }
 
 /// The TOML file: the same settings, all optional; unknown keys are an error.
@@ -86,6 +106,11 @@ struct FileConfig {
     max_body_bytes: Option<usize>,
     sqlite_synchronous: Option<String>,
     log_format: Option<LogFormat>,
+    webhook_key_file: Option<PathBuf>,
+    webhook_allow_loopback: Option<bool>,
+    webhook_ca_file: Option<PathBuf>,
+    webhook_retry_schedule: Option<String>,
+    webhook_disable_after_seconds: Option<u64>,
 }
 
 /// Resolved settings.
@@ -173,6 +198,34 @@ fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
     if let Some(s) = args.sqlite_synchronous.or(file.sqlite_synchronous) {
         config.sqlite_synchronous = s;
     }
+    let webhooks = &mut config.webhooks;
+    webhooks.key_file = Some(
+        args.webhook_key_file
+            .or(file.webhook_key_file)
+            .unwrap_or_else(|| {
+                config.operator_token_file.as_deref().map_or_else(
+                    switchboard_server::config::WebhookConfig::default_key_file,
+                    |t| t.with_file_name("webhook-key"),
+                )
+            }),
+    );
+    webhooks.allow_loopback =
+        args.webhook_allow_loopback || file.webhook_allow_loopback.unwrap_or(false);
+    webhooks.ca_file = args.webhook_ca_file.or(file.webhook_ca_file);
+    if let Some(s) = args.webhook_retry_schedule.or(file.webhook_retry_schedule) {
+        webhooks.retry_schedule = retry_schedule(&s)?;
+    }
+    if let Some(s) = args
+        .webhook_disable_after_seconds
+        .or(file.webhook_disable_after_seconds)
+    {
+        if !(60..=90 * 86_400).contains(&s) {
+            bail!(
+                "webhook_disable_after_seconds must be between 60 and 7776000 (90 days), got {s}"
+            );
+        }
+        webhooks.disable_after = Duration::from_secs(s);
+    }
     Ok(Settings {
         listen: args
             .listen
@@ -184,6 +237,30 @@ fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             .unwrap_or(LogFormat::Text),
         config,
     })
+}
+
+/// `5,300,1800`: 1 to 20 delays in seconds, each 1 s to 7 days.
+fn retry_schedule(text: &str) -> anyhow::Result<Vec<Duration>> {
+    let delays = text
+        .split(',')
+        .map(|d| {
+            let d = d.trim();
+            match d.parse::<u64>() {
+                Ok(s) if (1..=7 * 86_400).contains(&s) => Ok(Duration::from_secs(s)),
+                _ => bail!(
+                    "webhook_retry_schedule: {d:?} is not a delay in seconds from 1 to 604800; \
+                     write the delays comma separated, e.g. 5,300,1800"
+                ),
+            }
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if delays.len() > 20 {
+        bail!(
+            "webhook_retry_schedule: at most 20 delays, got {}",
+            delays.len()
+        );
+    }
+    Ok(delays)
 }
 
 fn init_logs(format: LogFormat) {
@@ -322,6 +399,55 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.to_string().contains("at least 86400"));
+    }
+
+    #[test]
+    fn webhook_settings_from_flags_and_file() {
+        let dir = tempfile_dir();
+        let path = dir.join("hooks.toml");
+        std::fs::write(
+            &path,
+            "webhook_allow_loopback = true\nwebhook_retry_schedule = \"1, 2,3\"\n\
+             webhook_disable_after_seconds = 120\n",
+        )
+        .unwrap();
+        let s = resolve(ServeArgs {
+            config: Some(path),
+            operator_token_file: Some(dir.join("op/operator-token")),
+            ..Default::default()
+        })
+        .unwrap();
+        let w = &s.config.webhooks;
+        assert!(w.allow_loopback);
+        assert_eq!(
+            w.retry_schedule,
+            [1, 2, 3].map(Duration::from_secs).to_vec()
+        );
+        assert_eq!(w.disable_after, Duration::from_secs(120));
+        assert_eq!(
+            w.key_file.as_deref(),
+            Some(dir.join("op/webhook-key").as_path()),
+            "beside the operator token by default"
+        );
+        let defaults = resolve(ServeArgs::default()).unwrap().config.webhooks;
+        assert!(!defaults.allow_loopback);
+        assert_eq!(defaults.retry_schedule.len(), 7, "Svix's schedule");
+        for bad in ["", "5,,6", "0", "1,x", "604801"] {
+            let err = resolve(ServeArgs {
+                webhook_retry_schedule: Some(bad.to_owned()),
+                ..Default::default()
+            })
+            .err()
+            .unwrap_or_else(|| panic!("{bad:?} is refused"));
+            assert!(err.to_string().contains("webhook_retry_schedule"), "{err}");
+        }
+        let err = resolve(ServeArgs {
+            webhook_disable_after_seconds: Some(10),
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("webhook_disable_after_seconds"));
     }
 
     fn tempfile_dir() -> PathBuf {

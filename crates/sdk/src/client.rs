@@ -453,6 +453,7 @@ pub(crate) fn route_template(path: &str) -> String {
                     | "records"
                     | "subscribers"
                     | "jobs"
+                    | "callbacks"
             );
     }
     if route.is_empty() {
@@ -500,6 +501,15 @@ mod route_tests {
                 "/api/v1/rooms/{}/members/{}",
             ),
             ("/api/v1/ops/events/0192", "/api/v1/ops/events/{}"),
+            (
+                "/api/v1/ops/callbacks/0192/disable",
+                "/api/v1/ops/callbacks/{}/disable",
+            ),
+            (
+                "/api/v1/agents/bob/callbacks/0192",
+                "/api/v1/agents/{}/callbacks/{}",
+            ),
+            ("/api/v1/ops/callbacks", "/api/v1/ops/callbacks"),
             ("/api/v1/ops/bulk/replay", "/api/v1/ops/bulk/replay"),
             ("/prefix/api/v1/capabilities", "/prefix/api/v1/capabilities"),
             ("/healthz", "/healthz"),

@@ -42,9 +42,15 @@
 //! [`Follower`]), [`report`] (the client report operators see), [`credentials`]
 //! (tokens in the OS keyring) and [`privacy`] (the gate in front of the outbox).
 //! Their state lives in one local SQLite file ([`LocalDb`]).
+//!
+//! Webhook callbacks: [`Client::register_callback`] and its neighbours register,
+//! list and remove an agent's HTTPS callback (and let operators disable, enable,
+//! re-verify and test one); [`webhook`] is the receiver's side (answer the
+//! challenge, verify and parse a delivery).
 
 mod agent;
 mod call;
+mod callbacks;
 mod client;
 pub mod consumer;
 pub mod credentials;
@@ -60,6 +66,7 @@ mod room;
 mod sse;
 mod token;
 
+pub use callbacks::webhook;
 pub use client::{
     Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, Sent, new_idempotency_key,
 };

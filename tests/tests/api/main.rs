@@ -12,3 +12,5 @@ mod rooms;
 mod seed_leases;
 mod support;
 mod system;
+mod webhook_retries;
+mod webhooks;

@@ -1,13 +1,15 @@
 //! `switchboard agent …`: an agent's side from the shell. Login keeps the token in
 //! the OS keyring; `run` consumes the inbox through a command; `send` goes through
 //! the durable outbox; `tail` follows the inbox read-only; `status` reads the local
-//! state; `check` runs the privacy gate on a payload without sending anything.
+//! state; `check` runs the privacy gate on a payload without sending anything;
+//! `callback` registers, lists and removes the agent's webhook callback.
 //!
 //! Local state (outbox, cursors, dedup) lives in one SQLite file per profile:
 //! `$XDG_DATA_HOME/switchboard/agents/<profile>.db` unless `--state` says otherwise.
 //! The privacy gate's schemas come from `--schemas`, else
 //! `$XDG_CONFIG_HOME/switchboard/schemas.json`, else the built-in `message` type.
 
+mod callback;
 mod commands;
 mod run;
 
@@ -64,6 +66,9 @@ enum AgentCommand {
     /// Run the privacy gate on a payload locally; nothing is sent. Exits 1 when it
     /// would be refused.
     Check(commands::CheckArgs),
+    /// The agent's webhook callback: add (register an HTTPS endpoint, challenged
+    /// first), list, remove, and secret (make a new `whsec_` secret).
+    Callback(callback::CallbackArgs),
 }
 
 #[derive(Args, Debug)]
@@ -87,6 +92,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
             AgentCommand::Tail(args) => commands::tail(&common, args).await,
             AgentCommand::Status(args) => commands::status(&common, args).await,
             AgentCommand::Check(args) => commands::check(&common, args),
+            AgentCommand::Callback(args) => callback::run(&common, args).await,
         }
     })
 }
