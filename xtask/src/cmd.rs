@@ -31,8 +31,15 @@ pub(crate) fn cargo() -> Command {
     // never the caller's shell.
     cmd.env_remove(crate::postgres::URL_ENV)
         .env_remove(crate::mariadb::URL_ENV);
+    if let Some(dir) = PY_VERIFIERS.get() {
+        cmd.env("SWITCHBOARD_TEST_PYVERIFY", dir);
+    }
     cmd
 }
+
+/// Where the prerequisites installed the PyPI webhook verifiers; every test run
+/// gets it as `SWITCHBOARD_TEST_PYVERIFY`.
+pub(crate) static PY_VERIFIERS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// Whether a graphical session is available (X11 or Wayland).
 pub(crate) fn has_display() -> bool {

@@ -31,13 +31,21 @@ const PACKAGES: &[&str] = &[
     "mariadb-client",
     "gnome-keyring",
     "keyutils",
+    // The independent webhook signature verifiers (PyPI) run under it.
+    "python3-pip",
 ];
+
+/// The independent verifiers of webhook signatures, from PyPI, pinned: Standard
+/// Webhooks and RFC 9421 + RFC 9530 (`crates/webhook/tests/verify.py` uses them).
+const PY_VERIFIERS: &[&str] = &["standardwebhooks==1.1.0", "http-message-signatures==3.0.0"];
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 /// Tools the later stages need, resolved to concrete paths.
 pub(crate) struct Tools {
     pub(crate) wasm_bindgen: PathBuf,
+    /// `SWITCHBOARD_TEST_PYVERIFY`: where the PyPI webhook verifiers are.
+    pub(crate) py_verifiers: PathBuf,
 }
 
 /// Checks every prerequisite and installs what is missing (when allowed to).
@@ -45,7 +53,42 @@ pub(crate) fn ensure() -> Result<Tools> {
     debian_packages()?;
     wasm_target()?;
     let wasm_bindgen = wasm_bindgen_cli()?;
-    Ok(Tools { wasm_bindgen })
+    let py_verifiers = py_verifiers()?;
+    Ok(Tools {
+        wasm_bindgen,
+        py_verifiers,
+    })
+}
+
+/// Installs [`PY_VERIFIERS`] into `target/pyverify` (once per pin set) for the
+/// `python3` on `PATH`, the one the tests run; returns the directory, which the
+/// tests get as `SWITCHBOARD_TEST_PYVERIFY` (a `PYTHONPATH`).
+fn py_verifiers() -> Result<PathBuf> {
+    let dir = cmd::target_dir().join("pyverify");
+    let marker = dir.join(".pins");
+    let pins = PY_VERIFIERS.join("\n");
+    if std::fs::read_to_string(&marker).is_ok_and(|m| m == pins) {
+        eprintln!("prereqs: webhook verifiers present ({})", PY_VERIFIERS.join(", "));
+        return Ok(dir);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let install = |extra: &[&str]| {
+        cmd::run(
+            Command::new("python3")
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args(["--no-warn-script-location", "--target"])
+                .arg(&dir)
+                .args(extra)
+                .args(PY_VERIFIERS),
+        )
+    };
+    // Debian's pip refuses to touch an "externally managed" interpreter unless told
+    // (a --target directory is not the system's packages, so that is safe).
+    install(&[])
+        .or_else(|_| install(&["--break-system-packages"]))
+        .context("installing the webhook signature verifiers from PyPI (python3 -m pip)")?;
+    std::fs::write(&marker, pins)?;
+    Ok(dir)
 }
 
 fn debian_packages() -> Result<()> {

@@ -107,7 +107,9 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     let mut tools = None;
     let mut dist = PathBuf::new();
     let ready = step(&mut outcomes, "prerequisites", || {
-        tools = Some(prereqs::ensure()?);
+        let found = prereqs::ensure()?;
+        let _ = cmd::PY_VERIFIERS.set(found.py_verifiers.clone());
+        tools = Some(found);
         Ok(())
     }) && step(&mut outcomes, "ui build (wasm32)", || {
         dist = ui::build(tools.as_ref().expect("prerequisites ran"))?;
