@@ -68,14 +68,23 @@ fn py_verifiers() -> Result<PathBuf> {
     let marker = dir.join(".pins");
     let pins = PY_VERIFIERS.join("\n");
     if std::fs::read_to_string(&marker).is_ok_and(|m| m == pins) {
-        eprintln!("prereqs: webhook verifiers present ({})", PY_VERIFIERS.join(", "));
+        eprintln!(
+            "prereqs: webhook verifiers present ({})",
+            PY_VERIFIERS.join(", ")
+        );
         return Ok(dir);
     }
     let _ = std::fs::remove_dir_all(&dir);
     let install = |extra: &[&str]| {
         cmd::run(
             Command::new("python3")
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
                 .args(["--no-warn-script-location", "--target"])
                 .arg(&dir)
                 .args(extra)
