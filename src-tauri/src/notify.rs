@@ -1,4 +1,5 @@
-//! Desktop notifications of quarantined work (notify-rust over the session bus).
+//! Desktop notifications of quarantined work and of disabled webhook callbacks
+//! (notify-rust over the session bus).
 //! Failure to notify (no notification daemon, no session bus) is logged once, never
 //! fatal. Showing one is blocking D-Bus work, so it runs on tokio's blocking pool.
 
@@ -13,14 +14,28 @@ static SHOWN: AtomicU64 = AtomicU64::new(0);
 /// Shows "N events quarantined for agent X: last error". Clicking it (where the
 /// platform reports clicks: freedesktop notification daemons) calls `on_click`.
 pub(crate) fn quarantined(text: &str, on_click: impl FnOnce() + Send + 'static) {
+    show("Work quarantined", "Open the quarantine", text, on_click);
+}
+
+/// Shows "Webhook disabled for agent X: reason"; a click opens the Webhooks page.
+pub(crate) fn callback_disabled(text: &str, on_click: impl FnOnce() + Send + 'static) {
+    show("Webhook disabled", "Open the webhooks", text, on_click);
+}
+
+fn show(
+    summary: &'static str,
+    action: &'static str,
+    text: &str,
+    on_click: impl FnOnce() + Send + 'static,
+) {
     ASKED.fetch_add(1, Ordering::Relaxed);
     let text = text.to_owned();
     tokio::task::spawn_blocking(move || {
         let shown = notify_rust::Notification::new()
             .appname("Switchboard")
-            .summary("Work quarantined")
+            .summary(summary)
             .body(&text)
-            .action("default", "Open the quarantine")
+            .action("default", action)
             .show();
         match shown {
             Ok(handle) => {

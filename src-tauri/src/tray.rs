@@ -6,7 +6,10 @@
 //! Building it succeeds even with no tray host (e.g. under bare Xvfb); it is then
 //! simply invisible.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
+
+use switchboard_proto::CallbackId;
 
 use switchboard_server::embed::Console;
 use tauri::image::Image;
@@ -69,6 +72,8 @@ pub(crate) fn install<R: Runtime>(app: &App<R>) -> tauri::Result<()> {
 /// Runs until the app's runtime stops.
 pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, server: Console) {
     let mut bursts = Coalescer::default();
+    // Disabled webhook callbacks already told of (at start: those disabled before).
+    let mut disabled_known: Option<BTreeSet<CallbackId>> = None;
     // Which icon the tray shows: `Some(true)` with the red dot (work is quarantined).
     let mut badge_shown: Option<bool> = None;
     // The first pass runs at once: it is the baseline (what is quarantined already at
@@ -115,6 +120,7 @@ pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, server: Console) {
                 }
             }
         }
+        notify_disabled(&app, &server, &mut disabled_known, pause.active(now)).await;
         for (agent, events) in bursts.observe(&counts) {
             if pause.active(now) {
                 continue;
@@ -131,5 +137,41 @@ pub(crate) async fn watch<R: Runtime>(app: AppHandle<R>, server: Console) {
                 }
             });
         }
+    }
+}
+
+/// Tells of each webhook callback disabled since the last pass (by a 410, or after
+/// failing too long; an operator's own disable too, which is harmless). The first
+/// pass is the baseline.
+async fn notify_disabled<R: Runtime>(
+    app: &AppHandle<R>,
+    server: &Console,
+    known: &mut Option<BTreeSet<CallbackId>>,
+    paused: bool,
+) {
+    let disabled = match server.disabled_callbacks().await {
+        Ok(disabled) => disabled,
+        Err(error) => {
+            tracing::debug!(%error, "tray: could not read the webhook callbacks");
+            return;
+        }
+    };
+    let ids: BTreeSet<CallbackId> = disabled.keys().copied().collect();
+    let Some(before) = known.replace(ids) else {
+        return;
+    };
+    for (id, (agent, reason)) in disabled {
+        if before.contains(&id) || paused {
+            continue;
+        }
+        let text = format!("Webhook of agent {agent} disabled: {reason}");
+        let (app, home) = (app.clone(), crate::console_home(app));
+        crate::notify::callback_disabled(&text, move || {
+            let mut url = home;
+            url.set_path("/webhooks");
+            if let Err(error) = crate::open_console_at(&app, url) {
+                tracing::warn!(%error, "could not open the webhooks page");
+            }
+        });
     }
 }

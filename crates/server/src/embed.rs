@@ -40,6 +40,21 @@ impl Console {
             .collect())
     }
 
+    /// The operator's tenant's disabled webhook callbacks: id → (agent, reason).
+    pub async fn disabled_callbacks(
+        &self,
+    ) -> Result<BTreeMap<switchboard_proto::CallbackId, (String, String)>, StoreError> {
+        let callbacks = self.state.store.callbacks(self.state.tenant, None).await?;
+        Ok(callbacks
+            .into_iter()
+            .filter(|c| c.state == switchboard_proto::CallbackState::Disabled)
+            .map(|c| {
+                let reason = c.disabled_reason.unwrap_or_default();
+                (c.callback_id, (c.agent, reason))
+            })
+            .collect())
+    }
+
     /// The last error of `agent`'s newest quarantined event, if it has one.
     pub async fn last_quarantine_error(&self, agent: &str) -> Option<String> {
         let query = EventListQuery {
