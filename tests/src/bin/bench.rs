@@ -20,6 +20,9 @@
 //!   per message. See `bench/pg.rs`.
 //! - *MY-W1*, *MY-W2*: W1 and PG-W2's drain with the server on MariaDB / MySQL,
 //!   against the store's MySQL SQL in a raw sqlx loop. See `bench/my.rs`.
+//! - *WH*: webhook deliveries from 16 agents' callbacks to a local HTTPS receiver.
+//!   Baseline: the same signed POSTs through the same client with no queue. See
+//!   `bench/wh.rs`.
 //! - *ratio*: server msgs/s ÷ baseline msgs/s. *goal*: the ratio an issue asks for.
 //!
 //! Every server runs in this process with `Config::default()` (WAL, synchronous
@@ -39,7 +42,7 @@
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
 //! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
 //! consumers, 2,000 events with `--quick`), `--postgres URL`, `--mysql URL`,
-//! `--only W1|W2|R1|W4|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
+//! `--only W1|W2|R1|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
 //! is the same as `--quick`. A full run takes about 1.5 minutes on 2 cores, plus
 //! about 4.5 for the PostgreSQL parts.
 
@@ -72,6 +75,8 @@ mod w1;
 mod w2;
 #[path = "bench/w4.rs"]
 mod w4;
+#[path = "bench/wh.rs"]
+mod wh;
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -101,8 +106,8 @@ struct Settings {
 }
 
 /// The `--only` values; `PG` runs `PG-W1` and `PG-W2`, `MY` both MY parts.
-const WORKLOADS: [&str; 10] = [
-    "W1", "W2", "R1", "W4", "PG", "PG-W1", "PG-W2", "MY", "MY-W1", "MY-W2",
+const WORKLOADS: [&str; 11] = [
+    "W1", "W2", "R1", "W4", "WH", "PG", "PG-W1", "PG-W2", "MY", "MY-W1", "MY-W2",
 ];
 
 impl Settings {
@@ -141,7 +146,7 @@ impl Settings {
                          PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
                          --mysql URL  admin URL of a MariaDB / MySQL server for MY-W1 and \
                          MY-W2 (default: $SWITCHBOARD_BENCH_MYSQL; none: skipped)\n  \
-                         --only W     run only W1, W2, R1, W4, PG-W1, PG-W2, PG (both), \
+                         --only W     run only W1, W2, R1, W4, WH, PG-W1, PG-W2, PG (both), \
                          MY-W1, MY-W2 or MY (both)"
                     );
                     std::process::exit(0);
@@ -218,6 +223,11 @@ async fn main() -> Result<()> {
         let w4 = w4::run(&settings).await.context("W4")?;
         report::write_json(&dir.join("w4.json"), &w4)?;
         rows.extend(w4);
+    }
+    if runs("WH") {
+        let wh = wh::run(&settings).await.context("WH")?;
+        report::write_json(&dir.join("wh.json"), std::slice::from_ref(&wh))?;
+        rows.push(wh);
     }
     let mut notes = Vec::new();
     if runs("R1") {

@@ -152,6 +152,21 @@ async fn a_verified_callback_gets_every_event_signed_and_in_order() {
     let challenges = receiver.of_kind("callback.challenge");
     assert_eq!(challenges.len(), 1);
     verified(&receiver, &id, &challenges[0], unix_now());
+    // The secret is stored sealed: neither its text nor its bytes are in the database.
+    let stored = server.stored_bytes().await;
+    let whsec = receiver.whsec();
+    let raw = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(whsec.trim_start_matches("whsec_"))
+            .unwrap()
+    };
+    for needle in [whsec.as_bytes(), &raw[..]] {
+        assert!(
+            !stored.windows(needle.len()).any(|w| w == needle),
+            "the webhook secret is stored in the clear (I11)"
+        );
+    }
     // The same request again is a replay: no second challenge, the same callback.
     let again = register(&server, agent.token.as_str(), "hooked", &body, &idem).await;
     assert_eq!(again.status, 201);

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 /// Compatibility: fields are only ever added, so scripts reading old files keep working.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Row {
-    /// `W1`, `W2`, `R1`, `W4`, `PG-W1`, `PG-W2`, `MY-W1` or `MY-W2`.
+    /// `W1`, `W2`, `R1`, `W4`, `WH`, `PG-W1`, `PG-W2`, `MY-W1` or `MY-W2`.
     pub(crate) workload: &'static str,
     /// Machine-friendly name of the variant (`batch_16` …).
     pub(crate) variant: String,
@@ -65,6 +65,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         "W1" | "PG-W1" | "MY-W1" => "enqueue HTTP + Idempotency-Key".to_owned(),
         "R1" => format!("bulk replay job, {} events", row.messages),
         "W4" => format!("leases: {}", row.variant),
+        "WH" => "webhook deliveries, HTTPS".to_owned(),
         _ => format!("drain claim+ack, {}", row.variant.replace('_', " ")),
     };
     let base = |row: &Row| match row.workload {
@@ -72,6 +73,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         "PG-W2" if row.variant.ends_with("pgmq") => "pgmq read + delete",
         "R1" => "raw sqlx batches",
         "W4" => "store, no HTTP",
+        "WH" => "signed POSTs, no queue",
         _ => "raw sqlx loop",
     };
     for row in rows {

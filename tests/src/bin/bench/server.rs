@@ -43,6 +43,24 @@ impl BenchServer {
             operator_token_file: None,
             ..Config::default()
         };
+        Self::serve(config, dir).await
+    }
+
+    /// [`start`](Self::start) with these webhook settings.
+    pub(crate) async fn open_with(
+        dir: tempfile::TempDir,
+        webhooks: switchboard_server::config::WebhookConfig,
+    ) -> Result<Self> {
+        let config = Config {
+            database_url: format!("sqlite://{}", dir.path().join(DB_FILE).display()),
+            operator_token_file: None,
+            webhooks,
+            ..Config::default()
+        };
+        Self::serve(config, Some(dir)).await
+    }
+
+    async fn serve(config: Config, dir: Option<tempfile::TempDir>) -> Result<Self> {
         let server = Server::open(config).await.context("opening the server")?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
