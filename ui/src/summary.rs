@@ -96,6 +96,7 @@ mod tests {
                 default_max_attempts: 5,
                 idempotency_ttl_seconds: 86_400,
                 heartbeat_seconds: 30,
+                webhooks: Default::default(),
             },
         };
         assert_eq!(

@@ -73,6 +73,25 @@ pub struct Limits {
     pub idempotency_ttl_seconds: u64,
     /// SSE heartbeat interval, in seconds.
     pub heartbeat_seconds: u64,
+    /// Webhook callbacks' timeouts and schedule (absent from servers before them).
+    #[serde(default)]
+    pub webhooks: WebhookLimits,
+}
+
+/// What a webhook endpoint must meet, and how failures are retried.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WebhookLimits {
+    /// The endpoint answers the registration challenge within this.
+    pub challenge_timeout_seconds: u64,
+    /// The endpoint answers a delivery within this.
+    pub delivery_timeout_seconds: u64,
+    /// The delay after the 1st, 2nd, … failure in a row; the last repeats.
+    pub retry_schedule_seconds: Vec<u64>,
+    /// A callback whose deliveries all failed for this long is disabled.
+    pub disable_after_seconds: u64,
+    /// The most of an endpoint's answer the server reads.
+    pub max_answer_bytes: u64,
 }
 
 /// `GET /api/v1/capabilities`.

@@ -67,6 +67,7 @@ async fn capabilities(State(script): State<Shared>) -> Response {
             default_max_attempts: 5,
             idempotency_ttl_seconds: ttl,
             heartbeat_seconds: 30,
+            webhooks: Default::default(),
         },
     })
     .into_response()

@@ -53,6 +53,17 @@ async fn capabilities_publish_the_enforced_limits() {
         "I8: keys are kept at least 24 h"
     );
     assert_eq!(l.heartbeat_seconds, 30);
+    let w = &l.webhooks;
+    assert_eq!(
+        (w.challenge_timeout_seconds, w.delivery_timeout_seconds),
+        (10, 15)
+    );
+    assert_eq!(
+        w.retry_schedule_seconds,
+        [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000],
+        "Svix's schedule"
+    );
+    assert_eq!(w.disable_after_seconds, 5 * 86_400);
 
     let small = TestServer::with(Options {
         max_body_bytes: Some(1234),

@@ -32,6 +32,18 @@ pub fn limits(config: &Config) -> Limits {
         default_max_attempts: DEFAULT_ATTEMPTS,
         idempotency_ttl_seconds: config.idempotency_ttl.as_secs(),
         heartbeat_seconds: config.heartbeat.as_secs(),
+        webhooks: switchboard_proto::WebhookLimits {
+            challenge_timeout_seconds: crate::webhooks::CHALLENGE_TIMEOUT.as_secs(),
+            delivery_timeout_seconds: crate::webhooks::deliver::DELIVERY_TIMEOUT.as_secs(),
+            retry_schedule_seconds: config
+                .webhooks
+                .retry_schedule
+                .iter()
+                .map(|d| d.as_secs())
+                .collect(),
+            disable_after_seconds: config.webhooks.disable_after.as_secs(),
+            max_answer_bytes: crate::webhooks::register::MAX_ANSWER_BYTES as u64,
+        },
     }
 }
 
