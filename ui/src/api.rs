@@ -132,3 +132,58 @@ pub(crate) async fn send<B: Serialize, T: DeserializeOwned>(
 pub(crate) async fn send_empty(method: &str, path: &str) -> ApiResult<()> {
     call(method, path, None).await.map(drop)
 }
+
+/// A `POST` that takes no body, answering `T`.
+async fn post<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
+    let (_, text) = call("POST", path, None).await?;
+    parse(path, &text)
+}
+
+/// Webhook callbacks of the operator's tenant (`/api/v1/ops/callbacks…`). The
+/// answers never carry a callback's secret.
+pub(crate) mod callbacks {
+    use switchboard_proto::{Callback, CallbackAttempt, CallbackAttemptList, CallbackId};
+
+    use super::{ApiResult, call, get, post};
+
+    fn path(id: CallbackId, action: &str) -> String {
+        format!("/api/v1/ops/callbacks/{id}/{action}")
+    }
+
+    /// Every registration, oldest first.
+    pub(crate) async fn list() -> ApiResult<Vec<Callback>> {
+        get::<switchboard_proto::CallbackList>("/api/v1/ops/callbacks")
+            .await
+            .map(|l| l.callbacks)
+    }
+
+    /// The callback's recent attempts (deliveries, challenges, tests), newest first.
+    pub(crate) async fn attempts(id: CallbackId) -> ApiResult<Vec<CallbackAttempt>> {
+        get::<CallbackAttemptList>(&path(id, "attempts"))
+            .await
+            .map(|l| l.attempts)
+    }
+
+    /// Disables (deliveries stop) or enables (deliveries resume at once) a callback.
+    pub(crate) async fn set_enabled(id: CallbackId, enabled: bool) -> ApiResult<Callback> {
+        post(&path(id, if enabled { "enable" } else { "disable" })).await
+    }
+
+    /// Challenges the endpoint again: the attempt, or a 422 whose detail says what
+    /// failed.
+    pub(crate) async fn verify(id: CallbackId) -> ApiResult<CallbackAttempt> {
+        post(&path(id, "verify")).await
+    }
+
+    /// Sends a `callback.test` delivery: what the endpoint answered, success or not.
+    pub(crate) async fn test(id: CallbackId) -> ApiResult<CallbackAttempt> {
+        post(&path(id, "test")).await
+    }
+
+    /// Removes the registration (its events stay in the inbox).
+    pub(crate) async fn delete(id: CallbackId) -> ApiResult<()> {
+        call("DELETE", &format!("/api/v1/ops/callbacks/{id}"), None)
+            .await
+            .map(drop)
+    }
+}

@@ -215,7 +215,7 @@ fn Shell() -> impl IntoView {
                 Route::Audit => view! { <pages::audit::AuditPage /> }.into_any(),
                 Route::Leases => view! { <pages::leases::LeasesPage /> }.into_any(),
                 Route::Fencing => view! { <pages::fencing::FencingPage /> }.into_any(),
-                Route::Webhooks => view! { <pages::Placeholder what="Webhooks" detail="Webhook registrations are not on this server yet. When callbacks land, this page lists each target with its health and lets you disable it." /> }.into_any(),
+                Route::Webhooks => view! { <pages::webhooks::WebhooksPage /> }.into_any(),
                 Route::NotFound(path) => view! { <pages::Placeholder what="Not found" detail=format!("The console has no page at {path}. Use the navigation above.") /> }.into_any(),
             }}
         </div>

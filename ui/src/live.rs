@@ -3,7 +3,8 @@
 //! Every `changed` (or `resync`) event bumps [`Live::version`], at most once per
 //! [`THROTTLE`]; pages re-read what they show when it changes. `sampled` bumps
 //! [`Live::samples`] (the overview's charts) and `job` sets [`Live::job`] (bulk job
-//! progress). The browser's
+//! progress), `leases` bumps [`Live::leases`] and `callbacks` bumps
+//! [`Live::callbacks`] (the webhooks page, coalesced like `changed`). The browser's
 //! EventSource retries by itself after a dropped connection; when it gives up (for
 //! example on a 401 or while the server is down), we open a new one after
 //! [`RECONNECT`]. [`Live::state`] drives the indicator in the header.
@@ -50,6 +51,9 @@ pub(crate) struct Live {
     pub(crate) job: RwSignal<Option<Job>>,
     /// Bumped on `leases` (a lease changed, or the fence refused a call).
     pub(crate) leases: RwSignal<u64>,
+    /// Bumped on `callbacks` (a webhook callback was registered, changed or
+    /// attempted), on `resync` and when the stream (re)opens.
+    pub(crate) callbacks: RwSignal<u64>,
 }
 
 type Handlers = Vec<Closure<dyn FnMut(web_sys::Event)>>;
@@ -69,6 +73,7 @@ impl Live {
             samples: RwSignal::new(0),
             job: RwSignal::new(None),
             leases: RwSignal::new(0),
+            callbacks: RwSignal::new(0),
         };
         let current: Rc<RefCell<Option<Stream>>> = Rc::new(RefCell::new(None));
         let cur = current.clone();
@@ -86,6 +91,29 @@ impl Live {
     pub(crate) fn bump(&self) {
         self.version.update(|v| *v += 1);
     }
+
+    /// Asks the webhooks page to re-read now.
+    pub(crate) fn bump_callbacks(&self) {
+        self.callbacks.update(|v| *v += 1);
+    }
+}
+
+/// A handler that runs `bump` once [`THROTTLE`] after the first of a burst of events.
+fn throttled(bump: impl Fn() + Clone + 'static) -> Closure<dyn FnMut(web_sys::Event)> {
+    let pending = Rc::new(RefCell::new(false));
+    Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+        if pending.replace(true) {
+            return;
+        }
+        let (pending, bump) = (pending.clone(), bump.clone());
+        set_timeout(
+            move || {
+                pending.replace(false);
+                bump();
+            },
+            THROTTLE,
+        );
+    })
 }
 
 fn open(live: Live, current: Rc<RefCell<Option<Stream>>>) {
@@ -97,27 +125,12 @@ fn open(live: Live, current: Rc<RefCell<Option<Stream>>>) {
         live.state.set(LiveState::Disconnected);
         return;
     };
-    let pending = Rc::new(RefCell::new(false));
-    let on_change = {
-        let pending = pending.clone();
-        Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
-            if pending.replace(true) {
-                return;
-            }
-            let pending = pending.clone();
-            set_timeout(
-                move || {
-                    pending.replace(false);
-                    live.bump();
-                },
-                THROTTLE,
-            );
-        })
-    };
+    let on_change = throttled(move || live.bump());
     let on_open = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
         live.state.set(LiveState::Connected);
         // Whatever happened while we were away: read it again.
         live.bump();
+        live.bump_callbacks();
     });
     let on_error = {
         let current = current.clone();
@@ -151,12 +164,26 @@ fn open(live: Live, current: Rc<RefCell<Option<Stream>>>) {
         live.leases.update(|v| *v += 1);
     });
     let _ = source.add_event_listener_with_callback("leases", on_leases.as_ref().unchecked_ref());
+    // Also on `resync`: the stream lagged, so a `callbacks` may have been lost.
+    let on_callbacks = throttled(move || live.bump_callbacks());
+    for kind in ["callbacks", "resync"] {
+        let _ =
+            source.add_event_listener_with_callback(kind, on_callbacks.as_ref().unchecked_ref());
+    }
     let _ = source.add_event_listener_with_callback("sampled", on_sample.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("job", on_job.as_ref().unchecked_ref());
     source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
     source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     *current.borrow_mut() = Some(Stream {
         source,
-        _handlers: vec![on_change, on_open, on_error, on_sample, on_job, on_leases],
+        _handlers: vec![
+            on_change,
+            on_open,
+            on_error,
+            on_sample,
+            on_job,
+            on_leases,
+            on_callbacks,
+        ],
     });
 }

@@ -9,7 +9,9 @@
 //! | `/events/{id}` | event inspector |
 //! | `/quarantine?agent=` | quarantine (dead letter) |
 //! | `/audit` | audit log |
-//! | `/leases`, `/fencing`, `/webhooks` | not on this server yet |
+//! | `/leases` | leases and memory lineage |
+//! | `/fencing` | fencing rejections |
+//! | `/webhooks` | webhook callbacks and their attempts |
 
 /// Which events a list shows: the operator API's filter, as the URL carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

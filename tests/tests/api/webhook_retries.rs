@@ -4,7 +4,7 @@
 //! quarantine of a poison event, and a slow endpoint that never holds up a pull
 //! agent's claims.
 
-use super::webhooks::{hooked, registered, verified};
+use super::webhooks::{hooked, listed, registered, verified};
 use serde_json::{Value, json};
 use std::time::Duration;
 use switchboard_tests::receiver::{Answer, Receiver};
@@ -36,16 +36,7 @@ async fn send(server: &TestServer, to: &str, n: u64, max_attempts: Option<u32>) 
 }
 
 async fn callback(server: &TestServer) -> Value {
-    let listed: Value = server
-        .operator()
-        .request(Method::GET, "ops/callbacks")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    listed["callbacks"][0].clone()
+    listed(server).await["callbacks"][0].clone()
 }
 
 fn now_s(server: &TestServer) -> i64 {

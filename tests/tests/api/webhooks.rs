@@ -127,6 +127,19 @@ fn python_verifies(receiver: &Receiver, keyid: &str, r: &Received) -> bool {
     true
 }
 
+/// `GET /ops/callbacks` as the operator sees it.
+pub(crate) async fn listed(server: &TestServer) -> Value {
+    server
+        .operator()
+        .request(Method::GET, "ops/callbacks")
+        .send()
+        .await
+        .expect("list callbacks")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 fn unix_now() -> i64 {
     switchboard_tests::wall_ms() / 1000
 }
@@ -217,12 +230,7 @@ async fn a_verified_callback_gets_every_event_signed_and_in_order() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(receiver.of_kind("inbox.event").len(), 20, "each once");
-    let listed = op
-        .request(Method::GET, "ops/callbacks")
-        .send()
-        .await
-        .unwrap();
-    let listed: Value = listed.json().await.unwrap();
+    let listed = listed(&server).await;
     assert_eq!(listed["callbacks"][0]["last_status"], 204);
     assert_eq!(listed["callbacks"][0]["failure_streak"], 0);
 }
@@ -303,15 +311,7 @@ async fn registration_refuses_bad_targets_wrong_challenges_and_bad_secrets() {
         doc["detail"].as_str().unwrap().contains("HTTP 404"),
         "{doc}"
     );
-    let op = server.operator();
-    let listed: Value = op
-        .request(Method::GET, "ops/callbacks")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = listed(&server).await;
     assert_eq!(listed["callbacks"], json!([]), "nothing registered");
     // Fixed, the same request with the same key runs again (a failed challenge is
     // not stored for replay) and succeeds.
@@ -421,14 +421,7 @@ async fn two_instances_deliver_one_callback_in_order() {
     for r in &got {
         verified(&receiver, &id, r, unix_now());
     }
-    let listed: Value = a
-        .request(Method::GET, "ops/callbacks")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = listed(&first).await;
     assert_eq!(
         listed["callbacks"][0]["state"],
         serde_json::to_value(CallbackState::Active).unwrap()

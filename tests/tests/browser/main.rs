@@ -22,3 +22,4 @@ mod journey;
 mod leases;
 mod session;
 mod support;
+mod webhooks;

@@ -11,12 +11,13 @@ pub(crate) mod inspector;
 pub(crate) mod leases;
 pub(crate) mod overview;
 pub(crate) mod quarantine;
+pub(crate) mod webhooks;
 
 use leptos::prelude::*;
 
 use crate::api::ApiError;
 
-/// A page for a feature the server does not have yet.
+/// A page with only a title and a sentence (for a path the console has no page at).
 #[component]
 pub(crate) fn Placeholder(
     #[prop(into)] what: String,

@@ -27,6 +27,7 @@ pub(crate) trait Cols {
     fn opt_text(&self, col: &str) -> StoreResult<Option<String>>;
     fn int(&self, col: &str) -> StoreResult<i64>;
     fn opt_int(&self, col: &str) -> StoreResult<Option<i64>>;
+    fn bytes(&self, col: &str) -> StoreResult<Vec<u8>>;
 }
 
 macro_rules! cols_for {
@@ -42,6 +43,9 @@ macro_rules! cols_for {
                 Ok(sqlx::Row::try_get(self, col)?)
             }
             fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
+                Ok(sqlx::Row::try_get(self, col)?)
+            }
+            fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
                 Ok(sqlx::Row::try_get(self, col)?)
             }
         }

@@ -85,9 +85,8 @@ pub(crate) trait CallbackStatements: Driver {
     async fn count_other_key_rows(&self, key_id: &str) -> StoreResult<u64>;
 }
 
-/// A `callbacks` row read with [`CALLBACK_COLS`]; `sealed` is read by the caller
-/// (bytes are not among [`Cols`]' getters' types on every row type alike).
-pub(crate) fn stored_from_row(r: &impl Cols, sealed: Vec<u8>) -> StoreResult<StoredCallback> {
+/// A `callbacks` row read with [`CALLBACK_COLS`].
+pub(crate) fn stored_from_row(r: &impl Cols) -> StoreResult<StoredCallback> {
     let state = r.text("state")?;
     let state = CallbackState::parse(&state).ok_or_else(|| {
         StoreError::Database(sqlx::Error::Decode(
@@ -113,7 +112,7 @@ pub(crate) fn stored_from_row(r: &impl Cols, sealed: Vec<u8>) -> StoreResult<Sto
             disabled_reason: r.opt_text("disabled_reason")?,
         },
         tenant: parse_id(&r.text("tenant_id")?)?,
-        sealed,
+        sealed: r.bytes("secret_sealed")?,
         key_id: r.text("key_id")?,
         next_attempt_at: r.int("next_attempt_at")?,
         failing_since,

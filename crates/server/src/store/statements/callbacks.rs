@@ -84,12 +84,7 @@ macro_rules! callback_statements {
                     None => query.fetch_all(self.read_pool()).await?,
                 };
                 rows.iter()
-                    .map(|row| {
-                        $crate::store::engine::callbacks::stored_from_row(
-                            row,
-                            sqlx::Row::try_get(row, "secret_sealed")?,
-                        )
-                    })
+                    .map($crate::store::engine::callbacks::stored_from_row)
                     .collect()
             }
 
@@ -181,12 +176,7 @@ macro_rules! callback_statements {
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
-                    .map(|row| {
-                        $crate::store::engine::callbacks::stored_from_row(
-                            row,
-                            sqlx::Row::try_get(row, "secret_sealed")?,
-                        )
-                    })
+                    .map($crate::store::engine::callbacks::stored_from_row)
                     .collect()
             }
 
