@@ -287,6 +287,8 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", settings.listen))?;
     let addr = listener.local_addr()?;
+    switchboard_server::webhooks::check_listen(&settings.config.webhooks, addr)
+        .map_err(anyhow::Error::msg)?;
     let server = Server::open(settings.config).await?;
     let url = format!("http://{addr}");
     let ready = serde_json::json!({ "ready": true, "url": url, "console_url": format!("{url}/") });

@@ -274,3 +274,23 @@ async fn serve_prints_a_one_time_console_login_link() {
     assert!(!logs.contains(ticket), "the ticket reached the logs");
     assert!(logs.contains("console login link redeemed"), "{logs}");
 }
+
+#[test]
+fn webhook_loopback_targets_are_refused_on_a_public_listener() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--webhook-allow-loopback"])
+        .arg("--database-url")
+        .arg(sqlite_url(dir.path()))
+        .arg("--operator-token-file")
+        .arg(dir.path().join("operator-token"))
+        .output()
+        .expect("run switchboard serve");
+    assert!(!out.status.success(), "it must not start");
+    assert!(out.stdout.is_empty(), "no ready line");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--webhook-allow-loopback is for development"),
+        "{stderr}"
+    );
+}

@@ -168,13 +168,8 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let state = self.state.clone();
-        if state.webhooks.config.allow_loopback && !listener.local_addr()?.ip().is_loopback() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "--webhook-allow-loopback is for development on one machine: it is refused \
-                 unless the server listens on a loopback address (127.0.0.1 or ::1)",
-            ));
-        }
+        crate::webhooks::check_listen(&state.webhooks.config, listener.local_addr()?)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let workers = tokio::spawn(self.workers().run());
         let deliverer = tokio::spawn({
             let deliverer = self.deliverer();

@@ -25,6 +25,18 @@ use url::Url;
 /// How long the endpoint has to answer the challenge.
 pub const CHALLENGE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// `--webhook-allow-loopback` is for development on one machine: refused unless the
+/// server listens on a loopback address.
+pub fn check_listen(config: &WebhookConfig, listen: std::net::SocketAddr) -> Result<(), String> {
+    if config.allow_loopback && !listen.ip().is_loopback() {
+        return Err(format!(
+            "--webhook-allow-loopback is for development on one machine: it is refused \
+             unless the server listens on a loopback address (127.0.0.1 or ::1), not {listen}"
+        ));
+    }
+    Ok(())
+}
+
 /// What registration and delivery share: the key, the guarded client, the rules.
 pub struct Webhooks {
     pub key: WebhookKey,
