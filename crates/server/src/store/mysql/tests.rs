@@ -196,7 +196,12 @@ async fn instances_starting_at_once_migrate_the_database_once() {
             .fetch_all(stores[0].pool())
             .await
             .expect("migrations");
-    assert_eq!(applied, [(1, true)]);
+    let every: Vec<(i64, bool)> = sqlx::migrate!("../../migrations/mysql")
+        .iter()
+        .map(|m| (m.version, true))
+        .collect();
+    assert!(every.len() > 1, "the migrations are found");
+    assert_eq!(applied, every, "each migration applied once");
     for s in &stores {
         s.close().await;
     }
