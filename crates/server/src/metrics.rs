@@ -44,8 +44,6 @@ pub struct Metrics {
     /// Webhook delivery attempts by outcome (`delivered`, `failed`, `gone`).
     pub webhook_deliveries: Family<OutcomeLabels, Counter>,
     pub webhook_latency: Histogram,
-    /// Callbacks disabled (by operators, a 410, or failing too long), every tenant.
-    pub webhook_disabled: Gauge,
     /// The shared database's health; rendered only for a backend that has it.
     db: Arc<Mutex<Registry>>,
     events_dead_tuples: Gauge,
@@ -83,7 +81,6 @@ impl Metrics {
             webhook_latency: Histogram::new([
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0,
             ]),
-            webhook_disabled: Gauge::default(),
             db: Arc::new(Mutex::new(Registry::default())),
             events_dead_tuples: Gauge::default(),
             events_live_tuples: Gauge::default(),
@@ -168,11 +165,6 @@ impl Metrics {
             "From sending a webhook delivery to the endpoint's answer",
             m.webhook_latency.clone(),
         );
-        registry.register(
-            "webhook_callbacks_disabled",
-            "Webhook callbacks that are disabled",
-            m.webhook_disabled.clone(),
-        );
         *m.registry.lock().unwrap_or_else(|e| e.into_inner()) = registry;
         m
     }
@@ -184,10 +176,15 @@ impl Metrics {
             .inc();
     }
 
-    /// Renders the text exposition format with the given depth rows (the scraping
-    /// tenant's). The depth family is built for this one scrape, so two tenants'
-    /// scrapes at the same moment never see each other's agents.
-    pub fn render(&self, depth: &[DepthRow], health: Option<&QueueTableHealth>) -> String {
+    /// Renders the text exposition format with the given depth rows and count of
+    /// disabled webhook callbacks (the scraping tenant's). Those are built for this
+    /// one scrape, so two tenants' scrapes at the same moment never see each other's.
+    pub fn render(
+        &self,
+        depth: &[DepthRow],
+        disabled_callbacks: u64,
+        health: Option<&QueueTableHealth>,
+    ) -> String {
         let inbox_depth = Family::<DepthLabels, Gauge>::default();
         for row in depth {
             let c = &row.counts;
@@ -210,6 +207,13 @@ impl Metrics {
         }
         let mut scrape = Registry::default();
         scrape.register("inbox_depth", "Events per agent and status", inbox_depth);
+        let disabled = Gauge::<i64>::default();
+        disabled.set(i64::try_from(disabled_callbacks).unwrap_or(i64::MAX));
+        scrape.register(
+            "webhook_callbacks_disabled",
+            "Webhook callbacks that are disabled",
+            disabled,
+        );
         let mut out = String::new();
         {
             let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());

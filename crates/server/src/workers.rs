@@ -31,11 +31,8 @@ impl Workers {
     pub async fn tick(&self) -> StoreResult<TickReport> {
         let now = self.state.now();
         let reap = self.state.store.reap(now).await?;
-        let m = &self.state.metrics;
-        m.lease_expirations.inc_by(reap.lease_expirations);
-        m.quarantined.inc_by(reap.quarantined);
-        m.expired.inc_by(reap.expired);
-        self.state.wake(&reap.wakes);
+        self.state.reaped(&reap);
+        self.state.metrics.expired.inc_by(reap.expired);
         if reap.lease_expirations + reap.expired > 0 {
             tracing::info!(
                 lease_expirations = reap.lease_expirations,
@@ -51,12 +48,6 @@ impl Workers {
         }
         // Webhook attempts are kept as long as terminal events.
         self.state.store.trim_callback_attempts(cutoff).await?;
-        let disabled = self
-            .state
-            .store
-            .count_callbacks(switchboard_proto::CallbackState::Disabled)
-            .await?;
-        self.state.metrics.webhook_disabled.set(disabled as i64);
         let orphaned = self.state.store.jobs_orphaned(now).await?;
         for (tenant, job) in &orphaned {
             tracing::warn!(

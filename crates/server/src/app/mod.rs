@@ -61,6 +61,34 @@ impl AppState {
         self.hub.notify(wakes);
     }
 
+    /// After expired leases went back (by the scavenger, or by a claim first): counts
+    /// them and their quarantines, and sends their wake-ups.
+    pub fn reaped(&self, reaped: &crate::store::ReapStats) {
+        self.metrics
+            .lease_expirations
+            .inc_by(reaped.lease_expirations);
+        self.metrics.quarantined.inc_by(reaped.quarantined);
+        self.wake(&reaped.wakes);
+    }
+
+    /// Counts an ack that completed an event (not a repeat) in the metrics.
+    pub fn acked(&self, acked: &crate::store::Acked) {
+        if let Some(ms) = acked.latency_ms {
+            self.metrics.delivered.inc();
+            self.metrics
+                .delivery_latency
+                .observe(ms.max(0) as f64 / 1000.0);
+        }
+    }
+
+    /// After a release committed: counts a quarantine and sends its wake-ups.
+    pub fn released(&self, done: &crate::store::Committed<switchboard_proto::EventState>) {
+        if done.value.status == switchboard_proto::EventStatus::Quarantined {
+            self.metrics.quarantined.inc();
+        }
+        self.wake(&done.wakes);
+    }
+
     /// The queue table's health where the backend has it. Best effort: `/metrics`
     /// and the overview still answer without it.
     pub(crate) async fn queue_health(&self) -> Option<switchboard_proto::QueueTableHealth> {

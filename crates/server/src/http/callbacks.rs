@@ -257,7 +257,7 @@ async fn change(
     principal.require(SCOPE_OPS_WRITE)?;
     let changed = state
         .store
-        .change_callback(principal.tenant_id, id, &change, state.now())
+        .change_callback(principal.tenant_id, id, &change)
         .await?
         .ok_or_else(|| ApiError::not_found(format_args!("callback {id}")))?;
     state.hub.callbacks(principal.tenant_id);

@@ -183,10 +183,7 @@ async fn claim(
         .claim(&agent, limit, i64::from(lease) * 1000, state.now())
         .await?;
     // Leases this claim found expired count as the scavenger's would.
-    let m = &state.metrics;
-    m.lease_expirations.inc_by(done.reaped.lease_expirations);
-    m.quarantined.inc_by(done.reaped.quarantined);
-    state.wake(&done.reaped.wakes);
+    state.reaped(&done.reaped);
     state.hub.changed(agent.wake(agent.head_seq));
     Ok(axum::Json(ClaimResponse {
         events: done.events,
@@ -219,20 +216,9 @@ async fn ack(
         .ack(&agent, p.event_id, req.claim_token, state.now())
         .await
         .map_err(|e| claim_error(&state, e, p.event_id))?;
-    count_delivery(&state, &acked);
+    state.acked(&acked);
     state.hub.changed(agent.wake(agent.head_seq));
     Ok(axum::Json(acked.state))
-}
-
-/// Counts an ack that completed an event (not a repeat) in the metrics.
-fn count_delivery(state: &AppState, acked: &crate::store::Acked) {
-    if let Some(ms) = acked.latency_ms {
-        state.metrics.delivered.inc();
-        state
-            .metrics
-            .delivery_latency
-            .observe(ms.max(0) as f64 / 1000.0);
-    }
 }
 
 /// Acknowledge several claimed events in one transaction (at most 100, each once).
@@ -275,7 +261,7 @@ async fn ack_batch(
         .zip(outcomes)
         .map(|(&(event_id, _), outcome)| match outcome {
             Ok(acked) => {
-                count_delivery(&state, &acked);
+                state.acked(&acked);
                 AckResult {
                     event_id,
                     state: Some(acked.state),
@@ -327,10 +313,7 @@ async fn release(
         .release(&agent, p.event_id, req.claim_token, &args, state.now())
         .await
         .map_err(|e| claim_error(&state, e, p.event_id))?;
-    if done.value.status == EventStatus::Quarantined {
-        state.metrics.quarantined.inc();
-    }
-    state.wake(&done.wakes);
+    state.released(&done);
     Ok(axum::Json(done.value))
 }
 

@@ -74,6 +74,13 @@ async fn metrics(State(state): State<AppState>, Scraper(principal): Scraper) -> 
         Ok(d) => d,
         Err(e) => return ApiError::from(e).into_response(),
     };
+    let disabled = match state.store.callbacks(principal.tenant_id, None).await {
+        Ok(c) => c
+            .iter()
+            .filter(|c| c.state == switchboard_proto::CallbackState::Disabled)
+            .count() as u64,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
     // Database-wide numbers: only for the deployment's own tenant, as in the overview.
     let health = if principal.tenant_id == state.tenant {
         state.queue_health().await
@@ -86,7 +93,7 @@ async fn metrics(State(state): State<AppState>, Scraper(principal): Scraper) -> 
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(&depth, health.as_ref()),
+        state.metrics.render(&depth, disabled, health.as_ref()),
     )
         .into_response()
 }

@@ -87,7 +87,6 @@ pub trait CallbackStore: Send + Sync {
         tenant: TenantId,
         id: CallbackId,
         change: &StateChange,
-        now: Millis,
     ) -> StoreResult<Option<Callback>>;
 
     /// Active callbacks, due (`next_attempt_at <= now`), not being delivered to by

@@ -14,7 +14,7 @@ use crate::clock::to_timestamp;
 use crate::store::{AttemptRecord, ReleaseArgs, StoreError, StoreResult, StoredCallback};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use switchboard_proto::{CallbackAttempt, CallbackDelivery, CallbackState, EventStatus};
+use switchboard_proto::{CallbackAttempt, CallbackDelivery, CallbackState};
 use tokio::sync::Semaphore;
 
 /// How long an endpoint has to answer a delivery.
@@ -56,17 +56,26 @@ impl Deliverer {
     }
 
     /// Runs passes until shutdown: after each wake-up of any inbox (from this
-    /// instance or another), and every 500 ms.
+    /// instance or another), and every 500 ms; none while no callback is active
+    /// anywhere (counted again every 5 s, and when one of this instance changes), so a
+    /// deployment without webhooks pays no query per send, claim or ack.
     pub(crate) async fn run(self) {
         let mut signals = self.state.hub.subscribe_ops();
+        let mut active = Active::default();
         loop {
             tokio::select! {
                 _ = self.state.shutdown.cancelled() => break,
-                _ = signals.recv() => {
+                signal = signals.recv() => {
+                    if matches!(signal, Ok(crate::hub::OpsSignal::Callbacks(_))) {
+                        active.stale();
+                    }
                     // One pass for a burst of signals.
                     while signals.try_recv().is_ok() {}
                 }
                 _ = tokio::time::sleep(PASS_EVERY) => {}
+            }
+            if !active.any(&self.state).await {
+                continue;
             }
             if let Err(e) = self.start_due().await {
                 tracing::warn!(error = %e, "webhook pass failed; retrying");
@@ -152,9 +161,7 @@ impl Deliverer {
         };
         let claimed = state.store.claim(&agent, 1, LEASE_MS, now).await?;
         let m = &state.metrics;
-        m.lease_expirations.inc_by(claimed.reaped.lease_expirations);
-        m.quarantined.inc_by(claimed.reaped.quarantined);
-        state.wake(&claimed.reaped.wakes);
+        state.reaped(&claimed.reaped);
         let Some(event) = claimed.events.into_iter().next() else {
             state.store.unlease_callback(id, lease).await?;
             return Ok(Delivered::Nothing);
@@ -216,12 +223,7 @@ impl Deliverer {
                     .ack(&agent, event_id, event.claim_token, now)
                     .await
                 {
-                    Ok(acked) => {
-                        if let Some(ms) = acked.latency_ms {
-                            m.delivered.inc();
-                            m.delivery_latency.observe(ms.max(0) as f64 / 1000.0);
-                        }
-                    }
+                    Ok(acked) => state.acked(&acked),
                     // The claim's lease ran out meanwhile (a very slow answer): the
                     // event was handed out again and goes out again.
                     Err(StoreError::StaleClaim(_)) => {}
@@ -315,10 +317,7 @@ impl Deliverer {
             .await
         {
             Ok(done) => {
-                if done.value.status == EventStatus::Quarantined {
-                    self.state.metrics.quarantined.inc();
-                }
-                self.state.wake(&done.wakes);
+                self.state.released(&done);
                 self.state.hub.changed(agent.wake(agent.head_seq));
                 Ok(())
             }
@@ -326,6 +325,42 @@ impl Deliverer {
             Err(StoreError::StaleClaim(_)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// Whether any callback is active, every tenant, as last counted.
+#[derive(Default)]
+struct Active {
+    /// When it was counted, and what it found; `None`: count again.
+    counted: Option<(Instant, bool)>,
+}
+
+impl Active {
+    /// Counted at most every this often (another instance's registrations).
+    const RECOUNT: Duration = Duration::from_secs(5);
+
+    /// A callback changed: count again if none was active (a registration or an
+    /// enable). While some are, the passes run anyway; the next count sees a disable.
+    fn stale(&mut self) {
+        if matches!(self.counted, Some((_, false))) {
+            self.counted = None;
+        }
+    }
+
+    async fn any(&mut self, state: &AppState) -> bool {
+        if let Some((at, any)) = self.counted
+            && at.elapsed() < Self::RECOUNT
+        {
+            return any;
+        }
+        // A failed count is taken as "some": the pass then reports the error.
+        let any = state
+            .store
+            .count_callbacks(CallbackState::Active)
+            .await
+            .map_or(true, |n| n > 0);
+        self.counted = Some((Instant::now(), any));
+        any
     }
 }
 

@@ -79,11 +79,10 @@ pub async fn challenge(
         timeout: CHALLENGE_TIMEOUT,
     };
     let sent = w.post(&post, body).await;
-    let answer = match sent {
+    let (status, read) = match sent {
         Ok(response) => {
             let status = response.status();
-            let read = read_limited(response).await;
-            Some((status, read))
+            (status, read_limited(response).await)
         }
         Err(failure) => {
             return Outcome {
@@ -100,7 +99,6 @@ pub async fn challenge(
         }
     };
     let latency_ms = started.elapsed().as_millis() as u64;
-    let (status, read) = answer.unwrap_or((reqwest::StatusCode::OK, Ok(Vec::new())));
     let error = if !status.is_success() {
         Some(format!(
             "the endpoint answered the challenge with HTTP {}; it must answer 2xx with \

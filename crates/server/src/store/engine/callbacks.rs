@@ -207,7 +207,6 @@ impl<D: CallbackStatements + IdemStatements> CallbackStore for D {
         tenant: TenantId,
         id: CallbackId,
         change: &StateChange,
-        _now: Millis,
     ) -> StoreResult<Option<Callback>> {
         self.retrying(|| async {
             let mut tx = self.begin_write().await?;

@@ -249,7 +249,7 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
         "a disabled callback is not delivered to"
     );
     let enabled = d
-        .change_callback(tenant, second.id, &StateChange::Enable, 81_000)
+        .change_callback(tenant, second.id, &StateChange::Enable)
         .await
         .unwrap()
         .unwrap();
@@ -258,9 +258,7 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
     let off = StateChange::Disable {
         reason: "disabled by an operator".to_owned(),
     };
-    d.change_callback(tenant, second.id, &off, 82_000)
-        .await
-        .unwrap();
+    d.change_callback(tenant, second.id, &off).await.unwrap();
     // An operator disables b while a delivery is in flight; the delivery's 410
     // then keeps the operator's reason.
     assert!(
@@ -268,9 +266,7 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
             .await
             .unwrap()
     );
-    d.change_callback(tenant, of_b.id, &off, 82_500)
-        .await
-        .unwrap();
+    d.change_callback(tenant, of_b.id, &off).await.unwrap();
     let mut gone = attempt(tenant, of_b.id, Some(t2), Some(410), 83_000);
     gone.disable = Some("the endpoint answered 410 Gone".to_owned());
     let after = d.record_attempt(&gone).await.unwrap().unwrap();
@@ -280,7 +276,7 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
         Some("disabled by an operator")
     );
     assert!(
-        d.change_callback(other, second.id, &StateChange::Enable, 85_000)
+        d.change_callback(other, second.id, &StateChange::Enable)
             .await
             .unwrap()
             .is_none(),
