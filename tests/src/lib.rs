@@ -15,6 +15,7 @@ use switchboard_server::{Config, Hooks, ManualClock, Server, Workers};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub mod chaos;
 mod database;
 pub mod receiver;
 pub use database::{Backend, DatabaseOutage, TestDatabase, backend, mysql_url, postgres_url};
