@@ -103,6 +103,35 @@ impl TestServer {
         Self::open(opts, dir, self.database_url.clone(), None, token_file).await
     }
 
+    /// Like [`another_instance`](Self::another_instance), but in a runtime of its
+    /// own on another thread, so that [`Doomed::kill`] can stop it the way `kill -9`
+    /// stops a process: every task (requests in flight, the heartbeat, the workers)
+    /// is dropped where it stands, nothing is shut down gracefully, and nothing of
+    /// it runs again.
+    pub async fn another_doomed_instance(&self, opts: Options) -> Doomed {
+        assert!(
+            self.backend().shared(),
+            "several instances share a database only on PostgreSQL and MariaDB / MySQL"
+        );
+        let database_url = self.database_url.clone();
+        let token_file = self._dir.path().join("operator-token");
+        tokio::task::spawn_blocking(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a runtime for the doomed instance");
+            let dir = tempfile::tempdir().expect("temp dir");
+            let server = runtime.block_on(Self::open(opts, dir, database_url, None, token_file));
+            Doomed {
+                server: Some(server),
+                runtime: Some(runtime),
+            }
+        })
+        .await
+        .expect("the doomed instance starts")
+    }
+
     async fn open(
         opts: Options,
         dir: tempfile::TempDir,
@@ -220,6 +249,7 @@ impl TestServer {
         let claim = ClaimRequest {
             limit: Some(100),
             lease_seconds: Some(1),
+            attempt_id: None,
         };
         let mut claimed = 0;
         while claimed < n {
@@ -326,6 +356,39 @@ impl Drop for TestServer {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+    }
+}
+
+/// A server instance that a test kills (see [`TestServer::another_doomed_instance`]).
+pub struct Doomed {
+    server: Option<TestServer>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Doomed {
+    /// The running instance.
+    pub fn server(&self) -> &TestServer {
+        self.server.as_ref().expect("not killed yet")
+    }
+
+    /// Stops the instance at once, as `kill -9` would: its runtime drops every task
+    /// where it stands. Its database connections and files are leaked rather than
+    /// closed, as a killed process's would be until the kernel cleans up.
+    pub fn kill(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        if let Some(mut server) = self.server.take() {
+            // Nothing of it may run again, not even its graceful shutdown.
+            server.shutdown.take();
+            std::mem::forget(server);
+        }
+    }
+}
+
+impl Drop for Doomed {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

@@ -1,6 +1,7 @@
 //! Opening the server (database, tenant, operator token) and serving it until the
 //! caller's shutdown signal.
 
+use crate::app::running::Running;
 use crate::app::{AppState, StateInner};
 use crate::config::Config;
 use crate::history::History;
@@ -81,6 +82,8 @@ impl Server {
             return Err(StartError::UnsupportedUrl(crate::config::redact_url(&url)));
         };
         let now = config.clock.now_ms();
+        // Alive before the first request: the keys it holds in flight are its own.
+        store.beat(now).await?;
         let abandoned = store.idem_recover().await?;
         if abandoned > 0 {
             tracing::info!(
@@ -113,13 +116,14 @@ impl Server {
                 "webhook callbacks sealed with another webhook key cannot be delivered by this                  instance: give every instance the same --webhook-key-file"
             );
         }
+        let running = Running::new(store.instance_name());
         let state = AppState::new(StateInner {
             webhooks: Arc::new(webhooks),
             store,
             history,
             tasks: tokio_util::task::TaskTracker::new(),
             lookups: Default::default(),
-            running: Default::default(),
+            running,
             config,
             hub: Hub::new(),
             metrics: Metrics::new(),
@@ -171,6 +175,7 @@ impl Server {
         crate::webhooks::check_listen(&state.webhooks.config, listener.local_addr()?)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let workers = tokio::spawn(self.workers().run());
+        let beats = tokio::spawn(self.workers().beat());
         let deliverer = tokio::spawn({
             let deliverer = self.deliverer();
             let background = state.webhooks.config.deliver_in_background;
@@ -197,6 +202,7 @@ impl Server {
             .await;
         state.shutdown.cancel();
         let _ = workers.await;
+        let _ = beats.await;
         let _ = deliverer.await;
         let _ = remote.await;
         // Bulk jobs see the cancel, record where they stopped, and end.

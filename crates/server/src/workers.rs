@@ -8,6 +8,9 @@
 use crate::app::AppState;
 use crate::store::{ReapStats, RetentionStats, StoreResult};
 
+/// How often an instance of a shared database beats.
+const BEAT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Clone)]
 pub struct Workers {
     state: AppState,
@@ -30,6 +33,7 @@ impl Workers {
     /// One pass of every worker.
     pub async fn tick(&self) -> StoreResult<TickReport> {
         let now = self.state.now();
+        self.state.store.beat(now).await?;
         let reap = self.state.store.reap(now).await?;
         self.state.reaped(&reap);
         self.state.metrics.expired.inc_by(reap.expired);
@@ -73,6 +77,28 @@ impl Workers {
             retention,
             jobs_interrupted: orphaned.len() as u64,
         })
+    }
+
+    /// Beats every second until shutdown, where several instances share the
+    /// database: one silent for 10 s is taken for dead, and its in-flight keys and
+    /// live jobs are taken over (`store/engine/instances.rs`). Apart from the passes,
+    /// so that a long pass never makes a live instance look dead.
+    pub(crate) async fn beat(self) {
+        if self.state.store.instance_name().is_none() {
+            return;
+        }
+        let mut every = tokio::time::interval(BEAT_INTERVAL);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = self.state.shutdown.cancelled() => break,
+                _ = every.tick() => {
+                    if let Err(e) = self.state.store.beat(self.state.now()).await {
+                        tracing::warn!(error = %e, "heartbeat failed; beating again in a second");
+                    }
+                }
+            }
+        }
     }
 
     /// Runs passes at the configured interval until shutdown. A failed pass is logged

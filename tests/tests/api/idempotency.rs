@@ -433,3 +433,85 @@ async fn an_attempt_taken_over_by_another_instance_commits_nothing() {
         assert_eq!(replay.text(), taken.text(), "B's answer, on {instance}");
     }
 }
+
+/// A dead instance's key is taken over within seconds, not after its 60 s lock
+/// (issue 17). Instance A records the key and stalls (held by the hook); while A
+/// beats, B answers 409, even past the 10 s a silent instance is given. Then A dies
+/// as under `kill -9` (its runtime dropped where it stands): 11 s of B's clock after
+/// A's last beat, well within the key's lock, B takes the key over and runs the send
+/// once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs a database server: cargo xtask test runs it on PostgreSQL and MariaDB"]
+async fn a_dead_instances_key_is_taken_over_within_seconds() {
+    assert!(
+        switchboard_tests::Backend::current().shared(),
+        "set SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL to run this test"
+    );
+    let b = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let (gate, hooks) = Gate::armed();
+    let mut a = b
+        .another_doomed_instance(Options {
+            hooks,
+            manual_clock: true,
+            ..Options::default()
+        })
+        .await;
+    let (alice, alice_b) = b.agent("alice").await;
+    b.agent("bob").await;
+    let alice_a =
+        switchboard_tests::sdk::Client::new(&a.server().url, alice.token.as_str()).expect("client");
+    let body = message(json!({"once": true}));
+    let k = key();
+
+    // A's request never gets an answer: A dies with it (its connection is cut).
+    let first = tokio::spawn({
+        let (alice_a, body, k) = (alice_a.clone(), body.clone(), k.clone());
+        async move {
+            alice_a
+                .request(Method::POST, "agents/bob/messages")
+                .header("idempotency-key", &k)
+                .json(&body)
+                .send()
+                .await
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(5), gate.entered.notified())
+        .await
+        .expect("A records the key and stalls");
+
+    // A lives and beats: 20 s on, its key is still its own.
+    for instance in [a.server(), &b] {
+        instance.advance(Duration::from_secs(20));
+    }
+    a.server().tick().await;
+    send_raw(&alice_b, "bob", &body, &k)
+        .await
+        .problem(409, "request_in_progress");
+
+    // A dies. 9 s after its last beat it is still given the benefit of the doubt;
+    // 11 s after (and 29 s before the key's lock runs out), B takes the key over.
+    // (A's clock started a few ms after B's: hence 9 and 11, not 10.)
+    a.kill();
+    b.advance(Duration::from_secs(9));
+    send_raw(&alice_b, "bob", &body, &k)
+        .await
+        .problem(409, "request_in_progress");
+    b.advance(Duration::from_secs(2));
+    let taken = send_raw(&alice_b, "bob", &body, &k).await;
+    assert_eq!(taken.status, 201, "B takes the key over: {}", taken.text());
+    let cut = tokio::time::timeout(Duration::from_secs(10), first)
+        .await
+        .expect("A's request ends with A")
+        .expect("task");
+    assert!(cut.is_err(), "A never answered: {cut:?}");
+
+    let events = inbox(&b.operator(), "bob").await;
+    assert_eq!(events.len(), 1, "the message is stored once: {events:?}");
+    let replay = send_raw(&alice_b, "bob", &body, &k).await;
+    assert!(replay.replayed(), "the key replays B's answer");
+    assert_eq!(replay.text(), taken.text());
+}

@@ -28,14 +28,24 @@ pub(crate) enum Busy {
 
 impl Default for Running {
     fn default() -> Self {
-        Self {
-            owner: uuid::Uuid::new_v4().into_bytes(),
-            keys: Mutex::default(),
-        }
+        Self::new(None)
     }
 }
 
 impl Running {
+    /// Owned by `instance` (the store's instance name, a UUID, where several
+    /// instances share the database: its heartbeat tells the others whether the
+    /// keys it holds in flight are still running), else by a fresh random name.
+    pub(crate) fn new(instance: Option<&str>) -> Self {
+        let owner = instance
+            .and_then(|i| uuid::Uuid::parse_str(i).ok())
+            .unwrap_or_else(uuid::Uuid::new_v4);
+        Self {
+            owner: owner.into_bytes(),
+            keys: Mutex::default(),
+        }
+    }
+
     /// The owner name this process's in-flight records carry.
     pub(crate) fn owner(&self) -> &[u8] {
         &self.owner

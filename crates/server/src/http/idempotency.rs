@@ -13,7 +13,8 @@
 //! and finds the key in flight under its own name, nothing is running it any more,
 //! and the retry takes it over at once instead of answering 409 until the lock
 //! runs out. The same holds for a request whose client went away mid-way. A retry
-//! that reaches another instance waits for the lock (`LOCK_MS`).
+//! that reaches another instance waits for the lock (`LOCK_MS`), or until the
+//! owner's instance has been silent for 10 s (it died: `store/engine/instances.rs`).
 
 use super::AppState;
 use super::auth::Principal;

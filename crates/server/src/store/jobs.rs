@@ -84,6 +84,14 @@ pub trait JobStore: Send + Sync {
     async fn job(&self, tenant: TenantId, job_id: i64) -> StoreResult<switchboard_proto::Job>;
     /// Newest first.
     async fn jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<switchboard_proto::Job>>;
+    /// This instance's name where several instances share the database: the owner
+    /// of the jobs it runs and of the idempotency keys it holds in flight. `None`
+    /// where one process owns the database (SQLite).
+    fn instance_name(&self) -> Option<&str>;
+    /// Records that this instance is alive at `now`, where several instances share
+    /// the database (a no-op elsewhere). One silent for 10 s is dead: its in-flight
+    /// keys and live jobs are taken over (`store/engine/instances.rs`).
+    async fn beat(&self, now: Millis) -> StoreResult<()>;
     /// At start: jobs left live by a stopped process become `interrupted`.
     async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64>;
     /// Every background pass: live jobs whose instance stopped beating (it died

@@ -7,7 +7,7 @@
 //! over. Phase 2 ([`finish`]) stores the response in the business change's own
 //! transaction, only while this attempt still owns the in-flight key.
 
-use super::Driver;
+use super::instances::{InstanceStatements, owner_dead};
 use crate::clock::Millis;
 use crate::store::*;
 use async_trait::async_trait;
@@ -27,10 +27,11 @@ pub(crate) struct StoredKey {
 
 impl StoredKey {
     /// Whether the request that holds this in-flight key is gone, so `key`'s request
-    /// may take it over: its lock ran out (its instance died), or it was this very
-    /// process's (`key.owner`), which runs one request per key at a time and so is
-    /// not running it any more. That one failed and could not release the key, e.g.
-    /// because the database was unreachable.
+    /// may take it over: its lock ran out, or it was this very process's
+    /// (`key.owner`), which runs one request per key at a time and so is not running
+    /// it any more. That one failed and could not release the key, e.g. because the
+    /// database was unreachable. (An owner whose instance stopped beating is gone
+    /// too; phase 1 asks the `instances` table about that, see [`begin_once`].)
     fn abandoned(&self, key: &IdemKey, now: Millis) -> bool {
         self.owner.as_ref() == Some(&key.owner) || self.locked_until <= now
     }
@@ -77,7 +78,7 @@ fn found(row: &StoredKey, key: &IdemKey, now: Millis) -> StoreResult<Found> {
 /// The statements of idempotency keys (`store/statements/idempotency.rs`), each in
 /// the caller's transaction. A key is `(tenant_id, principal, key_hash)`.
 #[async_trait]
-pub(crate) trait IdemStatements: Driver {
+pub(crate) trait IdemStatements: InstanceStatements {
     /// Inserts `key` in flight under `key.owner`, locked until `now + lock_ms`,
     /// unless the key exists; whether it was inserted. A concurrent insert of the
     /// same key waits for the other transaction to end.
@@ -147,7 +148,16 @@ async fn begin_once<D: IdemStatements>(
         let Some(row) = d.lock_key(&mut tx, key).await? else {
             return Ok(None);
         };
-        match found(&row, key, now)? {
+        let mut found = found(&row, key, now)?;
+        // Held by another instance's request within its lock: gone all the same if
+        // that instance stopped beating (it died), so a retry need not wait out the
+        // lock. A live instance taken for dead commits nothing (`store_response`).
+        if found == Found::Answer(IdemBegin::InFlight)
+            && owner_dead(d, &mut tx, row.owner.as_deref(), now).await?
+        {
+            found = Found::Abandoned;
+        }
+        match found {
             Found::Expired => {
                 d.renew_key(&mut tx, key, now, lock_ms, ttl_ms).await?;
                 IdemBegin::Fresh

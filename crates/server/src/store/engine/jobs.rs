@@ -15,6 +15,7 @@
 //!   stopped.
 
 use super::bulk::{self, BulkDriver, NewAudit, NewJob, Window};
+use super::instances::{self, INSTANCE_DEAD_MS, InstanceStatements};
 use crate::clock::Millis;
 use crate::store::*;
 use async_trait::async_trait;
@@ -29,7 +30,7 @@ const JOB_STALE_MS: i64 = 30_000;
 
 /// The statements of the jobs (`store/statements/jobs.rs`).
 #[async_trait]
-pub(crate) trait JobStatements: BulkDriver {
+pub(crate) trait JobStatements: BulkDriver + InstanceStatements {
     /// The job, its row locked until the transaction ends, so a step, a cancel and
     /// an end of one job (from any instances) run one after another.
     async fn lock_job(&self, tx: &mut Self::Tx, tenant: TenantId, id: i64) -> StoreResult<Job>;
@@ -44,12 +45,14 @@ pub(crate) trait JobStatements: BulkDriver {
         now: Millis,
     ) -> StoreResult<Job>;
     /// Marks interrupted the live jobs whose heartbeat is older than `stale_before`
-    /// (or missing), and returns them with their tenants.
+    /// (or missing), or whose owner last beat at or before `dead_before` (its
+    /// instance died), and returns them with their tenants.
     async fn interrupt_jobs(
         &self,
         tx: &mut Self::Tx,
         now: Millis,
         stale_before: Millis,
+        dead_before: Millis,
     ) -> StoreResult<Vec<(TenantId, Job)>>;
     /// A read, outside any write transaction.
     async fn read_job(&self, tenant: TenantId, id: i64) -> StoreResult<Job>;
@@ -154,7 +157,8 @@ async fn move_job<D: JobDriver>(
     Ok(job)
 }
 
-/// Marks interrupted the live jobs whose heartbeat is older than `stale_before`.
+/// Marks interrupted the live jobs whose heartbeat is older than `stale_before`, or
+/// whose instance died (see `instances.rs`).
 async fn interrupt<D: JobDriver>(
     d: &D,
     now: Millis,
@@ -163,7 +167,10 @@ async fn interrupt<D: JobDriver>(
     // A step holds its job's row lock and refreshes the heartbeat: this waits for it
     // and then sees the fresh heartbeat (READ COMMITTED rechecks the row).
     let mut tx = d.begin_write().await?;
-    let ended = d.interrupt_jobs(&mut tx, now, stale_before).await?;
+    let dead_before = now - INSTANCE_DEAD_MS;
+    let ended = d
+        .interrupt_jobs(&mut tx, now, stale_before, dead_before)
+        .await?;
     d.commit(tx, &[]).await?;
     Ok(ended)
 }
@@ -237,6 +244,17 @@ impl<D: JobDriver> JobStore for D {
 
     /// Only a shared database has such jobs: with one process, its live jobs are
     /// its own, and `jobs_interrupted` cleaned up at start.
+    fn instance_name(&self) -> Option<&str> {
+        self.job_owner()
+    }
+
+    async fn beat(&self, now: Millis) -> StoreResult<()> {
+        match self.job_owner() {
+            Some(me) => self.retrying(|| instances::beat(self, me, now)).await,
+            None => Ok(()),
+        }
+    }
+
     async fn jobs_orphaned(&self, now: Millis) -> StoreResult<Vec<(TenantId, Job)>> {
         if self.job_owner().is_none() {
             return Ok(Vec::new());

@@ -69,6 +69,7 @@ macro_rules! job_statements {
                 tx: &mut Self::Tx,
                 now: $crate::clock::Millis,
                 stale_before: $crate::clock::Millis,
+                dead_before: $crate::clock::Millis,
             ) -> $crate::store::StoreResult<
                 Vec<(switchboard_proto::TenantId, switchboard_proto::Job)>,
             > {
@@ -78,11 +79,13 @@ macro_rules! job_statements {
                         <Self as $crate::store::engine::Driver>::DIALECT,
                         "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
                          WHERE job_state IN ('running', 'cancelling') \
-                         AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2) \
+                         AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2 \
+                         OR job_owner IN (SELECT instance FROM instances WHERE beat_at <= $3)) \
                          RETURNING tenant_id, {AUDIT_COLS}"
                     ))
                     .bind(now)
                     .bind(stale_before)
+                    .bind(dead_before)
                     .fetch_all(&mut **tx)
                     .await?
                 } else {
@@ -90,9 +93,12 @@ macro_rules! job_statements {
                     let ids: Vec<i64> = sqlx::query_scalar($crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
                         "SELECT id FROM audit_log WHERE job_state IN ('running', 'cancelling') \
-                         AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $1) @FOR_UPDATE"
+                         AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $1 \
+                         OR job_owner IN (SELECT instance FROM instances WHERE beat_at <= $2)) \
+                         @FOR_UPDATE"
                     ))
                     .bind(stale_before)
+                    .bind(dead_before)
                     .fetch_all(&mut **tx)
                     .await?;
                     let mut rows = Vec::with_capacity(ids.len());

@@ -123,7 +123,7 @@ pub(super) async fn check<D: JobDriver + Store>(d: &D) {
         "the error stays"
     );
     // Only live jobs with a stale heartbeat are interrupted.
-    let taken = d.interrupt_jobs(&mut tx, 200, 50).await.unwrap();
+    let taken = d.interrupt_jobs(&mut tx, 200, 50, 50).await.unwrap();
     assert_eq!(
         taken
             .iter()

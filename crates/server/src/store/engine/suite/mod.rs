@@ -12,6 +12,7 @@ mod callbacks;
 mod directory;
 mod idempotency;
 mod inbox;
+mod instances;
 mod jobs;
 mod leases;
 mod maintenance;
@@ -54,6 +55,7 @@ where
     records::check(d).await;
     leases::check(d).await;
     idempotency::check(d).await;
+    instances::check(d).await;
     send::check(d).await;
     directory::check(d).await;
     ops::check(d).await;
