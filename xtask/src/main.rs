@@ -6,6 +6,7 @@
 //!   the real-keyring tests (keyutils and Secret Service) and a desktop smoke test under
 //!   Xvfb. Prints a summary; exits non-zero on any failure.
 //! - `bench`: the benchmark binary of the `tests` crate.
+//! - `chaos`: the reliability suite at full size, and its table (`chaos.rs`).
 //! - `prereqs` and `ui` run the first two stages of `run` on their own; `mariadb`
 //!   finds or starts the test MariaDB (see `mariadb.rs`).
 //!
@@ -13,6 +14,7 @@
 //! server's JSON ready line) stays machine-readable.
 
 mod bench;
+mod chaos;
 mod cmd;
 mod mariadb;
 mod postgres;
@@ -33,6 +35,8 @@ tasks:
                  the real-keyring tests (keyctl session; dbus-run-session with
                  gnome-keyring) and the desktop smoke test under Xvfb
   bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`
+  chaos [args…]  the reliability suite at full size (crash loop and the other
+                 scenarios on SQLite, PostgreSQL and MariaDB), then one table
   prereqs        only install/check the prerequisites
   mariadb        find or start the test MariaDB and print its admin URL (for
                  SWITCHBOARD_TEST_MYSQL); `mariadb stop|start|restart` controls the
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Some("run") => run::run(&rest),
         Some("test") => test::test(&rest),
         Some("bench") => bench::bench(&rest),
+        Some("chaos") => chaos::chaos(&rest),
         Some("prereqs") => prereqs::ensure().map(drop),
         Some("mariadb") if !rest.is_empty() => mariadb::control(&rest[0]),
         Some("mariadb") => mariadb::ensure().and_then(|db| match db {

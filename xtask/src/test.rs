@@ -10,12 +10,21 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{cmd, mariadb, postgres, prereqs, ui};
+use crate::{chaos, cmd, mariadb, postgres, prereqs, ui};
 
 /// The suites that run on PostgreSQL and MariaDB too: the HTTP conformance suite
-/// (`protocol`, `api`), plus what needs a database server (`instances`, ignored
-/// without one).
-const CONFORMANCE: &[&str] = &["--test", "protocol", "--test", "api", "--test", "instances"];
+/// (`protocol`, `api`), plus what needs a database server (`instances`, and the
+/// chaos crash loop at CI size, ignored without one).
+const CONFORMANCE: &[&str] = &[
+    "--test",
+    "protocol",
+    "--test",
+    "api",
+    "--test",
+    "instances",
+    "--test",
+    "chaos_crash",
+];
 
 /// The store's tests (name filters) run on PostgreSQL: the driver suite's run there.
 const ON_POSTGRES: &[&str] = &["engine::suite::every_statement_on_postgres"];
@@ -106,6 +115,7 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
 
     let mut tools = None;
     let mut dist = PathBuf::new();
+    chaos::clear_rows();
     let ready = step(&mut outcomes, "prerequisites", || {
         let found = prereqs::ensure()?;
         let _ = cmd::PY_VERIFIERS.set(found.py_verifiers.clone());
@@ -229,6 +239,10 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         });
     }
 
+    // The reliability scenarios' rows at CI size (issue 17).
+    if ready && let Err(e) = chaos::print_table() {
+        eprintln!("chaos table: {e:#}");
+    }
     print_summary(&outcomes, started.elapsed().as_secs_f64());
     // The plain closing line CI reads: every test of every `cargo test` binary.
     println!(

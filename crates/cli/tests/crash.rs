@@ -99,6 +99,7 @@ async fn kill_9_under_load_loses_nothing_committed() {
                         &ClaimRequest {
                             limit: Some(4),
                             lease_seconds: Some(1),
+                            attempt_id: None,
                         },
                     )
                     .await
@@ -183,6 +184,7 @@ async fn kill_9_under_load_loses_nothing_committed() {
                     &ClaimRequest {
                         limit: Some(50),
                         lease_seconds: Some(30),
+                        attempt_id: None,
                     },
                 )
                 .await

@@ -189,6 +189,7 @@ async fn the_server_rides_out_a_database_restart_under_load() {
             let request = ClaimRequest {
                 limit: Some(10),
                 lease_seconds: Some(10),
+                attempt_id: None,
             };
             while claiming.load(Ordering::SeqCst) {
                 let started = Instant::now();

@@ -242,6 +242,7 @@ async fn three_instances_on_one_database_behave_as_one() {
                 let request = ClaimRequest {
                     limit: Some(3),
                     lease_seconds: Some(30),
+                    attempt_id: None,
                 };
                 loop {
                     let got = clients[pick.next(INSTANCES)]
@@ -306,6 +307,7 @@ async fn three_instances_on_one_database_behave_as_one() {
     let short = ClaimRequest {
         limit: Some(1),
         lease_seconds: Some(1),
+        attempt_id: None,
     };
     let first = clients[0].claim(name, &short).await.expect("claim").events;
     assert_eq!(first.len(), 1);

@@ -172,6 +172,14 @@ pub struct ClaimRequest {
     /// Visibility lease (5..=43200 s, default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_seconds: Option<u32>,
+    /// Makes the claim safe to retry (as SQS's `ReceiveRequestAttemptId`): a claim
+    /// whose answer was lost, sent again with the same id while its leases run,
+    /// returns the events that claim took, with the same claim tokens, instead of
+    /// claiming more (which would leave the first ones leased to nobody and hand
+    /// out later events first). Use a new random UUID for each claim and the same
+    /// one for its retries only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_id: Option<uuid::Uuid>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

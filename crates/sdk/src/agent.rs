@@ -85,6 +85,12 @@ impl Client {
     /// (highest priority first, then sequence order), each invisible to other
     /// claimers until its lease expires. An empty list means nothing is claimable.
     ///
+    /// With an `attempt_id`, the claim is safe to repeat: a repeat after a lost
+    /// answer returns the same events and tokens, so this call retries it like any
+    /// idempotent request. Without one, a lost answer leaves events leased to
+    /// nobody until their lease expires, so it is retried only when it surely did
+    /// not run.
+    ///
     /// Errors: `not_found`, `validation_failed` (limit or lease out of range).
     pub async fn claim(
         &self,
@@ -93,10 +99,12 @@ impl Client {
     ) -> Result<ClaimResponse, Error> {
         let agent = agent.to_string();
         let url = self.api_url(&["agents", &agent, "inbox", "claim"])?;
-        // Not safe to repeat blindly: a lost answer leaves events leased.
-        let call = Call::new(Method::POST, url)
-            .json(request)?
-            .repeat(Repeat::Claim);
+        let repeat = if request.attempt_id.is_some() {
+            Repeat::Safe
+        } else {
+            Repeat::Claim
+        };
+        let call = Call::new(Method::POST, url).json(request)?.repeat(repeat);
         self.fetch(call).await
     }
 

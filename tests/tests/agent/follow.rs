@@ -96,6 +96,7 @@ async fn a_cursor_below_retention_triggers_a_resync_from_the_snapshot() {
             &ClaimRequest {
                 limit: Some(5),
                 lease_seconds: None,
+                attempt_id: None,
             },
         )
         .await

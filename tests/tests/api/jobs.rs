@@ -387,6 +387,7 @@ async fn history_samples_depth_and_counters_and_the_overview_rates_a_minute() {
     let claim = ClaimRequest {
         limit: Some(1),
         lease_seconds: Some(60),
+        attempt_id: None,
     };
     let claimed = agent.claim("a", &claim).await.unwrap().events.remove(0);
     server.advance(Duration::from_millis(300));

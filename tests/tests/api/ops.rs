@@ -17,6 +17,7 @@ async fn claim(client: &Client, agent: &str, limit: u32) -> Vec<ClaimedEvent> {
     let request = ClaimRequest {
         limit: Some(limit),
         lease_seconds: Some(300),
+        attempt_id: None,
     };
     client.claim(agent, &request).await.expect("claim").events
 }

@@ -201,6 +201,7 @@ async fn metrics_track_depth_latency_leases_and_fencing() {
     let lease = ClaimRequest {
         limit: Some(1),
         lease_seconds: Some(1),
+        attempt_id: None,
     };
     let short = alice.claim("alice", &lease).await.unwrap().events.remove(0);
     let forged = alice
@@ -332,6 +333,7 @@ async fn metrics_and_overview_show_the_queue_tables_health_on_postgres() {
             &ClaimRequest {
                 limit: Some(3),
                 lease_seconds: Some(30),
+                attempt_id: None,
             },
         )
         .await

@@ -158,6 +158,7 @@ async fn failures_retry_on_the_schedule_with_one_webhook_id_and_410_disables() {
             &ClaimRequest {
                 limit: Some(5),
                 lease_seconds: Some(30),
+                attempt_id: None,
             },
         )
         .await
@@ -272,6 +273,7 @@ async fn a_hanging_endpoint_does_not_hold_up_pull_claims() {
                 &ClaimRequest {
                     limit: Some(1),
                     lease_seconds: Some(30),
+                    attempt_id: None,
                 },
             )
             .await

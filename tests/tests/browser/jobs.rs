@@ -137,6 +137,7 @@ async fn replay_all_matching_runs_as_a_job_with_progress_cancel_charts_and_audit
     let claim = ClaimRequest {
         limit: Some(20),
         lease_seconds: Some(60),
+        attempt_id: None,
     };
     for c in bot.claim("batch-bot", &claim).await.expect("claim").events {
         bot.ack("batch-bot", c.event.event_id, c.claim_token)

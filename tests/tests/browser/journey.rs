@@ -49,6 +49,7 @@ async fn quarantine_two(server: &TestServer, agent: &str, client: &Client) -> (E
             &ClaimRequest {
                 limit: Some(10),
                 lease_seconds: Some(60),
+                attempt_id: None,
             },
         )
         .await
@@ -229,6 +230,7 @@ async fn release_a_claimed_event_from_the_inspector() {
             &ClaimRequest {
                 limit: Some(1),
                 lease_seconds: Some(600),
+                attempt_id: None,
             },
         )
         .await

@@ -49,6 +49,7 @@ pub(crate) fn claim_req(limit: u32, lease_seconds: u32) -> ClaimRequest {
     ClaimRequest {
         limit: Some(limit),
         lease_seconds: Some(lease_seconds),
+        attempt_id: None,
     }
 }
 

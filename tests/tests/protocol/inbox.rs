@@ -307,6 +307,7 @@ async fn poll_and_claim_limits_are_enforced() {
         let req = ClaimRequest {
             limit,
             lease_seconds,
+            attempt_id: None,
         };
         let err = expect_api_error(
             alice.claim("alice", &req).await,
@@ -326,4 +327,88 @@ async fn poll_and_claim_limits_are_enforced() {
     send_n(&alice, "alice", 2).await;
     let got = alice.claim("alice", &default).await.expect("claim");
     assert_eq!(got.events.len(), 1, "the default claim limit is 1");
+}
+
+/// A claim with an attempt id is safe to retry (as SQS's `ReceiveRequestAttemptId`):
+/// sent again, as after a lost answer, it returns the events it took with the same
+/// tokens and claims nothing more, so nothing is left leased to nobody and no later
+/// event is handed out first. A reused attempt id never revives an old token: each
+/// claim's token counts the claim (I4).
+#[tokio::test]
+async fn a_retried_claim_returns_what_its_lost_answer_took() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let (_, bob) = server.agent("bob").await;
+    send_n(&bob, "alice", 3).await;
+    let attempt = uuid::Uuid::new_v4();
+    let with = |attempt: uuid::Uuid, limit: u32| ClaimRequest {
+        limit: Some(limit),
+        lease_seconds: Some(60),
+        attempt_id: Some(attempt),
+    };
+
+    let first = alice
+        .claim("alice", &with(attempt, 2))
+        .await
+        .expect("claim");
+    let seqs = |c: &[switchboard_tests::sdk::proto::ClaimedEvent]| {
+        c.iter().map(|c| c.event.seq).collect::<Vec<_>>()
+    };
+    assert_eq!(seqs(&first.events), [1, 2]);
+    let again = alice
+        .claim("alice", &with(attempt, 2))
+        .await
+        .expect("retry");
+    assert_eq!(again, first, "the same events, tokens and leases");
+    // Nothing more was claimed: another claim gets event 3.
+    let other = alice
+        .claim("alice", &with(uuid::Uuid::new_v4(), 2))
+        .await
+        .expect("claim");
+    assert_eq!(seqs(&other.events), [3]);
+
+    // Acked events are no longer the attempt's; the rest still are.
+    let (e1, e2) = (&first.events[0], &first.events[1]);
+    alice
+        .ack("alice", e1.event.event_id, e1.claim_token)
+        .await
+        .expect("ack");
+    let rest = alice
+        .claim("alice", &with(attempt, 2))
+        .await
+        .expect("retry");
+    assert_eq!(seqs(&rest.events), [2]);
+    assert_eq!(rest.events[0].claim_token, e2.claim_token);
+
+    // Released and claimed again under the same attempt id: a new token, and the
+    // old one is stale.
+    alice
+        .release(
+            "alice",
+            e2.event.event_id,
+            &ReleaseRequest {
+                claim_token: e2.claim_token,
+                delay_seconds: None,
+                error: None,
+                terminal: false,
+            },
+        )
+        .await
+        .expect("release");
+    let reclaimed = alice
+        .claim("alice", &with(attempt, 1))
+        .await
+        .expect("claim");
+    assert_eq!(seqs(&reclaimed.events), [2]);
+    assert_ne!(reclaimed.events[0].claim_token, e2.claim_token);
+    expect_api_error(
+        alice.ack("alice", e2.event.event_id, e2.claim_token).await,
+        409,
+        ErrorCode::StaleClaim,
+        "the first claim's token is stale",
+    );
+    alice
+        .ack("alice", e2.event.event_id, reclaimed.events[0].claim_token)
+        .await
+        .expect("the new token acks");
 }

@@ -71,6 +71,10 @@ pub struct Consumer {
     db: LocalDb,
     config: ConsumerConfig,
     status: watch::Sender<ConsumerStatus>,
+    /// The attempt id of a claim that got no answer: the next claim sends it again,
+    /// so that if the lost one took events, the server returns those (in order)
+    /// instead of leasing more.
+    unanswered_claim: std::sync::Mutex<Option<uuid::Uuid>>,
     /// Test seam: simulate a crash right after an event is marked handled.
     crash_after_handled: Option<CrashSeam>,
 }
@@ -116,6 +120,7 @@ impl Consumer {
             db,
             config,
             status,
+            unanswered_claim: std::sync::Mutex::default(),
             crash_after_handled: None,
         }
     }
@@ -205,6 +210,11 @@ impl Consumer {
     ) -> Result<Drained, DrainError> {
         let mut processed = 0;
         loop {
+            let attempt = *self
+                .unanswered_claim
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(uuid::Uuid::new_v4);
             let request = ClaimRequest {
                 limit: Some(self.config.batch.max(1)),
                 lease_seconds: Some(
@@ -212,8 +222,19 @@ impl Consumer {
                         .unwrap_or(u32::MAX)
                         .max(1),
                 ),
+                attempt_id: Some(attempt),
             };
-            let claimed = self.client.claim(&self.agent, &request).await?.events;
+            let answer = self.client.claim(&self.agent, &request).await;
+            // An answered claim frees its attempt id; after any failure the next
+            // claim asks again with it (harmless if the failed one took nothing:
+            // it then claims afresh).
+            if answer.is_ok() {
+                *self
+                    .unanswered_claim
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = None;
+            }
+            let claimed = answer?.events;
             if claimed.is_empty() {
                 return Ok(Drained::Empty(processed));
             }

@@ -180,7 +180,13 @@ async fn claim(
     )?;
     let done = state
         .store
-        .claim(&agent, limit, i64::from(lease) * 1000, state.now())
+        .claim(
+            &agent,
+            limit,
+            i64::from(lease) * 1000,
+            req.attempt_id,
+            state.now(),
+        )
         .await?;
     // Leases this claim found expired count as the scavenger's would.
     state.reaped(&done.reaped);

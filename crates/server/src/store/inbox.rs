@@ -12,11 +12,15 @@ use switchboard_proto::{AgentId, ClaimToken, EventId, EventState, InboxPage, Sna
 #[async_trait]
 pub trait InboxStore: Send + Sync {
     async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage>;
+    /// Claims up to `limit` events until `now + lease_ms`. With an `attempt` id
+    /// that already claimed events whose leases still run (its answer was lost),
+    /// returns those again, tokens and all, and claims nothing new.
     async fn claim(
         &self,
         agent: &AgentRecord,
         limit: u32,
         lease_ms: Millis,
+        attempt: Option<uuid::Uuid>,
         now: Millis,
     ) -> StoreResult<Claimed>;
     async fn ack(

@@ -159,7 +159,7 @@ impl Deliverer {
             }
             Err(e) => return Err(e),
         };
-        let claimed = state.store.claim(&agent, 1, LEASE_MS, now).await?;
+        let claimed = state.store.claim(&agent, 1, LEASE_MS, None, now).await?;
         let m = &state.metrics;
         state.reaped(&claimed.reaped);
         let Some(event) = claimed.events.into_iter().next() else {

@@ -139,6 +139,7 @@ impl Queues for Http {
         let request = ClaimRequest {
             limit: Some(batch),
             lease_seconds: None,
+            attempt_id: None,
         };
         let claimed = client.claim(name, &request).await?;
         Ok(claimed

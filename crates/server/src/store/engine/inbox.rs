@@ -83,14 +83,23 @@ pub(crate) trait InboxStatements:
     /// The lowest sequence number of an event that still needs work.
     async fn first_open_seq(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<Option<u64>>;
     /// Up to `limit` pending events available at `now` and unexpired, by priority then
-    /// sequence, locked `@SKIP_LOCKED`: concurrent claimers take different rows.
+    /// sequence, locked `@SKIP_LOCKED`: concurrent claimers take different rows. Each
+    /// with its attempts so far.
     async fn claimable(
         &self,
         tx: &mut Self::Tx,
         agent: AgentId,
         now: Millis,
         limit: u32,
-    ) -> StoreResult<Vec<EventId>>;
+    ) -> StoreResult<Vec<(EventId, u32)>>;
+    /// The agent's claimed events whose leases run at `now`, with their tokens and
+    /// leases, by priority then sequence (to find a retried claim's events).
+    async fn claims_held(
+        &self,
+        tx: &mut Self::Tx,
+        agent: AgentId,
+        now: Millis,
+    ) -> StoreResult<Vec<ClaimedEvent>>;
     /// Claims one event under `token` until `lease_until` (one more attempt).
     async fn take_claim(
         &self,
@@ -147,21 +156,25 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
     const SEEN_EVERY_MS: Millis = 0;
 
     /// Claims up to `limit` events for `agent` until `lease_until`, each with a new
-    /// random token and its `claimed` history step. PostgreSQL: one CTE, rows taken
-    /// `FOR UPDATE SKIP LOCKED` (one round trip).
+    /// token (random, or [`attempt_token`] of the claim's `attempt` id) and its
+    /// `claimed` history step. PostgreSQL: one CTE, rows taken `FOR UPDATE SKIP
+    /// LOCKED` (one round trip).
     async fn claim_batch(
         &self,
         tx: &mut Self::Tx,
         agent: &AgentRecord,
         limit: u32,
         lease_until: Millis,
+        attempt: Option<uuid::Uuid>,
         now: Millis,
     ) -> StoreResult<Vec<ClaimedEvent>> {
         let ids = self.claimable(tx, agent.id, now, limit).await?;
         let actor = agent.actor();
         let mut claimed = Vec::with_capacity(ids.len());
-        for id in ids {
-            let token = ClaimToken::new();
+        for (id, attempts) in ids {
+            // With an attempt id, the token names the attempt and this claim's number.
+            let token =
+                attempt.map_or_else(ClaimToken::new, |a| attempt_token(a, id, attempts + 1));
             let event = self.take_claim(tx, id, token, lease_until, now).await?;
             let detail = format!("attempt {} of {}", event.attempts, event.max_attempts);
             self.history(tx, &id.to_string(), now, "claimed", &actor, Some(detail))
@@ -228,6 +241,20 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
         .await?;
         Ok(Some((state, seq)))
     }
+}
+
+/// The claim token of the `attempts`th claim of `event` by a claim request with
+/// the `attempt` id: the first 16 bytes of SHA-256(`attempt:event:attempts`) (the
+/// PostgreSQL claim computes the same in SQL). A retry of that request finds its
+/// events by it. The claim's number makes every claim's token new, even if a
+/// client reuses an attempt id, so fencing (I4) never rests on the client; the
+/// attempt id, which only its client knows, keeps it unguessable.
+pub(crate) fn attempt_token(attempt: uuid::Uuid, event: EventId, attempts: u32) -> ClaimToken {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{attempt}:{event}:{attempts}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    ClaimToken(uuid::Uuid::from_bytes(bytes))
 }
 
 /// Why a claim token was refused, from where the event's claim stands: not the

@@ -3,7 +3,7 @@
 //! extend, and the blanket [`InboxStore`] they make.
 
 use super::inbox::check_cursor;
-use super::inbox::{InboxDriver, InboxStatements, ReleaseRow, stale_claim};
+use super::inbox::{InboxDriver, InboxStatements, ReleaseRow, attempt_token, stale_claim};
 use super::maintenance;
 use crate::clock::{Millis, from_timestamp, to_timestamp};
 use crate::store::rows::release_detail;
@@ -59,14 +59,31 @@ async fn claim<D: InboxDriver>(
     agent: &AgentRecord,
     limit: u32,
     lease_ms: Millis,
+    attempt: Option<uuid::Uuid>,
     now: Millis,
 ) -> StoreResult<Claimed> {
     let mut tx = d.begin_write().await?;
     // Expired leases of this agent are claimable again now, not at the next scavenger
     // pass (as with SQS's visibility timeout).
     let reaped = maintenance::return_expired(d, &mut tx, now, Some(agent.id)).await?;
+    // A retry of a claim that took events (its answer was lost): the same events.
+    if let Some(attempt) = attempt {
+        let again: Vec<ClaimedEvent> = d
+            .claims_held(&mut tx, agent.id, now)
+            .await?
+            .into_iter()
+            .filter(|c| c.claim_token == attempt_token(attempt, c.event.event_id, c.event.attempts))
+            .collect();
+        if !again.is_empty() {
+            d.commit(tx, &reaped.wakes).await?;
+            return Ok(Claimed {
+                events: again,
+                reaped,
+            });
+        }
+    }
     let events = d
-        .claim_batch(&mut tx, agent, limit, now + lease_ms, now)
+        .claim_batch(&mut tx, agent, limit, now + lease_ms, attempt, now)
         .await?;
     // In the claim's transaction, so it costs no commit of its own.
     let seen_after = match D::SEEN_EVERY_MS {
@@ -220,9 +237,10 @@ impl<D: InboxDriver> InboxStore for D {
         agent: &AgentRecord,
         limit: u32,
         lease_ms: Millis,
+        attempt: Option<uuid::Uuid>,
         now: Millis,
     ) -> StoreResult<Claimed> {
-        self.retrying(|| claim(self, agent, limit, lease_ms, now))
+        self.retrying(|| claim(self, agent, limit, lease_ms, attempt, now))
             .await
     }
 

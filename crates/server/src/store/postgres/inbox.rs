@@ -25,20 +25,26 @@ impl InboxDriver for PgStore {
     const SEEN_EVERY_MS: Millis = 1000;
 
     /// SKIP LOCKED: concurrent claimers (on any instance) take different rows
-    /// instead of waiting for each other. The tokens are random (v4).
+    /// instead of waiting for each other. The tokens are random (v4), or with an
+    /// attempt id the engine's `attempt_token`, computed here in SQL (the driver
+    /// suite checks that the two agree).
     async fn claim_batch(
         &self,
         tx: &mut Self::Tx,
         agent: &AgentRecord,
         limit: u32,
         lease_until: Millis,
+        attempt: Option<uuid::Uuid>,
         now: Millis,
     ) -> StoreResult<Vec<ClaimedEvent>> {
         let rows = sqlx::query(sql!(
             Self::DIALECT,
             "WITH c AS ( \
                UPDATE events SET status = 'claimed', attempts = attempts + 1, \
-                 claim_token = gen_random_uuid()::text, lease_expires_at = $3, updated_at = $2 \
+                 claim_token = COALESCE(left(encode(sha256(convert_to( \
+                   $6::text || ':' || id || ':' || (attempts + 1), 'UTF8')), 'hex'), 32)::uuid::text, \
+                   gen_random_uuid()::text), \
+                 lease_expires_at = $3, updated_at = $2 \
                WHERE id IN ( \
                  SELECT id FROM events WHERE agent_id = $1 AND status = 'pending' \
                    AND available_at <= $2 AND (expires_at IS NULL OR expires_at > $2) \
@@ -54,6 +60,7 @@ impl InboxDriver for PgStore {
         .bind(lease_until)
         .bind(i64::from(limit))
         .bind(agent.actor().to_string())
+        .bind(attempt.map(|a| a.to_string()))
         .fetch_all(&mut **tx)
         .await?;
         let lease_expires_at = to_timestamp(lease_until);

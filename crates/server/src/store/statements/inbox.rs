@@ -101,10 +101,10 @@ macro_rules! inbox_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
                 limit: u32,
-            ) -> $crate::store::StoreResult<Vec<switchboard_proto::EventId>> {
-                let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+            ) -> $crate::store::StoreResult<Vec<(switchboard_proto::EventId, u32)>> {
+                let ids: Vec<(String, i64)> = sqlx::query_as($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT id FROM events @FORCE_INDEX(events_claim) \
+                    "SELECT id, attempts FROM events @FORCE_INDEX(events_claim) \
                      WHERE agent_id = $1 AND status = 'pending' \
                      AND available_at <= $2 AND (expires_at IS NULL OR expires_at > $3) \
                      ORDER BY priority DESC, seq LIMIT $4 @SKIP_LOCKED"
@@ -116,7 +116,39 @@ macro_rules! inbox_statements {
                 .fetch_all(&mut **tx)
                 .await?;
                 ids.iter()
-                    .map(|id| $crate::store::rows::parse_id(id))
+                    .map(|(id, attempts)| {
+                        Ok(($crate::store::rows::parse_id(id)?, *attempts as u32))
+                    })
+                    .collect()
+            }
+
+            async fn claims_held(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::ClaimedEvent>> {
+                use $crate::store::rows::{Cols, EVENT_COLS};
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {EVENT_COLS} FROM events \
+                     WHERE agent_id = $1 AND status = 'claimed' AND lease_expires_at > $2 \
+                     ORDER BY priority DESC, seq"
+                ))
+                .bind(agent.to_string())
+                .bind(now)
+                .fetch_all(&mut **tx)
+                .await?;
+                rows.iter()
+                    .map(|row| {
+                        Ok(switchboard_proto::ClaimedEvent {
+                            event: $crate::store::rows::event_from_row(row)?,
+                            claim_token: $crate::store::rows::parse_id(&row.text("claim_token")?)?,
+                            lease_expires_at: $crate::clock::to_timestamp(
+                                row.int("lease_expires_at")?,
+                            ),
+                        })
+                    })
                     .collect()
             }
 

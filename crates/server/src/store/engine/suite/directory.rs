@@ -366,7 +366,11 @@ async fn depth<D: DirectoryDriver + EventDriver + Store>(
             .unwrap();
     }
     d.commit(tx, &[]).await.expect("commit");
-    let claimed = d.claim(a1, 1, 60_000, 100).await.expect("claim").events;
+    let claimed = d
+        .claim(a1, 1, 60_000, None, 100)
+        .await
+        .expect("claim")
+        .events;
     assert_eq!(claimed.len(), 1);
 
     let mut groups = d.depth_counts(Some(tenant)).await.unwrap();

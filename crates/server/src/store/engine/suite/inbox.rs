@@ -133,9 +133,10 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     let mut tx = d.begin_write().await.expect("begin");
     assert_eq!(
         d.claimable(&mut tx, a, 200, 10).await.unwrap(),
-        [e3, e1, e2]
+        [(e3, 0), (e1, 0), (e2, 0)],
+        "with their attempts so far"
     );
-    assert_eq!(d.claimable(&mut tx, a, 200, 1).await.unwrap(), [e3]);
+    assert_eq!(d.claimable(&mut tx, a, 200, 1).await.unwrap(), [(e3, 0)]);
     assert!(
         d.claimable(&mut tx, other.id, 200, 10)
             .await
@@ -148,7 +149,10 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
         (claimed.event_id, claimed.status, claimed.attempts),
         (e3, EventStatus::Claimed, 1)
     );
-    assert_eq!(d.claimable(&mut tx, a, 200, 10).await.unwrap(), [e1, e2]);
+    assert_eq!(
+        d.claimable(&mut tx, a, 200, 10).await.unwrap(),
+        [(e1, 0), (e2, 0)]
+    );
     // Last seen: set when older than the bound, kept otherwise.
     d.note_seen(Some(&mut tx), a, 200, i64::MAX).await.unwrap();
     d.note_seen(Some(&mut tx), a, 250, 150).await.unwrap();
@@ -280,7 +284,7 @@ async fn check_driver<D: InboxDriver + Store>(d: &D, tenant: TenantId, agent: &A
 
     let mut tx = d.begin_write().await.expect("begin");
     let claimed = d
-        .claim_batch(&mut tx, agent, 2, 3_000, 2_000)
+        .claim_batch(&mut tx, agent, 2, 3_000, None, 2_000)
         .await
         .unwrap();
     d.commit(tx, &[]).await.expect("commit");
@@ -305,7 +309,7 @@ async fn check_driver<D: InboxDriver + Store>(d: &D, tenant: TenantId, agent: &A
     );
     let mut tx = d.begin_write().await.expect("begin");
     assert!(
-        d.claim_batch(&mut tx, agent, 0, 3_000, 2_000)
+        d.claim_batch(&mut tx, agent, 0, 3_000, None, 2_000)
             .await
             .unwrap()
             .is_empty()
@@ -365,11 +369,31 @@ async fn check_driver<D: InboxDriver + Store>(d: &D, tenant: TenantId, agent: &A
     );
     // And back to pending below it.
     let mut tx = d.begin_write().await.expect("begin");
+    // With an attempt id, the token is the engine's `attempt_token` (PostgreSQL
+    // computes it in SQL), and the claim is found among the claims held.
+    let attempt = uuid::Uuid::new_v4();
     let again = d
-        .claim_batch(&mut tx, agent, 1, 4_000, 3_000)
+        .claim_batch(&mut tx, agent, 1, 4_000, Some(attempt), 3_000)
         .await
         .unwrap();
     assert_eq!(again[0].event.event_id, f2);
+    assert_eq!(
+        again[0].claim_token,
+        crate::store::engine::inbox::attempt_token(attempt, f2, again[0].event.attempts),
+        "{}",
+        d.backend()
+    );
+    let held = d.claims_held(&mut tx, a, 3_000).await.unwrap();
+    assert!(
+        held.iter().any(|c| c.event.event_id == f2
+            && c.claim_token == again[0].claim_token
+            && crate::clock::from_timestamp(c.lease_expires_at) == 4_000),
+        "{held:?}"
+    );
+    assert!(
+        d.claims_held(&mut tx, a, 4_000).await.unwrap().is_empty(),
+        "a lease that ran out is held no more"
+    );
     let row = ReleaseRow {
         event: f2,
         token: again[0].claim_token,

@@ -25,7 +25,11 @@ pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
     let e5 = send(d, tenant, m, &message_with(0, 5, 10_000, Some(60)), 10).await;
 
     // e1, e2, e4 claimed until 50; e2 released with an error and claimed again.
-    let claimed = d.claim(&agent, 10, 40, 10).await.expect("claim").events;
+    let claimed = d
+        .claim(&agent, 10, 40, None, 10)
+        .await
+        .expect("claim")
+        .events;
     assert_eq!(claimed.len(), 3);
     let args = ReleaseArgs {
         delay_ms: 0,
@@ -35,7 +39,11 @@ pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
     d.release(&agent, e2, claimed[1].claim_token, &args, 20)
         .await
         .expect("release");
-    let again = d.claim(&agent, 10, 30, 20).await.expect("claim").events;
+    let again = d
+        .claim(&agent, 10, 30, None, 20)
+        .await
+        .expect("claim")
+        .events;
     assert_eq!(
         again.iter().map(|c| c.event.event_id).collect::<Vec<_>>(),
         [e2]
@@ -185,7 +193,12 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
         events.push(send(d, tenant, r, &message_with(0, 5, 0, None), 10).await);
     }
     // The first two completed at 100; the third stays pending.
-    for c in d.claim(&agent, 2, 1_000, 90).await.expect("claim").events {
+    for c in d
+        .claim(&agent, 2, 1_000, None, 90)
+        .await
+        .expect("claim")
+        .events
+    {
         d.ack(&agent, c.event.event_id, c.claim_token, 100)
             .await
             .expect("ack");
