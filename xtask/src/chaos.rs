@@ -23,11 +23,18 @@ pub(crate) struct Scenario {
 }
 
 /// Every scenario, in the order they run.
-pub(crate) const SCENARIOS: &[Scenario] = &[Scenario {
-    name: "crash loop (SIGKILL under load)",
-    args: &["--test", "chaos_crash"],
-    on_servers: true,
-}];
+pub(crate) const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "crash loop (SIGKILL under load)",
+        args: &["--test", "chaos_crash"],
+        on_servers: true,
+    },
+    Scenario {
+        name: "storage faults (a full disk, an unwritable file)",
+        args: &["--test", "chaos_storage"],
+        on_servers: false,
+    },
+];
 
 /// Clears the rows of an earlier run.
 pub(crate) fn clear_rows() {

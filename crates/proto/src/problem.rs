@@ -39,6 +39,9 @@ pub enum ErrorCode {
     WebhookVerificationFailed,
     SignatureInvalid,
     Unavailable,
+    /// 507: the database's disk is full; nothing was written. Retry once space is
+    /// freed.
+    StorageFull,
     Internal,
 }
 
@@ -71,6 +74,7 @@ impl ErrorCode {
             Self::WebhookVerificationFailed => "webhook_verification_failed",
             Self::SignatureInvalid => "signature_invalid",
             Self::Unavailable => "unavailable",
+            Self::StorageFull => "storage_full",
             Self::Internal => "internal",
         }
     }
@@ -98,6 +102,7 @@ impl ErrorCode {
             | Self::WebhookVerificationFailed => 422,
             Self::RateLimited => 429,
             Self::Unavailable => 503,
+            Self::StorageFull => 507,
             Self::Internal => 500,
         }
     }
@@ -131,6 +136,7 @@ impl ErrorCode {
             Self::WebhookVerificationFailed => "Webhook endpoint failed the challenge",
             Self::SignatureInvalid => "Signature is invalid",
             Self::Unavailable => "Service unavailable",
+            Self::StorageFull => "Insufficient storage",
             Self::Internal => "Internal error",
         }
     }

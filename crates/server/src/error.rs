@@ -127,6 +127,16 @@ impl From<StoreError> for ApiError {
                 e.retry_after = Some(1);
                 e
             }
+            StoreError::StorageFull(source) => {
+                tracing::error!(error = %source, "the database's disk is full");
+                let mut e = Self::new(
+                    ErrorCode::StorageFull,
+                    "the database's disk is full and nothing was written; free space on \
+                     the database's volume (or grow it), then retry the same request",
+                );
+                e.retry_after = Some(30);
+                e
+            }
             StoreError::Database(source) => {
                 tracing::error!(error = %source, "database error");
                 Self::new(

@@ -52,6 +52,10 @@ pub enum StoreError {
     Aborted(String),
     #[error("database is unavailable")]
     Unavailable(#[source] sqlx::Error),
+    /// The database's disk is full (SQLite `SQLITE_FULL`, PostgreSQL 53100, MySQL
+    /// 1021 / 1114): the transaction rolled back, nothing was written.
+    #[error("the database's disk is full")]
+    StorageFull(#[source] sqlx::Error),
     #[error("an internal database error occurred")]
     Database(#[source] sqlx::Error),
 }
@@ -65,6 +69,7 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::Io(_)
             | sqlx::Error::Tls(_)
             | sqlx::Error::WorkerCrashed => Self::Unavailable(e),
+            sqlx::Error::Database(ref db) if disk_full(db.as_ref()) => Self::StorageFull(e),
             sqlx::Error::Database(ref db) if db.code().as_deref().is_some_and(transient) => {
                 Self::Unavailable(e)
             }
@@ -74,9 +79,52 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
+/// A full disk: SQLite's `SQLITE_FULL` (13), PostgreSQL's `disk_full` (53100),
+/// MariaDB / MySQL's disk full (1021) and table full (1114).
+fn disk_full(db: &dyn sqlx::error::DatabaseError) -> bool {
+    if let Some(e) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return matches!(e.number(), 1021 | 1114);
+    }
+    match db.code().as_deref() {
+        Some("53100") => true,
+        Some(code) => {
+            db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+                && sqlite_primary(code) == Some(13)
+        }
+        None => false,
+    }
+}
+
+/// Whether `e` says SQLite could not write its file (read-only, I/O error, cannot
+/// open) or found it full: the writer connection may not recover by itself.
+pub(crate) fn file_unwritable(e: &StoreError) -> bool {
+    match e {
+        StoreError::Unavailable(sqlx::Error::Database(db))
+        | StoreError::StorageFull(sqlx::Error::Database(db)) => {
+            db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+                && db
+                    .code()
+                    .as_deref()
+                    .and_then(sqlite_primary)
+                    .is_some_and(|c| matches!(c, 8 | 10 | 13 | 14))
+        }
+        _ => false,
+    }
+}
+
+/// The primary result code of a SQLite (extended) result code.
+fn sqlite_primary(code: &str) -> Option<i64> {
+    code.parse::<i64>().ok().map(|c| c & 0xff)
+}
+
 /// Database error codes that mean "not now" rather than "wrong": the request gets a
 /// 503 with Retry-After.
 fn transient(code: &str) -> bool {
+    // SQLite: the file cannot be written now (SQLITE_READONLY 8, SQLITE_IOERR 10,
+    // SQLITE_CANTOPEN 14: a read-only or failing file system), in any extended form.
+    if matches!(sqlite_primary(code), Some(8 | 10 | 14)) && code.parse::<i64>().is_ok() {
+        return true;
+    }
     matches!(
         code,
         // SQLITE_BUSY past busy_timeout.
@@ -108,5 +156,28 @@ fn mysql_transient(db: &dyn sqlx::error::DatabaseError) -> bool {
 impl From<sqlx::migrate::MigrateError> for StoreError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         Self::Database(sqlx::Error::Migrate(Box::new(e)))
+    }
+}
+
+#[cfg(test)]
+mod disk_tests {
+    use super::*;
+    use sqlx::Connection;
+
+    /// A SQLite file that may not grow fails with `SQLITE_FULL`, as on a full disk.
+    #[tokio::test]
+    async fn a_full_sqlite_file_is_storage_full() {
+        let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:")
+            .await
+            .expect("open");
+        sqlx::raw_sql("CREATE TABLE t (v BLOB); PRAGMA max_page_count = 8;")
+            .execute(&mut conn)
+            .await
+            .expect("setup");
+        let e = sqlx::query("INSERT INTO t VALUES (zeroblob(1000000))")
+            .execute(&mut conn)
+            .await
+            .expect_err("the file may not grow");
+        assert!(matches!(StoreError::from(e), StoreError::StorageFull(_)));
     }
 }

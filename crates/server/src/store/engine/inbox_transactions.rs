@@ -125,7 +125,13 @@ async fn ack_batch<D: InboxDriver>(
             None => ack_missed(d, agent.id, event, token, now).await,
         };
         match result {
-            Err(e @ (StoreError::Unavailable(_) | StoreError::Database(_))) => return Err(e),
+            Err(
+                e @ (StoreError::Unavailable(_)
+                | StoreError::StorageFull(_)
+                | StoreError::Database(_)),
+            ) => {
+                return Err(e);
+            }
             result => results.push(result),
         }
     }

@@ -22,6 +22,10 @@ pub struct SqliteStore {
     /// Readers (WAL snapshots). The same pool as `write` for an in-memory database.
     read: SqlitePool,
     hooks: Hooks,
+    /// Set when a write failed because the file could not be written (a read-only
+    /// or failing file system, an immutable file): SQLite's connection may stay
+    /// read-only after that, so the writer is replaced before its next use.
+    writer_suspect: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// An exclusive lock on `<file>.lock`, held while the store lives: one process
     /// owns a database file, which is what makes the single writer safe.
     _owner: Option<std::sync::Arc<std::fs::File>>,
@@ -58,6 +62,8 @@ impl SqliteStore {
         } else {
             opts.journal_mode(SqliteJournalMode::Wal)
         };
+        let writer_suspect = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let suspect = writer_suspect.clone();
         let write = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
@@ -65,6 +71,21 @@ impl SqliteStore {
             // a round trip to the SQLite worker thread.
             .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
+            // A COMMIT that fails (a full disk: SQLITE_FULL) leaves SQLite's
+            // transaction open, and the writer came back with it: every later
+            // write then failed ("non-zero transaction depth") until a restart.
+            // Such a connection is closed (which rolls back) and a new one opened.
+            .after_release(|conn, _| {
+                Box::pin(async move { Ok(!sqlx::Connection::is_in_transaction(conn)) })
+            })
+            // After the file could not be written, a fresh connection (see
+            // `writer_suspect`); the first write once the file is writable works.
+            .before_acquire(move |_, _| {
+                let suspect = suspect.clone();
+                Box::pin(
+                    async move { Ok(!suspect.swap(false, std::sync::atomic::Ordering::SeqCst)) },
+                )
+            })
             .connect_with(opts.clone())
             .await?;
         sqlx::migrate!("../../migrations/sqlite")
@@ -84,6 +105,7 @@ impl SqliteStore {
             write,
             read,
             hooks,
+            writer_suspect,
             _owner: owner,
         })
     }
@@ -181,6 +203,25 @@ impl crate::store::engine::Driver for SqliteStore {
     /// One process owns the file: nobody else needs to hear of `wakes`.
     async fn commit(&self, tx: Self::Tx, _wakes: &[Wake]) -> StoreResult<()> {
         Ok(tx.commit().await?)
+    }
+
+    /// One attempt (the single writer never deadlocks); a failure to write the
+    /// file marks the writer for replacement.
+    async fn retrying<T, F, Fut>(&self, mut attempt: F) -> StoreResult<T>
+    where
+        T: Send,
+        F: FnMut() -> Fut + Send,
+        Fut: std::future::Future<Output = StoreResult<T>> + Send,
+    {
+        let result = attempt().await;
+        if result
+            .as_ref()
+            .is_err_and(crate::store::error::file_unwritable)
+        {
+            self.writer_suspect
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        result
     }
 }
 
