@@ -30,6 +30,11 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         on_servers: true,
     },
     Scenario {
+        name: "races held open (passes every 2 ms under every kind of write)",
+        args: &["--test", "protocol", "races::"],
+        on_servers: true,
+    },
+    Scenario {
         name: "storage faults (a full disk, an unwritable file)",
         args: &["--test", "chaos_storage"],
         on_servers: false,

@@ -10,6 +10,7 @@ mod concurrency;
 mod inbox;
 mod leases;
 mod name_leases;
+mod races;
 mod retention;
 mod sse;
 mod zombie;
