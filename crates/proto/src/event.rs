@@ -308,10 +308,12 @@ pub struct InboxUpdated {
 /// Query of `GET /agents/{agent}/inbox`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct InboxQuery {
     /// Return events with `seq > after_cursor` (default 0).
     pub after_cursor: Option<u64>,
     /// 1..=1000, default 100.
+    #[cfg_attr(feature = "openapi", param(minimum = 1, maximum = 1000))]
     pub limit: Option<u32>,
 }
