@@ -109,6 +109,7 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     let ready = step(&mut outcomes, "prerequisites", || {
         let found = prereqs::ensure()?;
         let _ = cmd::PY_VERIFIERS.set(found.py_verifiers.clone());
+        let _ = cmd::SCHEMATHESIS.set(found.schemathesis.clone());
         tools = Some(found);
         Ok(())
     }) && step(&mut outcomes, "ui build (wasm32)", || {
