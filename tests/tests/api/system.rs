@@ -193,6 +193,27 @@ async fn the_openapi_document_says_how_errors_and_query_parameters_are_sent() {
         }
     }
     assert!(operations > 50, "{operations} operations");
+
+    // A body whose fields are all optional may be left out (no body reads as `{}`).
+    let body = |path: &str| doc["paths"][path]["post"]["requestBody"]["required"].clone();
+    assert_eq!(body("/api/v1/agents/{agent}/inbox/claim"), false);
+    assert_eq!(body("/api/v1/memories"), false);
+    assert_eq!(body("/api/v1/agents/{agent}/messages"), true);
+    server
+        .operator()
+        .create_agent(&switchboard_tests::sdk::proto::CreateAgent {
+            name: "no-body".into(),
+        })
+        .await
+        .expect("agent");
+    let claimed = call(
+        reqwest::Client::new()
+            .post(format!("{}/api/v1/agents/no-body/inbox/claim", server.url))
+            .bearer_auth(&server.operator_token),
+    )
+    .await;
+    assert_eq!(claimed.status, 200, "no body reads as {{}}: {claimed:?}");
+    assert_eq!(claimed.json()["events"], json!([]));
 }
 
 /// The value of the sample `name` (with its labels, as printed) in a text exposition.

@@ -2,12 +2,14 @@
 //! document lists `Problem` bodies as `application/json` and leaves out the errors
 //! that every route shares (a request that cannot be read, no token, a token without
 //! the scope, a body too large or of the wrong type). [`document`] adds them, and
-//! the bearer token every route but the open ones takes.
+//! the bearer token every route but the open ones takes. A JSON body whose fields
+//! are all optional may be left out (the server reads no body as `{}`), so such a
+//! body is not required.
 
 use switchboard_proto::PROBLEM_JSON;
 use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, ResponseBuilder};
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Required, ResponseBuilder, Schema};
 
 /// The name of the bearer scheme in `components.securitySchemes`.
 const BEARER: &str = "bearer";
@@ -62,6 +64,13 @@ pub(super) fn document(doc: &mut OpenApi) {
         BEARER,
         SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
     );
+    // Bodies that may be left out: objects without a required field.
+    let optional: Vec<String> = components
+        .schemas
+        .iter()
+        .filter(|(_, s)| matches!(s, RefOr::T(Schema::Object(o)) if o.required.is_empty()))
+        .map(|(name, _)| format!("#/components/schemas/{name}"))
+        .collect();
     for (path, item) in &mut doc.paths.paths {
         for (method, op) in [
             ("get", &mut item.get),
@@ -73,8 +82,24 @@ pub(super) fn document(doc: &mut OpenApi) {
             if let Some(op) = op {
                 let open = OPEN.contains(&(method, path.as_str()));
                 operation(op, open, method != "get");
+                optional_body(op, &optional);
             }
         }
+    }
+}
+
+/// Marks the JSON body as not required when its schema is one of `optional`.
+fn optional_body(op: &mut Operation, optional: &[String]) {
+    let Some(RefOr::T(body)) = &mut op.request_body else {
+        return;
+    };
+    let all_optional = body.content.get("application/json").is_some_and(|c| {
+        matches!(c, RefOr::T(c)
+            if matches!(&c.schema, Some(RefOr::Ref(r)) if optional.contains(&r.ref_location)))
+    });
+    if all_optional {
+        body.required = Some(Required::False);
+        body.description = Some("May be left out: no body reads as `{}`.".to_owned());
     }
 }
 
