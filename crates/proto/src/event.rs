@@ -122,6 +122,7 @@ pub struct SendMessage {
     pub correlation_id: Option<String>,
     /// Higher is claimed first (-1000..=1000, default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000))]
     pub priority: Option<i32>,
     /// Not claimable before this time.
     #[serde(
@@ -139,6 +140,7 @@ pub struct SendMessage {
     pub expires_at: Option<OffsetDateTime>,
     /// Claims allowed before the event is quarantined (1..=100, default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub max_attempts: Option<u32>,
 }
 
@@ -168,9 +170,11 @@ pub struct InboxPage {
 pub struct ClaimRequest {
     /// How many events to claim at most (1..=100, default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub limit: Option<u32>,
-    /// Visibility lease (5..=43200 s, default 60).
+    /// Visibility lease (1..=43200 s, default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 43200))]
     pub lease_seconds: Option<u32>,
 }
 
@@ -195,6 +199,7 @@ pub struct AckRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AckBatch {
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 100))]
     pub acks: Vec<AckEntry>,
 }
 
@@ -235,6 +240,7 @@ pub struct ReleaseRequest {
     pub claim_token: ClaimToken,
     /// Keep it invisible for this long (0..=43200 s, default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 43200))]
     pub delay_seconds: Option<u32>,
     /// Why it failed; shown to operators (at most 4096 bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,8 +256,9 @@ pub struct ReleaseRequest {
 #[serde(deny_unknown_fields)]
 pub struct ExtendRequest {
     pub claim_token: ClaimToken,
-    /// New lease from now (5..=43200 s, default 60).
+    /// New lease from now (1..=43200 s, default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 43200))]
     pub lease_seconds: Option<u32>,
 }
 

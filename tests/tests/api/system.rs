@@ -194,6 +194,26 @@ async fn the_openapi_document_says_how_errors_and_query_parameters_are_sent() {
     }
     assert!(operations > 50, "{operations} operations");
 
+    // The bounds the server enforces on body fields.
+    let schemas = &doc["components"]["schemas"];
+    for (schema, field, min, max) in [
+        ("ClaimRequest", "limit", json!(1), json!(100)),
+        ("ClaimRequest", "lease_seconds", json!(1), json!(43200)),
+        ("ExtendRequest", "lease_seconds", json!(1), json!(43200)),
+        ("SendMessage", "priority", json!(-1000), json!(1000)),
+        ("SendMessage", "max_attempts", json!(1), json!(100)),
+        ("StartJob", "rate_per_second", json!(1), json!(10000)),
+        ("AcquireLease", "ttl_seconds", json!(0.1), json!(300)),
+    ] {
+        let p = &schemas[schema]["properties"][field];
+        assert_eq!(
+            (&p["minimum"], &p["maximum"]),
+            (&min, &max),
+            "{schema}.{field}: {p}"
+        );
+    }
+    assert_eq!(schemas["AckBatch"]["properties"]["acks"]["maxItems"], 100);
+
     // A body whose fields are all optional may be left out (no body reads as `{}`).
     let body = |path: &str| doc["paths"][path]["post"]["requestBody"]["required"].clone();
     assert_eq!(body("/api/v1/agents/{agent}/inbox/claim"), false);
