@@ -35,6 +35,11 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         on_servers: true,
     },
     Scenario {
+        name: "bad input (schemathesis, operator and agent)",
+        args: &["--test", "schemathesis"],
+        on_servers: false,
+    },
+    Scenario {
         name: "storage faults (a full disk, an unwritable file)",
         args: &["--test", "chaos_storage"],
         on_servers: false,
@@ -60,8 +65,7 @@ pub(crate) fn print_table() -> Result<()> {
 }
 
 pub(crate) fn chaos(args: &[String]) -> Result<()> {
-    let tools = prereqs::ensure()?;
-    let _ = cmd::PY_VERIFIERS.set(tools.py_verifiers.clone());
+    cmd::remember(&prereqs::ensure()?);
     clear_rows();
     let mut failed = Vec::new();
     let full = |c: &mut std::process::Command| {

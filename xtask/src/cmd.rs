@@ -34,12 +34,25 @@ pub(crate) fn cargo() -> Command {
     if let Some(dir) = PY_VERIFIERS.get() {
         cmd.env("SWITCHBOARD_TEST_PYVERIFY", dir);
     }
+    if let Some(dir) = SCHEMATHESIS.get() {
+        cmd.env("SWITCHBOARD_TEST_SCHEMATHESIS", dir);
+    }
     cmd
 }
 
 /// Where the prerequisites installed the PyPI webhook verifiers; every test run
 /// gets it as `SWITCHBOARD_TEST_PYVERIFY`.
 pub(crate) static PY_VERIFIERS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Keeps where the prerequisites installed the PyPI tools, for every test run.
+pub(crate) fn remember(tools: &crate::prereqs::Tools) {
+    let _ = PY_VERIFIERS.set(tools.py_verifiers.clone());
+    let _ = SCHEMATHESIS.set(tools.schemathesis.clone());
+}
+
+/// Where the prerequisites installed the pinned schemathesis; every test run gets
+/// it as `SWITCHBOARD_TEST_SCHEMATHESIS`.
+pub(crate) static SCHEMATHESIS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// Whether a graphical session is available (X11 or Wayland).
 pub(crate) fn has_display() -> bool {

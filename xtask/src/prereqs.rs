@@ -39,6 +39,10 @@ const PACKAGES: &[&str] = &[
 /// Webhooks and RFC 9421 + RFC 9530 (`crates/webhook/tests/verify.py` uses them).
 const PY_VERIFIERS: &[&str] = &["standardwebhooks==1.1.0", "http-message-signatures==3.0.0"];
 
+/// Schemathesis, from PyPI, pinned: it fuzzes the API against its OpenAPI document
+/// (`crates/cli/tests/schemathesis.rs` runs it as `python3 -m schemathesis.cli`).
+const SCHEMATHESIS: &[&str] = &["schemathesis==4.32.5"];
+
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 /// Tools the later stages need, resolved to concrete paths.
@@ -46,6 +50,8 @@ pub(crate) struct Tools {
     pub(crate) wasm_bindgen: PathBuf,
     /// `SWITCHBOARD_TEST_PYVERIFY`: where the PyPI webhook verifiers are.
     pub(crate) py_verifiers: PathBuf,
+    /// `SWITCHBOARD_TEST_SCHEMATHESIS`: where the pinned schemathesis is.
+    pub(crate) schemathesis: PathBuf,
 }
 
 /// Checks every prerequisite and installs what is missing (when allowed to).
@@ -53,25 +59,25 @@ pub(crate) fn ensure() -> Result<Tools> {
     debian_packages()?;
     wasm_target()?;
     let wasm_bindgen = wasm_bindgen_cli()?;
-    let py_verifiers = py_verifiers()?;
+    let py_verifiers = pip_target("pyverify", PY_VERIFIERS, "the webhook signature verifiers")?;
+    let schemathesis = pip_target("schemathesis", SCHEMATHESIS, "schemathesis")?;
     Ok(Tools {
         wasm_bindgen,
         py_verifiers,
+        schemathesis,
     })
 }
 
-/// Installs [`PY_VERIFIERS`] into `target/pyverify` (once per pin set) for the
+/// Installs the PyPI packages `pins` into `target/<name>` (once per pin set) for the
 /// `python3` on `PATH`, the one the tests run; returns the directory, which the
-/// tests get as `SWITCHBOARD_TEST_PYVERIFY` (a `PYTHONPATH`).
-fn py_verifiers() -> Result<PathBuf> {
-    let dir = cmd::target_dir().join("pyverify");
+/// tests get as a `PYTHONPATH`: [`PY_VERIFIERS`] as `SWITCHBOARD_TEST_PYVERIFY`,
+/// [`SCHEMATHESIS`] as `SWITCHBOARD_TEST_SCHEMATHESIS`.
+fn pip_target(name: &str, pins: &[&str], what: &str) -> Result<PathBuf> {
+    let dir = cmd::target_dir().join(name);
     let marker = dir.join(".pins");
-    let pins = PY_VERIFIERS.join("\n");
-    if std::fs::read_to_string(&marker).is_ok_and(|m| m == pins) {
-        eprintln!(
-            "prereqs: webhook verifiers present ({})",
-            PY_VERIFIERS.join(", ")
-        );
+    let pin_list = pins.join("\n");
+    if std::fs::read_to_string(&marker).is_ok_and(|m| m == pin_list) {
+        eprintln!("prereqs: {what} present ({})", pins.join(", "));
         return Ok(dir);
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -88,15 +94,15 @@ fn py_verifiers() -> Result<PathBuf> {
                 .args(["--no-warn-script-location", "--target"])
                 .arg(&dir)
                 .args(extra)
-                .args(PY_VERIFIERS),
+                .args(pins),
         )
     };
     // Debian's pip refuses to touch an "externally managed" interpreter unless told
     // (a --target directory is not the system's packages, so that is safe).
     install(&[])
         .or_else(|_| install(&["--break-system-packages"]))
-        .context("installing the webhook signature verifiers from PyPI (python3 -m pip)")?;
-    std::fs::write(&marker, pins)?;
+        .with_context(|| format!("installing {what} from PyPI (python3 -m pip)"))?;
+    std::fs::write(&marker, pin_list)?;
     Ok(dir)
 }
 

@@ -118,7 +118,7 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     chaos::clear_rows();
     let ready = step(&mut outcomes, "prerequisites", || {
         let found = prereqs::ensure()?;
-        let _ = cmd::PY_VERIFIERS.set(found.py_verifiers.clone());
+        cmd::remember(&found);
         tools = Some(found);
         Ok(())
     }) && step(&mut outcomes, "ui build (wasm32)", || {

@@ -122,6 +122,7 @@ pub struct SendMessage {
     pub correlation_id: Option<String>,
     /// Higher is claimed first (-1000..=1000, default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000))]
     pub priority: Option<i32>,
     /// Not claimable before this time.
     #[serde(
@@ -139,6 +140,7 @@ pub struct SendMessage {
     pub expires_at: Option<OffsetDateTime>,
     /// Claims allowed before the event is quarantined (1..=100, default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub max_attempts: Option<u32>,
 }
 
@@ -168,9 +170,11 @@ pub struct InboxPage {
 pub struct ClaimRequest {
     /// How many events to claim at most (1..=100, default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub limit: Option<u32>,
-    /// Visibility lease (5..=43200 s, default 60).
+    /// Visibility lease (1..=43200 s, default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 43200))]
     pub lease_seconds: Option<u32>,
     /// Makes the claim safe to retry (as SQS's `ReceiveRequestAttemptId`): a claim
     /// whose answer was lost, sent again with the same id while its leases run,
@@ -203,6 +207,7 @@ pub struct AckRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AckBatch {
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 100))]
     pub acks: Vec<AckEntry>,
 }
 
@@ -243,6 +248,7 @@ pub struct ReleaseRequest {
     pub claim_token: ClaimToken,
     /// Keep it invisible for this long (0..=43200 s, default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 43200))]
     pub delay_seconds: Option<u32>,
     /// Why it failed; shown to operators (at most 4096 bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -258,8 +264,9 @@ pub struct ReleaseRequest {
 #[serde(deny_unknown_fields)]
 pub struct ExtendRequest {
     pub claim_token: ClaimToken,
-    /// New lease from now (5..=43200 s, default 60).
+    /// New lease from now (1..=43200 s, default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 43200))]
     pub lease_seconds: Option<u32>,
 }
 
@@ -316,10 +323,12 @@ pub struct InboxUpdated {
 /// Query of `GET /agents/{agent}/inbox`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct InboxQuery {
     /// Return events with `seq > after_cursor` (default 0).
     pub after_cursor: Option<u64>,
     /// 1..=1000, default 100.
+    #[cfg_attr(feature = "openapi", param(minimum = 1, maximum = 1000))]
     pub limit: Option<u32>,
 }

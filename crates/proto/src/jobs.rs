@@ -26,6 +26,7 @@ pub struct StartJob {
     /// Events per second, 1..=10,000; absent: as fast as the store allows, in
     /// batches that leave room for other writers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000))]
     pub rate_per_second: Option<u32>,
 }
 

@@ -89,6 +89,7 @@ pub struct AcquireLease {
     pub name: String,
     pub memory_instance_id: MemoryId,
     /// 0.1..=300.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.1, maximum = 300))]
     pub ttl_seconds: f64,
     /// Who holds it (host, pid…), at most 200 characters. Also accepted as
     /// `owner_client_id`. A renewal or release that names the lease by its fields
@@ -102,6 +103,7 @@ pub struct AcquireLease {
     /// Quiet period after this lease expires or is force-released, 0..=60 s;
     /// default 5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 60))]
     pub lock_delay_seconds: Option<f64>,
 }
 
@@ -155,6 +157,7 @@ pub struct RenewLease {
     pub owner_client_id: Option<String>,
     pub fencing_token: u64,
     /// A new TTL (0.1..=300); default: the lease's.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.1, maximum = 300))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds: Option<f64>,
 }

@@ -124,6 +124,7 @@ pub struct EventFilter {
 /// Query of `GET /api/v1/ops/events`: a filter plus pagination.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct EventListQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,6 +143,7 @@ pub struct EventListQuery {
     pub after: Option<EventId>,
     /// 1..=1000, default 100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", param(minimum = 1, maximum = 1000))]
     pub limit: Option<u32>,
 }
 

@@ -373,3 +373,27 @@ async fn a_token_learnt_by_another_agent_writes_nothing() {
         Some(again.fencing_token)
     );
 }
+
+/// A record's value is any JSON (issue 17: schemathesis found an array refused with
+/// "the body must be a JSON object", the guard for request objects).
+#[tokio::test]
+async fn a_record_value_may_be_an_array_or_a_scalar() {
+    let server = TestServer::start().await;
+    let (_, a) = server.agent("a").await;
+    let (m, lease) = leased(&a, "lists", 30.0).await;
+    let t = lease.fencing_token;
+    for (key, value) in [
+        ("list", json!([1, "two", null, {"three": 3}])),
+        ("empty", json!([])),
+        ("number", json!(42)),
+        ("text", json!("plain")),
+    ] {
+        let put = a
+            .put_record(m, key, &value, t, Precondition::Absent)
+            .await
+            .unwrap_or_else(|e| panic!("{key}: {e}"));
+        assert_eq!(put.value, value, "{key}");
+        let got = a.get_record(m, key, t).await.expect("read back");
+        assert_eq!(got.value, value, "{key}");
+    }
+}

@@ -103,6 +103,139 @@ async fn the_openapi_document_describes_the_api() {
     }
 }
 
+/// What schemathesis found wrong in the document (issue 17): query parameters listed
+/// as path parameters, error bodies as `application/json` when the server sends
+/// `application/problem+json`, and the errors every route shares left out.
+#[tokio::test]
+async fn the_openapi_document_says_how_errors_and_query_parameters_are_sent() {
+    let server = TestServer::start().await;
+    let reply =
+        call(reqwest::Client::new().get(format!("{}/api/v1/openapi.json", server.url))).await;
+    assert_eq!(reply.status, 200);
+    let doc = reply.json();
+    let paths = doc["paths"].as_object().expect("paths");
+
+    // Query parameters are in the query, optional, with their bounds.
+    let params = |path: &str| doc["paths"][path]["get"]["parameters"].clone();
+    for (path, query) in [
+        (
+            "/api/v1/agents/{agent}/inbox",
+            &["after_cursor", "limit"][..],
+        ),
+        (
+            "/api/v1/ops/events",
+            &["agent", "status", "after", "limit"][..],
+        ),
+        ("/api/v1/ops/audit", &["limit"][..]),
+    ] {
+        let params = params(path);
+        for name in query {
+            let p = params
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["name"] == *name))
+                .unwrap_or_else(|| panic!("{path} documents {name}: {params}"));
+            assert_eq!(p["in"], "query", "{path} {name}: {p}");
+            assert_ne!(p["required"], true, "{path} {name} is optional: {p}");
+            if *name == "limit" {
+                assert_eq!(p["schema"]["minimum"], 1, "{path}: {p}");
+                assert_eq!(p["schema"]["maximum"], 1000, "{path}: {p}");
+            }
+        }
+    }
+
+    // Every error is a problem document, and every operation but the open ones
+    // lists 401 and 403 and takes the bearer token.
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    let mut operations = 0;
+    for (path, item) in paths {
+        for (method, op) in item.as_object().expect("path item") {
+            let Some(responses) = op["responses"].as_object() else {
+                continue;
+            };
+            operations += 1;
+            for (status, response) in responses {
+                if status.starts_with('4') || status.starts_with('5') {
+                    let content = response["content"].as_object().expect("content");
+                    assert_eq!(
+                        content.keys().collect::<Vec<_>>(),
+                        ["application/problem+json"],
+                        "{method} {path} {status}: {response}"
+                    );
+                }
+            }
+            let open = matches!(
+                (method.as_str(), path.as_str()),
+                ("get", "/api/v1/capabilities") | ("post" | "delete", "/api/v1/session")
+            );
+            if !open {
+                for status in ["401", "403"] {
+                    assert!(
+                        responses.contains_key(status),
+                        "{method} {path} lists {status}"
+                    );
+                }
+                assert_eq!(op["security"], json!([{"bearer": []}]), "{method} {path}");
+            }
+            if op["requestBody"].is_object() {
+                for status in ["400", "413", "415", "422"] {
+                    assert!(
+                        responses.contains_key(status),
+                        "{method} {path} has a body and lists {status}"
+                    );
+                }
+            }
+            if path.contains('{') {
+                assert!(responses.contains_key("404"), "{method} {path} lists 404");
+            }
+        }
+    }
+    assert!(operations > 50, "{operations} operations");
+
+    // The bounds the server enforces on body fields.
+    let schemas = &doc["components"]["schemas"];
+    for (schema, field, min, max) in [
+        ("ClaimRequest", "limit", json!(1), json!(100)),
+        ("ClaimRequest", "lease_seconds", json!(1), json!(43200)),
+        ("ExtendRequest", "lease_seconds", json!(1), json!(43200)),
+        ("SendMessage", "priority", json!(-1000), json!(1000)),
+        ("SendMessage", "max_attempts", json!(1), json!(100)),
+        ("StartJob", "rate_per_second", json!(1), json!(10000)),
+        ("AcquireLease", "ttl_seconds", json!(0.1), json!(300)),
+    ] {
+        let p = &schemas[schema]["properties"][field];
+        assert_eq!(
+            (&p["minimum"], &p["maximum"]),
+            (&min, &max),
+            "{schema}.{field}: {p}"
+        );
+    }
+    assert_eq!(schemas["AckBatch"]["properties"]["acks"]["maxItems"], 100);
+
+    // A body whose fields are all optional may be left out (no body reads as `{}`).
+    let body = |path: &str| doc["paths"][path]["post"]["requestBody"]["required"].clone();
+    assert_eq!(body("/api/v1/agents/{agent}/inbox/claim"), false);
+    assert_eq!(body("/api/v1/memories"), false);
+    assert_eq!(body("/api/v1/agents/{agent}/messages"), true);
+    server
+        .operator()
+        .create_agent(&switchboard_tests::sdk::proto::CreateAgent {
+            name: "no-body".into(),
+        })
+        .await
+        .expect("agent");
+    let claimed = call(
+        reqwest::Client::new()
+            .post(format!("{}/api/v1/agents/no-body/inbox/claim", server.url))
+            .bearer_auth(&server.operator_token),
+    )
+    .await;
+    assert_eq!(claimed.status, 200, "no body reads as {{}}: {claimed:?}");
+    assert_eq!(claimed.json()["events"], json!([]));
+}
+
 /// The value of the sample `name` (with its labels, as printed) in a text exposition.
 fn sample(text: &str, name: &str) -> Option<f64> {
     text.lines()

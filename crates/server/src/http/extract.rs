@@ -21,6 +21,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
             "the body must be a JSON object, not an array",
         ));
     }
+    parse_json_value(bytes)
+}
+
+/// Parses a JSON body that may be any JSON value (a memory record's value, where an
+/// array is as good as an object), with the errors of [`parse_json`].
+pub fn parse_json_value<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
     serde_json::from_slice(bytes).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {

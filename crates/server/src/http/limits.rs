@@ -49,9 +49,11 @@ pub fn limits(config: &Config) -> Limits {
 
 /// The query of a newest-first list: `?limit=` (1..=1000, default 100).
 #[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PageLimit {
     /// 1..=1000, default 100.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
 

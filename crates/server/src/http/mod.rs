@@ -14,6 +14,7 @@ pub mod limits;
 mod memories;
 mod messages;
 mod ops;
+mod problems;
 mod records;
 mod seed;
 pub mod session;
@@ -70,6 +71,7 @@ pub fn router(state: AppState) -> Router {
         .merge(system::api_routes())
         .split_for_parts();
     seed::document(&mut openapi);
+    problems::document(&mut openapi);
     let openapi = Arc::new(openapi);
     let api = api
         .route(

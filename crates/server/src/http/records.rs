@@ -4,7 +4,7 @@
 
 use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
-use super::extract::{Path, Query, RawJson, parse_json};
+use super::extract::{Path, Query, RawJson, parse_json_value};
 use super::leases::may_lease;
 use super::limits::*;
 use crate::error::{ApiError, ApiResult};
@@ -165,7 +165,8 @@ async fn put_record(
     Path((memory, key)): Path<(MemoryId, String)>,
     RawJson(body): RawJson,
 ) -> ApiResult<Response> {
-    let value: serde_json::Value = parse_json(&body)?;
+    // Any JSON value: `parse_json`'s guard against arrays is for request objects.
+    let value: serde_json::Value = parse_json_value(&body)?;
     let op = RecordOp::Put {
         value: value.to_string(),
         if_match: if_match(&headers)?,
