@@ -203,6 +203,33 @@ fn invalid_utf8_is_replaced_and_the_stream_goes_on() {
     assert_eq!(data, ["a\u{FFFD}b", "\u{2714}", "c"]);
 }
 
+/// Found by `fuzz_sse` (tests/fuzz_sdk.rs): a lone CR ends a line, also the last
+/// one of the stream, so the event before it is complete and dispatched. It was
+/// lost: the parser waited for an LF that could not come.
+#[test]
+fn fuzz_regression_a_final_lone_cr_ends_the_last_event() {
+    for chunks in [
+        vec![b"data: pig\r\n\r".to_vec()],
+        vec![b"data: pig\r\n".to_vec(), b"\r".to_vec()],
+        vec![b"data: pig\r\r".to_vec()],
+        vec![
+            b"data: a\n\ndata: pig\r".to_vec(),
+            b"\r".to_vec(),
+            Vec::new(),
+        ],
+    ] {
+        let got = parse(chunks.clone());
+        let last = got.events.last().expect("events");
+        assert_eq!(last.1, "pig", "{chunks:?}: {got:?}");
+    }
+    // A CR that is not the last byte is not doubled: still one event, no empty one.
+    let got = parse(vec![b"data: pig\r".to_vec(), b"\n\r\n".to_vec()]);
+    assert_eq!(got.events.len(), 1, "{got:?}");
+    // Nor is a final CR after an unterminated field a dispatch.
+    let got = parse(vec![b"data: pig\r".to_vec()]);
+    assert!(got.events.is_empty(), "{got:?}");
+}
+
 #[test]
 fn transport_errors_pass_through() {
     let items = [

@@ -7,6 +7,10 @@
 //! - it buffers after an invalid byte forever instead of replacing it, stalling the
 //!   stream.
 //!
+//! - at the end of the stream it still waits for an LF after a final CR, so an
+//!   event whose blank line ends in a lone CR (`data: x\r\r`) was never dispatched;
+//!   a CR alone ends a line (WHATWG §9.2.5), so [`TextDecoder::finish`] adds the LF.
+//!
 //! The line parsing itself stays the crate's.
 
 /// UTF-8 encoding of U+FEFF.
@@ -26,6 +30,8 @@ pub(super) struct TextDecoder {
     bom_checked: bool,
     /// Whether any text was handed out yet.
     emitted: bool,
+    /// Whether the text handed out so far ends with a CR.
+    ends_with_cr: bool,
 }
 
 impl TextDecoder {
@@ -68,13 +74,22 @@ impl TextDecoder {
             }
         }
         self.pending = rest.to_vec();
+        if !text.is_empty() {
+            self.ends_with_cr = text.ends_with('\r');
+        }
         self.guard(text)
     }
 
-    /// The end of the stream: whatever is left is an invalid (truncated) sequence.
+    /// The end of the stream: whatever is left is an invalid (truncated) sequence,
+    /// and a final CR is a whole line end (an LF is added so the parser stops
+    /// waiting for one).
     pub(super) fn finish(&mut self) -> String {
         if self.pending.is_empty() {
-            return String::new();
+            return if std::mem::take(&mut self.ends_with_cr) {
+                "\n".to_owned()
+            } else {
+                String::new()
+            };
         }
         self.pending.clear();
         self.guard(char::REPLACEMENT_CHARACTER.to_string())

@@ -35,7 +35,7 @@ const LOCK_MS: i64 = 60_000;
 
 /// Reads the key: an RFC 8941 sf-string (`"..."`); a bare token is accepted too, as
 /// most APIs do. 1..=255 visible ASCII characters.
-fn read_key(headers: &HeaderMap) -> ApiResult<String> {
+pub(super) fn read_key(headers: &HeaderMap) -> ApiResult<String> {
     let raw = headers
         .get(HEADER)
         .ok_or_else(|| {

@@ -6,6 +6,8 @@ pub mod auth;
 mod callbacks;
 mod client_report;
 pub mod extract;
+#[cfg(test)]
+mod fuzz;
 mod idempotency;
 mod inbox;
 mod jobs;

@@ -26,7 +26,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(fencing_rejections))
 }
 
-fn fencing_token(headers: &HeaderMap) -> ApiResult<u64> {
+pub(super) fn fencing_token(headers: &HeaderMap) -> ApiResult<u64> {
     let raw = headers.get(FENCING_TOKEN).ok_or_else(|| {
         ApiError::validation(
             "record calls need a Fencing-Token header: the fencing_token of your current lease on this memory",
@@ -43,7 +43,7 @@ fn fencing_token(headers: &HeaderMap) -> ApiResult<u64> {
 }
 
 /// The version in an `If-Match` header: `"v3"` (also `v3`, `W/"v3"`).
-fn if_match(headers: &HeaderMap) -> ApiResult<Option<u64>> {
+pub(super) fn if_match(headers: &HeaderMap) -> ApiResult<Option<u64>> {
     let Some(raw) = headers.get(header::IF_MATCH) else {
         return Ok(None);
     };
@@ -59,7 +59,7 @@ fn if_match(headers: &HeaderMap) -> ApiResult<Option<u64>> {
         })
 }
 
-fn key_ok(key: &str) -> ApiResult<()> {
+pub(super) fn key_ok(key: &str) -> ApiResult<()> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
         return Err(ApiError::validation(format!(
             "a record key is 1 to {MAX_KEY_BYTES} bytes without control characters"
