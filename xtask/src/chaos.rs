@@ -40,6 +40,11 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         on_servers: false,
     },
     Scenario {
+        name: "fuzz targets (names, SSE, privacy gate, headers, queries; 600 s each)",
+        args: &["fuzz_"],
+        on_servers: false,
+    },
+    Scenario {
         name: "storage faults (a full disk, an unwritable file)",
         args: &["--test", "chaos_storage"],
         on_servers: false,
