@@ -80,7 +80,10 @@ impl ChaosRow {
 
     /// Prints the row and writes it to `target/chaos/<scenario>-<backend>.json`.
     pub fn record(&self) {
-        println!("chaos: {}", serde_json::to_string(self).expect("a row is JSON"));
+        println!(
+            "chaos: {}",
+            serde_json::to_string(self).expect("a row is JSON")
+        );
         let dir = chaos_dir();
         if std::fs::create_dir_all(&dir).is_ok() {
             let file = dir.join(format!("{}-{}.json", self.scenario, self.backend));
@@ -144,9 +147,10 @@ pub fn table(rows: &[ChaosRow]) -> String {
         "-".repeat(6)
     ));
     for r in rows {
-        let recovery = r
-            .recovery_ms
-            .map_or_else(|| "-".to_owned(), |ms| format!("{:.1} s", ms as f64 / 1000.0));
+        let recovery = r.recovery_ms.map_or_else(
+            || "-".to_owned(),
+            |ms| format!("{:.1} s", ms as f64 / 1000.0),
+        );
         out.push_str(&format!(
             "| {:<24} | {:<8} | {:>7} | {:>7} | {:>4} | {:>9} | {:>10} | {:>6} | {:>10} | {:>4} | {}\n",
             r.scenario,
