@@ -123,6 +123,10 @@ struct Shared {
     counts: Mutex<BTreeMap<&'static str, u64>>,
     /// Connections cut by [`FaultProxy::cut_all`] / [`FaultProxy::heal`] or reset.
     resets: AtomicU64,
+    /// See [`FaultProxy::swallow`].
+    swallow: Mutex<Option<Vec<u8>>>,
+    /// Connections swallowed so far.
+    swallowed: AtomicU64,
 }
 
 /// A running proxy; it stops (and cuts its connections) when dropped.
@@ -161,6 +165,8 @@ impl FaultProxy {
             next_id: AtomicU64::new(0),
             counts: Mutex::new(BTreeMap::new()),
             resets: AtomicU64::new(0),
+            swallow: Mutex::new(None),
+            swallowed: AtomicU64::new(0),
         });
         let stop = CancellationToken::new();
         let task = tokio::spawn(accept_loop(listener, shared.clone(), stop.clone()));
@@ -192,6 +198,21 @@ impl FaultProxy {
         *self.shared.mix.lock().expect("mix") = mix;
     }
 
+    /// From now on, a connection whose client sends bytes containing `needle` (an
+    /// HTTP request line such as `/subscribe`) becomes a blackhole from that chunk
+    /// on: that request never reaches the target, nothing more comes back, and the
+    /// socket stays open. `None` stops swallowing new requests *without* cutting
+    /// the connections already swallowed (a network that heals silently, no RST:
+    /// the client must notice by itself); [`FaultProxy::heal`] cuts them.
+    pub fn swallow(&self, needle: Option<&[u8]>) {
+        *self.shared.swallow.lock().expect("swallow") = needle.map(<[u8]>::to_vec);
+    }
+
+    /// Connections swallowed so far (see [`FaultProxy::swallow`]).
+    pub fn swallowed(&self) -> u64 {
+        self.shared.swallowed.load(Ordering::Relaxed)
+    }
+
     /// Resets every open connection (RST to both sides).
     pub fn cut_all(&self) {
         self.cut(|_| true);
@@ -202,6 +223,7 @@ impl FaultProxy {
     /// would otherwise hang until its client gives up).
     pub fn heal(&self) {
         self.set_mix(Mix::healthy());
+        self.swallow(None);
         self.cut(|f| f != Fault::Pass);
     }
 
@@ -280,7 +302,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Cancellat
             .insert(id, (fault, cancel.clone()));
         let shared = shared.clone();
         tokio::spawn(async move {
-            let reset = connection(client, fault, uniform, &shared, cancel).await;
+            let reset = connection(client, fault, uniform, &shared, id, cancel).await;
             if reset {
                 shared.resets.fetch_add(1, Ordering::Relaxed);
             }
@@ -304,6 +326,7 @@ async fn connection(
     fault: Fault,
     uniform: u64,
     shared: &Shared,
+    id: u64,
     cancel: CancellationToken,
 ) -> bool {
     if fault == Fault::Blackhole {
@@ -349,13 +372,30 @@ async fn connection(
         }
         _ => None,
     };
+    let swallowed = std::sync::atomic::AtomicBool::new(false);
+    let on_swallow = || {
+        swallowed.store(true, Ordering::SeqCst);
+        shared.swallowed.fetch_add(1, Ordering::Relaxed);
+        // Healing cuts it, as any blackhole.
+        if let Some(entry) = shared.open.lock().expect("open").get_mut(&id) {
+            entry.0 = Fault::Blackhole;
+        }
+    };
     let ended = {
         let (mut cr, mut cw) = client.split();
         let (mut ur, mut uw) = upstream.split();
-        let pumps = futures::future::try_join(
-            pump(&mut cr, &mut uw, up_shape),
-            pump(&mut ur, &mut cw, down_shape),
-        );
+        let up = Direction {
+            shape: up_shape,
+            swallowed: &swallowed,
+            watch: Some((&shared.swallow, &on_swallow)),
+        };
+        let down = Direction {
+            shape: down_shape,
+            swallowed: &swallowed,
+            watch: None,
+        };
+        let pumps =
+            futures::future::try_join(pump(&mut cr, &mut uw, up), pump(&mut ur, &mut cw, down));
         let timer = async {
             match reset_after {
                 Some(d) => tokio::time::sleep(d).await,
@@ -385,9 +425,22 @@ enum Shape {
     Trickle(usize),
 }
 
+/// One direction of a connection.
+struct Direction<'a> {
+    shape: Shape,
+    /// Set once the connection is swallowed: both directions discard from then on.
+    swallowed: &'a std::sync::atomic::AtomicBool,
+    /// Client to target only: the needle to look for, and what to do on a match.
+    watch: Option<(&'a Mutex<Option<Vec<u8>>>, &'a (dyn Fn() + Sync))>,
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 /// Copies `from` to `to` shaped; at EOF shuts `to`'s write side (a half-close
 /// travels on). Returns an error when either side failed.
-async fn pump<R, W>(from: &mut R, to: &mut W, shape: Shape) -> std::io::Result<()>
+async fn pump<R, W>(from: &mut R, to: &mut W, direction: Direction<'_>) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -395,6 +448,21 @@ where
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = from.read(&mut buf).await?;
+        if let Some((needle, on_match)) = direction.watch
+            && !direction.swallowed.load(Ordering::SeqCst)
+            && needle
+                .lock()
+                .expect("swallow")
+                .as_deref()
+                .is_some_and(|needle| contains(&buf[..n], needle))
+        {
+            on_match();
+        }
+        let shape = if direction.swallowed.load(Ordering::SeqCst) {
+            Shape::Discard
+        } else {
+            direction.shape
+        };
         if n == 0 {
             if !matches!(shape, Shape::Discard) {
                 to.shutdown().await?;
@@ -590,6 +658,37 @@ mod tests {
             matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
             "{read:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn swallow_blackholes_the_connection_of_a_matching_request_only() {
+        let (target, received) = echo().await;
+        let proxy = FaultProxy::with_seed(target, 1).await.unwrap();
+        proxy.swallow(Some(b"/subscribe"));
+        let got = roundtrip(proxy.addr(), b"GET /claim", Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(got, b"GET /claim", "other requests pass");
+        let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+        s.write_all(b"GET /agents/a/subscribe").await.unwrap();
+        let mut buf = [0u8; 8];
+        let read = tokio::time::timeout(Duration::from_millis(400), s.read(&mut buf)).await;
+        assert!(read.is_err(), "swallowed: {read:?}");
+        assert_eq!(
+            received.load(Ordering::SeqCst),
+            10,
+            "the request never arrived"
+        );
+        assert_eq!(proxy.swallowed(), 1);
+        // A silent heal leaves it hanging; a heal cuts it.
+        proxy.swallow(None);
+        let read = tokio::time::timeout(Duration::from_millis(300), s.read(&mut buf)).await;
+        assert!(read.is_err(), "still swallowed: {read:?}");
+        proxy.heal();
+        let read = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+            .await
+            .expect("cut");
+        assert!(read.is_err(), "{read:?}");
     }
 
     #[test]
