@@ -127,6 +127,8 @@ struct Shared {
     swallow: Mutex<Option<Vec<u8>>>,
     /// Connections swallowed so far.
     swallowed: AtomicU64,
+    /// HTTP responses with a 5xx status seen coming back from the target.
+    http_5xx: AtomicU64,
 }
 
 /// A running proxy; it stops (and cuts its connections) when dropped.
@@ -167,6 +169,7 @@ impl FaultProxy {
             resets: AtomicU64::new(0),
             swallow: Mutex::new(None),
             swallowed: AtomicU64::new(0),
+            http_5xx: AtomicU64::new(0),
         });
         let stop = CancellationToken::new();
         let task = tokio::spawn(accept_loop(listener, shared.clone(), stop.clone()));
@@ -211,6 +214,12 @@ impl FaultProxy {
     /// Connections swallowed so far (see [`FaultProxy::swallow`]).
     pub fn swallowed(&self) -> u64 {
         self.shared.swallowed.load(Ordering::Relaxed)
+    }
+
+    /// HTTP/1.1 responses with a 5xx status the target sent back (status lines seen
+    /// on the wire; meaningful only when the target speaks HTTP).
+    pub fn http_5xx(&self) -> u64 {
+        self.shared.http_5xx.load(Ordering::Relaxed)
     }
 
     /// Resets every open connection (RST to both sides).
@@ -388,11 +397,13 @@ async fn connection(
             shape: up_shape,
             swallowed: &swallowed,
             watch: Some((&shared.swallow, &on_swallow)),
+            count_5xx: None,
         };
         let down = Direction {
             shape: down_shape,
             swallowed: &swallowed,
             watch: None,
+            count_5xx: Some(&shared.http_5xx),
         };
         let pumps =
             futures::future::try_join(pump(&mut cr, &mut uw, up), pump(&mut ur, &mut cw, down));
@@ -432,6 +443,8 @@ struct Direction<'a> {
     swallowed: &'a std::sync::atomic::AtomicBool,
     /// Client to target only: the needle to look for, and what to do on a match.
     watch: Option<(&'a Mutex<Option<Vec<u8>>>, &'a (dyn Fn() + Sync))>,
+    /// Target to client only: counts HTTP 5xx status lines.
+    count_5xx: Option<&'a AtomicU64>,
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -457,6 +470,13 @@ where
                 .is_some_and(|needle| contains(&buf[..n], needle))
         {
             on_match();
+        }
+        if let Some(count) = direction.count_5xx {
+            let lines = buf[..n]
+                .windows(10)
+                .filter(|w| w.starts_with(b"HTTP/1.1 5"))
+                .count();
+            count.fetch_add(lines as u64, Ordering::Relaxed);
         }
         let shape = if direction.swallowed.load(Ordering::SeqCst) {
             Shape::Discard
