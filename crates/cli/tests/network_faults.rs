@@ -536,11 +536,14 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
 
     // The claimer: claims and acks (an ack retried with its token until it lands).
     let acked: Arc<Mutex<HashMap<u64, u32>>> = Arc::default();
+    // Each event's seq → its n, from the claims (terminal events lose their payload).
+    let numbers: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
     let claiming = Arc::new(AtomicBool::new(true));
     let claimer = tokio::spawn({
-        let (agent, acked, failures, claiming, dropped) = (
+        let (agent, acked, numbers, failures, claiming, dropped) = (
             agent.clone(),
             acked.clone(),
+            numbers.clone(),
             failures.clone(),
             claiming.clone(),
             dropped.clone(),
@@ -578,6 +581,7 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
                         .as_ref()
                         .and_then(|p| p["n"].as_u64())
                         .expect("n");
+                    numbers.lock().expect("numbers").insert(e.event.seq, n);
                     let mut tries = 0;
                     loop {
                         let began = Instant::now();
@@ -699,11 +703,12 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
     let mut cursor = 0;
     loop {
         let page = agent.poll("worker", cursor, Some(500)).await.expect("poll");
-        ns.extend(
-            page.events
-                .iter()
-                .map(|e| e.payload.as_ref().and_then(|p| p["n"].as_u64()).expect("n")),
-        );
+        let numbers = numbers.lock().expect("numbers");
+        ns.extend(page.events.iter().map(|e| {
+            *numbers
+                .get(&e.seq)
+                .unwrap_or_else(|| panic!("seq {} was never claimed", e.seq))
+        }));
         cursor = page.next_cursor;
         if !page.has_more {
             break;
