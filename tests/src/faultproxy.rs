@@ -27,7 +27,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -116,8 +116,8 @@ struct Shared {
     target: SocketAddr,
     mix: Mutex<Mix>,
     rng: Mutex<Rng>,
-    /// Open connections: id → (fault, its cancel token).
-    open: Mutex<HashMap<u64, (Fault, CancellationToken)>>,
+    /// Open connections: id → (fault, its cancel token, its swallowed flag).
+    open: Mutex<HashMap<u64, (Fault, CancellationToken, Arc<AtomicBool>)>>,
     next_id: AtomicU64,
     /// Connections accepted, per fault name.
     counts: Mutex<BTreeMap<&'static str, u64>>,
@@ -238,10 +238,22 @@ impl FaultProxy {
 
     fn cut(&self, which: impl Fn(Fault) -> bool) {
         let open = self.shared.open.lock().expect("open");
-        for (fault, cancel) in open.values() {
+        for (fault, cancel, _) in open.values() {
             if which(*fault) {
                 cancel.cancel();
             }
+        }
+    }
+
+    /// Every open connection goes silent from now on, both ways, with no RST: the
+    /// sockets stay open and nothing more passes (a network path that died under
+    /// established connections). New connections follow the mix. [`FaultProxy::heal`]
+    /// cuts the frozen ones.
+    pub fn freeze_all(&self) {
+        let mut open = self.shared.open.lock().expect("open");
+        for (fault, _, swallowed) in open.values_mut() {
+            swallowed.store(true, Ordering::SeqCst);
+            *fault = Fault::Blackhole;
         }
     }
 
@@ -304,14 +316,15 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Cancellat
             .or_default() += 1;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let cancel = stop.child_token();
+        let swallowed = Arc::new(AtomicBool::new(false));
         shared
             .open
             .lock()
             .expect("open")
-            .insert(id, (fault, cancel.clone()));
+            .insert(id, (fault, cancel.clone(), swallowed.clone()));
         let shared = shared.clone();
         tokio::spawn(async move {
-            let reset = connection(client, fault, uniform, &shared, id, cancel).await;
+            let reset = connection(client, fault, uniform, &shared, id, swallowed, cancel).await;
             if reset {
                 shared.resets.fetch_add(1, Ordering::Relaxed);
             }
@@ -336,6 +349,7 @@ async fn connection(
     uniform: u64,
     shared: &Shared,
     id: u64,
+    swallowed: Arc<AtomicBool>,
     cancel: CancellationToken,
 ) -> bool {
     if fault == Fault::Blackhole {
@@ -381,7 +395,6 @@ async fn connection(
         }
         _ => None,
     };
-    let swallowed = std::sync::atomic::AtomicBool::new(false);
     let on_swallow = || {
         swallowed.store(true, Ordering::SeqCst);
         shared.swallowed.fetch_add(1, Ordering::Relaxed);
@@ -440,7 +453,7 @@ enum Shape {
 struct Direction<'a> {
     shape: Shape,
     /// Set once the connection is swallowed: both directions discard from then on.
-    swallowed: &'a std::sync::atomic::AtomicBool,
+    swallowed: &'a AtomicBool,
     /// Client to target only: the needle to look for, and what to do on a match.
     watch: Option<(&'a Mutex<Option<Vec<u8>>>, &'a (dyn Fn() + Sync))>,
     /// Target to client only: counts HTTP 5xx status lines.
@@ -704,6 +717,32 @@ mod tests {
         proxy.swallow(None);
         let read = tokio::time::timeout(Duration::from_millis(300), s.read(&mut buf)).await;
         assert!(read.is_err(), "still swallowed: {read:?}");
+        proxy.heal();
+        let read = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+            .await
+            .expect("cut");
+        assert!(read.is_err(), "{read:?}");
+    }
+
+    #[tokio::test]
+    async fn freeze_silences_open_connections_without_a_reset() {
+        let (target, received) = echo().await;
+        let proxy = FaultProxy::with_seed(target, 1).await.unwrap();
+        let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+        s.write_all(b"a").await.unwrap();
+        let mut one = [0u8; 1];
+        s.read_exact(&mut one).await.unwrap();
+        proxy.freeze_all();
+        s.write_all(b"b").await.unwrap();
+        let mut buf = [0u8; 8];
+        let read = tokio::time::timeout(Duration::from_millis(400), s.read(&mut buf)).await;
+        assert!(read.is_err(), "silent, still open: {read:?}");
+        assert_eq!(received.load(Ordering::SeqCst), 1, "b never arrived");
+        // New connections pass.
+        let got = roundtrip(proxy.addr(), b"c", Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(got, b"c");
         proxy.heal();
         let read = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
             .await

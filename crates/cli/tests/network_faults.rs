@@ -419,8 +419,9 @@ async fn agents_ride_out_network_faults_losing_nothing() {
 }
 
 /// No request may take longer than this: the pool's acquire timeout (5 s), the
-/// statement timeout (15 s), or the server's own bound answers first.
-const LONGEST: Duration = Duration::from_secs(25);
+/// statement timeout (15 s), or the server's request deadline on a networked
+/// database (20 s) answers first.
+const LONGEST: Duration = Duration::from_secs(22);
 
 /// An error while the database is unreachable must be a 503 problem document (or
 /// the open finding of `db_restart.rs`: a keep-alive connection closed under the
@@ -628,6 +629,13 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
             Mix::only(Fault::HalfOpen),
             Duration::from_secs(8),
         ),
+        // The pool's connections go silent under it (no RST), new ones blackholed.
+        (
+            "freeze",
+            Mix::only(Fault::Blackhole),
+            // Past LONGEST: a request held by a dead connection would show.
+            Duration::from_secs(24),
+        ),
         (
             "random",
             Mix(vec![
@@ -648,10 +656,19 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
         names.push(name);
         let failures_before = failures.load(Ordering::SeqCst);
         proxy.set_mix(mix);
-        // The pool's connections meet the fault too.
-        proxy.cut_all();
+        if name == "freeze" {
+            // Slow first, so statements are in flight when the path dies.
+            proxy.set_mix(Mix::only(Fault::Delay(Duration::from_millis(200))));
+            proxy.cut_all();
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+            proxy.set_mix(Mix::only(Fault::Blackhole));
+            proxy.freeze_all();
+        } else {
+            // The pool's connections meet the fault too.
+            proxy.cut_all();
+        }
         tokio::time::sleep(hold).await;
-        if matches!(name, "blackhole" | "half-open") {
+        if matches!(name, "blackhole" | "half-open" | "freeze") {
             assert!(
                 failures.load(Ordering::SeqCst) > failures_before,
                 "{name}: requests were answered (503), not held"
