@@ -112,12 +112,18 @@ impl Rng {
     }
 }
 
+/// An open connection's fault, its cancel token and its swallowed flag.
+type OpenConnection = (Fault, CancellationToken, Arc<AtomicBool>);
+
+/// The needle to look for, and what to do when a request contains it.
+type Watch<'a> = (&'a Mutex<Option<Vec<u8>>>, &'a (dyn Fn() + Sync));
+
 struct Shared {
     target: SocketAddr,
     mix: Mutex<Mix>,
     rng: Mutex<Rng>,
     /// Open connections: id → (fault, its cancel token, its swallowed flag).
-    open: Mutex<HashMap<u64, (Fault, CancellationToken, Arc<AtomicBool>)>>,
+    open: Mutex<HashMap<u64, OpenConnection>>,
     next_id: AtomicU64,
     /// Connections accepted, per fault name.
     counts: Mutex<BTreeMap<&'static str, u64>>,
@@ -455,7 +461,7 @@ struct Direction<'a> {
     /// Set once the connection is swallowed: both directions discard from then on.
     swallowed: &'a AtomicBool,
     /// Client to target only: the needle to look for, and what to do on a match.
-    watch: Option<(&'a Mutex<Option<Vec<u8>>>, &'a (dyn Fn() + Sync))>,
+    watch: Option<Watch<'a>>,
     /// Target to client only: counts HTTP 5xx status lines.
     count_5xx: Option<&'a AtomicU64>,
 }
