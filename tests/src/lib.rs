@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 pub mod chaos;
 mod database;
+pub mod faultproxy;
 pub mod receiver;
 pub use database::{Backend, DatabaseOutage, TestDatabase, backend, mysql_url, postgres_url};
 pub use switchboard_sdk as sdk;

@@ -3,7 +3,8 @@
 //!
 //! [`Waker`] keeps one subscription open in a task of its own and reconnects by
 //! itself (decorrelated jitter, 1 s to 30 s). Each `inbox_updated` wakes the reader.
-//! A silence longer than the heartbeat timeout counts as a dead connection. While
+//! A silence longer than the heartbeat timeout counts as a dead connection, and so
+//! does a subscribe not answered within it. While
 //! the stream is down, [`PollSchedule`] spaces the reader's polls: about
 //! `min_poll` after activity, doubling while idle, up to `max_poll`, each wait
 //! jittered ±20 % so a fleet does not poll in lockstep. While the stream is up the
@@ -115,11 +116,27 @@ impl Waker {
             let mut backoff =
                 DecorrelatedJitter::new(Duration::from_secs(1), Duration::from_secs(30));
             while !cancel.is_cancelled() {
+                // The answer's head must come within the heartbeat timeout too: a
+                // subscribe lost in a dead network (no RST) would otherwise wait
+                // forever (a stream has no request timeout), and the reader would
+                // poll on after the network healed, never back on SSE.
                 let subscribed = tokio::select! {
                     () = cancel.cancelled() => break,
-                    s = client.subscribe(&agent) => s,
+                    s = tokio::time::timeout(heartbeat_timeout, client.subscribe(&agent)) => s,
                 };
                 let mut retry = None;
+                let subscribed = match subscribed {
+                    Ok(subscribed) => subscribed,
+                    Err(_) => {
+                        tracing::debug!("no answer to the subscribe within the heartbeat timeout");
+                        let delay = backoff.next_delay();
+                        tokio::select! {
+                            () = cancel.cancelled() => break,
+                            () = tokio::time::sleep(delay) => {}
+                        }
+                        continue;
+                    }
+                };
                 match subscribed {
                     Ok(mut stream) => {
                         connected_tx.send_replace(true);

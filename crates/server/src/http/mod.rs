@@ -90,6 +90,10 @@ pub fn router(state: AppState) -> Router {
         .fallback_service(system::console(&state.config).with_state(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(check_origin))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            network_deadline,
+        ))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(
@@ -126,6 +130,44 @@ async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
             uri.path()
         ),
     )
+}
+
+/// On a database reached over the network (PostgreSQL, MariaDB / MySQL), the
+/// longest a request may take: the pool's acquire timeout (5 s) plus the statement
+/// timeout (15 s).
+pub const NETWORK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Answers 503 `unavailable` for a request still running at [`NETWORK_DEADLINE`].
+/// The statement timeout is enforced by the database itself: when the network path
+/// to it dies without a reset (a blackhole, a half-open connection), no answer, not
+/// even the timeout's, comes back, and a request on such a connection would wait
+/// until TCP gives up, many minutes later (found by the network-fault scenario of
+/// issue 17). Dropping the handler drops its transaction, which the database rolls
+/// back when the connection ends; an idempotency key it left in flight is taken over
+/// by a retry on this instance at once. Streams are not cut: their handler returns
+/// as soon as the stream starts. SQLite is local: its own timeouts answer.
+async fn network_deadline(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if state.store.backend() == "sqlite" {
+        return next.run(req).await;
+    }
+    match tokio::time::timeout(NETWORK_DEADLINE, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!("the database did not answer within the request deadline");
+            let mut e = ApiError::new(
+                ErrorCode::Unavailable,
+                "the database did not answer in time; if the request wrote, it is rolled \
+                 back or, if it had committed, a retry with the same Idempotency-Key \
+                 returns its result; retry after a short delay",
+            );
+            e.retry_after = Some(1);
+            e.into_response()
+        }
+    }
 }
 
 /// Refuses state-changing requests from another origin (a web page the operator
