@@ -18,8 +18,9 @@ pub(crate) struct Scenario {
     /// The `cargo test --workspace` arguments that select its tests.
     pub(crate) args: &'static [&'static str],
     /// Whether it also runs on PostgreSQL and MariaDB (its tests there are
-    /// `#[ignore]`d without a server, and run with `--include-ignored`).
-    pub(crate) on_servers: bool,
+    /// `#[ignore]`d without a server, and run with `--include-ignored`), and the
+    /// name filters that pick its tests there.
+    pub(crate) on_servers: Option<&'static [&'static str]>,
 }
 
 /// Every scenario, in the order they run.
@@ -27,27 +28,32 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "crash loop (SIGKILL under load)",
         args: &["--test", "chaos_crash"],
-        on_servers: true,
+        on_servers: Some(&["crash_loop_on_a_shared_database"]),
     },
     Scenario {
         name: "races held open (passes every 2 ms under every kind of write)",
         args: &["--test", "protocol", "races::"],
-        on_servers: true,
+        on_servers: Some(&[]),
+    },
+    Scenario {
+        name: "network faults (agents and server, server and database)",
+        args: &["--test", "network_faults"],
+        on_servers: Some(&["database"]),
     },
     Scenario {
         name: "bad input (schemathesis, operator and agent)",
         args: &["--test", "schemathesis"],
-        on_servers: false,
+        on_servers: None,
     },
     Scenario {
         name: "fuzz targets (names, SSE, privacy gate, headers, queries; 600 s each)",
         args: &["fuzz_"],
-        on_servers: false,
+        on_servers: None,
     },
     Scenario {
         name: "storage faults (a full disk, an unwritable file)",
         args: &["--test", "chaos_storage"],
-        on_servers: false,
+        on_servers: None,
     },
 ];
 
@@ -95,13 +101,17 @@ pub(crate) fn chaos(args: &[String]) -> Result<()> {
         .flatten()
         .map(|m| (mariadb::URL_ENV, m.url, "MariaDB"));
     for (env, url, server) in pg.into_iter().chain(maria) {
-        for s in SCENARIOS.iter().filter(|s| s.on_servers) {
+        for (s, filters) in SCENARIOS
+            .iter()
+            .filter_map(|s| s.on_servers.map(|f| (s, f)))
+        {
             eprintln!("\n== chaos: {} on {server}", s.name);
             let mut c = cmd::cargo();
             c.args(["test", "--workspace"])
                 .args(s.args)
                 .args(args)
                 .args(["--", "--include-ignored"])
+                .args(filters)
                 .env(env, &url);
             full(&mut c);
             if let Err(e) = cmd::run(&mut c) {

@@ -65,6 +65,17 @@ fn on_server(
             .args(include_ignored(cargo_test_args))
             .env(database.0, database.1),
         counts,
+    )?;
+    // The chaos scenario between the server and its database (the one between
+    // agents and server runs on SQLite in the workspace step).
+    run_counting(
+        cmd::cargo()
+            .args(["test", "--workspace", "--test", "network_faults"])
+            .args(cargo_test_args)
+            .args(include_ignored(cargo_test_args))
+            .arg("database")
+            .env(database.0, database.1),
+        counts,
     )
 }
 
