@@ -26,9 +26,9 @@ pub(crate) struct Scenario {
 /// Every scenario, in the order they run.
 pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
-        name: "crash loop (SIGKILL under load)",
+        name: "crash and pause loops (SIGKILL, SIGSTOP under load)",
         args: &["--test", "chaos_crash"],
-        on_servers: Some(&["crash_loop_on_a_shared_database"]),
+        on_servers: Some(&["on_a_shared_database"]),
     },
     Scenario {
         name: "races held open (passes every 2 ms under every kind of write)",

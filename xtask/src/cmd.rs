@@ -31,6 +31,9 @@ pub(crate) fn cargo() -> Command {
     // never the caller's shell.
     cmd.env_remove(crate::postgres::URL_ENV)
         .env_remove(crate::mariadb::URL_ENV);
+    // The chaos rows of every test run go to this target dir, where `chaos.rs`
+    // clears and reads them.
+    cmd.env("SWITCHBOARD_CHAOS_DIR", target_dir().join("chaos"));
     if let Some(dir) = PY_VERIFIERS.get() {
         cmd.env("SWITCHBOARD_TEST_PYVERIFY", dir);
     }

@@ -145,12 +145,26 @@ struct Sent {
     in_progress: u64,
 }
 
-async fn run_crash_loop(backend: Backend) {
+/// What the fault loop does to an instance.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// SIGKILL, then a restart on the same address.
+    Kill,
+    /// SIGSTOP for longer than an instance may be silent (10 s), then SIGCONT: the
+    /// others take its keys and jobs over while it holds transactions open, and
+    /// whatever it commits on waking must be fenced.
+    Pause,
+}
+
+async fn run_crash_loop(backend: Backend, fault: Fault) {
     let scale = Scale::current();
     let agents: usize = scale.pick(8, 50);
     let senders: u64 = scale.pick(4, 8);
     let events: u64 = scale.pick(800, 10_000);
-    let kills: usize = scale.pick(3, 20);
+    let kills: usize = match fault {
+        Fault::Kill => scale.pick(3, 20),
+        Fault::Pause => scale.pick(2, 6),
+    };
     let per_sender = events / senders;
 
     let dir = tempfile::tempdir().expect("temp dir");
@@ -164,9 +178,17 @@ async fn run_crash_loop(backend: Backend) {
         .expect("token file")
         .trim()
         .to_owned();
+    // A paused instance answers nothing: a sender gives up on it after 3 s and
+    // moves to the other.
     let ops: Vec<Client> = urls
         .iter()
-        .map(|u| Client::new(u, &token).expect("client"))
+        .map(|u| {
+            Client::builder()
+                .request_timeout(Duration::from_secs(3))
+                .retry(switchboard_sdk::RetryPolicy::standard().max_attempts(2))
+                .build(u, token.as_str())
+                .expect("client")
+        })
         .collect();
 
     // Agents, each drained by a real consumer through one of the instances.
@@ -274,12 +296,35 @@ async fn run_crash_loop(backend: Backend) {
         let pause = rng.random_range(scale.pick(300..1500, 500..4000));
         tokio::time::sleep(Duration::from_millis(pause)).await;
         let victim = rng.random_range(0..cluster.instances.len());
-        let downtime = Duration::from_millis(rng.random_range(50..800));
-        tokio::task::block_in_place(|| {
-            cluster.kill(victim);
-            std::thread::sleep(downtime);
-            cluster.restart(victim);
-        });
+        match fault {
+            Fault::Kill => {
+                let downtime = Duration::from_millis(rng.random_range(50..800));
+                tokio::task::block_in_place(|| {
+                    cluster.kill(victim);
+                    std::thread::sleep(downtime);
+                    cluster.restart(victim);
+                });
+            }
+            Fault::Pause => {
+                let pid = cluster.instances[victim]
+                    .serve
+                    .as_ref()
+                    .expect("running")
+                    .child
+                    .id()
+                    .to_string();
+                let signal = |s: &str| {
+                    let ok = std::process::Command::new("kill")
+                        .args([s, &pid])
+                        .status()
+                        .is_ok_and(|st| st.success());
+                    assert!(ok, "kill {s} {pid}");
+                };
+                signal("-STOP");
+                tokio::time::sleep(Duration::from_millis(rng.random_range(11_000..13_000))).await;
+                signal("-CONT");
+            }
+        }
     }
     for t in sender_tasks {
         t.await.expect("sender");
@@ -342,7 +387,11 @@ async fn run_crash_loop(backend: Backend) {
         acknowledged += snap.counts.completed;
     }
 
-    let mut row = ChaosRow::new("crash-loop", backend.name());
+    let (scenario, what) = match fault {
+        Fault::Kill => ("crash-loop", "SIGKILLs"),
+        Fault::Pause => ("pause-loop", "SIGSTOPs of 11-13 s"),
+    };
+    let mut row = ChaosRow::new(scenario, backend.name());
     row.sent = sent.answered.len() as u64;
     row.acknowledged = acknowledged;
     row.lost = lost;
@@ -351,7 +400,7 @@ async fn run_crash_loop(backend: Backend) {
     row.recovery_ms = Some(sent.recovery_ms);
     row.server_5xx = sent.server_5xx;
     row.note = format!(
-        "{kills} SIGKILLs over {} s, {n_instances} instance(s), {agents} agents; {} sends answered 409 in flight; {stored_twice} keys stored twice; {handled_twice} events handled twice",
+        "{kills} {what} over {} s, {n_instances} instance(s), {agents} agents; {} sends answered 409 in flight; {stored_twice} keys stored twice; {handled_twice} events handled twice",
         started.elapsed().as_secs(),
         sent.in_progress
     );
@@ -381,7 +430,7 @@ async fn crash_loop_on_sqlite() {
     if Backend::current() != Backend::Sqlite {
         return; // the database-server runs below
     }
-    run_crash_loop(Backend::Sqlite).await;
+    run_crash_loop(Backend::Sqlite, Fault::Kill).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -392,5 +441,16 @@ async fn crash_loop_on_a_shared_database() {
         backend.shared(),
         "set SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL to run this test"
     );
-    run_crash_loop(backend).await;
+    run_crash_loop(backend, Fault::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs a database server: cargo xtask test runs it on PostgreSQL and MariaDB"]
+async fn pause_loop_on_a_shared_database() {
+    let backend = Backend::current();
+    assert!(
+        backend.shared(),
+        "set SWITCHBOARD_TEST_POSTGRES or SWITCHBOARD_TEST_MYSQL to run this test"
+    );
+    run_crash_loop(backend, Fault::Pause).await;
 }

@@ -165,6 +165,14 @@ impl IntoResponse for ApiError {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // A 503 may leave the request's body unread (the token lookup before it
+            // failed), and then the server cannot keep the connection; saying so
+            // stops a client from sending its next request on a connection that is
+            // closing (hyper `IncompleteMessage`, the restart test's open finding).
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         resp
     }
 }

@@ -169,6 +169,11 @@ async fn a_retry_after_an_outage_runs_the_request_the_failed_attempt_left_in_fli
         .expect("the first request ends within its timeouts")
         .expect("task");
     first.problem(503, "unavailable");
+    assert_eq!(
+        first.header("connection"),
+        Some("close"),
+        "a 503 closes its connection, so no next request is sent on it"
+    );
     outage.end().await;
 
     let retry = send_raw(&alice, "bob", &body, &k).await;

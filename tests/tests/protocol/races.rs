@@ -319,7 +319,6 @@ async fn every_part_at_once_keeps_i2_to_i6() {
     }
 
     // The oracle.
-    let l = ledger.lock().unwrap();
     let mut quarantined_at_end = HashSet::new();
     for name in AGENTS {
         let page = op
@@ -333,6 +332,7 @@ async fn every_part_at_once_keeps_i2_to_i6() {
             .expect("list");
         quarantined_at_end.extend(page.events.iter().map(|e| e.event.event_id));
     }
+    let l = ledger.lock().unwrap();
     let lost = l
         .sent
         .keys()
