@@ -57,7 +57,7 @@ fn on_server(
             .env(database.0, database.1),
         counts,
     )?;
-    run_counting(
+    let conformance = run_counting(
         cmd::cargo()
             .args(["test", "--workspace", "--no-fail-fast"])
             .args(CONFORMANCE)
@@ -65,10 +65,11 @@ fn on_server(
             .args(include_ignored(cargo_test_args))
             .env(database.0, database.1),
         counts,
-    )?;
+    );
     // The chaos scenario between the server and its database (the one between
-    // agents and server runs on SQLite in the workspace step).
-    run_counting(
+    // agents and server runs on SQLite in the workspace step), whatever the
+    // conformance suite said.
+    let network = run_counting(
         cmd::cargo()
             .args(["test", "--workspace", "--test", "network_faults"])
             .args(cargo_test_args)
@@ -76,7 +77,8 @@ fn on_server(
             .arg("database")
             .env(database.0, database.1),
         counts,
-    )
+    );
+    conformance.and(network)
 }
 
 /// The database-restart test (`crates/cli/tests/db_restart.rs`) on the server that
