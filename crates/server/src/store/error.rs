@@ -70,6 +70,7 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::Tls(_)
             | sqlx::Error::WorkerCrashed => Self::Unavailable(e),
             sqlx::Error::Database(ref db) if disk_full(db.as_ref()) => Self::StorageFull(e),
+            sqlx::Error::Database(ref db) if sqlite_unwritable(db.as_ref()) => Self::Unavailable(e),
             sqlx::Error::Database(ref db) if db.code().as_deref().is_some_and(transient) => {
                 Self::Unavailable(e)
             }
@@ -85,14 +86,13 @@ fn disk_full(db: &dyn sqlx::error::DatabaseError) -> bool {
     if let Some(e) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return matches!(e.number(), 1021 | 1114);
     }
-    match db.code().as_deref() {
-        Some("53100") => true,
-        Some(code) => {
-            db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
-                && sqlite_primary(code) == Some(13)
-        }
-        None => false,
-    }
+    sqlite_primary(db) == Some(13) || db.code().as_deref() == Some("53100")
+}
+
+/// SQLite could not write its file now (`SQLITE_READONLY` 8, `SQLITE_IOERR` 10,
+/// `SQLITE_CANTOPEN` 14, in any extended form): a read-only or failing file system.
+fn sqlite_unwritable(db: &dyn sqlx::error::DatabaseError) -> bool {
+    matches!(sqlite_primary(db), Some(8 | 10 | 14))
 }
 
 /// Whether `e` says SQLite could not write its file (read-only, I/O error, cannot
@@ -101,30 +101,22 @@ pub(crate) fn file_unwritable(e: &StoreError) -> bool {
     match e {
         StoreError::Unavailable(sqlx::Error::Database(db))
         | StoreError::StorageFull(sqlx::Error::Database(db)) => {
-            db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
-                && db
-                    .code()
-                    .as_deref()
-                    .and_then(sqlite_primary)
-                    .is_some_and(|c| matches!(c, 8 | 10 | 13 | 14))
+            matches!(sqlite_primary(db.as_ref()), Some(8 | 10 | 13 | 14))
         }
         _ => false,
     }
 }
 
-/// The primary result code of a SQLite (extended) result code.
-fn sqlite_primary(code: &str) -> Option<i64> {
-    code.parse::<i64>().ok().map(|c| c & 0xff)
+/// The primary result code of a SQLite error (its code may be an extended one);
+/// `None` for any other database's error, whose codes mean other things.
+fn sqlite_primary(db: &dyn sqlx::error::DatabaseError) -> Option<i64> {
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
+    db.code()?.parse::<i64>().ok().map(|c| c & 0xff)
 }
 
 /// Database error codes that mean "not now" rather than "wrong": the request gets a
 /// 503 with Retry-After.
 fn transient(code: &str) -> bool {
-    // SQLite: the file cannot be written now (SQLITE_READONLY 8, SQLITE_IOERR 10,
-    // SQLITE_CANTOPEN 14: a read-only or failing file system), in any extended form.
-    if matches!(sqlite_primary(code), Some(8 | 10 | 14)) && code.parse::<i64>().is_ok() {
-        return true;
-    }
     matches!(
         code,
         // SQLITE_BUSY past busy_timeout.
