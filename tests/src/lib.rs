@@ -306,6 +306,16 @@ impl TestServer {
             .expect("worker pass")
     }
 
+    /// One heartbeat of this instance at its clock's now (a shared database only).
+    pub async fn beat(&self) {
+        self.workers
+            .as_ref()
+            .expect("server is up")
+            .beat_once()
+            .await
+            .expect("heartbeat");
+    }
+
     /// Stops the server, keeps it down for `downtime`, then starts it again on the
     /// same address and the same database file (same operator token), as after an
     /// outage. Only for servers on the real clock.

@@ -492,7 +492,7 @@ async fn a_dead_instances_key_is_taken_over_within_seconds() {
     for instance in [a.server(), &b] {
         instance.advance(Duration::from_secs(20));
     }
-    a.server().tick().await;
+    a.server().beat().await;
     send_raw(&alice_b, "bob", &body, &k)
         .await
         .problem(409, "request_in_progress");
