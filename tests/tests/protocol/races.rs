@@ -294,7 +294,10 @@ async fn every_part_at_once_keeps_i2_to_i6() {
     for t in reader_tasks {
         cursors.push(t.await.expect("reader"));
     }
-    // Settle: ack what is left, then read every inbox to its end.
+    // Settle: ack what is left, then read every inbox to its end. Nothing else runs
+    // now but the passes, so one empty claim ends an agent's settling: a claim that
+    // comes back empty while work waits is a defect the oracle then counts as lost
+    // (MariaDB's retention once locked every agent's events this way).
     let deadline = Instant::now() + Duration::from_secs(60);
     for (a, client) in clients.iter().enumerate() {
         while claim_round(client, a, &ledger, true).await
@@ -332,14 +335,27 @@ async fn every_part_at_once_keeps_i2_to_i6() {
             .expect("list");
         quarantined_at_end.extend(page.events.iter().map(|e| e.event.event_id));
     }
+    let lost_ids: Vec<EventId> = {
+        let l = ledger.lock().unwrap();
+        l.sent
+            .keys()
+            .filter(|id| {
+                !l.acked.contains_key(id)
+                    && !l.purged.contains(id)
+                    && !quarantined_at_end.contains(id)
+            })
+            .copied()
+            .collect()
+    };
+    for id in &lost_ids {
+        // What the server says of each lost event, so a failure explains itself.
+        match op.event(*id).await {
+            Ok(detail) => eprintln!("lost {id}: {detail:?}"),
+            Err(e) => eprintln!("lost {id}: {e}"),
+        }
+    }
+    let lost = lost_ids.len() as u64;
     let l = ledger.lock().unwrap();
-    let lost = l
-        .sent
-        .keys()
-        .filter(|id| {
-            !l.acked.contains_key(id) && !l.purged.contains(id) && !quarantined_at_end.contains(id)
-        })
-        .count() as u64;
     let mut unseen = 0;
     let (mut gone, mut bad_gone) = (0, 0);
     for (a, reader) in readers.iter().enumerate() {

@@ -157,11 +157,25 @@ macro_rules! maintenance_statements {
                 agent: switchboard_proto::AgentId,
                 through: u64,
             ) -> $crate::store::StoreResult<()> {
-                sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "DELETE FROM event_history WHERE event_id IN \
-                     (SELECT id FROM events WHERE agent_id = $1 AND seq <= $2)"
-                ))
+                // MariaDB (before 11.1) cannot turn a single-table DELETE's
+                // `IN (SELECT …)` into a join: it scans all of event_history and
+                // looks every row's event up, locking every event of every agent it
+                // touches until the pass commits, so claims `SKIP LOCKED` found
+                // pending work invisible (`protocol::races` caught it). The
+                // multi-table form reads only this agent's prefix, by its index.
+                let statement = match <Self as $crate::store::engine::Driver>::DIALECT {
+                    $crate::store::dialect::Dialect::MySql => $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "DELETE h FROM event_history h JOIN events e ON e.id = h.event_id \
+                         WHERE e.agent_id = $1 AND e.seq <= $2"
+                    ),
+                    _ => $crate::store::dialect::sql!(
+                        <Self as $crate::store::engine::Driver>::DIALECT,
+                        "DELETE FROM event_history WHERE event_id IN \
+                         (SELECT id FROM events WHERE agent_id = $1 AND seq <= $2)"
+                    ),
+                };
+                sqlx::query(statement)
                 .bind(agent.to_string())
                 .bind(through as i64)
                 .execute(&mut **tx)

@@ -4,6 +4,7 @@
 //! for this area's rows among what they return.
 
 use super::inbox::{last_step, message_with, send};
+use crate::store::dialect::Dialect;
 use crate::store::engine::inbox::Marks;
 use crate::store::engine::maintenance::{ExpiredLease, MaintenanceDriver, ReturnedLease};
 use crate::store::*;
@@ -178,6 +179,7 @@ pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
     assert_eq!(detail.event.event.payload, None, "expiry drops the payload");
 
     check_retention(d, tenant).await;
+    check_retention_locks_only_its_prefix(d, tenant).await;
 }
 
 /// Retention's statements: the candidates, the marks under the row lock, the kept
@@ -269,4 +271,75 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
         IdemBegin::Fresh,
         "forgotten"
     );
+}
+
+/// While a retention pass of one agent is open, another agent's claim finds its
+/// pending work. On MariaDB the history DELETE once read every event of every agent
+/// (a single-table DELETE's `IN (SELECT …)` runs as a lookup per history row, the
+/// plan MariaDB picks once an agent has some ten events) and locked them until the
+/// pass committed, so claims `SKIP LOCKED` came back empty. SQLite has one writer:
+/// the claim would wait for the pass, so the check is for the server backends.
+async fn check_retention_locks_only_its_prefix<D: MaintenanceDriver + Store>(
+    d: &D,
+    tenant: TenantId,
+) {
+    if D::DIALECT == Dialect::Sqlite {
+        return;
+    }
+    const DONE: u64 = 16;
+    let agent = d
+        .create_agent(tenant, "retained-long", &[24; 32], &[], 0)
+        .await
+        .expect("agent");
+    let bystander = d
+        .create_agent(tenant, "bystander", &[25; 32], &[], 0)
+        .await
+        .expect("agent");
+    let waiting = send(d, tenant, bystander.id, &message_with(0, 5, 0, None), 10).await;
+    for _ in 0..DONE {
+        send(d, tenant, agent.id, &message_with(0, 5, 0, None), 10).await;
+    }
+    for c in d
+        .claim(&agent, DONE as u32, 1_000, None, 90)
+        .await
+        .expect("claim")
+        .events
+    {
+        d.ack(&agent, c.event.event_id, c.claim_token, 100)
+            .await
+            .expect("ack");
+    }
+
+    // The pass, held open after its deletes.
+    let mut tx = d.begin_write().await.expect("begin");
+    d.marks(&mut tx, agent.id, true).await.expect("marks");
+    d.delete_history_through(&mut tx, agent.id, DONE)
+        .await
+        .expect("history");
+    assert_eq!(
+        d.delete_events_through(&mut tx, agent.id, DONE)
+            .await
+            .expect("events"),
+        DONE
+    );
+    let claimed = d
+        .claim(&bystander, 1, 1_000, None, 150)
+        .await
+        .expect("claim")
+        .events;
+    assert_eq!(
+        claimed.iter().map(|c| c.event.event_id).collect::<Vec<_>>(),
+        [waiting],
+        "retention of one agent hides no other agent's pending event"
+    );
+    d.raise_low_water(&mut tx, agent.id, DONE)
+        .await
+        .expect("low water");
+    d.commit(tx, &[]).await.expect("commit");
+    // Done with, so later checks do not meet its lease.
+    for c in claimed {
+        d.ack(&bystander, c.event.event_id, c.claim_token, 160)
+            .await
+            .expect("ack");
+    }
 }
