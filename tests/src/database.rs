@@ -97,6 +97,58 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// Ends every session on this database but the caller's, as an operator's
+    /// `pg_terminate_backend` or MariaDB's `KILL CONNECTION` would (PostgreSQL sends
+    /// the backend's FATAL `57P01` first; MariaDB just closes); how many it ended.
+    pub async fn kill_sessions(&self) -> u64 {
+        match self.backend {
+            Backend::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url)
+                    .await
+                    .expect("connect to the test database");
+                let killed: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) \
+                     FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                )
+                .bind(&self.name)
+                .fetch_one(&mut conn)
+                .await
+                .expect("terminate the database's sessions");
+                let _ = conn.close().await;
+                killed as u64
+            }
+            Backend::MySql => {
+                let mut conn = sqlx::MySqlConnection::connect(&self.url)
+                    .await
+                    .expect("connect to the test database");
+                let ids: Vec<i64> = sqlx::query_scalar(
+                    "SELECT id FROM information_schema.processlist \
+                     WHERE db = ? AND id <> CONNECTION_ID()",
+                )
+                .bind(&self.name)
+                .fetch_all(&mut conn)
+                .await
+                .expect("list the database's sessions");
+                let mut killed = 0;
+                for id in ids {
+                    // Gone meanwhile is as good as killed.
+                    if sqlx::raw_sql(sqlx::AssertSqlSafe(format!("KILL CONNECTION {id}")))
+                        .execute(&mut conn)
+                        .await
+                        .is_ok()
+                    {
+                        killed += 1;
+                    }
+                }
+                let _ = conn.close().await;
+                killed
+            }
+            Backend::Sqlite => unreachable!("SQLite has no sessions to kill"),
+        }
+    }
+}
+
 async fn admin_execute(backend: Backend, admin: &str, sql: &str) {
     let sql = sqlx::AssertSqlSafe(sql.to_owned());
     match backend {

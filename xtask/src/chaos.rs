@@ -31,6 +31,11 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         on_servers: Some(&["on_a_shared_database"]),
     },
     Scenario {
+        name: "agents paused holding claims (SIGSTOP of `agent run`)",
+        args: &["--test", "chaos_agents"],
+        on_servers: None,
+    },
+    Scenario {
         name: "races held open (passes every 2 ms under every kind of write)",
         args: &["--test", "protocol", "races::"],
         on_servers: Some(&[]),

@@ -6,6 +6,9 @@
 //! instances share the database and one at a time is killed, while the senders move
 //! to the other.
 //!
+//! Some agents are drained by `switchboard agent run` processes instead (a shell
+//! command as the handler, writing a file per run), which ride out the kills too.
+//!
 //! The oracle, at the end: every answered send was handled (0 lost), each agent's
 //! events were first handled in sequence order (0 reordered), no retried key stored a
 //! second event, and no event ran its handler twice (redeliveries after a lease
@@ -134,6 +137,78 @@ struct Handled {
     n: u64,
 }
 
+/// The `agent run` handler: the payload into a file of its own named
+/// `<agent>.<seq>.<event id>.<nanoseconds>.<pid>`, renamed into place once written.
+const HANDLER: &str = r#"cat > "$OUT/.$$.tmp" && mv "$OUT/.$$.tmp" "$OUT/$SWITCHBOARD_AGENT.$SWITCHBOARD_SEQ.$SWITCHBOARD_EVENT_ID.$(date +%s%N).$$""#;
+
+/// `switchboard agent run` draining `name` through `url`.
+fn agent_run(
+    url: &str,
+    token: &str,
+    name: &str,
+    state: &std::path::Path,
+    out: &std::path::Path,
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("agent")
+        .arg("--state")
+        .arg(state)
+        // The SDK consumers' lease: a claim whose answer died with the server comes
+        // back within seconds.
+        .args([
+            "run",
+            "--name",
+            name,
+            "--lease-seconds",
+            "5",
+            "--max-poll-seconds",
+            "1",
+        ])
+        .args(["--", "sh", "-c", HANDLER])
+        .env("SWITCHBOARD_SERVER", url)
+        .env("SWITCHBOARD_TOKEN", token)
+        .env("SWITCHBOARD_LOG", "error")
+        .env("OUT", out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn switchboard agent run")
+}
+
+/// What the `agent run` handlers wrote into `out`, in the order they ran.
+fn handled_by_commands(out: &std::path::Path, names: &[String]) -> Vec<Handled> {
+    let mut runs: Vec<(u128, Handled)> = Vec::new();
+    for entry in std::fs::read_dir(out).expect("read the handlers' directory") {
+        let path = entry.expect("entry").path();
+        let file = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if file.starts_with('.') {
+            continue; // not renamed into place yet
+        }
+        let parts: Vec<&str> = file.split('.').collect();
+        let [agent, seq, event_id, at_ns, _pid] = parts[..] else {
+            panic!("unexpected file {file}");
+        };
+        let p: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON payload");
+        runs.push((
+            at_ns.parse().expect("time"),
+            Handled {
+                agent: names.iter().position(|n| n == agent).expect("agent"),
+                seq: seq.parse().expect("seq"),
+                event_id: event_id.to_owned(),
+                sender: p["s"].as_u64().unwrap_or(u64::MAX),
+                n: p["n"].as_u64().unwrap_or(u64::MAX),
+            },
+        ));
+    }
+    runs.sort_by_key(|(at, _)| *at);
+    runs.into_iter().map(|(_, h)| h).collect()
+}
+
 /// What the senders saw.
 #[derive(Default)]
 struct Sent {
@@ -163,6 +238,8 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
     let _alone = ONE_AT_A_TIME.lock().await;
     let scale = Scale::current();
     let agents: usize = scale.pick(8, 50);
+    // The first few agents are drained by `agent run` processes.
+    let commands: usize = scale.pick(2, 10);
     let senders: u64 = scale.pick(4, 8);
     let events: u64 = scale.pick(800, 10_000);
     let kills: usize = match fault {
@@ -202,11 +279,25 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
     let mut consumers = Vec::new();
     let mut statuses = Vec::new();
     let states = tempfile::tempdir().expect("state dir");
+    let out = states.path().join("handled");
+    std::fs::create_dir(&out).expect("mkdir");
+    let mut processes = Vec::new();
     for (a, name) in names.iter().enumerate() {
         let created = ops[0]
             .create_agent(&CreateAgent { name: name.clone() })
             .await
             .expect("create agent");
+        if a < commands {
+            let state = states.path().join(format!("{a}.db"));
+            processes.push(agent_run(
+                &urls[a % urls.len()],
+                created.token.as_str(),
+                name,
+                &state,
+                &out,
+            ));
+            continue;
+        }
         let client = Client::new(&urls[a % urls.len()], created.token.as_str()).expect("client");
         let db = switchboard_sdk::local::LocalDb::open(states.path().join(format!("{a}.db")))
             .await
@@ -342,6 +433,7 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
             .lock()
             .unwrap()
             .iter()
+            .chain(&handled_by_commands(&out, &names))
             .map(|h| (h.sender, h.n))
             .collect();
         if sent.answered.keys().all(|k| seen.contains(k)) || Instant::now() > drain_deadline {
@@ -356,9 +448,25 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
         let _ = c.await;
     }
     let deduplicated: u64 = statuses.iter().map(|s| s.borrow().deduplicated).sum();
+    // Every `agent run` rode out the kills and stops cleanly.
+    let mut unclean = Vec::new();
+    for (a, child) in processes.iter_mut().enumerate() {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            unclean.push(format!("{} had exited: {status}", names[a]));
+            continue;
+        }
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let status = child.wait().expect("wait");
+        if !status.success() {
+            unclean.push(format!("{} stopped with {status}", names[a]));
+        }
+    }
 
     // The oracle.
-    let handled = handled.lock().unwrap().clone();
+    let mut handled = handled.lock().unwrap().clone();
+    handled.extend(handled_by_commands(&out, &names));
     let mut runs: HashMap<&str, u64> = HashMap::new();
     let mut events_of_key: BTreeMap<(u64, u64), HashSet<&str>> = BTreeMap::new();
     let mut last_seq: HashMap<usize, u64> = HashMap::new();
@@ -404,13 +512,14 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
     row.recovery_ms = Some(sent.recovery_ms);
     row.server_5xx = sent.server_5xx;
     row.note = format!(
-        "{kills} {what} over {} s, {n_instances} instance(s), {agents} agents; {} sends answered 409 in flight; {stored_twice} keys stored twice; {handled_twice} events handled twice",
+        "{kills} {what} over {} s, {n_instances} instance(s), {agents} agents ({commands} by `agent run`); {} sends answered 409 in flight; {stored_twice} keys stored twice; {handled_twice} events handled twice",
         started.elapsed().as_secs(),
         sent.in_progress
     );
     row.record();
 
     assert_eq!(sent.answered.len() as u64, per_sender * senders);
+    assert!(unclean.is_empty(), "`agent run`: {unclean:?}");
     assert_eq!(lost, 0, "every answered send is handled");
     if backend.shared() {
         // Open finding (issue 17): on a shared database a killed instance's claim

@@ -1,6 +1,7 @@
 //! Network faults (issue 17): a TCP fault proxy (`switchboard_tests::faultproxy`)
-//! between the agents and the server, and between the server and PostgreSQL.
-//! Faults at random (delay, blackhole, reset, half-open, slow read), then healing:
+//! between the agents and the server, and between the server and PostgreSQL or
+//! MariaDB, where the database also ends the server's sessions (`pg_terminate_backend`,
+//! `KILL CONNECTION`). Faults at random (delay, blackhole, reset, half-open, slow read), then healing:
 //! the outbox drains, SSE falls back to polling and recovers, nothing is lost,
 //! nothing reordered, and the server's pool recovers without a restart.
 //!
@@ -641,6 +642,9 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
             // Past LONGEST: a request held by a dead connection would show.
             Duration::from_secs(24),
         ),
+        // The database ends the server's sessions (an operator's
+        // pg_terminate_backend, MariaDB's KILL CONNECTION) again and again.
+        ("terminate", Mix::only(Fault::Pass), Duration::from_secs(4)),
         (
             "random",
             Mix(vec![
@@ -656,6 +660,7 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     assert!(!sent.lock().expect("sent").is_empty(), "the load runs");
     let mut recovery = Duration::ZERO;
+    let mut terminated = 0;
     let mut names = Vec::new();
     for (name, mix, hold) in episodes {
         names.push(name);
@@ -668,11 +673,18 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
             tokio::time::sleep(Duration::from_millis(1_500)).await;
             proxy.set_mix(Mix::only(Fault::Blackhole));
             proxy.freeze_all();
-        } else {
+        } else if name != "terminate" {
             // The pool's connections meet the fault too.
             proxy.cut_all();
         }
-        if name == "random" {
+        if name == "terminate" {
+            let until = Instant::now() + hold;
+            while Instant::now() < until {
+                terminated += db.kill_sessions().await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            assert!(terminated > 0, "terminate: the server had sessions to end");
+        } else if name == "random" {
             // Pooled connections are made again every 2 s and meet the mix.
             let until = Instant::now() + hold;
             while Instant::now() < until {
@@ -763,7 +775,7 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
     row.server_5xx = failures.load(Ordering::SeqCst) - dropped.load(Ordering::SeqCst);
     row.recovery_ms = Some(ms(recovery));
     row.note = format!(
-        "episodes {}; connections: {}; slowest request {:.1} s; {} keep-alive drops; seed {}",
+        "episodes {}; {terminated} sessions ended by the database; connections: {}; slowest request {:.1} s; {} keep-alive drops; seed {}",
         names.join(", "),
         proxy.summary(),
         slowest.lock().expect("slowest").as_secs_f64(),
