@@ -36,6 +36,11 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         on_servers: None,
     },
     Scenario {
+        name: "load (1,000 SSE consumers on one process for 10 minutes, RSS over time)",
+        args: &["--test", "chaos_load"],
+        on_servers: None,
+    },
+    Scenario {
         name: "races held open (passes every 2 ms under every kind of write)",
         args: &["--test", "protocol", "races::"],
         on_servers: Some(&[]),

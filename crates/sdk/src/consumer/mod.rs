@@ -111,6 +111,7 @@ impl Consumer {
             handled: 0,
             acked: 0,
             deduplicated: 0,
+            claims: 0,
             poisoned: 0,
             last_error: None,
         });
@@ -224,6 +225,7 @@ impl Consumer {
                 ),
                 attempt_id: Some(attempt),
             };
+            self.status.send_modify(|s| s.claims += 1);
             let answer = self.client.claim(&self.agent, &request).await;
             // An answered claim frees its attempt id; after any failure the next
             // claim asks again with it (harmless if the failed one took nothing:

@@ -113,6 +113,9 @@ pub struct ConsumerStatus {
     pub acked: u64,
     /// Redeliveries acked without running the handler.
     pub deduplicated: u64,
+    /// Claim requests sent (empty answers included): with the wake-up stream up,
+    /// about one per wake-up and one more to find the inbox empty.
+    pub claims: u64,
     /// Events quarantined locally.
     pub poisoned: u64,
     /// The last error talking to the server, if the last attempt failed.

@@ -205,10 +205,6 @@ impl Waker {
             )
         })
     }
-
-    pub(crate) fn is_connected(&self) -> bool {
-        *self.connected.borrow()
-    }
 }
 
 /// Waits for whichever comes first: a wake-up, the schedule's next poll (or the
@@ -219,7 +215,14 @@ pub(crate) async fn wait(
     schedule: &PollSchedule,
     cancel: &CancellationToken,
 ) -> Mode {
-    let connected = waker.is_some_and(Waker::is_connected);
+    // The connection state, taken as seen: `changed` below then fires only on a
+    // later change. (A clone of the receiver that was never marked seen took the
+    // first connect as a change on every call: an SSE consumer claimed in a busy
+    // loop instead of waiting for a wake-up.)
+    let mut connected_changed = waker.map(|w| w.connected.clone());
+    let connected = connected_changed
+        .as_mut()
+        .is_some_and(|rx| *rx.borrow_and_update());
     let (mode, wait) = if connected {
         (Mode::Sse, schedule.max())
     } else {
@@ -237,7 +240,6 @@ pub(crate) async fn wait(
             None => std::future::pending().await,
         }
     };
-    let mut connected_changed = waker.map(|w| w.connected.clone());
     let reconnected = async {
         match connected_changed.as_mut() {
             Some(rx) => {
@@ -258,6 +260,50 @@ pub(crate) async fn wait(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connected waker with nothing to say keeps the reader waiting (the SSE
+    /// safety-net interval), and a change of connection wakes it.
+    #[tokio::test]
+    async fn a_connected_stream_waits_for_a_wake_up() {
+        let (tx, connected) = watch::channel(false);
+        tx.send_replace(true);
+        let waker = Waker {
+            wake: Arc::new(Notify::new()),
+            connected,
+        };
+        let schedule = PollSchedule::new(Duration::from_secs(1), Duration::from_secs(300));
+        let cancel = CancellationToken::new();
+        for _ in 0..3 {
+            let waited = tokio::time::timeout(
+                Duration::from_millis(200),
+                wait(Some(&waker), &schedule, &cancel),
+            )
+            .await;
+            assert!(waited.is_err(), "returned at once: {waited:?}");
+        }
+        let dropped = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            tx.send_replace(false);
+            tx
+        });
+        let mode = tokio::time::timeout(
+            Duration::from_secs(5),
+            wait(Some(&waker), &schedule, &cancel),
+        )
+        .await
+        .expect("a lost connection ends the wait");
+        assert_eq!(mode, Mode::Sse, "it waited as connected");
+        let _tx = dropped.await.expect("task");
+        assert!(!*waker.connected.borrow());
+        waker.wake.notify_one();
+        let mode = tokio::time::timeout(
+            Duration::from_secs(5),
+            wait(Some(&waker), &schedule, &cancel),
+        )
+        .await
+        .expect("a wake-up ends the wait");
+        assert!(matches!(mode, Mode::Polling { .. }), "{mode:?}");
+    }
 
     #[test]
     fn polling_starts_near_the_minimum_and_backs_off_to_the_ceiling() {
