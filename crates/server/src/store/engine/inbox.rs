@@ -155,6 +155,18 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
     /// tuple per claim.
     const SEEN_EVERY_MS: Millis = 0;
 
+    /// Orders the claims of one agent: taken first in every claim transaction and
+    /// held to its end, so that a claim waits behind an unfinished claim of the same
+    /// agent instead of skipping the rows it holds (`SKIP LOCKED`) and handing out a
+    /// later event first. The unfinished claim may be a dead one: a server killed
+    /// while its database session was busy (in a lock wait, say) leaves its
+    /// transaction open until the database notices, and the consumer's retry reached
+    /// the restarted server first (the crash loop on PostgreSQL saw it). Claims of
+    /// different agents never wait for each other. SQLite: nothing (one writer).
+    async fn order_claims(&self, _tx: &mut Self::Tx, _agent: AgentId) -> StoreResult<()> {
+        Ok(())
+    }
+
     /// Claims up to `limit` events for `agent` until `lease_until`, each with a new
     /// token (random, or [`attempt_token`] of the claim's `attempt` id) and its
     /// `claimed` history step. PostgreSQL: one CTE, rows taken `FOR UPDATE SKIP

@@ -63,6 +63,8 @@ async fn claim<D: InboxDriver>(
     now: Millis,
 ) -> StoreResult<Claimed> {
     let mut tx = d.begin_write().await?;
+    // Behind any unfinished claim of this agent, so its events go out in order.
+    d.order_claims(&mut tx, agent.id).await?;
     // Expired leases of this agent are claimable again now, not at the next scavenger
     // pass (as with SQS's visibility timeout).
     let reaped = maintenance::return_expired(d, &mut tx, now, Some(agent.id)).await?;

@@ -257,7 +257,23 @@ impl crate::store::engine::events::EventDriver for MySqlStore {}
 impl crate::store::engine::bulk::BulkDriver for MySqlStore {}
 impl crate::store::engine::directory::DirectoryDriver for MySqlStore {}
 impl crate::store::engine::idempotency::IdemDriver for MySqlStore {}
-impl crate::store::engine::inbox::InboxDriver for MySqlStore {}
+#[async_trait]
+impl crate::store::engine::inbox::InboxDriver for MySqlStore {
+    /// The agent's row, `FOR UPDATE`: the claim writes `last_seen_at` there before it
+    /// commits anyway, so this takes the same lock earlier (sends, which lock the row
+    /// to number their event, take it in the same order).
+    async fn order_claims(
+        &self,
+        tx: &mut Self::Tx,
+        agent: switchboard_proto::AgentId,
+    ) -> StoreResult<()> {
+        sqlx::query("SELECT id FROM agents WHERE id = ? FOR UPDATE")
+            .bind(agent.to_string())
+            .fetch_optional(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
 impl crate::store::engine::maintenance::MaintenanceDriver for MySqlStore {}
 impl crate::store::engine::jobs::JobDriver for MySqlStore {
     fn job_owner(&self) -> Option<&str> {

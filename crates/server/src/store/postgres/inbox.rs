@@ -13,6 +13,10 @@ use crate::store::*;
 use async_trait::async_trait;
 use sqlx::Row;
 
+/// The advisory-lock class of [`InboxDriver::order_claims`] (the two-key form, apart
+/// from the one-key locks sqlx's migrator takes).
+const CLAIM_LOCK_CLASS: i32 = 0x5342_434c; // "SBCL"
+
 /// The condition that a claim token is current and its lease running: `$2` event,
 /// `$3` agent, `$4` token, `$1` now.
 const HOLDS: &str = "id = $2 AND agent_id = $3 AND claim_token = $4 AND status = 'claimed' \
@@ -20,6 +24,18 @@ const HOLDS: &str = "id = $2 AND agent_id = $3 AND claim_token = $4 AND status =
 
 #[async_trait]
 impl InboxDriver for PgStore {
+    /// A transaction-level advisory lock on the agent (`hashtext` of its id, in a
+    /// class of its own): unlike the agent's row, it does not make claims wait for
+    /// sends, which lock the row to number their events.
+    async fn order_claims(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<()> {
+        sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+            .bind(CLAIM_LOCK_CLASS)
+            .bind(agent.to_string())
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
     /// Last seen, at most once a second: a row rewrite per claim would be a dead
     /// tuple per claim.
     const SEEN_EVERY_MS: Millis = 1000;

@@ -6,7 +6,10 @@
 //!   sequence number (`UPDATE agents SET head_seq = head_seq + 1 … RETURNING`), so a
 //!   second sender to the same agent waits for the first commit and numbers after it.
 //! - **Claims** lock the rows they hand out with `FOR UPDATE SKIP LOCKED`, so
-//!   concurrent claimers on any instance never wait for, nor take, each other's rows.
+//!   claimers of different agents on any instance never wait for, nor take, each
+//!   other's rows; claims of one agent take turns under a transaction-level advisory
+//!   lock (`InboxDriver::order_claims`), so none skips an earlier event that an
+//!   unfinished (or dead) claim still holds.
 //! - Serialization failures and deadlocks (40001, 40P01) are retried with jittered
 //!   backoff, a few times ([`retrying`]); every session has a statement timeout.
 //! - Wake-ups are `pg_notify` calls inside the committing transaction, so they are

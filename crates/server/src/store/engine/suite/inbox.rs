@@ -272,6 +272,63 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     );
 
     check_driver(d, tenant, &agent).await;
+    check_claims_in_order(d, tenant).await;
+}
+
+/// A claim behind an unfinished claim of the same agent (a dead server's, whose
+/// session the database has not ended yet) waits for it, and then takes the earlier
+/// event, instead of skipping its locked row and handing out the next one first.
+/// SQLite has one writer: the second claim could not even begin.
+async fn check_claims_in_order<D: InboxDriver + Store>(d: &D, tenant: TenantId) {
+    if D::DIALECT == crate::store::dialect::Dialect::Sqlite {
+        return;
+    }
+    let agent = d
+        .create_agent(tenant, "in-order", &[0xA7; 32], &[], 0)
+        .await
+        .expect("agent");
+    let first = send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
+    send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
+    // Another agent's claims are not held up.
+    let other = d
+        .create_agent(tenant, "in-order-too", &[0xA8; 32], &[], 0)
+        .await
+        .expect("agent");
+    let others = send(d, tenant, other.id, &message_with(0, 5, 0, None), 1_000).await;
+
+    let mut dying = d.begin_write().await.expect("begin");
+    d.order_claims(&mut dying, agent.id).await.expect("order");
+    let held = d
+        .claim_batch(&mut dying, &agent, 1, 60_000, None, 2_000)
+        .await
+        .expect("claim");
+    assert_eq!(held[0].event.event_id, first);
+
+    let elsewhere = d
+        .claim(&other, 1, 60_000, None, 2_000)
+        .await
+        .expect("claim");
+    assert_eq!(elsewhere.events[0].event.event_id, others);
+    let retry = d.claim(&agent, 1, 60_000, None, 2_000);
+    tokio::pin!(retry);
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(300), &mut retry)
+            .await
+            .is_err(),
+        "a claim behind an unfinished claim of its agent waits"
+    );
+    // The dead claim's session ends: dropped, its transaction rolls back.
+    drop(dying);
+    let retried = retry.await.expect("claim");
+    assert_eq!(
+        retried
+            .events
+            .iter()
+            .map(|c| c.event.event_id)
+            .collect::<Vec<_>>(),
+        [first],
+        "then takes the earlier event"
+    );
 }
 
 /// The [`InboxDriver`] methods: the portable shapes, or PostgreSQL's CTEs. Both
