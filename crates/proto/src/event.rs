@@ -190,6 +190,17 @@ pub struct ClaimRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ClaimResponse {
     pub events: Vec<ClaimedEvent>,
+    /// When the answer holds fewer events than asked for: the earliest moment a
+    /// pending event of this inbox that is not available yet becomes available (a
+    /// message sent with a future `available_at`, or released with a delay). No
+    /// wake-up is sent at that moment: a consumer that found nothing more claims
+    /// again then. Absent when no such event waits.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    pub next_available_at: Option<OffsetDateTime>,
 }
 
 /// `POST /agents/{agent}/inbox/{event_id}/ack`.

@@ -208,14 +208,29 @@ async fn release_with_delay_hides_the_event_until_the_clock_passes_it() {
     assert_eq!(event.last_error.as_deref(), Some("upstream timed out"));
     assert_eq!(event.available_at, state.available_at);
 
-    assert!(claim(&alice, "alice", 1, 60).await.is_empty(), "delayed");
+    // Nothing to claim yet, and the answer says when there will be: no wake-up
+    // marks that moment.
+    let empty = alice
+        .claim("alice", &claim_req(1, 60))
+        .await
+        .expect("claim");
+    assert!(empty.events.is_empty(), "delayed");
+    assert_eq!(empty.next_available_at, Some(state.available_at));
     server.advance(Duration::from_secs(29));
     assert!(
         claim(&alice, "alice", 1, 60).await.is_empty(),
         "1 s of delay left"
     );
     server.advance(Duration::from_secs(1));
-    let again = claim_one(&alice, "alice", 60).await;
+    let again = alice
+        .claim("alice", &claim_req(1, 60))
+        .await
+        .expect("claim");
+    assert_eq!(
+        again.next_available_at, None,
+        "a full answer says nothing more"
+    );
+    let again = again.events.into_iter().next().expect("the event is back");
     assert_eq!((again.event.event_id, again.event.attempts), (id, 2));
     assert_eq!(
         again.event.last_error.as_deref(),

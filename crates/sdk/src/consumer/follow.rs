@@ -159,7 +159,7 @@ impl Follower {
                     schedule.idle();
                 }
             }
-            wake::wait(waker.as_ref(), &schedule, &cancel).await;
+            wake::wait(waker.as_ref(), &schedule, None, &cancel).await;
         };
         stop_waker.cancel();
         result

@@ -75,6 +75,10 @@ pub struct Consumer {
     /// so that if the lost one took events, the server returns those (in order)
     /// instead of leasing more.
     unanswered_claim: std::sync::Mutex<Option<uuid::Uuid>>,
+    /// When the last claim that found nothing said the next waiting event becomes
+    /// available (a scheduled message, a release with a delay): no wake-up marks
+    /// that moment, so the reader claims again then.
+    next_due: std::sync::Mutex<Option<time::OffsetDateTime>>,
     /// Test seam: simulate a crash right after an event is marked handled.
     crash_after_handled: Option<CrashSeam>,
 }
@@ -122,6 +126,7 @@ impl Consumer {
             config,
             status,
             unanswered_claim: std::sync::Mutex::default(),
+            next_due: std::sync::Mutex::default(),
             crash_after_handled: None,
         }
     }
@@ -184,7 +189,8 @@ impl Consumer {
                     schedule.idle();
                 }
             }
-            let mode = wake::wait(waker.as_ref(), &schedule, &cancel).await;
+            let due = *self.next_due.lock().unwrap_or_else(|e| e.into_inner());
+            let mode = wake::wait(waker.as_ref(), &schedule, due, &cancel).await;
             self.set_mode(mode).await;
         };
         stop_waker.cancel();
@@ -236,8 +242,10 @@ impl Consumer {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = None;
             }
-            let claimed = answer?.events;
+            let answer = answer?;
+            let claimed = answer.events;
             if claimed.is_empty() {
+                *self.next_due.lock().unwrap_or_else(|e| e.into_inner()) = answer.next_available_at;
                 return Ok(Drained::Empty(processed));
             }
             self.status.send_modify(|s| s.last_error = None);

@@ -92,6 +92,10 @@ impl PollSchedule {
     pub(crate) fn max(&self) -> Duration {
         self.max
     }
+
+    pub(crate) fn min(&self) -> Duration {
+        self.min
+    }
 }
 
 /// The SSE side: a task that keeps the subscription open and wakes the reader.
@@ -208,11 +212,12 @@ impl Waker {
 }
 
 /// Waits for whichever comes first: a wake-up, the schedule's next poll (or the
-/// safety-net interval while SSE is up), or cancellation. Returns the mode it
-/// waited in.
+/// safety-net interval while SSE is up), `due` (when the server said a waiting
+/// event becomes available), or cancellation. Returns the mode it waited in.
 pub(crate) async fn wait(
     waker: Option<&Waker>,
     schedule: &PollSchedule,
+    due: Option<time::OffsetDateTime>,
     cancel: &CancellationToken,
 ) -> Mode {
     // The connection state, taken as seen: `changed` below then fires only on a
@@ -233,6 +238,17 @@ pub(crate) async fn wait(
             },
             wait,
         )
+    };
+    // Not past the moment the server said the next waiting event becomes available,
+    // but not sooner than the shortest poll either: with a clock ahead of the
+    // server's, the moment looks past while the server still says "not yet".
+    let wait = match due {
+        Some(due) => wait.min(
+            Duration::try_from(due - time::OffsetDateTime::now_utc())
+                .unwrap_or(Duration::ZERO)
+                .max(schedule.min()),
+        ),
+        None => wait,
     };
     let woken = async {
         match waker {
@@ -276,7 +292,7 @@ mod tests {
         for _ in 0..3 {
             let waited = tokio::time::timeout(
                 Duration::from_millis(200),
-                wait(Some(&waker), &schedule, &cancel),
+                wait(Some(&waker), &schedule, None, &cancel),
             )
             .await;
             assert!(waited.is_err(), "returned at once: {waited:?}");
@@ -288,7 +304,7 @@ mod tests {
         });
         let mode = tokio::time::timeout(
             Duration::from_secs(5),
-            wait(Some(&waker), &schedule, &cancel),
+            wait(Some(&waker), &schedule, None, &cancel),
         )
         .await
         .expect("a lost connection ends the wait");
@@ -298,7 +314,7 @@ mod tests {
         waker.wake.notify_one();
         let mode = tokio::time::timeout(
             Duration::from_secs(5),
-            wait(Some(&waker), &schedule, &cancel),
+            wait(Some(&waker), &schedule, None, &cancel),
         )
         .await
         .expect("a wake-up ends the wait");

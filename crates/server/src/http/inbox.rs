@@ -193,6 +193,7 @@ async fn claim(
     state.hub.changed(agent.wake(agent.head_seq));
     Ok(axum::Json(ClaimResponse {
         events: done.events,
+        next_available_at: done.next_available.map(crate::clock::to_timestamp),
     }))
 }
 

@@ -149,6 +149,9 @@ pub struct ReleaseArgs {
 pub struct Claimed {
     pub events: Vec<ClaimedEvent>,
     pub reaped: ReapStats,
+    /// When fewer events than asked for were claimed: the earliest `available_at`
+    /// still ahead among the agent's pending events.
+    pub next_available: Option<crate::clock::Millis>,
 }
 
 /// The result of one scavenger pass.

@@ -92,6 +92,13 @@ pub(crate) trait InboxStatements:
         now: Millis,
         limit: u32,
     ) -> StoreResult<Vec<(EventId, u32)>>;
+    /// The earliest `available_at` after `now` among the agent's pending events.
+    async fn next_available(
+        &self,
+        tx: &mut Self::Tx,
+        agent: AgentId,
+        now: Millis,
+    ) -> StoreResult<Option<Millis>>;
     /// The agent's claimed events whose leases run at `now`, with their tokens and
     /// leases, by priority then sequence (to find a retried claim's events).
     async fn claims_held(

@@ -81,12 +81,20 @@ async fn claim<D: InboxDriver>(
             return Ok(Claimed {
                 events: again,
                 reaped,
+                next_available: None,
             });
         }
     }
     let events = d
         .claim_batch(&mut tx, agent, limit, now + lease_ms, attempt, now)
         .await?;
+    // Nothing more to take now: say when the next waiting event becomes available,
+    // since no wake-up marks that moment.
+    let next_available = if (events.len() as u32) < limit {
+        d.next_available(&mut tx, agent.id, now).await?
+    } else {
+        None
+    };
     // In the claim's transaction, so it costs no commit of its own.
     let seen_after = match D::SEEN_EVERY_MS {
         0 => Millis::MAX,
@@ -95,7 +103,11 @@ async fn claim<D: InboxDriver>(
     d.note_seen(Some(&mut tx), agent.id, now, seen_after)
         .await?;
     d.commit(tx, &reaped.wakes).await?;
-    Ok(Claimed { events, reaped })
+    Ok(Claimed {
+        events,
+        reaped,
+        next_available,
+    })
 }
 
 /// Acks a batch: what holds is completed in one transaction (one commit), then each

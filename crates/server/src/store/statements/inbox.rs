@@ -122,6 +122,23 @@ macro_rules! inbox_statements {
                     .collect()
             }
 
+            async fn next_available(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Option<$crate::clock::Millis>> {
+                Ok(sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT MIN(available_at) FROM events @FORCE_INDEX(events_claim) \
+                     WHERE agent_id = $1 AND status = 'pending' AND available_at > $2"
+                ))
+                .bind(agent.to_string())
+                .bind(now)
+                .fetch_one(&mut **tx)
+                .await?)
+            }
+
             async fn claims_held(
                 &self,
                 tx: &mut Self::Tx,
