@@ -23,11 +23,10 @@
 
 mod common;
 
-use common::{Serve, serve_command, sqlite_url};
+use common::{Serve, agent_run, handler_runs, serve_command, signal, sqlite_url};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use switchboard_sdk::Client;
@@ -38,90 +37,8 @@ use switchboard_tests::chaos::{ChaosRow, Scale};
 /// The lease each claim asks for; a pause is longer.
 const LEASE_SECONDS: u64 = 2;
 
-/// The handler: a little work, then the payload into a file of its own named
-/// `<agent>.<seq>.<nanoseconds>.<pid>` (a file per run, so a run interrupted
-/// anywhere never garbles another's record).
-const HANDLER: &str = r#"sleep 0.2; cat > "$OUT/.$$.tmp" && mv "$OUT/.$$.tmp" "$OUT/$SWITCHBOARD_AGENT.$SWITCHBOARD_SEQ.$(date +%s%N).$$""#;
-
-/// `switchboard agent run` for `name`, its local state in `state`.
-fn agent_run(url: &str, token: &str, name: &str, state: &Path, out: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .arg("agent")
-        .arg("--state")
-        .arg(state)
-        .args([
-            "run",
-            "--name",
-            name,
-            "--lease-seconds",
-            &LEASE_SECONDS.to_string(),
-            "--max-poll-seconds",
-            "1",
-            "--",
-            "sh",
-            "-c",
-            HANDLER,
-        ])
-        .env("SWITCHBOARD_SERVER", url)
-        .env("SWITCHBOARD_TOKEN", token)
-        .env("SWITCHBOARD_LOG", "warn")
-        .env("OUT", out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn switchboard agent run")
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill {sig} {}", child.id());
-}
-
 /// Each answered send's key (sender, number) → its agent and sequence number.
 type Answered = HashMap<(u64, u64), (usize, u64)>;
-
-/// One handler run, from its file.
-struct Run {
-    agent: String,
-    seq: u64,
-    at_ns: u128,
-    key: (u64, u64),
-}
-
-fn runs(out: &Path) -> Vec<Run> {
-    let mut runs = Vec::new();
-    for entry in std::fs::read_dir(out).expect("read the handler's directory") {
-        let path: PathBuf = entry.expect("entry").path();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if name.starts_with('.') {
-            continue; // a run stopped before its rename: not a finished run
-        }
-        let parts: Vec<&str> = name.split('.').collect();
-        let [agent, seq, at_ns, _pid] = parts[..] else {
-            panic!("unexpected file {name}");
-        };
-        let payload: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON payload");
-        runs.push(Run {
-            agent: agent.to_owned(),
-            seq: seq.parse().expect("seq"),
-            at_ns: at_ns.parse().expect("time"),
-            key: (
-                payload["s"].as_u64().expect("s"),
-                payload["n"].as_u64().expect("n"),
-            ),
-        });
-    }
-    runs.sort_by_key(|r| r.at_ns);
-    runs
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn agents_paused_holding_claims_are_fenced() {
@@ -164,6 +81,8 @@ async fn agents_paused_holding_claims_are_fenced() {
             name,
             &state,
             &out,
+            LEASE_SECONDS,
+            "0.2",
         ));
     }
 
@@ -212,11 +131,11 @@ async fn agents_paused_holding_claims_are_fenced() {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        signal(&processes[victim], "-STOP");
+        signal(processes[victim].id(), "-STOP");
         paused_holding += u64::from(holding);
         let frozen = rng.random_range(LEASE_SECONDS * 1_000 + 1_000..LEASE_SECONDS * 1_000 + 2_500);
         tokio::time::sleep(Duration::from_millis(frozen)).await;
-        signal(&processes[victim], "-CONT");
+        signal(processes[victim].id(), "-CONT");
     }
     for t in sender_tasks {
         t.await.expect("sender");
@@ -239,7 +158,7 @@ async fn agents_paused_holding_claims_are_fenced() {
             unclean.push(format!("{name} had exited: {status}"));
             continue;
         }
-        signal(child, "-TERM");
+        signal(child.id(), "-TERM");
         let status = child.wait().expect("wait");
         if !status.success() {
             unclean.push(format!("{name} stopped with {status}"));
@@ -252,13 +171,17 @@ async fn agents_paused_holding_claims_are_fenced() {
         .map_or(0, |c| c.stale_claim_rejections_total);
 
     // The oracle.
-    let runs = runs(&out);
+    let runs = handler_runs(&out);
     let mut first: HashMap<(usize, u64), (u64, u64)> = HashMap::new();
     let mut times: HashMap<(String, u64), u64> = HashMap::new();
     let mut last_seq: HashMap<&str, u64> = HashMap::new();
     let mut reordered = 0;
     let mut seen_keys: HashSet<(u64, u64)> = HashSet::new();
     for r in &runs {
+        let key = (
+            r.payload["s"].as_u64().expect("s"),
+            r.payload["n"].as_u64().expect("n"),
+        );
         let count = times.entry((r.agent.clone(), r.seq)).or_default();
         *count += 1;
         if *count == 1 {
@@ -268,9 +191,9 @@ async fn agents_paused_holding_claims_are_fenced() {
             }
             *last = (*last).max(r.seq);
             let a = names.iter().position(|n| *n == r.agent).expect("agent");
-            first.insert((a, r.seq), r.key);
+            first.insert((a, r.seq), key);
         }
-        seen_keys.insert(r.key);
+        seen_keys.insert(key);
     }
     let lost = answered
         .iter()

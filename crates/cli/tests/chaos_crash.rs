@@ -22,7 +22,7 @@
 
 mod common;
 
-use common::{Serve, sqlite_url};
+use common::{Serve, agent_run, handler_runs, signal, sqlite_url};
 use rand::Rng;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::Stdio;
@@ -137,76 +137,18 @@ struct Handled {
     n: u64,
 }
 
-/// The `agent run` handler: the payload into a file of its own named
-/// `<agent>.<seq>.<event id>.<nanoseconds>.<pid>`, renamed into place once written.
-const HANDLER: &str = r#"cat > "$OUT/.$$.tmp" && mv "$OUT/.$$.tmp" "$OUT/$SWITCHBOARD_AGENT.$SWITCHBOARD_SEQ.$SWITCHBOARD_EVENT_ID.$(date +%s%N).$$""#;
-
-/// `switchboard agent run` draining `name` through `url`.
-fn agent_run(
-    url: &str,
-    token: &str,
-    name: &str,
-    state: &std::path::Path,
-    out: &std::path::Path,
-) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .arg("agent")
-        .arg("--state")
-        .arg(state)
-        // The SDK consumers' lease: a claim whose answer died with the server comes
-        // back within seconds.
-        .args([
-            "run",
-            "--name",
-            name,
-            "--lease-seconds",
-            "5",
-            "--max-poll-seconds",
-            "1",
-        ])
-        .args(["--", "sh", "-c", HANDLER])
-        .env("SWITCHBOARD_SERVER", url)
-        .env("SWITCHBOARD_TOKEN", token)
-        .env("SWITCHBOARD_LOG", "error")
-        .env("OUT", out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn switchboard agent run")
-}
-
 /// What the `agent run` handlers wrote into `out`, in the order they ran.
 fn handled_by_commands(out: &std::path::Path, names: &[String]) -> Vec<Handled> {
-    let mut runs: Vec<(u128, Handled)> = Vec::new();
-    for entry in std::fs::read_dir(out).expect("read the handlers' directory") {
-        let path = entry.expect("entry").path();
-        let file = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if file.starts_with('.') {
-            continue; // not renamed into place yet
-        }
-        let parts: Vec<&str> = file.split('.').collect();
-        let [agent, seq, event_id, at_ns, _pid] = parts[..] else {
-            panic!("unexpected file {file}");
-        };
-        let p: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON payload");
-        runs.push((
-            at_ns.parse().expect("time"),
-            Handled {
-                agent: names.iter().position(|n| n == agent).expect("agent"),
-                seq: seq.parse().expect("seq"),
-                event_id: event_id.to_owned(),
-                sender: p["s"].as_u64().unwrap_or(u64::MAX),
-                n: p["n"].as_u64().unwrap_or(u64::MAX),
-            },
-        ));
-    }
-    runs.sort_by_key(|(at, _)| *at);
-    runs.into_iter().map(|(_, h)| h).collect()
+    handler_runs(out)
+        .into_iter()
+        .map(|r| Handled {
+            agent: names.iter().position(|n| *n == r.agent).expect("agent"),
+            seq: r.seq,
+            event_id: r.event_id,
+            sender: r.payload["s"].as_u64().unwrap_or(u64::MAX),
+            n: r.payload["n"].as_u64().unwrap_or(u64::MAX),
+        })
+        .collect()
 }
 
 /// What the senders saw.
@@ -289,12 +231,16 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
             .expect("create agent");
         if a < commands {
             let state = states.path().join(format!("{a}.db"));
+            // The SDK consumers' lease: a claim whose answer died with the server
+            // comes back within seconds.
             processes.push(agent_run(
                 &urls[a % urls.len()],
                 created.token.as_str(),
                 name,
                 &state,
                 &out,
+                5,
+                "0",
             ));
             continue;
         }
@@ -406,18 +352,10 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
                     .as_ref()
                     .expect("running")
                     .child
-                    .id()
-                    .to_string();
-                let signal = |s: &str| {
-                    let ok = std::process::Command::new("kill")
-                        .args([s, &pid])
-                        .status()
-                        .is_ok_and(|st| st.success());
-                    assert!(ok, "kill {s} {pid}");
-                };
-                signal("-STOP");
+                    .id();
+                signal(pid, "-STOP");
                 tokio::time::sleep(Duration::from_millis(rng.random_range(11_000..13_000))).await;
-                signal("-CONT");
+                signal(pid, "-CONT");
             }
         }
     }
@@ -455,9 +393,7 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
             unclean.push(format!("{} had exited: {status}", names[a]));
             continue;
         }
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
+        signal(child.id(), "-TERM");
         let status = child.wait().expect("wait");
         if !status.success() {
             unclean.push(format!("{} stopped with {status}", names[a]));

@@ -65,3 +65,88 @@ impl Drop for Serve {
         let _ = self.child.wait();
     }
 }
+
+/// Sends `sig` (`-STOP`, `-CONT`, `-TERM`…) to process `pid` with kill(1).
+pub(crate) fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// The `agent run` handler: `$WORK` seconds of work, then the payload into a file of
+/// its own in `$OUT` named `<agent>.<seq>.<event id>.<nanoseconds>.<pid>`, renamed
+/// into place once written (so a run interrupted anywhere never garbles another's).
+const HANDLER: &str = r#"sleep "$WORK"; cat > "$OUT/.$$.tmp" && mv "$OUT/.$$.tmp" "$OUT/$SWITCHBOARD_AGENT.$SWITCHBOARD_SEQ.$SWITCHBOARD_EVENT_ID.$(date +%s%N).$$""#;
+
+/// `switchboard agent run` draining `name` through `url` (its local state in
+/// `state`, leases of `lease_seconds`), each event handled by [`HANDLER`] after
+/// `work` seconds (`"0.2"`) into `out`; read the runs back with [`handler_runs`].
+pub(crate) fn agent_run(
+    url: &str,
+    token: &str,
+    name: &str,
+    state: &Path,
+    out: &Path,
+    lease_seconds: u64,
+    work: &str,
+) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("agent")
+        .arg("--state")
+        .arg(state)
+        .args(["run", "--name", name, "--lease-seconds"])
+        .arg(lease_seconds.to_string())
+        .args(["--max-poll-seconds", "1", "--", "sh", "-c", HANDLER])
+        .env("SWITCHBOARD_SERVER", url)
+        .env("SWITCHBOARD_TOKEN", token)
+        .env("SWITCHBOARD_LOG", "warn")
+        .env("OUT", out)
+        .env("WORK", work)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn switchboard agent run")
+}
+
+/// One finished run of [`HANDLER`].
+pub(crate) struct HandlerRun {
+    pub(crate) agent: String,
+    pub(crate) seq: u64,
+    pub(crate) event_id: String,
+    pub(crate) payload: serde_json::Value,
+}
+
+/// The finished handler runs in `out`, in the order they started.
+pub(crate) fn handler_runs(out: &Path) -> Vec<HandlerRun> {
+    let mut runs: Vec<(u128, HandlerRun)> = Vec::new();
+    for entry in std::fs::read_dir(out).expect("read the handlers' directory") {
+        let path = entry.expect("entry").path();
+        let file = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if file.starts_with('.') {
+            continue; // a run stopped before its rename: not a finished run
+        }
+        let parts: Vec<&str> = file.split('.').collect();
+        let [agent, seq, event_id, at_ns, _pid] = parts[..] else {
+            panic!("unexpected file {file}");
+        };
+        let payload =
+            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON payload");
+        runs.push((
+            at_ns.parse().expect("time"),
+            HandlerRun {
+                agent: agent.to_owned(),
+                seq: seq.parse().expect("seq"),
+                event_id: event_id.to_owned(),
+                payload,
+            },
+        ));
+    }
+    runs.sort_by_key(|(at, _)| *at);
+    runs.into_iter().map(|(_, r)| r).collect()
+}
