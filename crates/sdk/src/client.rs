@@ -113,8 +113,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Time allowed for a whole request, body included (default 30 s). Not applied
-    /// to SSE streams, which stay open.
+    /// Time allowed for a whole request, body included (default 30 s). SSE streams,
+    /// which stay open, get it for their response head only ([`Error::Timeout`]).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
@@ -351,17 +351,15 @@ impl Client {
                 .header(CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
-        let response = request.send().await?;
-        if response.status().is_success() {
-            return Ok(response);
+        if !call.stream {
+            return checked(request.send().await?).await;
         }
-        let (status, headers, url) = (
-            response.status(),
-            response.headers().clone(),
-            response.url().clone(),
-        );
-        let body = response.bytes().await?;
-        Err(Error::from_response(status, &headers, &url, &body))
+        // The stream stays open, but its head (or its error body) must come in time:
+        // a half-open connection would otherwise hold the call forever.
+        let timeout = self.inner.request_timeout;
+        tokio::time::timeout(timeout, async { checked(request.send().await?).await })
+            .await
+            .map_err(|_| Error::Timeout(timeout))?
     }
 
     /// Sends a call and decodes a JSON body.
@@ -396,6 +394,20 @@ impl Client {
             serde_json::from_slice(&body).map_err(|e| Error::Decode(format!("{what}: {e}")))?;
         Ok((value, sent))
     }
+}
+
+/// A 2xx response, unread; any other status becomes [`Error::Api`] with its body.
+async fn checked(response: Response) -> Result<Response, Error> {
+    if response.status().is_success() {
+        return Ok(response);
+    }
+    let (status, headers, url) = (
+        response.status(),
+        response.headers().clone(),
+        response.url().clone(),
+    );
+    let body = response.bytes().await?;
+    Err(Error::from_response(status, &headers, &url, &body))
 }
 
 /// Logs one attempt with what is safe to log (invariant I11): method, route

@@ -37,6 +37,11 @@ pub enum Error {
     /// The request did not complete: connect failure, timeout, TLS, reset stream.
     #[error("transport error: {0}")]
     Transport(#[from] reqwest::Error),
+    /// No response head came within the request timeout. Streams (SSE) get no
+    /// overall timeout, since they stay open, but their head is bounded by it: a
+    /// half-open connection would otherwise hold `subscribe` forever.
+    #[error("no response within {0:?}")]
+    Timeout(Duration),
     /// A 2xx body (or an SSE event) was not what the API promises.
     #[error("could not decode the response: {0}")]
     Decode(String),
@@ -60,11 +65,12 @@ fn api_message(status: u16, problem: &Problem) -> String {
 
 impl Error {
     /// What kind of failure this is, as a stable word for logs and metrics:
-    /// `api`, `transport`, `decode`, `invalid_url` or `invalid_input`.
+    /// `api`, `transport`, `timeout`, `decode`, `invalid_url` or `invalid_input`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Api { .. } => "api",
             Self::Transport(_) => "transport",
+            Self::Timeout(_) => "timeout",
             Self::Decode(_) => "decode",
             Self::InvalidUrl(_) => "invalid_url",
             Self::InvalidInput(_) => "invalid_input",

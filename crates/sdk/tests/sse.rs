@@ -121,3 +121,34 @@ async fn ops_stream_yields_changes() {
         "the comment dispatches nothing; the stream ends"
     );
 }
+
+#[tokio::test]
+async fn a_stream_whose_head_never_comes_times_out() {
+    // Accepts connections and never answers: a half-open server.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    let client = Client::builder()
+        .request_timeout(Duration::from_millis(300))
+        .retry(switchboard_sdk::RetryPolicy::none())
+        .build(&url, TOKEN)
+        .expect("client");
+
+    let err = tokio::time::timeout(Duration::from_secs(10), client.subscribe("alice"))
+        .await
+        .expect("subscribe gives up on its own")
+        .expect_err("no head");
+    assert!(
+        matches!(err, Error::Timeout(t) if t == Duration::from_millis(300)),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), "timeout");
+    held.abort();
+}

@@ -196,6 +196,7 @@ impl Failure {
                 timeout: e.is_timeout(),
             },
             Error::Transport(e) if e.is_timeout() => Self::Timeout,
+            Error::Timeout(_) => Self::Timeout,
             // Request: the send failed after connecting. Decode: reqwest reports a
             // failed body read as one (we decode JSON ourselves, into
             // `Error::Decode`, so here it is always the connection).

@@ -117,6 +117,10 @@ fn failures_of_api_errors_read_status_code_and_retry_after() {
         assert_eq!(Failure::of(&error), failure, "{error}");
     }
     assert_eq!(
+        Failure::of(&Error::Timeout(std::time::Duration::from_secs(30))),
+        Failure::Timeout
+    );
+    assert_eq!(
         Failure::of(&Error::Decode("bad json".into())),
         Failure::Other
     );
