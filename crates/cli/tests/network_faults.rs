@@ -11,16 +11,17 @@
 
 mod common;
 
+use common::outage::{Outage, Worker};
 use common::{Serve, serve_command, sqlite_url};
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use switchboard_sdk::consumer::Mode;
 use switchboard_sdk::outbox::OutboxCounts;
 use switchboard_sdk::privacy::{FieldKind, Gate, Schema};
-use switchboard_sdk::proto::{ClaimRequest, CreateAgent, ErrorCode, SendMessage};
+use switchboard_sdk::proto::{CreateAgent, SendMessage};
 use switchboard_sdk::{
     Client, Consumer, ConsumerConfig, Delivery, LocalDb, Outbox, OutboxConfig, Outcome,
     RetryPolicy, Target,
@@ -424,21 +425,6 @@ async fn agents_ride_out_network_faults_losing_nothing() {
 /// database (20 s) answers first.
 const LONGEST: Duration = Duration::from_secs(22);
 
-/// An error while the database is unreachable must be a 503 problem document (or
-/// the open finding of `db_restart.rs`: a keep-alive connection closed under the
-/// request, counted apart).
-fn outage_error(e: &switchboard_sdk::Error, what: &str, dropped: &AtomicU64) {
-    if let switchboard_sdk::Error::Transport(t) = e
-        && format!("{t:?}").contains("IncompleteMessage")
-    {
-        dropped.fetch_add(1, Ordering::SeqCst);
-        eprintln!("{what}: a keep-alive connection was closed under the request: {t:?}");
-        return;
-    }
-    assert_eq!(e.status(), Some(503), "{what}: {e} ({e:?})");
-    assert_eq!(e.code(), Some(ErrorCode::Unavailable), "{what}: {e}");
-}
-
 /// `url` (`postgres://user:pw@host:port/db…`) with its host and port replaced.
 fn via(url: &str, addr: std::net::SocketAddr) -> (String, std::net::SocketAddr) {
     let at = url.find('@').expect("user info") + 1;
@@ -489,19 +475,17 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
     let agent = client(created.token.as_str());
 
     let stop = Arc::new(AtomicBool::new(false));
-    let dropped = Arc::new(AtomicU64::new(0));
-    let failures = Arc::new(AtomicU64::new(0));
+    let outage = Arc::new(Outage::default());
     let sent: Arc<Mutex<Vec<(u64, Instant)>>> = Arc::default();
     let slowest = Arc::new(Mutex::new(Duration::ZERO));
 
     // The sender: message n with key n until it is accepted, then n + 1.
     let sender = tokio::spawn({
-        let (op, stop, sent, failures, dropped, slowest) = (
+        let (op, stop, sent, outage, slowest) = (
             op.clone(),
             stop.clone(),
             sent.clone(),
-            failures.clone(),
-            dropped.clone(),
+            outage.clone(),
             slowest.clone(),
         );
         async move {
@@ -527,8 +511,7 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
                         n += 1;
                     }
                     Err(e) => {
-                        outage_error(&e, "send", &dropped);
-                        failures.fetch_add(1, Ordering::SeqCst);
+                        outage.failed(&e, "send");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 }
@@ -536,79 +519,8 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
         }
     });
 
-    // The claimer: claims and acks (an ack retried with its token until it lands).
-    let acked: Arc<Mutex<HashMap<u64, u32>>> = Arc::default();
-    // Each event's seq → its n, from the claims (terminal events lose their payload).
-    let numbers: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
-    let claiming = Arc::new(AtomicBool::new(true));
-    let claimer = tokio::spawn({
-        let (agent, acked, numbers, failures, claiming, dropped) = (
-            agent.clone(),
-            acked.clone(),
-            numbers.clone(),
-            failures.clone(),
-            claiming.clone(),
-            dropped.clone(),
-        );
-        async move {
-            let request = ClaimRequest {
-                limit: Some(10),
-                lease_seconds: Some(5),
-                attempt_id: None,
-            };
-            while claiming.load(Ordering::SeqCst) {
-                let began = Instant::now();
-                let got = agent.claim("worker", &request).await;
-                assert!(
-                    began.elapsed() < LONGEST,
-                    "a claim hung {:?}",
-                    began.elapsed()
-                );
-                let events = match got {
-                    Ok(r) => r.events,
-                    Err(e) => {
-                        outage_error(&e, "claim", &dropped);
-                        failures.fetch_add(1, Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                if events.is_empty() {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-                for e in events {
-                    let n = e
-                        .event
-                        .payload
-                        .as_ref()
-                        .and_then(|p| p["n"].as_u64())
-                        .expect("n");
-                    numbers.lock().expect("numbers").insert(e.event.seq, n);
-                    let mut tries = 0;
-                    loop {
-                        let began = Instant::now();
-                        let r = agent.ack("worker", e.event.event_id, e.claim_token).await;
-                        assert!(began.elapsed() < LONGEST, "an ack hung");
-                        match r {
-                            Ok(_) => {
-                                *acked.lock().expect("acked").entry(n).or_default() += 1;
-                                break;
-                            }
-                            // The lease ran out during the outage: fenced, it comes back.
-                            Err(err) if err.status() == Some(409) => break,
-                            Err(err) => {
-                                outage_error(&err, "ack", &dropped);
-                                tries += 1;
-                                assert!(tries < 400, "an ack never landed");
-                                tokio::time::sleep(Duration::from_millis(50)).await;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    });
+    // The claimer (a 5 s lease: what an outage strands comes back soon).
+    let worker = Worker::start(agent.clone(), "worker", 5, LONGEST, outage.clone());
 
     let episodes: Vec<(&str, Mix, Duration)> = vec![
         (
@@ -664,7 +576,7 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
     let mut names = Vec::new();
     for (name, mix, hold) in episodes {
         names.push(name);
-        let failures_before = failures.load(Ordering::SeqCst);
+        let failures_before = outage.failures();
         proxy.set_mix(mix);
         if name == "freeze" {
             // Slow first, so statements are in flight when the path dies.
@@ -699,7 +611,7 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
         }
         if matches!(name, "blackhole" | "half-open" | "freeze") {
             assert!(
-                failures.load(Ordering::SeqCst) > failures_before,
+                outage.failures() > failures_before,
                 "{name}: requests were answered (503), not held"
             );
         }
@@ -730,18 +642,7 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
     stop.store(true, Ordering::SeqCst);
     sender.await.expect("sender");
     let sent: Vec<u64> = sent.lock().expect("sent").iter().map(|(n, _)| *n).collect();
-    let deadline = Instant::now() + Duration::from_secs(40);
-    while acked.lock().expect("acked").len() < sent.len() {
-        assert!(
-            Instant::now() < deadline,
-            "{} of {} acked 40 s after the load stopped",
-            acked.lock().expect("acked").len(),
-            sent.len()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    claiming.store(false, Ordering::SeqCst);
-    claimer.await.expect("claimer");
+    let worked = worker.drain(sent.len(), Duration::from_secs(40)).await;
 
     // Nothing lost, nothing twice, in order: the inbox holds one event per accepted
     // message, numbered as sent.
@@ -749,9 +650,9 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
     let mut cursor = 0;
     loop {
         let page = agent.poll("worker", cursor, Some(500)).await.expect("poll");
-        let numbers = numbers.lock().expect("numbers");
         ns.extend(page.events.iter().map(|e| {
-            *numbers
+            *worked
+                .numbers
                 .get(&e.seq)
                 .unwrap_or_else(|| panic!("seq {} was never claimed", e.seq))
         }));
@@ -761,25 +662,25 @@ async fn the_server_rides_out_database_network_faults_without_a_restart() {
         }
     }
     let totals = op.overview().await.expect("overview").totals;
-    let acked = acked.lock().expect("acked").clone();
     let mut row = ChaosRow::new("net-database", backend);
     row.sent = sent.len() as u64;
     row.acknowledged = totals.completed;
     row.lost = sent.iter().filter(|n| !ns.contains(n)).count() as u64;
     row.reordered = ns.windows(2).filter(|w| w[0] >= w[1]).count() as u64;
-    row.duplicated = acked
+    row.duplicated = worked
+        .acked
         .values()
         .map(|&c| u64::from(c.saturating_sub(1)))
         .sum::<u64>()
         + (ns.len() as u64).saturating_sub(sent.len() as u64);
-    row.server_5xx = failures.load(Ordering::SeqCst) - dropped.load(Ordering::SeqCst);
+    row.server_5xx = outage.answered();
     row.recovery_ms = Some(ms(recovery));
     row.note = format!(
         "episodes {}; {terminated} sessions ended by the database; connections: {}; slowest request {:.1} s; {} keep-alive drops; seed {}",
         names.join(", "),
         proxy.summary(),
         slowest.lock().expect("slowest").as_secs_f64(),
-        dropped.load(Ordering::SeqCst),
+        outage.dropped(),
         proxy.seed()
     );
     row.record();

@@ -4,6 +4,8 @@
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
+pub(crate) mod outage;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
