@@ -100,7 +100,8 @@ pub fn next_slice(
         left
     } else {
         // (min - cases) / (cases / elapsed) × 1.1, in whole milliseconds.
-        let ms = u128::from(min_cases - cases) * elapsed.as_millis() * 11 / (u128::from(cases) * 10);
+        let ms =
+            u128::from(min_cases - cases) * elapsed.as_millis() * 11 / (u128::from(cases) * 10);
         Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
     };
     Some(rest.max(Duration::from_secs(5)).min(left))

@@ -73,9 +73,12 @@ const IMAGE_SUFFIXES: &[&str] = &[
 /// Whether an e-mail-shaped match is an address rather than part of a URL or a
 /// git remote (see the module docs).
 fn is_address(text: &str, span: Range<usize>) -> bool {
+    // After the last whitespace, which may be wider than a byte (U+2003 is three).
     let word_start = text[..span.start]
-        .rfind(char::is_whitespace)
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rev()
+        .find(|(_, c)| c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let in_url = text[word_start..span.start].contains("://");
     let after = &text[span.end..];
     let scp_remote = after.starts_with(':') && after[1..].starts_with(|c: char| !c.is_whitespace());
@@ -189,6 +192,16 @@ mod tests {
             assert!(!kinds(text).contains(&PiiKind::PaymentCard), "{text}");
         }
         assert!(luhn_valid(&[1, 7, 3, 2, 8, 9, 5, 3, 0, 6, 1, 2, 1]));
+    }
+
+    #[test]
+    fn fuzz_regression_a_wide_space_before_an_address() {
+        // U+2003 EM SPACE is three bytes; the word after it started one byte in,
+        // inside the character, and slicing there panicked (found by fuzz_privacy).
+        let text = "mail:\u{2003}jane@example.com";
+        assert_eq!(scan(text, true), vec![(PiiKind::Email, 8..24)]);
+        // The word after a wide space is still read whole: a URL's user is no address.
+        assert!(kinds("see\u{2003}https://jane@example.com/x").is_empty());
     }
 
     #[test]
