@@ -112,7 +112,7 @@ fn try_run() -> anyhow::Result<i32> {
         ui_dir: ui_dir(),
         ..switchboard_server::Config::default()
     };
-    let serves_ui = config.ui_dir.is_some();
+    let serves_ui = config.ui_dir.is_some() || switchboard_server::http::console_embedded();
     let server = runtime.block_on(EmbeddedServer::start(config))?;
     tracing::info!(url = %server.url(), "embedded server listening");
 
@@ -241,11 +241,15 @@ fn has_display() -> bool {
         .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
 }
 
-/// The built console: `SWITCHBOARD_UI_DIR`, else `ui/dist` of this source tree when it
-/// exists (a development build), else none (the server then serves no console).
+/// The console from disk: `SWITCHBOARD_UI_DIR`, else, in a build without the console
+/// inside (a debug build), `ui/dist` of this source tree when it exists. A release
+/// build serves the console it carries (see `crates/server/build.rs`).
 fn ui_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("SWITCHBOARD_UI_DIR").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir));
+    }
+    if switchboard_server::http::console_embedded() {
+        return None;
     }
     let dev = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/dist"));
     match dev.canonicalize() {

@@ -106,12 +106,3 @@ pub(crate) fn stdout(cmd: &mut Command) -> Option<String> {
         .success()
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
-
-/// `~/.cargo/bin` (or `$CARGO_HOME/bin`): where `cargo install` puts binaries.
-pub(crate) fn cargo_bin_dir() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("CARGO_HOME").filter(|h| !h.is_empty()) {
-        return Some(PathBuf::from(home).join("bin"));
-    }
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
-    Some(PathBuf::from(home).join(".cargo").join("bin"))
-}

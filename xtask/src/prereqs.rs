@@ -1,7 +1,8 @@
-//! Prerequisites: Debian packages, the wasm32 target and a `wasm-bindgen` CLI that
-//! matches the `wasm-bindgen` crate locked in `Cargo.lock` (the two must be equal).
+//! Prerequisites: Debian packages, the wasm32 target, the PyPI tools the tests run
+//! and a `wasm-opt` that is safe for the console (npm's binaryen, when npm is there).
+//! wasm-bindgen needs no CLI: `crates/console-build` links its library.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
@@ -43,11 +44,14 @@ const PY_VERIFIERS: &[&str] = &["standardwebhooks==1.1.0", "http-message-signatu
 /// (`crates/cli/tests/schemathesis.rs` runs it as `python3 -m schemathesis.cli`).
 const SCHEMATHESIS: &[&str] = &["schemathesis==4.32.5"];
 
-const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// npm's binaryen, pinned: its `wasm-opt` shrinks the console's wasm. Debian's
+/// binaryen (108) silently breaks wasm-bindgen output.
+const BINARYEN: &str = "binaryen@132.0.0";
 
 /// Tools the later stages need, resolved to concrete paths.
 pub(crate) struct Tools {
-    pub(crate) wasm_bindgen: PathBuf,
+    /// A safe `wasm-opt`, or none (the console is then served unoptimized).
+    pub(crate) wasm_opt: Option<PathBuf>,
     /// `SWITCHBOARD_TEST_PYVERIFY`: where the PyPI webhook verifiers are.
     pub(crate) py_verifiers: PathBuf,
     /// `SWITCHBOARD_TEST_SCHEMATHESIS`: where the pinned schemathesis is.
@@ -57,12 +61,17 @@ pub(crate) struct Tools {
 /// Checks every prerequisite and installs what is missing (when allowed to).
 pub(crate) fn ensure() -> Result<Tools> {
     debian_packages()?;
-    wasm_target()?;
-    let wasm_bindgen = wasm_bindgen_cli()?;
+    if !switchboard_console_build::ensure_wasm_target()? {
+        bail!(
+            "no rustup: install the {} target for your Rust toolchain",
+            switchboard_console_build::WASM_TARGET
+        );
+    }
+    let wasm_opt = wasm_opt();
     let py_verifiers = pip_target("pyverify", PY_VERIFIERS, "the webhook signature verifiers")?;
     let schemathesis = pip_target("schemathesis", SCHEMATHESIS, "schemathesis")?;
     Ok(Tools {
-        wasm_bindgen,
+        wasm_opt,
         py_verifiers,
         schemathesis,
     })
@@ -155,107 +164,45 @@ pub(crate) fn is_root() -> bool {
     cmd::stdout(Command::new("id").arg("-u")).is_some_and(|uid| uid.trim() == "0")
 }
 
-fn wasm_target() -> Result<()> {
-    let installed = cmd::stdout(Command::new("rustup").args(["target", "list", "--installed"]))
-        .context("`rustup target list --installed` failed; is rustup installed?")?;
-    if installed.lines().any(|t| t.trim() == WASM_TARGET) {
-        return Ok(());
+/// npm's binaryen [`BINARYEN`] in `target/binaryen` (once per pin), and its
+/// `wasm-opt` when it is safe. `SWITCHBOARD_WASM_OPT` overrides it (empty: none).
+/// Without npm, or if the install fails, the console is built without wasm-opt. npm
+/// is not in [`PACKAGES`]: Debian's `npm` conflicts with NodeSource's `nodejs`, which
+/// ships its own npm, as these machines have.
+fn wasm_opt() -> Option<PathBuf> {
+    if std::env::var_os("SWITCHBOARD_WASM_OPT").is_some() {
+        return report(switchboard_console_build::find_wasm_opt());
     }
-    cmd::run(Command::new("rustup").args(["target", "add", WASM_TARGET]))
+    let dir = cmd::target_dir().join("binaryen");
+    let marker = dir.join(".pin");
+    if !std::fs::read_to_string(&marker).is_ok_and(|m| m == BINARYEN) {
+        let _ = std::fs::remove_dir_all(&dir);
+        let installed = std::fs::create_dir_all(&dir).is_ok()
+            && cmd::run(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(&dir)
+                    .arg(BINARYEN),
+            )
+            .is_ok();
+        if !installed {
+            eprintln!(
+                "prereqs: could not install {BINARYEN} with npm; the console's wasm stays unoptimized"
+            );
+            return None;
+        }
+        let _ = std::fs::write(&marker, BINARYEN);
+    }
+    let bin = dir.join("node_modules").join(".bin").join("wasm-opt");
+    report(switchboard_console_build::check_wasm_opt(&bin))
 }
 
-/// Finds (or installs into the default cargo bin dir) `wasm-bindgen` at exactly the
-/// version of the `wasm-bindgen` crate in `Cargo.lock`.
-fn wasm_bindgen_cli() -> Result<PathBuf> {
-    let lock_path = cmd::root().join("Cargo.lock");
-    let lock = std::fs::read_to_string(&lock_path)
-        .with_context(|| format!("reading {}", lock_path.display()))?;
-    let wanted = locked_version(&lock, "wasm-bindgen")
-        .context("Cargo.lock has no single `wasm-bindgen` package")?;
-
-    let bin_dir = cmd::cargo_bin_dir();
-    let candidates: Vec<PathBuf> = bin_dir
-        .iter()
-        .map(|dir| dir.join("wasm-bindgen"))
-        .chain([PathBuf::from("wasm-bindgen")])
-        .collect();
-    if let Some(found) = candidates
-        .iter()
-        .find(|c| version_of(c).as_deref() == Some(&wanted))
-    {
-        return Ok(found.clone());
-    }
-
-    // No `--locked`: the registry mirror here lacks one of its pinned transitive versions.
-    eprintln!("prereqs: installing wasm-bindgen-cli {wanted} (about two minutes)");
-    cmd::run(cmd::cargo().args(["install", "wasm-bindgen-cli", "--version", &wanted]))?;
-    let installed = bin_dir
-        .map(|dir| dir.join("wasm-bindgen"))
-        .context("neither CARGO_HOME nor HOME is set")?;
-    match version_of(&installed) {
-        Some(v) if v == wanted => Ok(installed),
-        other => bail!(
-            "{} reports version {other:?} after installing {wanted}",
-            installed.display()
-        ),
-    }
-}
-
-/// `wasm-bindgen --version` prints `wasm-bindgen 0.2.130`.
-fn version_of(program: &Path) -> Option<String> {
-    let out = cmd::stdout(Command::new(program).arg("--version"))?;
-    out.split_whitespace().nth(1).map(str::to_owned)
-}
-
-/// The version of `name` in a Cargo.lock, if exactly one version is locked.
-fn locked_version(lock: &str, name: &str) -> Option<String> {
-    let header = format!("name = \"{name}\"");
-    let mut lines = lock.lines();
-    let mut versions = Vec::new();
-    while let Some(line) = lines.next() {
-        if line.trim() == header {
-            let version = lines.next()?.trim().strip_prefix("version = \"")?;
-            versions.push(version.strip_suffix('"')?.to_owned());
+fn report((found, why): (Option<PathBuf>, String)) -> Option<PathBuf> {
+    match &found {
+        Some(path) => eprintln!("prereqs: {why} at {}", path.display()),
+        None => {
+            eprintln!("prereqs: no safe wasm-opt ({why}); the console's wasm stays unoptimized")
         }
     }
-    versions.dedup();
-    match versions.as_slice() {
-        [one] => Some(one.clone()),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::locked_version;
-
-    const LOCK: &str = r#"
-[[package]]
-name = "wasm-bindgen"
-version = "0.2.130"
-source = "registry+https://github.com/rust-lang/crates.io-index"
-
-[[package]]
-name = "wasm-bindgen-futures"
-version = "0.4.80"
-"#;
-
-    #[test]
-    fn finds_the_exact_package_not_a_prefix() {
-        assert_eq!(
-            locked_version(LOCK, "wasm-bindgen").as_deref(),
-            Some("0.2.130")
-        );
-        assert_eq!(
-            locked_version(LOCK, "wasm-bindgen-futures").as_deref(),
-            Some("0.4.80")
-        );
-        assert_eq!(locked_version(LOCK, "leptos"), None);
-    }
-
-    #[test]
-    fn two_locked_versions_are_ambiguous() {
-        let twice = format!("{LOCK}\n[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.99\"\n");
-        assert_eq!(locked_version(&twice, "wasm-bindgen"), None);
-    }
+    found
 }

@@ -250,6 +250,10 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         step(&mut outcomes, "desktop smoke (Xvfb)", || {
             desktop_smoke(&dist)
         });
+        let wasm_opt = tools.as_ref().and_then(|t| t.wasm_opt.clone());
+        step(&mut outcomes, "installed binary serves its console", || {
+            installed_console(cargo_test_args, wasm_opt.as_deref(), &mut counts)
+        });
     }
 
     // The reliability scenarios' rows at CI size (issue 17).
@@ -267,6 +271,51 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         bail!("{failed} of {} steps failed", outcomes.len());
     }
     Ok(())
+}
+
+/// `cargo install --path crates/cli`, as a user would, into `target/installed`, then
+/// the browser test of that binary's console (`tests/tests/browser/installed.rs`).
+///
+/// `--debug` reuses the test build's artifacts instead of a second, release, build of
+/// everything; `SWITCHBOARD_EMBED_UI=1` makes the server's build script build and
+/// embed the console itself, exactly as it does in the release build a user gets (it
+/// must not be handed `ui/dist`: that path is the one a user never takes).
+fn installed_console(
+    cargo_test_args: &[String],
+    wasm_opt: Option<&Path>,
+    counts: &mut Counts,
+) -> Result<()> {
+    let root = cmd::target_dir().join("installed");
+    let mut install = cmd::cargo();
+    install
+        .args([
+            "install",
+            "--path",
+            "crates/cli",
+            "--debug",
+            "--locked",
+            "--force",
+        ])
+        .arg("--root")
+        .arg(&root)
+        .env("SWITCHBOARD_EMBED_UI", "1")
+        .env_remove("SWITCHBOARD_UI_DIST");
+    // The wasm-opt the prerequisites found, which `PATH` does not have.
+    match wasm_opt {
+        Some(path) => install.env("SWITCHBOARD_WASM_OPT", path),
+        None => install.env("SWITCHBOARD_WASM_OPT", ""),
+    };
+    cmd::run(&mut install)?;
+    run_counting(
+        cmd::cargo()
+            .args(["test", "--workspace", "--test", "browser", "installed"])
+            .args(cargo_test_args)
+            .env(
+                "SWITCHBOARD_INSTALLED_BIN",
+                root.join("bin").join("switchboard"),
+            ),
+        counts,
+    )
 }
 
 /// `--include-ignored` for the test binaries, after the `--` the arguments may

@@ -148,6 +148,15 @@ fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             .unwrap_or_else(Config::default_operator_token_file),
     );
     config.ui_dir = args.ui_dir.or(file.ui_dir);
+    if let Some(dir) = &config.ui_dir
+        && !dir.join("index.html").is_file()
+    {
+        bail!(
+            "ui_dir {} has no index.html; build the console with `cargo xtask ui` (it writes \
+             ui/dist), or leave ui_dir out to serve the console built into this binary",
+            dir.display()
+        );
+    }
     if let Some(s) = args.heartbeat_seconds.or(file.heartbeat_seconds) {
         if !(0.05..=3600.0).contains(&s) {
             bail!("heartbeat_seconds must be between 0.05 and 3600, got {s}");
@@ -289,6 +298,15 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     switchboard_server::webhooks::check_listen(&settings.config.webhooks, addr)
         .map_err(anyhow::Error::msg)?;
+    match &settings.config.ui_dir {
+        Some(dir) => tracing::info!(dir = %dir.display(), "console served from a directory"),
+        None if switchboard_server::http::console_embedded() => {
+            tracing::info!("console served from this binary")
+        }
+        None => tracing::warn!(
+            "this binary has no console inside (a debug build): `/` explains how to get one"
+        ),
+    }
     let server = Server::open(settings.config).await?;
     let url = format!("http://{addr}");
     let ready = serde_json::json!({ "ready": true, "url": url, "console_url": format!("{url}/") });

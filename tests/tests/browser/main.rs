@@ -17,6 +17,7 @@
 mod console;
 mod driver;
 mod filters;
+mod installed;
 mod jobs;
 mod journey;
 mod leases;

@@ -5,6 +5,8 @@
 pub mod auth;
 mod callbacks;
 mod client_report;
+mod console;
+pub use console::embedded as console_embedded;
 pub mod extract;
 #[cfg(test)]
 mod fuzz;
@@ -87,7 +89,7 @@ pub fn router(state: AppState) -> Router {
     let max_body = state.config.max_body_bytes;
     api.merge(system::routes())
         .merge(session::page_routes())
-        .fallback_service(system::console(&state.config).with_state(state.clone()))
+        .fallback_service(console::router(&state.config).with_state(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(check_origin))
         .layer(axum::middleware::from_fn_with_state(

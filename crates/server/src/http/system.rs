@@ -1,17 +1,15 @@
-//! Health, readiness, metrics, capabilities, and the console's static files.
+//! Health, readiness, metrics and capabilities.
 
 use super::AppState;
 use super::auth::Scraper;
 use super::limits::limits;
-use crate::config::Config;
 use crate::error::ApiError;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use switchboard_proto::{Capabilities, ErrorCode};
-use tower_http::services::{ServeDir, ServeFile};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -96,22 +94,4 @@ async fn metrics(State(state): State<AppState>, Scraper(principal): Scraper) -> 
         state.metrics.render(&depth, disabled, health.as_ref()),
     )
         .into_response()
-}
-
-const NOT_BUILT: &str = "<!doctype html><meta charset=utf-8><title>Switchboard</title>\
-<h1>Switchboard</h1><p>The console is not built. Run <code>cargo xtask run</code>, or build it \
-with <code>cargo xtask ui</code> and start the server with <code>--ui-dir ui/dist</code>.</p>\
-<p>The API is at <a href=/api/v1/openapi.json>/api/v1/openapi.json</a>.</p>";
-
-/// Serves the built console, with `index.html` for client-side routes.
-pub(super) fn console(config: &Config) -> Router<AppState> {
-    match config
-        .ui_dir
-        .as_ref()
-        .filter(|d| d.join("index.html").is_file())
-    {
-        Some(dir) => Router::new()
-            .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
-        None => Router::new().fallback(|| async { Html(NOT_BUILT) }),
-    }
 }
