@@ -26,12 +26,20 @@ const CONFORMANCE: &[&str] = &[
     "chaos_crash",
 ];
 
-/// The store's tests (name filters) run on PostgreSQL: the driver suite's run there.
-const ON_POSTGRES: &[&str] = &["engine::suite::every_statement_on_postgres"];
+/// The store's tests (name filters) run on PostgreSQL: the driver suite's run there,
+/// and `switchboard doctor`'s PostgreSQL checks.
+const ON_POSTGRES: &[&str] = &[
+    "engine::suite::every_statement_on_postgres",
+    "doctor::tests::postgres_checks",
+];
 
 /// The MySQL backend's tests (name filters), run on MariaDB: the store's own and the
-/// driver suite's MySQL run.
-const ON_MARIADB: &[&str] = &["store::mysql", "engine::suite::every_statement_on_mysql"];
+/// driver suite's MySQL run, and `switchboard doctor`'s MariaDB checks.
+const ON_MARIADB: &[&str] = &[
+    "store::mysql",
+    "engine::suite::every_statement_on_mysql",
+    "doctor::tests::mysql_checks",
+];
 
 /// The browser tests that also run on PostgreSQL (a name filter).
 const BROWSER_ON_POSTGRES: &str = "queue_table";

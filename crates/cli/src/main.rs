@@ -1,6 +1,7 @@
 //! `switchboard`: the headless coordination server and the agent subcommands.
 
 mod agent;
+mod doctor;
 mod names;
 mod serve;
 
@@ -24,6 +25,9 @@ enum Command {
     /// An agent's side: login, run a handler on the inbox, send through the durable
     /// outbox, tail, status, check a payload against the privacy gate.
     Agent(Box<agent::AgentCli>),
+    /// Check a deployment (the settings `serve` would use) and say how to fix each
+    /// problem; exit status 0 ok, 1 warnings, 2 errors.
+    Doctor(Box<doctor::DoctorArgs>),
     /// Canonical agent names: import legacy names into the server's registry.
     Names(names::NamesCli),
 }
@@ -33,6 +37,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(*args).map(|()| 0),
         Command::Agent(args) => agent::run(*args),
+        Command::Doctor(args) => doctor::run(*args),
         Command::Names(args) => names::run(args),
     };
     match result {

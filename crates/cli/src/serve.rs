@@ -114,13 +114,13 @@ struct FileConfig {
 }
 
 /// Resolved settings.
-struct Settings {
-    listen: SocketAddr,
+pub(crate) struct Settings {
+    pub(crate) listen: SocketAddr,
     log_format: LogFormat,
-    config: Config,
+    pub(crate) config: Config,
 }
 
-fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
+pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
     let file: FileConfig = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)

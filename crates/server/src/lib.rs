@@ -7,6 +7,7 @@
 pub mod app;
 pub mod clock;
 pub mod config;
+pub mod doctor;
 pub mod embed;
 pub mod error;
 pub mod history;

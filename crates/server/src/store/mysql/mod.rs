@@ -19,7 +19,7 @@
 //!   ROW format ([`server`]).
 
 mod leases;
-mod server;
+pub(crate) mod server;
 #[cfg(test)]
 mod tests;
 mod wakes;
