@@ -5,7 +5,7 @@
 
 use anyhow::Context;
 use clap::Args;
-use switchboard_server::doctor::{Finding, Report, Status, Thresholds, diagnose};
+use switchboard_server::doctor::{Finding, Listening, Report, Status, Thresholds, diagnose};
 
 use crate::serve::{ServeArgs, resolve};
 
@@ -23,9 +23,14 @@ pub(crate) fn run(args: DoctorArgs) -> anyhow::Result<u8> {
     let report = match resolve(args.serve) {
         Ok(settings) => {
             let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            let listening = Listening {
+                addr: settings.listen,
+                tls: settings.tls.clone(),
+                allow_plain_http: settings.allow_plain_http,
+            };
             rt.block_on(diagnose(
                 &settings.config,
-                settings.listen,
+                listening,
                 &Thresholds::default(),
             ))
         }

@@ -86,6 +86,17 @@ pub(crate) struct ServeArgs {
     /// [default: 432000, 5 days].
     #[arg(long, env = "SWITCHBOARD_WEBHOOK_DISABLE_AFTER_SECONDS")]
     webhook_disable_after_seconds: Option<u64>,
+    /// PEM certificate chain (leaf first) to serve HTTPS with (TLS 1.3); reloaded,
+    /// with the key, on SIGHUP. Needs --tls-key.
+    #[arg(long, env = "SWITCHBOARD_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "SWITCHBOARD_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve plain HTTP on a non-loopback address: only behind a proxy that
+    /// terminates TLS (its `X-Forwarded-Proto: https` makes session cookies Secure).
+    #[arg(long, env = "SWITCHBOARD_ALLOW_PLAIN_HTTP", action = clap::ArgAction::SetTrue)]
+    allow_plain_http: bool,
 }
 
 /// The TOML file: the same settings, all optional; unknown keys are an error.
@@ -111,11 +122,17 @@ struct FileConfig {
     webhook_ca_file: Option<PathBuf>,
     webhook_retry_schedule: Option<String>,
     webhook_disable_after_seconds: Option<u64>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    allow_plain_http: Option<bool>,
 }
 
 /// Resolved settings.
 pub(crate) struct Settings {
     pub(crate) listen: SocketAddr,
+    /// The certificate and key files, when serving HTTPS.
+    pub(crate) tls: Option<(PathBuf, PathBuf)>,
+    pub(crate) allow_plain_http: bool,
     log_format: LogFormat,
     pub(crate) config: Config,
 }
@@ -235,11 +252,32 @@ pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
         }
         webhooks.disable_after = Duration::from_secs(s);
     }
+    let listen = args
+        .listen
+        .or(file.listen)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7700)));
+    let tls = match (
+        args.tls_cert.or(file.tls_cert),
+        args.tls_key.or(file.tls_key),
+    ) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => bail!("tls_cert and tls_key go together: give both, or neither"),
+    };
+    let allow_plain_http = args.allow_plain_http || file.allow_plain_http.unwrap_or(false);
+    if tls.is_none() && !allow_plain_http && !listen.ip().is_loopback() {
+        bail!(
+            "refusing to serve plain HTTP on {listen}, which other machines reach: tokens \
+             and session cookies would cross the network in clear. Give --tls-cert and \
+             --tls-key, or --allow-plain-http when a proxy in front terminates TLS, or \
+             listen on 127.0.0.1"
+        );
+    }
+    config.https = tls.is_some();
     Ok(Settings {
-        listen: args
-            .listen
-            .or(file.listen)
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7700))),
+        listen,
+        tls,
+        allow_plain_http,
         log_format: args
             .log_format
             .or(file.log_format)
@@ -307,8 +345,15 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
             "this binary has no console inside (a debug build): `/` explains how to get one"
         ),
     }
+    let tls = match &settings.tls {
+        Some((cert, key)) => Some(
+            switchboard_server::tls::Tls::load(cert, key)
+                .map_err(|e| anyhow::anyhow!("TLS: {e}"))?,
+        ),
+        None => None,
+    };
     let server = Server::open(settings.config).await?;
-    let url = format!("http://{addr}");
+    let url = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
     let ready = serde_json::json!({ "ready": true, "url": url, "console_url": format!("{url}/") });
     println!("{ready}");
     // A second line: a one-time console link (single use, two minutes), so the
@@ -334,8 +379,33 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         Err(e) => tracing::warn!(detail = ?e.problem.detail, "could not mint a console login link"),
     }
     tracing::info!(%url, "listening");
-    server.serve(listener, shutdown_signal()).await?;
+    match tls {
+        Some(tls) => {
+            tokio::spawn(reload_on_sighup(tls.clone()));
+            let listener = tls.listen(listener).map_err(anyhow::Error::msg)?;
+            server.serve(listener, shutdown_signal()).await?;
+        }
+        None => server.serve(listener, shutdown_signal()).await?,
+    }
     Ok(())
+}
+
+/// SIGHUP reads the certificate and key again (a renewed certificate); a file that
+/// does not load leaves the one in use, and says why.
+async fn reload_on_sighup(tls: std::sync::Arc<switchboard_server::tls::Tls>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot watch SIGHUP: the TLS certificate reloads only on restart");
+        return;
+    };
+    while hup.recv().await.is_some() {
+        match tls.reload() {
+            Ok(()) => tracing::info!("TLS certificate reloaded"),
+            Err(e) => {
+                tracing::error!(error = %e, "TLS certificate not reloaded; the old one stays")
+            }
+        }
+    }
 }
 
 async fn shutdown_signal() {

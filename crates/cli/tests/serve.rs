@@ -280,6 +280,8 @@ fn webhook_loopback_targets_are_refused_on_a_public_listener() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(["serve", "--listen", "0.0.0.0:0", "--webhook-allow-loopback"])
+        // Past the plain-HTTP refusal (tests/tls.rs), to the loopback one.
+        .arg("--allow-plain-http")
         .arg("--database-url")
         .arg(sqlite_url(dir.path()))
         .arg("--operator-token-file")

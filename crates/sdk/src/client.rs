@@ -93,6 +93,7 @@ pub struct ClientBuilder {
     request_timeout: Duration,
     user_agent: String,
     retry: RetryPolicy,
+    roots: Vec<reqwest::Certificate>,
 }
 
 impl Default for ClientBuilder {
@@ -102,6 +103,7 @@ impl Default for ClientBuilder {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             user_agent: concat!("switchboard-sdk/", env!("CARGO_PKG_VERSION")).to_owned(),
             retry: RetryPolicy::standard(),
+            roots: Vec::new(),
         }
     }
 }
@@ -134,6 +136,21 @@ impl ClientBuilder {
         self
     }
 
+    /// Also trusts the certificates of `pem` (one or more `BEGIN CERTIFICATE`
+    /// blocks): a server whose certificate a private CA signed (`--ca-file`).
+    /// [`Error::InvalidInput`] when `pem` holds no certificate.
+    pub fn ca_pem(mut self, pem: &[u8]) -> Result<Self, Error> {
+        let certs = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| Error::InvalidInput(format!("the CA file is not PEM: {e}")))?;
+        if certs.is_empty() {
+            return Err(Error::InvalidInput(
+                "the CA file holds no certificate (expected BEGIN CERTIFICATE blocks)".into(),
+            ));
+        }
+        self.roots.extend(certs);
+        Ok(self)
+    }
+
     /// Builds the client for the server at `base_url` (`http` or `https`).
     ///
     /// Fails with [`Error::InvalidUrl`] for an unusable URL, [`Error::InvalidInput`]
@@ -145,10 +162,13 @@ impl ClientBuilder {
         api.path_segments_mut()
             .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
             .extend(["api", "v1"]);
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
-            .user_agent(self.user_agent)
-            .build()?;
+            .user_agent(self.user_agent);
+        for root in self.roots {
+            http = http.add_root_certificate(root);
+        }
+        let http = http.build()?;
         Ok(Client {
             inner: Arc::new(Inner {
                 http,

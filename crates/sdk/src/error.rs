@@ -35,8 +35,10 @@ pub enum Error {
         retry_after: Option<Duration>,
     },
     /// The request did not complete: connect failure, timeout, TLS, reset stream.
-    #[error("transport error: {0}")]
-    Transport(#[from] reqwest::Error),
+    /// Its message carries the whole cause (reqwest's own stops at "error sending
+    /// request", which hides an untrusted certificate or a refused connection).
+    #[error("transport error: {}", causes(.0))]
+    Transport(reqwest::Error),
     /// No response head came within the request timeout. Streams (SSE) get no
     /// overall timeout, since they stay open, but their head is bounded by it: a
     /// half-open connection would otherwise hold `subscribe` forever.
@@ -247,3 +249,24 @@ fn resolve(base: Option<&Url>, reference: String) -> String {
 
 #[cfg(test)]
 mod tests;
+
+impl From<reqwest::Error> for Error {
+    fn from(e: reqwest::Error) -> Self {
+        Self::Transport(e)
+    }
+}
+
+/// `e` and each of its sources, joined by `: `, repeats left out.
+fn causes(e: &reqwest::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}

@@ -39,6 +39,9 @@ pub struct Config {
     pub sqlite_synchronous: String,
     /// Webhook callbacks: targets, the key that seals their secrets, retries.
     pub webhooks: WebhookConfig,
+    /// The listener serves HTTPS itself (`--tls-cert`): session cookies are always
+    /// `Secure`. Behind a proxy, `X-Forwarded-Proto: https` does that per request.
+    pub https: bool,
     pub clock: Arc<dyn Clock>,
     /// Test seams; empty in production.
     pub hooks: Hooks,
@@ -108,6 +111,7 @@ impl Default for Config {
             max_body_bytes: 5 * 1024 * 1024,
             sqlite_synchronous: "full".to_owned(),
             webhooks: WebhookConfig::default(),
+            https: false,
             clock: Arc::new(SystemClock),
             hooks: Hooks::default(),
         }
@@ -128,6 +132,7 @@ impl std::fmt::Debug for Config {
             .field("retention", &self.retention)
             .field("idempotency_ttl", &self.idempotency_ttl)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("https", &self.https)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
             .field("webhooks", &self.webhooks)
             .finish_non_exhaustive()

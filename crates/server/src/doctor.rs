@@ -115,13 +115,38 @@ impl Default for Thresholds {
     }
 }
 
+/// Where and how the server would listen.
+#[derive(Debug, Clone)]
+pub struct Listening {
+    pub addr: SocketAddr,
+    /// The certificate and key files, when serving HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Plain HTTP on a non-loopback address, behind a TLS-terminating proxy.
+    pub allow_plain_http: bool,
+}
+
+impl From<SocketAddr> for Listening {
+    fn from(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            tls: None,
+            allow_plain_http: false,
+        }
+    }
+}
+
 /// Runs every check for a server that would run with `config` on `listen`.
-pub async fn diagnose(config: &Config, listen: SocketAddr, thresholds: &Thresholds) -> Report {
+pub async fn diagnose(
+    config: &Config,
+    listen: impl Into<Listening>,
+    thresholds: &Thresholds,
+) -> Report {
+    let listen = listen.into();
     let mut findings = database(config, thresholds).await;
     findings.push(token_file(config));
     findings.push(disk(&data_dir(config), thresholds));
     findings.push(console(config));
-    findings.extend(listener(listen));
+    findings.extend(listener(&listen));
     let status = findings
         .iter()
         .map(|f| f.status)
@@ -700,7 +725,8 @@ fn console(config: &Config) -> Finding {
     }
 }
 
-fn listener(addr: SocketAddr) -> Vec<Finding> {
+fn listener(listen: &Listening) -> Vec<Finding> {
+    let addr = listen.addr;
     let mut found = vec![match std::net::TcpListener::bind(addr) {
         Ok(_) => Finding::ok("listen", format!("{addr} is free")),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Finding::warning(
@@ -715,12 +741,30 @@ fn listener(addr: SocketAddr) -> Vec<Finding> {
             "use an address of this machine (127.0.0.1:7700 for local use)",
         ),
     }];
-    if !addr.ip().is_loopback() {
-        found.push(Finding::warning(
+    match &listen.tls {
+        Some((cert, key)) => found.push(match crate::tls::Tls::load(cert, key) {
+            Ok(_) => Finding::ok(
+                "tls",
+                format!("HTTPS (TLS 1.3) with {} and its key", cert.display()),
+            ),
+            Err(e) => Finding::error(
+                "tls",
+                e,
+                "give a PEM certificate chain (leaf first) and the PEM private key that \
+                 belongs to it",
+            ),
+        }),
+        None if addr.ip().is_loopback() => {}
+        None if listen.allow_plain_http => found.push(Finding::ok(
             "tls",
-            format!("{addr} is reachable from other machines over plain HTTP"),
-            "put a reverse proxy that terminates TLS in front of it, or listen on 127.0.0.1",
-        ));
+            format!("plain HTTP on {addr}, for a proxy that terminates TLS (--allow-plain-http)"),
+        )),
+        None => found.push(Finding::error(
+            "tls",
+            format!("{addr} is reachable from other machines over plain HTTP, which serve refuses"),
+            "give --tls-cert and --tls-key, or --allow-plain-http behind a TLS-terminating \
+             proxy, or listen on 127.0.0.1",
+        )),
     }
     found
 }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod names_import;
 mod server;
 pub mod store;
+pub mod tls;
 pub mod webhooks;
 pub mod workers;
 

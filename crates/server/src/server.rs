@@ -165,12 +165,16 @@ impl Server {
     }
 
     /// Serves until `shutdown` resolves, then closes SSE streams, lets in-flight
-    /// requests finish, stops the workers and closes the database.
-    pub async fn serve(
+    /// requests finish, stops the workers and closes the database. `listener` is a
+    /// `tokio::net::TcpListener`, or a [`crate::tls::TlsListener`] around one.
+    pub async fn serve<L>(
         self,
-        listener: tokio::net::TcpListener,
+        listener: L,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<()>
+    where
+        L: axum::serve::Listener<Addr = std::net::SocketAddr>,
+    {
         let state = self.state.clone();
         crate::webhooks::check_listen(&state.webhooks.config, listener.local_addr()?)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;

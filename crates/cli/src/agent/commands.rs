@@ -38,7 +38,7 @@ pub(crate) async fn login(common: &Common, args: LoginArgs) -> anyhow::Result<u8
         bail!("the token is empty");
     }
     let token = Token::from(token);
-    let client = switchboard_sdk::Client::new(&args.server, token.clone())?;
+    let client = common.client_for(&args.server, token.clone())?;
     if let Err(error) = client.capabilities().await {
         eprintln!(
             "warning: {} did not answer ({error}); saving the login anyway",

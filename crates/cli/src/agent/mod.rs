@@ -45,6 +45,10 @@ pub(crate) struct Common {
     /// else the built-in `message` type].
     #[arg(long, env = "SWITCHBOARD_SCHEMAS", global = true)]
     schemas: Option<PathBuf>,
+    /// PEM file of CA certificates to trust besides the system's: a server whose
+    /// certificate a private CA signed.
+    #[arg(long, env = "SWITCHBOARD_CA_FILE", global = true)]
+    ca_file: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -110,9 +114,22 @@ impl Common {
 
     fn client(&self) -> anyhow::Result<Client> {
         let credentials = self.credentials()?;
-        credentials
-            .client()
-            .with_context(|| format!("cannot use the server URL {}", credentials.server))
+        self.client_for(&credentials.server, credentials.token)
+    }
+
+    /// A client for `server` with `token`, trusting `--ca-file` too.
+    fn client_for(&self, server: &str, token: switchboard_sdk::Token) -> anyhow::Result<Client> {
+        let mut builder = Client::builder();
+        if let Some(path) = &self.ca_file {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("cannot read the CA file {}", path.display()))?;
+            builder = builder
+                .ca_pem(&pem)
+                .with_context(|| format!("the CA file {}", path.display()))?;
+        }
+        builder
+            .build(server, token)
+            .with_context(|| format!("cannot use the server URL {server}"))
     }
 
     fn state_path(&self) -> PathBuf {

@@ -279,14 +279,38 @@ async fn the_listen_address_is_checked() {
     )
     .await;
     assert_eq!(status(&report, "listen"), Status::Warning);
-    let open = diagnose(
-        &s.config,
-        "0.0.0.0:0".parse().unwrap(),
-        &Thresholds::low_disk_ok(),
-    )
-    .await;
-    assert_eq!(status(&open, "listen"), Status::Ok);
-    assert_eq!(status(&open, "tls"), Status::Warning);
+    let open: SocketAddr = "0.0.0.0:0".parse().unwrap();
+    let plain = diagnose(&s.config, open, &Thresholds::low_disk_ok()).await;
+    assert_eq!(status(&plain, "listen"), Status::Ok);
+    assert_eq!(status(&plain, "tls"), Status::Error);
+    let proxied = Listening {
+        allow_plain_http: true,
+        ..open.into()
+    };
+    let behind = diagnose(&s.config, proxied, &Thresholds::low_disk_ok()).await;
+    assert_eq!(status(&behind, "tls"), Status::Ok);
+}
+
+#[tokio::test]
+async fn tls_files_are_checked() {
+    let s = scratch();
+    s.serve_once().await;
+    let dir = s.dir.path();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    std::fs::write(dir.join("cert.pem"), cert.cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
+    std::fs::write(dir.join("other-key.pem"), other.signing_key.serialize_pem()).unwrap();
+    let with = |key: &str| Listening {
+        tls: Some((dir.join("cert.pem"), dir.join(key))),
+        ..SocketAddr::from(([0, 0, 0, 0], 0)).into()
+    };
+    let good = diagnose(&s.config, with("key.pem"), &Thresholds::low_disk_ok()).await;
+    assert_eq!(status(&good, "tls"), Status::Ok, "{good:#?}");
+    let mismatched = diagnose(&s.config, with("other-key.pem"), &Thresholds::low_disk_ok()).await;
+    let found = mismatched.get("tls").unwrap();
+    assert_eq!(found.status, Status::Error, "{found:?}");
+    assert!(found.message.contains("does not belong"), "{found:?}");
 }
 
 #[tokio::test]

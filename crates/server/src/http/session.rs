@@ -54,6 +54,12 @@ fn millis(d: Duration) -> Millis {
     d.as_millis() as Millis
 }
 
+/// Whether the cookie is `Secure`: the server serves HTTPS itself, or the browser
+/// reached it through a TLS-terminating proxy (see [`over_https`]).
+fn secure(state: &AppState, headers: &HeaderMap) -> bool {
+    state.config.https || over_https(headers)
+}
+
 /// Whether the browser reached us over HTTPS (through a TLS-terminating proxy, which
 /// says so in `X-Forwarded-Proto`): then the cookie is also `Secure`.
 fn over_https(headers: &HeaderMap) -> bool {
@@ -166,7 +172,7 @@ async fn create_session(
     let mut resp = (StatusCode::CREATED, axum::Json(body)).into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
-        session_cookie(Some(&session), over_https(&headers)),
+        session_cookie(Some(&session), secure(&state, &headers)),
     );
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -197,7 +203,7 @@ async fn end_session(State(state): State<AppState>, headers: HeaderMap) -> ApiRe
     let mut resp = StatusCode::NO_CONTENT.into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
-        session_cookie(None, over_https(&headers)),
+        session_cookie(None, secure(&state, &headers)),
     );
     Ok(resp)
 }
@@ -324,7 +330,7 @@ async fn redeem(
     h.insert(header::LOCATION, HeaderValue::from_static("/"));
     h.insert(
         header::SET_COOKIE,
-        session_cookie(Some(&session), over_https(&headers)),
+        session_cookie(Some(&session), secure(&state, &headers)),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
