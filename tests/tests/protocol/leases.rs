@@ -408,3 +408,46 @@ async fn unclaimed_event_past_expires_at_expires() {
     let counts = alice.snapshot("alice").await.unwrap().counts;
     assert_eq!((counts.expired, counts.claimed), (1, 1));
 }
+
+#[tokio::test]
+async fn a_message_sent_for_later_is_invisible_until_its_time() {
+    let server = manual().await;
+    let (_, alice) = server.agent("alice").await;
+    let later = time::OffsetDateTime::now_utc() + Duration::from_secs(60);
+    let later = later.replace_nanosecond(0).unwrap();
+    let id = send_msg(
+        &alice,
+        "alice",
+        &SendMessage {
+            available_at: Some(later),
+            ..msg(json!("tomorrow's job"))
+        },
+    )
+    .await
+    .event_id;
+    // A message for now, sent after it, is claimed first: the later one waits.
+    let now_id = send(&alice, "alice", json!("today's job")).await.event_id;
+    let first = alice
+        .claim("alice", &claim_req(10, 60))
+        .await
+        .expect("claim");
+    let ids: Vec<_> = first.events.iter().map(|c| c.event.event_id).collect();
+    assert_eq!(ids, [now_id], "only what is due");
+    assert_eq!(first.next_available_at, Some(later));
+    alice
+        .ack("alice", now_id, first.events[0].claim_token)
+        .await
+        .expect("ack today's job");
+    assert_eq!(polled(&alice, "alice", id).await.available_at, later);
+
+    server.advance(Duration::from_secs(58));
+    server.tick().await;
+    assert!(
+        claim(&alice, "alice", 10, 60).await.is_empty(),
+        "two seconds early"
+    );
+    server.advance(Duration::from_secs(3));
+    let due = claim(&alice, "alice", 10, 60).await;
+    assert_eq!(due.len(), 1, "due now");
+    assert_eq!((due[0].event.event_id, due[0].event.attempts), (id, 1));
+}
