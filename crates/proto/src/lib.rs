@@ -94,6 +94,21 @@ pub struct WebhookLimits {
     pub max_answer_bytes: u64,
 }
 
+/// The API this crate's types describe, as `Capabilities::api_version` says it.
+pub const API_VERSION: &str = "v1";
+
+/// The major version of [`API_VERSION`]: a server with another major one speaks an
+/// API these types do not describe. Minor versions only add (fields, routes), so a
+/// client reads a newer minor one (unknown response fields are ignored).
+pub const API_MAJOR: u32 = 1;
+
+/// The major version in an `api_version`: `v1`, `v1.4` and `1` give 1.
+pub fn api_major(api_version: &str) -> Option<u32> {
+    let v = api_version.trim();
+    let v = v.strip_prefix(['v', 'V']).unwrap_or(v);
+    v.split('.').next()?.parse().ok()
+}
+
 /// `GET /api/v1/capabilities`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -102,4 +117,19 @@ pub struct Capabilities {
     pub server_version: String,
     pub backend: String,
     pub limits: Limits,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api_major;
+
+    #[test]
+    fn reads_the_major_api_version() {
+        assert_eq!(api_major("v1"), Some(1));
+        assert_eq!(api_major("v1.4"), Some(1));
+        assert_eq!(api_major("2"), Some(2));
+        assert_eq!(api_major("V3.0"), Some(3));
+        assert_eq!(api_major("latest"), None);
+        assert_eq!(api_major(""), None);
+    }
 }

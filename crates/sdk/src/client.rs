@@ -275,6 +275,21 @@ impl Client {
             .await
     }
 
+    /// [`Client::capabilities`], refused with [`Error::Incompatible`] when the
+    /// server speaks another major API version than this client
+    /// ([`switchboard_proto::API_MAJOR`]). A newer minor version is fine: fields
+    /// this client does not know are ignored. Call it once at start.
+    pub async fn check_server(&self) -> Result<Capabilities, Error> {
+        let caps = self.capabilities().await?;
+        match switchboard_proto::api_major(&caps.api_version) {
+            Some(major) if major == switchboard_proto::API_MAJOR => Ok(caps),
+            _ => Err(Error::Incompatible {
+                server: caps.api_version,
+                client: switchboard_proto::API_MAJOR,
+            }),
+        }
+    }
+
     /// `GET /healthz`: succeeds while the process is up.
     pub async fn healthz(&self) -> Result<(), Error> {
         self.send(Call::get(self.root_url(&["healthz"])?))

@@ -34,6 +34,18 @@ pub enum Error {
         /// The `Retry-After` header (delay-seconds or HTTP-date), when present.
         retry_after: Option<Duration>,
     },
+    /// The server speaks another major version of the API than this client
+    /// ([`Client::check_server`](crate::Client::check_server)).
+    #[error(
+        "the server speaks API {server}, this client API v{client}: use a switchboard \
+         client (SDK, CLI) that speaks {server}, or a server that speaks v{client}"
+    )]
+    Incompatible {
+        /// What the server's capabilities say (`v2`).
+        server: String,
+        /// The major version this client speaks.
+        client: u32,
+    },
     /// The request did not complete: connect failure, timeout, TLS, reset stream.
     /// Its message carries the whole cause (reqwest's own stops at "error sending
     /// request", which hides an untrusted certificate or a refused connection).
@@ -67,10 +79,12 @@ fn api_message(status: u16, problem: &Problem) -> String {
 
 impl Error {
     /// What kind of failure this is, as a stable word for logs and metrics:
-    /// `api`, `transport`, `timeout`, `decode`, `invalid_url` or `invalid_input`.
+    /// `api`, `incompatible`, `transport`, `timeout`, `decode`, `invalid_url` or
+    /// `invalid_input`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Api { .. } => "api",
+            Self::Incompatible { .. } => "incompatible",
             Self::Transport(_) => "transport",
             Self::Timeout(_) => "timeout",
             Self::Decode(_) => "decode",

@@ -123,7 +123,7 @@ async fn add(common: &Common, args: AddArgs) -> anyhow::Result<u8> {
     };
     let generated = given.is_none();
     let secret = given.unwrap_or_else(Secret::generate);
-    let client = common.client()?;
+    let client = common.connected_client().await?;
     let request = RegisterCallback {
         url: args.url.clone(),
         secret: secret.to_whsec(),
@@ -209,7 +209,7 @@ fn register_failed(error: &Error, generated: bool) -> u8 {
 }
 
 async fn list(common: &Common, args: ListArgs) -> anyhow::Result<u8> {
-    let client = common.client()?;
+    let client = common.connected_client().await?;
     let list = client
         .agent_callbacks(&args.agent.name)
         .await
@@ -258,7 +258,7 @@ fn print_callback(c: &Callback) {
 }
 
 async fn remove(common: &Common, args: RemoveArgs) -> anyhow::Result<u8> {
-    let client = common.client()?;
+    let client = common.connected_client().await?;
     client
         .remove_callback(&args.agent.name, args.id)
         .await

@@ -39,7 +39,10 @@ pub(crate) async fn login(common: &Common, args: LoginArgs) -> anyhow::Result<u8
     }
     let token = Token::from(token);
     let client = common.client_for(&args.server, token.clone())?;
-    if let Err(error) = client.capabilities().await {
+    if let Err(error) = client.check_server().await {
+        if let switchboard_sdk::Error::Incompatible { .. } = error {
+            bail!("{error}");
+        }
         eprintln!(
             "warning: {} did not answer ({error}); saving the login anyway",
             args.server
@@ -107,7 +110,7 @@ pub(crate) async fn send(common: &Common, args: SendArgs) -> anyhow::Result<u8> 
         (None, None) => bail!("say where: --to AGENT or --room ROOM"),
     };
     let gate = common.gate()?;
-    let client = common.client()?;
+    let client = common.connected_client().await?;
     let db = common.db().await?;
     let outbox = Outbox::open(db, &client, gate, OutboxConfig::default()).await?;
     let message = SendMessage {
@@ -182,7 +185,7 @@ pub(crate) struct TailArgs {
 }
 
 pub(crate) async fn tail(common: &Common, args: TailArgs) -> anyhow::Result<u8> {
-    let client = common.client()?;
+    let client = common.connected_client().await?;
     let db = common.db().await?;
     let follower = Follower::new(
         client,

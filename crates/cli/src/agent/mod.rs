@@ -112,13 +112,34 @@ impl Common {
         Ok(credentials::resolve(store.as_ref(), &self.profile)?)
     }
 
-    fn client(&self) -> anyhow::Result<Client> {
+    /// A client for the login, after checking that the server speaks this client's API
+    /// (`GET /api/v1/capabilities`, one attempt of at most 3 s): another major
+    /// version is refused with what to do. A server that does not answer is let
+    /// pass: the commands retry, and the outbox keeps what is sent until it is
+    /// reachable.
+    async fn connected_client(&self) -> anyhow::Result<Client> {
         let credentials = self.credentials()?;
+        let check = self
+            .builder()?
+            .retry(switchboard_sdk::RetryPolicy::none())
+            .request_timeout(std::time::Duration::from_secs(3))
+            .build(&credentials.server, credentials.token.clone())
+            .with_context(|| format!("cannot use the server URL {}", credentials.server))?;
+        if let Err(e @ switchboard_sdk::Error::Incompatible { .. }) = check.check_server().await {
+            return Err(e.into());
+        }
         self.client_for(&credentials.server, credentials.token)
     }
 
     /// A client for `server` with `token`, trusting `--ca-file` too.
     fn client_for(&self, server: &str, token: switchboard_sdk::Token) -> anyhow::Result<Client> {
+        self.builder()?
+            .build(server, token)
+            .with_context(|| format!("cannot use the server URL {server}"))
+    }
+
+    /// The client settings every command shares: `--ca-file`.
+    fn builder(&self) -> anyhow::Result<switchboard_sdk::ClientBuilder> {
         let mut builder = Client::builder();
         if let Some(path) = &self.ca_file {
             let pem = std::fs::read(path)
@@ -127,9 +148,7 @@ impl Common {
                 .ca_pem(&pem)
                 .with_context(|| format!("the CA file {}", path.display()))?;
         }
-        builder
-            .build(server, token)
-            .with_context(|| format!("cannot use the server URL {server}"))
+        Ok(builder)
     }
 
     fn state_path(&self) -> PathBuf {

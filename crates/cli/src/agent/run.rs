@@ -39,7 +39,7 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) async fn run(common: &Common, args: RunArgs) -> anyhow::Result<u8> {
-    let client = common.client()?;
+    let client = common.connected_client().await?;
     let db = common.db().await?;
     let cancel = CancellationToken::new();
     stop_on_signals(cancel.clone())?;

@@ -28,7 +28,7 @@ pub(super) fn routes() -> Router<AppState> {
 #[utoipa::path(get, path = "/api/v1/capabilities", tag = "system", responses((status = 200, body = Capabilities)))]
 async fn capabilities(State(state): State<AppState>) -> axum::Json<Capabilities> {
     axum::Json(Capabilities {
-        api_version: "v1".to_owned(),
+        api_version: switchboard_proto::API_VERSION.to_owned(),
         server_version: env!("CARGO_PKG_VERSION").to_owned(),
         backend: state.store.backend().to_owned(),
         limits: limits(&state.config),
