@@ -49,3 +49,31 @@ pub struct RoomReceipt {
     pub room_seq: u64,
     pub deliveries: Vec<Delivery>,
 }
+
+/// One message of a room's log (`GET /api/v1/rooms/{room}/messages`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RoomMessage {
+    /// Its place in the room's log (1, 2, …): pass the last one as `after_cursor`.
+    pub room_seq: u64,
+    /// The sending agent; none when an operator sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<RoomMember>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub payload: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A page of a room's log, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RoomPage {
+    pub room_id: RoomId,
+    pub messages: Vec<RoomMessage>,
+    /// Pass as `after_cursor` to read on. Equals the request's cursor when empty.
+    pub next_cursor: u64,
+    pub has_more: bool,
+}

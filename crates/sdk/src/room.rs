@@ -6,7 +6,7 @@
 use std::fmt::Display;
 
 use reqwest::Method;
-use switchboard_proto::{CreateRoom, Room, RoomReceipt, SendMessage};
+use switchboard_proto::{CreateRoom, Room, RoomPage, RoomReceipt, SendMessage};
 
 use crate::call::Call;
 use crate::{Client, Error};
@@ -28,6 +28,24 @@ impl Client {
         let room = room.to_string();
         self.fetch(Call::get(self.api_url(&["rooms", &room])?))
             .await
+    }
+
+    /// `GET /rooms/{room}/messages`: the room's log after `after_cursor`, oldest
+    /// first (`limit` 1..=1000, default 100). Members and operators read it; to an
+    /// agent outside the room it is `not_found`.
+    pub async fn room_messages(
+        &self,
+        room: impl Display,
+        after_cursor: u64,
+        limit: Option<u32>,
+    ) -> Result<RoomPage, Error> {
+        let room = room.to_string();
+        let mut call = Call::get(self.api_url(&["rooms", &room, "messages"])?)
+            .query("after_cursor", &after_cursor.to_string());
+        if let Some(limit) = limit {
+            call = call.query("limit", &limit.to_string());
+        }
+        self.fetch(call).await
     }
 
     /// `PUT /rooms/{room}/members/{agent}`: adds a member (no-op when it already is

@@ -175,3 +175,63 @@ async fn unknown_rooms_and_agents_are_404() {
     .await
     .problem(409, "conflict");
 }
+
+#[tokio::test]
+async fn the_room_log_reads_by_cursor_for_members_and_operators() {
+    let (server, room, clients) = team().await;
+    let op = server.operator();
+    for i in 1..=5 {
+        say(&clients[i % 3], "team", json!({ "n": i })).await;
+    }
+    // An operator's message has no sender.
+    op.send_room_message(
+        "team",
+        &SendMessage {
+            payload: json!("from the operator"),
+            correlation_id: Some("run-7".into()),
+            ..Default::default()
+        },
+        &key(),
+    )
+    .await
+    .unwrap();
+
+    // Pages of two, by cursor, as a member.
+    let mut seen = Vec::new();
+    let mut cursor = 0;
+    loop {
+        let page = clients[0]
+            .room_messages("team", cursor, Some(2))
+            .await
+            .expect("a member reads the log");
+        assert_eq!(page.room_id, room.room_id);
+        assert!(page.messages.len() <= 2);
+        seen.extend(page.messages.iter().cloned());
+        cursor = page.next_cursor;
+        if !page.has_more {
+            break;
+        }
+    }
+    let seqs: Vec<u64> = seen.iter().map(|m| m.room_seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6], "every message once, in order");
+    assert_eq!(seen[0].payload, json!({ "n": 1 }));
+    assert_eq!(seen[0].sender.as_ref().map(|s| s.name.as_str()), Some("b"));
+    assert_eq!(seen[5].sender, None, "the operator's");
+    assert_eq!(seen[5].correlation_id.as_deref(), Some("run-7"));
+
+    // The end: an empty page keeps the cursor.
+    let end = op.room_messages("team", 6, None).await.unwrap();
+    assert!(end.messages.is_empty() && !end.has_more);
+    assert_eq!(end.next_cursor, 6);
+
+    // To an agent outside the room it does not exist, as the room itself.
+    let outside = clients[3].room_messages("team", 0, None).await.unwrap_err();
+    assert_eq!(outside.status(), Some(404));
+    // Limits are enforced.
+    let too_many = op.room_messages("team", 0, Some(1001)).await.unwrap_err();
+    assert_eq!(too_many.status(), Some(422), "{too_many}");
+    assert_eq!(
+        too_many.code(),
+        Some(switchboard_tests::sdk::proto::ErrorCode::ValidationFailed)
+    );
+}

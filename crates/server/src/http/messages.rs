@@ -3,7 +3,7 @@
 
 use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_WRITE, SCOPE_SEND};
-use super::extract::{Json, Path, RawJson, parse_json};
+use super::extract::{Json, Path, Query, RawJson, parse_json};
 use super::idempotency;
 use super::limits::*;
 use crate::clock::from_timestamp;
@@ -22,7 +22,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(create_room))
         .routes(routes!(get_room))
         .routes(routes!(add_member, remove_member))
-        .routes(routes!(send_room))
+        .routes(routes!(send_room, room_messages))
 }
 
 /// Validates a message against the limits and the clock.
@@ -217,6 +217,39 @@ async fn remove_member(
     Path((room, agent)): Path<(String, String)>,
 ) -> ApiResult<axum::Json<Room>> {
     membership(state, principal, room, agent, false).await
+}
+
+/// Read a room's log after a cursor, oldest first: members and operators. The log
+/// is the room's own record (every message once, with its sender), apart from the
+/// inbox event each member got.
+#[utoipa::path(get, path = "/api/v1/rooms/{room}/messages", tag = "messages",
+    params(("room" = String, Path, description = "Room id or name"), InboxQuery),
+    responses((status = 200, body = RoomPage), (status = 404, body = Problem)))]
+async fn room_messages(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(room): Path<String>,
+    Query(q): Query<InboxQuery>,
+) -> ApiResult<axum::Json<RoomPage>> {
+    let room = load_room(&state, &principal, &room).await?;
+    // To an agent outside the room, it does not exist (as for GET /rooms/{room}).
+    if let Some(me) = principal.agent_id
+        && !room.members.iter().any(|m| m.agent_id == me)
+    {
+        return Err(ApiError::not_found(format_args!("room {:?}", room.name)));
+    }
+    let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
+    let after = q.after_cursor.unwrap_or(0);
+    let mut messages = state.store.room_log(room.room_id, after, limit + 1).await?;
+    let has_more = messages.len() > limit as usize;
+    messages.truncate(limit as usize);
+    let next_cursor = messages.last().map_or(after, |m| m.room_seq);
+    Ok(axum::Json(RoomPage {
+        room_id: room.room_id,
+        messages,
+        next_cursor,
+        has_more,
+    }))
 }
 
 /// Append to a room's log and deliver one inbox event to every member but the sender,

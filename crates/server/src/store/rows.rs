@@ -122,6 +122,31 @@ pub(crate) fn event_from_row(row: &impl Cols) -> StoreResult<InboxEvent> {
     })
 }
 
+/// A row of `room_messages` joined with its sender's name.
+pub(crate) fn room_message_from_row(
+    row: &impl Cols,
+) -> StoreResult<switchboard_proto::RoomMessage> {
+    let sender = match (
+        row.opt_text("sender_agent_id")?,
+        row.opt_text("sender_name")?,
+    ) {
+        (Some(id), Some(name)) => Some(switchboard_proto::RoomMember {
+            agent_id: parse_id(&id)?,
+            name,
+        }),
+        _ => None,
+    };
+    let payload = serde_json::from_str(&row.text("payload")?)
+        .map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e))))?;
+    Ok(switchboard_proto::RoomMessage {
+        room_seq: row.int("seq")? as u64,
+        sender,
+        payload,
+        correlation_id: row.opt_text("correlation_id")?,
+        created_at: to_timestamp(row.int("created_at")?),
+    })
+}
+
 pub(crate) fn state_from_row(row: &impl Cols) -> StoreResult<EventState> {
     Ok(EventState {
         event_id: parse_id(&row.text("id")?)?,

@@ -52,6 +52,13 @@ pub trait SendStore: Send + Sync {
     async fn create_room(&self, tenant: TenantId, name: &str, now: Millis) -> StoreResult<Room>;
     /// A room of `tenant` by id or by name, with its members.
     async fn room(&self, tenant: TenantId, key: &str) -> StoreResult<Room>;
+    /// Up to `limit` messages of a room's log with `room_seq > after`, oldest first.
+    async fn room_log(
+        &self,
+        room: RoomId,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<switchboard_proto::RoomMessage>>;
     async fn set_member(
         &self,
         tenant: TenantId,

@@ -87,6 +87,12 @@ pub(crate) trait SendStatements: EventDriver + IdemStatements {
         tenant: TenantId,
         key: &str,
     ) -> StoreResult<Room>;
+    async fn room_log(
+        &self,
+        room: RoomId,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<switchboard_proto::RoomMessage>>;
 }
 
 fn wakes_of(tenant: TenantId, deliveries: &[Delivery]) -> Vec<Wake> {
@@ -245,6 +251,15 @@ impl<D: SendStatements> SendStore for D {
 
     async fn room(&self, tenant: TenantId, key: &str) -> StoreResult<Room> {
         self.load_room(None, tenant, key).await
+    }
+
+    async fn room_log(
+        &self,
+        room: RoomId,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<switchboard_proto::RoomMessage>> {
+        SendStatements::room_log(self, room, after, limit).await
     }
 
     async fn set_member(

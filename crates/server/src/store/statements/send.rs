@@ -224,6 +224,29 @@ macro_rules! send_statements {
                 };
                 $crate::store::rows::room_from_rows(&room, &members)
             }
+
+            async fn room_log(
+                &self,
+                room: switchboard_proto::RoomId,
+                after: u64,
+                limit: u32,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::RoomMessage>> {
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT m.seq, m.sender_agent_id, a.name AS sender_name, m.payload, \
+                     m.correlation_id, m.created_at FROM room_messages m \
+                     LEFT JOIN agents a ON a.id = m.sender_agent_id \
+                     WHERE m.room_id = $1 AND m.seq > $2 ORDER BY m.seq LIMIT $3"
+                ))
+                .bind(room.to_string())
+                .bind(after as i64)
+                .bind(i64::from(limit))
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter()
+                    .map($crate::store::rows::room_message_from_row)
+                    .collect()
+            }
         }
     };
 }
