@@ -49,7 +49,7 @@ pub enum Error {
     /// The request did not complete: connect failure, timeout, TLS, reset stream.
     /// Its message carries the whole cause (reqwest's own stops at "error sending
     /// request", which hides an untrusted certificate or a refused connection).
-    #[error("transport error: {}", causes(.0))]
+    #[error("transport error: {}", with_causes(.0))]
     Transport(reqwest::Error),
     /// No response head came within the request timeout. Streams (SSE) get no
     /// overall timeout, since they stay open, but their head is bounded by it: a
@@ -270,10 +270,11 @@ impl From<reqwest::Error> for Error {
     }
 }
 
-/// `e` and each of its sources, joined by `: `, repeats left out.
-fn causes(e: &reqwest::Error) -> String {
+/// `e` and each of its sources on one line, joined by `: `, repeats left out
+/// ("transport error: …: operation timed out"): what a log or `last_error` needs.
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = e.source();
     while let Some(cause) = source {
         let text = cause.to_string();
         if !out.contains(&text) {

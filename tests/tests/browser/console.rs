@@ -5,7 +5,9 @@
 use switchboard_proto::Capabilities;
 
 use crate::driver::Browser;
-use crate::support::{bounded, console_and_browser, console_dir, console_server, target_dir};
+use crate::support::{
+    bounded, console_and_browser, console_dir, console_server, server_line, target_dir,
+};
 
 /// What the console puts in `<title>` and `<h1>`.
 const TITLE: &str = "Switchboard console";
@@ -43,10 +45,7 @@ async fn console_renders_the_server_line() {
     let line = browser.text("#server-info").await;
     assert_eq!(
         line,
-        format!(
-            "Switchboard server {} · sqlite backend · API v1",
-            env!("CARGO_PKG_VERSION")
-        ),
+        server_line("sqlite"),
         "the console shows the version and backend the server reports"
     );
     let class = browser.attr("#server-info", "class").await;

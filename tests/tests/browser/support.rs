@@ -66,6 +66,15 @@ fn skip<T>(why: &str) -> Option<T> {
     None
 }
 
+/// The line the console shows under its title for a server of this workspace's
+/// version on `backend`.
+pub(crate) fn server_line(backend: &str) -> String {
+    format!(
+        "Switchboard server {} · {backend} backend · API v1",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// A server on `127.0.0.1:0` serving the console at `/`.
 pub(crate) async fn console_server(ui_dir: PathBuf) -> TestServer {
     TestServer::with(Options {

@@ -21,20 +21,9 @@ pub(super) enum Judged {
     Poison(String),
 }
 
-/// The error and its sources on one line ("transport error: …: operation timed
-/// out"): what an operator needs to see in `last_error`.
+/// The error and its sources on one line: what an operator needs in `last_error`.
 fn describe(error: &Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
+    crate::error::with_causes(error)
 }
 
 pub(super) fn judge(result: Result<serde_json::Value, Error>) -> Judged {

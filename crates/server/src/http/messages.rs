@@ -160,6 +160,18 @@ async fn load_room(state: &AppState, principal: &Principal, key: &str) -> ApiRes
         })
 }
 
+/// The room `key` names, if `principal` may see it: an operator any room of its
+/// tenant, an agent only a room it is a member of (to others it does not exist).
+async fn visible_room(state: &AppState, principal: &Principal, key: &str) -> ApiResult<Room> {
+    let room = load_room(state, principal, key).await?;
+    if let Some(me) = principal.agent_id
+        && !room.members.iter().any(|m| m.agent_id == me)
+    {
+        return Err(ApiError::not_found(format_args!("room {:?}", room.name)));
+    }
+    Ok(room)
+}
+
 /// A room and its members.
 #[utoipa::path(get, path = "/api/v1/rooms/{room}", tag = "messages",
     params(("room" = String, Path, description = "Room id or name")),
@@ -169,13 +181,7 @@ async fn get_room(
     principal: Principal,
     Path(room): Path<String>,
 ) -> ApiResult<axum::Json<Room>> {
-    let room = load_room(&state, &principal, &room).await?;
-    if let Some(me) = principal.agent_id
-        && !room.members.iter().any(|m| m.agent_id == me)
-    {
-        return Err(ApiError::not_found(format_args!("room {:?}", room.name)));
-    }
-    Ok(axum::Json(room))
+    Ok(axum::Json(visible_room(&state, &principal, &room).await?))
 }
 
 async fn membership(
@@ -231,13 +237,7 @@ async fn room_messages(
     Path(room): Path<String>,
     Query(q): Query<InboxQuery>,
 ) -> ApiResult<axum::Json<RoomPage>> {
-    let room = load_room(&state, &principal, &room).await?;
-    // To an agent outside the room, it does not exist (as for GET /rooms/{room}).
-    if let Some(me) = principal.agent_id
-        && !room.members.iter().any(|m| m.agent_id == me)
-    {
-        return Err(ApiError::not_found(format_args!("room {:?}", room.name)));
-    }
+    let room = visible_room(&state, &principal, &room).await?;
     let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
     let after = q.after_cursor.unwrap_or(0);
     let mut messages = state.store.room_log(room.room_id, after, limit + 1).await?;
