@@ -59,7 +59,7 @@ pub struct RoomMessage {
     /// The sending agent; none when an operator sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender: Option<RoomMember>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    /// Any JSON value, as sent.
     pub payload: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
