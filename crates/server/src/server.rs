@@ -49,16 +49,10 @@ impl Server {
     /// the operator token.
     pub async fn open(config: Config) -> Result<Self, StartError> {
         let url = config.database_url.clone();
-        let store: Arc<dyn Store> = if let Some(path) = url
-            .strip_prefix("sqlite://")
-            .or_else(|| url.strip_prefix("sqlite:"))
-        {
-            let file = path.split('?').next().unwrap_or_default();
-            if !file.is_empty()
-                && !file.contains(":memory:")
-                && let Some(dir) = Path::new(file)
-                    .parent()
-                    .filter(|d| !d.as_os_str().is_empty())
+        let store: Arc<dyn Store> = if url.starts_with("sqlite:") {
+            if let Some(dir) = crate::store::sqlite::file_of(&url)
+                .and_then(|file| Path::new(file).parent())
+                .filter(|d| !d.as_os_str().is_empty())
             {
                 std::fs::create_dir_all(dir).map_err(|source| StartError::Io {
                     what: format!("creating {}", dir.display()),

@@ -1,11 +1,13 @@
 //! Each check, caused: on real SQLite files here, and on the test PostgreSQL and
 //! MariaDB with `--include-ignored` (`cargo xtask test` runs them there).
 
+use super::database::{connections, mysql, skew};
 use super::*;
 use crate::clock::ManualClock;
 use crate::hooks::Hooks;
 use crate::store::Store;
 use crate::store::sqlite::SqliteStore;
+use sqlx::Connection;
 use std::sync::Arc;
 
 /// A loopback address nobody listens on (port 0: any free port).

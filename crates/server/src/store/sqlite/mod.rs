@@ -139,14 +139,19 @@ impl SqliteStore {
     }
 }
 
+/// The file of a `sqlite:` URL (`sqlite://PATH?…`), none for `:memory:` or another
+/// backend.
+pub fn file_of(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let file = rest.split('?').next().unwrap_or_default();
+    (!file.is_empty() && !file.contains(":memory:")).then_some(file)
+}
+
 /// Takes the exclusive lock that makes this process the file's only server.
 fn lock_owner(url: &str) -> StoreResult<std::fs::File> {
-    let path = url
-        .trim_start_matches("sqlite://")
-        .trim_start_matches("sqlite:")
-        .split('?')
-        .next()
-        .unwrap_or_default();
+    let path = file_of(url).unwrap_or_default();
     let lock_path = format!("{path}.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)

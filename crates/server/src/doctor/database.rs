@@ -1,188 +1,17 @@
-//! `switchboard doctor`: checks a deployment's settings and surroundings and says,
-//! for each problem, how to fix it. It reads, it never writes: no migration, no lock
-//! taken, no file created.
-//!
-//! Every check here is caused by a test (`doctor::tests`, on SQLite files and, with
-//! `--include-ignored`, on the test PostgreSQL and MariaDB), and `switchboard doctor`
-//! itself by `crates/cli/tests/doctor.rs` (exit status and `--json`).
+//! The database's checks: reachable, the schema against this binary's migrations,
+//! SQLite's settings and lock, PostgreSQL's and MariaDB's version, connections,
+//! autovacuum, binary log and clock.
 
+use super::{Finding, Thresholds};
 use crate::clock::Clock;
 use crate::config::{Config, redact_url};
-use serde::Serialize;
+use crate::store::sqlite::file_of as sqlite_file;
 use sqlx::Connection;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// How bad a finding is. Orders as it reads: `Ok < Warning < Error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Ok,
-    Warning,
-    Error,
-}
-
-impl Status {
-    /// The exit status of `switchboard doctor`: 0, 1 or 2.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Status::Ok => 0,
-            Status::Warning => 1,
-            Status::Error => 2,
-        }
-    }
-}
-
-/// One check's outcome.
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// A stable name: `database`, `migrations`, `sqlite_synchronous`, …
-    pub check: &'static str,
-    pub status: Status,
-    pub message: String,
-    /// How to fix it, for a warning or an error.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
-
-impl Finding {
-    fn ok(check: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            check,
-            status: Status::Ok,
-            message: message.into(),
-            fix: None,
-        }
-    }
-
-    fn warning(check: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self {
-            check,
-            status: Status::Warning,
-            message: message.into(),
-            fix: Some(fix.into()),
-        }
-    }
-
-    fn error(check: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self {
-            check,
-            status: Status::Error,
-            message: message.into(),
-            fix: Some(fix.into()),
-        }
-    }
-}
-
-/// Everything `diagnose` found.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// The worst status of any finding.
-    pub status: Status,
-    pub findings: Vec<Finding>,
-}
-
-impl Report {
-    /// The finding of `check`, if it ran.
-    pub fn get(&self, check: &str) -> Option<&Finding> {
-        self.findings.iter().find(|f| f.check == check)
-    }
-}
-
-/// Where a warning turns into an error.
-#[derive(Debug, Clone)]
-pub struct Thresholds {
-    /// Free space below this on the data directory's file system is a warning…
-    pub warn_free_bytes: u64,
-    /// …and below this an error.
-    pub error_free_bytes: u64,
-    /// Clock skew between this machine and the database beyond this is a warning…
-    pub warn_skew: Duration,
-    /// …and beyond this an error.
-    pub error_skew: Duration,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Self {
-            warn_free_bytes: 1 << 30,
-            error_free_bytes: 100 << 20,
-            warn_skew: Duration::from_millis(500),
-            error_skew: Duration::from_secs(5),
-        }
-    }
-}
-
-/// Where and how the server would listen.
-#[derive(Debug, Clone)]
-pub struct Listening {
-    pub addr: SocketAddr,
-    /// The certificate and key files, when serving HTTPS.
-    pub tls: Option<(PathBuf, PathBuf)>,
-    /// Plain HTTP on a non-loopback address, behind a TLS-terminating proxy.
-    pub allow_plain_http: bool,
-}
-
-impl From<SocketAddr> for Listening {
-    fn from(addr: SocketAddr) -> Self {
-        Self {
-            addr,
-            tls: None,
-            allow_plain_http: false,
-        }
-    }
-}
-
-/// Runs every check for a server that would run with `config` on `listen`.
-pub async fn diagnose(
-    config: &Config,
-    listen: impl Into<Listening>,
-    thresholds: &Thresholds,
-) -> Report {
-    let listen = listen.into();
-    let mut findings = database(config, thresholds).await;
-    findings.push(token_file(config));
-    findings.push(disk(&data_dir(config), thresholds));
-    findings.push(console(config));
-    findings.extend(listener(&listen));
-    let status = findings
-        .iter()
-        .map(|f| f.status)
-        .max()
-        .unwrap_or(Status::Ok);
-    Report { status, findings }
-}
-
-/// The directory whose file system holds the data: the SQLite file's, else the
-/// operator token file's.
-fn data_dir(config: &Config) -> PathBuf {
-    let file = match sqlite_file(&config.database_url) {
-        Some(file) => PathBuf::from(file),
-        None => config
-            .operator_token_file
-            .clone()
-            .unwrap_or_else(Config::default_operator_token_file),
-    };
-    // The nearest directory that exists (the server creates the rest).
-    file.ancestors()
-        .skip(1)
-        .find(|d| d.is_dir())
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// The file of a `sqlite:` URL, none for `:memory:` or another backend.
-fn sqlite_file(url: &str) -> Option<&str> {
-    let rest = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))?;
-    let file = rest.split('?').next().unwrap_or_default();
-    (!file.is_empty() && !file.contains(":memory:")).then_some(file)
-}
-
-async fn database(config: &Config, thresholds: &Thresholds) -> Vec<Finding> {
+pub(super) async fn check(config: &Config, thresholds: &Thresholds) -> Vec<Finding> {
     let url = &config.database_url;
     let shown = redact_url(url);
     if url.starts_with("sqlite:") {
@@ -275,7 +104,6 @@ async fn sqlite(config: &Config, shown: &str) -> Vec<Finding> {
         None
     };
     found.push(migrations(
-        has_table > 0,
         applied,
         &sqlx::migrate!("../../migrations/sqlite"),
     ));
@@ -343,15 +171,14 @@ fn sqlite_lock(file: &str) -> Finding {
 /// What `SELECT version, success FROM _sqlx_migrations` gives, on every backend.
 const APPLIED: &str = "SELECT version, success FROM _sqlx_migrations ORDER BY version";
 
-/// The schema (`applied`, read only if `has_table`) against the migrations this
-/// binary carries.
+/// The schema against the migrations this binary carries; `applied` is `None` when
+/// the database has no migration table.
 fn migrations(
-    has_table: bool,
     applied: Option<Result<Vec<(i64, bool)>, sqlx::Error>>,
     migrator: &sqlx::migrate::Migrator,
 ) -> Finding {
     let applied = match applied {
-        None | Some(Ok(_)) if !has_table => {
+        None => {
             return Finding::warning(
                 "migrations",
                 "the database has no schema yet",
@@ -359,7 +186,6 @@ fn migrations(
             );
         }
         Some(Ok(rows)) => rows,
-        None => Vec::new(),
         Some(Err(e)) => {
             return Finding::error(
                 "migrations",
@@ -426,7 +252,7 @@ fn verdict(applied: &[(i64, bool)], known: &[i64]) -> Finding {
 }
 
 /// The pool this configuration asks for against what the server allows.
-fn connections(check_max: i64, reserved: i64, pool: u32) -> Finding {
+pub(super) fn connections(check_max: i64, reserved: i64, pool: u32) -> Finding {
     let available = check_max - reserved;
     let pool = i64::from(pool);
     if pool > available {
@@ -462,7 +288,7 @@ fn connections(check_max: i64, reserved: i64, pool: u32) -> Finding {
 }
 
 /// This machine's clock against the database's, the round trip allowed for.
-fn skew(
+pub(super) fn skew(
     check: &'static str,
     local_before: i64,
     db: i64,
@@ -574,14 +400,13 @@ async fn postgres(
         None
     };
     found.push(migrations(
-        has_table,
         applied,
         &sqlx::migrate!("../../migrations/postgres"),
     ));
     found
 }
 
-async fn mysql(
+pub(super) async fn mysql(
     conn: &mut sqlx::MySqlConnection,
     config: &Config,
     clock: &dyn Clock,
@@ -634,140 +459,8 @@ async fn mysql(
         None
     };
     found.push(migrations(
-        has_table > 0,
         applied,
         &sqlx::migrate!("../../migrations/mysql"),
     ));
     found
 }
-
-fn token_file(config: &Config) -> Finding {
-    let path = config
-        .operator_token_file
-        .clone()
-        .unwrap_or_else(Config::default_operator_token_file);
-    let shown = path.display();
-    match std::fs::metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Finding::ok(
-            "token_file",
-            format!("{shown} does not exist yet: `serve` writes it (mode 0600)"),
-        ),
-        Err(e) => Finding::error(
-            "token_file",
-            format!("cannot read {shown}: {e}"),
-            "check the path and its directory's permissions",
-        ),
-        Ok(meta) if !meta.is_file() => Finding::error(
-            "token_file",
-            format!("{shown} is not a file"),
-            "point --operator-token-file at a file",
-        ),
-        Ok(meta) => {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                Finding::error(
-                    "token_file",
-                    format!("{shown} has mode {mode:o}: other users can read the operator token"),
-                    format!("chmod 600 {shown}, then rotate the token (it may have been read)"),
-                )
-            } else {
-                Finding::ok("token_file", format!("{shown} has mode {mode:o}"))
-            }
-        }
-    }
-}
-
-fn disk(dir: &Path, t: &Thresholds) -> Finding {
-    let shown = dir.display();
-    let stat = match rustix::fs::statvfs(dir) {
-        Ok(s) => s,
-        Err(e) => {
-            return Finding::error(
-                "disk_space",
-                format!("cannot read the free space of {shown}: {e}"),
-                "check that the data directory exists and is readable",
-            );
-        }
-    };
-    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
-    let message = format!("{} MiB free on {shown}", free >> 20);
-    let fix = "free space on that file system or move the data: with a full disk writes \
-               answer 507 storage_full until space returns";
-    if free < t.error_free_bytes {
-        Finding::error("disk_space", message, fix)
-    } else if free < t.warn_free_bytes {
-        Finding::warning("disk_space", message, fix)
-    } else {
-        Finding::ok("disk_space", message)
-    }
-}
-
-fn console(config: &Config) -> Finding {
-    match &config.ui_dir {
-        Some(dir) if dir.join("index.html").is_file() => {
-            Finding::ok("console", format!("served from {}", dir.display()))
-        }
-        Some(dir) => Finding::error(
-            "console",
-            format!("{} has no index.html", dir.display()),
-            "build the console with `cargo xtask ui` (it writes ui/dist), or drop --ui-dir to \
-             serve the console inside the binary",
-        ),
-        None if crate::http::console_embedded() => {
-            Finding::ok("console", "served from inside this binary")
-        }
-        None => Finding::warning(
-            "console",
-            "this binary has no console inside (a debug build) and no --ui-dir",
-            "install a release build (`cargo install --path crates/cli`), or pass --ui-dir",
-        ),
-    }
-}
-
-fn listener(listen: &Listening) -> Vec<Finding> {
-    let addr = listen.addr;
-    let mut found = vec![match std::net::TcpListener::bind(addr) {
-        Ok(_) => Finding::ok("listen", format!("{addr} is free")),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Finding::warning(
-            "listen",
-            format!("{addr} is in use"),
-            "another process listens there (a switchboard already running?): stop it or \
-             pass another --listen",
-        ),
-        Err(e) => Finding::error(
-            "listen",
-            format!("cannot listen on {addr}: {e}"),
-            "use an address of this machine (127.0.0.1:7700 for local use)",
-        ),
-    }];
-    match &listen.tls {
-        Some((cert, key)) => found.push(match crate::tls::Tls::load(cert, key) {
-            Ok(_) => Finding::ok(
-                "tls",
-                format!("HTTPS (TLS 1.3) with {} and its key", cert.display()),
-            ),
-            Err(e) => Finding::error(
-                "tls",
-                e,
-                "give a PEM certificate chain (leaf first) and the PEM private key that \
-                 belongs to it",
-            ),
-        }),
-        None if addr.ip().is_loopback() => {}
-        None if listen.allow_plain_http => found.push(Finding::ok(
-            "tls",
-            format!("plain HTTP on {addr}, for a proxy that terminates TLS (--allow-plain-http)"),
-        )),
-        None => found.push(Finding::error(
-            "tls",
-            format!("{addr} is reachable from other machines over plain HTTP, which serve refuses"),
-            "give --tls-cert and --tls-key, or --allow-plain-http behind a TLS-terminating \
-             proxy, or listen on 127.0.0.1",
-        )),
-    }
-    found
-}
-
-#[cfg(test)]
-mod tests;
