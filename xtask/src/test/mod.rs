@@ -12,6 +12,9 @@ use anyhow::{Context, Result, bail};
 
 use crate::{chaos, cmd, mariadb, postgres, prereqs, ui};
 
+mod isolated;
+use isolated::{desktop_smoke, keyring_tests, smoke_screenshot};
+
 /// The suites that run on PostgreSQL and MariaDB too: the HTTP conformance suite
 /// (`protocol`, `api`), plus what needs a database server (`instances`, and the
 /// chaos crash loop at CI size, ignored without one).
@@ -43,10 +46,6 @@ const ON_MARIADB: &[&str] = &[
 
 /// The browser tests that also run on PostgreSQL (a name filter).
 const BROWSER_ON_POSTGRES: &str = "queue_table";
-
-/// Hard limit on the desktop smoke run, Xvfb start-up included. The app has its own,
-/// shorter watchdog; this one also covers a wedged Xvfb or D-Bus.
-const SMOKE_TIMEOUT_SECS: &str = "180";
 
 /// What runs on the database server `database` (its URL variable and URL) names:
 /// the store's tests matching `lib_filters`, then the conformance suite.
@@ -399,191 +398,6 @@ fn print_summary(outcomes: &[Outcome], total: f64) {
         eprintln!("  desktop screenshot: {}", shot.display());
     }
     eprintln!("  total {total:.0}s");
-}
-
-fn smoke_screenshot() -> PathBuf {
-    cmd::target_dir().join("desktop-smoke.png")
-}
-
-/// Starts the desktop app with `--smoke-test` under Xvfb and a private D-Bus session,
-/// with its own HOME and XDG_RUNTIME_DIR so it touches nothing of the user's.
-fn desktop_smoke(dist: &Path) -> Result<()> {
-    cmd::run(cmd::cargo().args(["build", "-p", "switchboard-desktop"]))?;
-    let bin = cmd::target_dir().join("debug").join("switchboard-desktop");
-    let shot = smoke_screenshot();
-    let _ = std::fs::remove_file(&shot);
-
-    let scratch = Scratch::new("switchboard-smoke")?;
-    let home = scratch.dir("home", 0o755)?;
-    let runtime = scratch.dir("runtime", 0o700)?;
-
-    let mut smoke = Command::new("timeout");
-    smoke
-        .args(["-k", "10", SMOKE_TIMEOUT_SECS])
-        .args(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24"])
-        .args(["dbus-run-session", "--"])
-        .arg(&bin)
-        .arg("--smoke-test")
-        .arg(&shot)
-        .current_dir(cmd::root());
-    keep_toolchain(&mut smoke);
-    smoke
-        .env("HOME", &home)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_STATE_HOME", home.join(".local/state"))
-        .env("GDK_BACKEND", "x11")
-        // WebKitGTK's accelerated compositing draws nothing into Xvfb's screenshot
-        // (the page renders, the PNG is white); software compositing shows it.
-        .env("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
-        // No accessibility bus: nothing reads it here, and it only adds noise.
-        .env("NO_AT_BRIDGE", "1")
-        .env("SWITCHBOARD_UI_DIR", dist)
-        .env_remove("WAYLAND_DISPLAY")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS");
-    cmd::run(&mut smoke).context("the desktop smoke test failed (exit 124 means it timed out)")?;
-    if shot.is_file() {
-        eprintln!("desktop smoke: screenshot at {}", shot.display());
-    }
-    Ok(())
-}
-
-/// Hard limit on each real-keyring test run (it builds the test binary first).
-const KEYRING_TIMEOUT_SECS: &str = "600";
-
-/// The SDK's token store against real keyrings (`crates/sdk/tests/keyring_os.rs`):
-/// the kernel keyutils keyring in a fresh `keyctl session` with no session bus (so
-/// the automatic choice must fall back to it), then the Secret Service of a
-/// gnome-keyring started and unlocked inside `dbus-run-session`. Each run gets its own
-/// HOME and XDG dirs, so it touches no keyring of the user's. Without the tools this
-/// is a skip locally and a failure in CI (`CI=true`).
-fn keyring_tests(counts: &mut Counts) -> Result<()> {
-    let tools = [
-        ("keyctl", "keyutils"),
-        ("dbus-run-session", "dbus-daemon"),
-        ("gnome-keyring-daemon", "gnome-keyring"),
-    ];
-    let missing: Vec<&str> = tools
-        .iter()
-        .filter(|(tool, _)| cmd::stdout(Command::new(tool).arg("--version")).is_none())
-        .map(|(_, package)| *package)
-        .collect();
-    if !missing.is_empty() {
-        let what = format!(
-            "missing keyring tools; install the Debian packages: {}",
-            missing.join(" ")
-        );
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            bail!("{what}");
-        }
-        eprintln!("keyring: SKIPPED, {what} (in CI this fails)");
-        return Ok(());
-    }
-
-    // `--workspace` resolves features as the `cargo test --workspace` step did, so the
-    // test binary is already built (`-p switchboard-sdk` could rebuild dependencies
-    // with other features). The filter picks the group of tests after `--`.
-    let cargo_test = |filter: &str| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut args: Vec<std::ffi::OsString> = vec![cargo];
-        args.extend(["test", "--workspace", "--test", "keyring_os", "--", filter].map(Into::into));
-        args
-    };
-
-    let scratch = Scratch::new("switchboard-keyring")?;
-    let mut keyutils = Command::new("timeout");
-    keyutils
-        .args(["-k", "10", KEYRING_TIMEOUT_SECS, "keyctl", "session", "-"])
-        .args(cargo_test("keyutils"));
-    isolate(&mut keyutils, &scratch, "keyutils")?;
-    let first = run_counting(&mut keyutils, counts).context("the keyutils keyring tests failed");
-
-    // gnome-keyring creates and unlocks a `login` keyring with this password; it
-    // exits with the session bus when dbus-run-session ends.
-    let mut secret_service = Command::new("timeout");
-    secret_service
-        .args(["-k", "10", KEYRING_TIMEOUT_SECS, "dbus-run-session", "--"])
-        .args(["sh", "-c"])
-        .arg(
-            "echo -n switchboard-test | gnome-keyring-daemon --unlock --components=secrets \
-             >/dev/null && exec \"$@\"",
-        )
-        .arg("sh")
-        .args(cargo_test("secret_service"));
-    isolate(&mut secret_service, &scratch, "secret-service")?;
-    let second = run_counting(&mut secret_service, counts)
-        .context("the Secret Service keyring tests failed");
-    first.and(second)
-}
-
-/// Gives a keyring test run its own HOME, XDG dirs and runtime dir (with no session
-/// bus in it), keeps the toolchain reachable, and turns the tests on.
-fn isolate(command: &mut Command, scratch: &Scratch, name: &str) -> Result<()> {
-    let home = scratch.dir(name, 0o700)?;
-    let runtime = home.join("runtime");
-    std::fs::create_dir(&runtime).with_context(|| format!("creating {}", runtime.display()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))?;
-    }
-    keep_toolchain(command);
-    command
-        .current_dir(cmd::root())
-        .env("SWITCHBOARD_KEYRING_TEST", "1")
-        .env("HOME", &home)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_STATE_HOME", home.join(".local/state"))
-        .env("CARGO_TARGET_DIR", cmd::target_dir())
-        .env_remove("SWITCHBOARD_KEYRING")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS");
-    Ok(())
-}
-
-/// Keeps toolchain lookups working although HOME moves.
-fn keep_toolchain(command: &mut Command) {
-    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
-        if let Some(value) = std::env::var_os(var)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(default).into()))
-        {
-            command.env(var, value);
-        }
-    }
-}
-
-/// A temporary directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(prefix: &str) -> Result<Self> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        let path = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(Self(path))
-    }
-
-    fn dir(&self, name: &str, mode: u32) -> Result<PathBuf> {
-        use std::os::unix::fs::DirBuilderExt;
-        let path = self.0.join(name);
-        std::fs::DirBuilder::new()
-            .mode(mode)
-            .create(&path)
-            .with_context(|| format!("creating {}", path.display()))?;
-        Ok(path)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[cfg(test)]
