@@ -51,7 +51,8 @@ pub(crate) trait MaintenanceStatements: InboxStatements {
         agent: Option<AgentId>,
         limit: u32,
     ) -> StoreResult<Vec<ExpiredLease>>;
-    /// Gives a claimed event back (no token, no lease, available at `now`).
+    /// Gives a claimed event back (no token, no lease), available from the moment its
+    /// lease ran out (`now` for one that had none).
     async fn return_lease(
         &self,
         tx: &mut Self::Tx,

@@ -29,7 +29,8 @@ impl MaintenanceDriver for PgStore {
             "WITH r AS ( \
                UPDATE events SET \
                  status = CASE WHEN {QUARANTINES} THEN 'quarantined' ELSE 'pending' END, \
-                 claim_token = NULL, lease_expires_at = NULL, available_at = $1, updated_at = $1, \
+                 available_at = lease_expires_at, \
+                 claim_token = NULL, lease_expires_at = NULL, updated_at = $1, \
                  last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
                    || COALESCE(' (last error: ' || last_error || ')', '') \
                WHERE id IN (SELECT id FROM events WHERE status = 'claimed' \

@@ -62,8 +62,14 @@ macro_rules! maintenance_statements {
             ) -> $crate::store::StoreResult<()> {
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "UPDATE events SET status = $1, claim_token = NULL, lease_expires_at = NULL, \
-                     available_at = $2, updated_at = $3, last_error = $4 WHERE id = $5"
+                    // Available from when the lease ran out, not from this pass: a
+                    // claim whose clock read came before the pass must still find it
+                    // first. Assigned before `lease_expires_at` is cleared, as MySQL
+                    // reads a column assigned earlier in the same SET as its new value.
+                    "UPDATE events SET status = $1, \
+                     available_at = COALESCE(lease_expires_at, $2), \
+                     claim_token = NULL, lease_expires_at = NULL, \
+                     updated_at = $3, last_error = $4 WHERE id = $5"
                 ))
                 .bind(status.as_str())
                 .bind(now)

@@ -273,6 +273,38 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
 
     check_driver(d, tenant, &agent).await;
     check_claims_in_order(d, tenant).await;
+    check_returned_lease_keeps_its_place(d, tenant).await;
+}
+
+/// A lease the scavenger returns is available from the moment it expired, not from
+/// the scavenger's pass. A claim reads its clock when its request starts and may then
+/// wait (behind another claim of its agent, or for the writer); a scavenger pass on
+/// another instance that runs meanwhile reads a later clock. Were the returned event
+/// available only from that later time, the claim would pass it over and hand out
+/// the next event first (the crash loop on PostgreSQL saw one: seq 90 after 91).
+async fn check_returned_lease_keeps_its_place<D: InboxDriver + Store>(d: &D, tenant: TenantId) {
+    let agent = d
+        .create_agent(tenant, "keeps-place", &[0xA9; 32], &[], 0)
+        .await
+        .expect("agent");
+    let first = send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
+    let second = send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
+    // Claimed at 2,000 under a 1,000 ms lease, and lost with its consumer.
+    let lost = d.claim(&agent, 1, 1_000, None, 2_000).await.expect("claim");
+    assert_eq!(lost.events[0].event.event_id, first);
+    // The scavenger's pass reads 5,000; the waiting claim read 4,000 before it.
+    let reaped = d.reap(5_000).await.expect("reap");
+    assert!(reaped.lease_expirations >= 1);
+    let retaken = d.claim(&agent, 1, 1_000, None, 4_000).await.expect("claim");
+    assert_eq!(
+        retaken
+            .events
+            .iter()
+            .map(|c| c.event.event_id)
+            .collect::<Vec<_>>(),
+        [first],
+        "the returned event comes before {second}, which was never claimed"
+    );
 }
 
 /// A claim behind an unfinished claim of the same agent (a dead server's, whose
