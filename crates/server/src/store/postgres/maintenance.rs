@@ -15,6 +15,35 @@ use crate::store::*;
 use async_trait::async_trait;
 use sqlx::Row;
 
+/// Returns expired leases, each with its history row, in one statement; `{LOCK}` is
+/// how the subquery locks its rows. A returned event is available from its lease's
+/// end, not from this pass: a claim whose clock read came before the pass must still
+/// find it first.
+const RETURN_EXPIRED: &str = "WITH r AS ( \
+       UPDATE events SET \
+         status = CASE WHEN {QUARANTINES} THEN 'quarantined' ELSE 'pending' END, \
+         available_at = lease_expires_at, \
+         claim_token = NULL, lease_expires_at = NULL, updated_at = $1, \
+         last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
+           || COALESCE(' (last error: ' || last_error || ')', '') \
+       WHERE id IN (SELECT id FROM events WHERE status = 'claimed' \
+         AND lease_expires_at <= $1 AND ($2::text IS NULL OR agent_id = $2) \
+         ORDER BY lease_expires_at LIMIT $3 {LOCK}) \
+       RETURNING id, tenant_id, agent_id, seq, status, attempts), \
+     h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
+       SELECT id, $1, CASE WHEN status = 'quarantined' THEN 'quarantined' \
+         ELSE 'lease_expired' END, \
+         $4, CASE WHEN status = 'quarantined' \
+           THEN 'lease expired on attempt ' || attempts || '; attempts exhausted' \
+           ELSE 'attempt ' || attempts END FROM r) \
+     SELECT tenant_id, agent_id, seq, status FROM r";
+
+fn return_expired(lock: &str) -> String {
+    RETURN_EXPIRED
+        .replace("{QUARANTINES}", QUARANTINES)
+        .replace("{LOCK}", lock)
+}
+
 #[async_trait]
 impl MaintenanceDriver for PgStore {
     async fn return_expired_leases(
@@ -24,33 +53,24 @@ impl MaintenanceDriver for PgStore {
         agent: Option<AgentId>,
         limit: u32,
     ) -> StoreResult<Vec<ReturnedLease>> {
-        let rows = sqlx::query(sql!(
-            Self::DIALECT,
-            "WITH r AS ( \
-               UPDATE events SET \
-                 status = CASE WHEN {QUARANTINES} THEN 'quarantined' ELSE 'pending' END, \
-                 available_at = lease_expires_at, \
-                 claim_token = NULL, lease_expires_at = NULL, updated_at = $1, \
-                 last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
-                   || COALESCE(' (last error: ' || last_error || ')', '') \
-               WHERE id IN (SELECT id FROM events WHERE status = 'claimed' \
-                 AND lease_expires_at <= $1 AND ($2::text IS NULL OR agent_id = $2) \
-                 ORDER BY lease_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED) \
-               RETURNING id, tenant_id, agent_id, seq, status, attempts), \
-             h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
-               SELECT id, $1, CASE WHEN status = 'quarantined' THEN 'quarantined' \
-                 ELSE 'lease_expired' END, \
-                 $4, CASE WHEN status = 'quarantined' \
-                   THEN 'lease expired on attempt ' || attempts || '; attempts exhausted' \
-                   ELSE 'attempt ' || attempts END FROM r) \
-             SELECT tenant_id, agent_id, seq, status FROM r"
-        ))
-        .bind(now)
-        .bind(agent.map(|a| a.to_string()))
-        .bind(i64::from(limit))
-        .bind(SCAVENGER.to_string())
-        .fetch_all(&mut **tx)
-        .await?;
+        // The scavenger skips rows another pass or a claim holds; a claim's own agent
+        // waits for them (see `expired_leases`): a claim that skipped its agent's
+        // lease while a pass returned it saw the event claimed and took the next.
+        let statement = match agent {
+            Some(_) => sql!(Self::DIALECT, "{}", return_expired("FOR UPDATE")),
+            None => sql!(
+                Self::DIALECT,
+                "{}",
+                return_expired("FOR UPDATE SKIP LOCKED")
+            ),
+        };
+        let rows = sqlx::query(statement)
+            .bind(now)
+            .bind(agent.map(|a| a.to_string()))
+            .bind(i64::from(limit))
+            .bind(SCAVENGER.to_string())
+            .fetch_all(&mut **tx)
+            .await?;
         rows.iter()
             .map(|row| {
                 Ok(ReturnedLease {

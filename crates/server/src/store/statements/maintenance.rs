@@ -19,12 +19,15 @@ macro_rules! maintenance_statements {
             {
                 use $crate::store::rows::{Cols, parse_id};
                 let query = match agent {
+                    // A claim's own agent: it waits for a pass returning the same
+                    // lease (no SKIP LOCKED), then sees the event pending and takes
+                    // it first (`InboxDriver::order_claims` keeps claims apart).
                     Some(agent) => sqlx::query($crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
                         "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
                          FROM events @FORCE_INDEX(events_claim) WHERE status = 'claimed' \
                          AND lease_expires_at <= $1 AND agent_id = $2 \
-                         ORDER BY lease_expires_at LIMIT $3 @SKIP_LOCKED"
+                         ORDER BY lease_expires_at LIMIT $3 @FOR_UPDATE"
                     ))
                     .bind(now)
                     .bind(agent.to_string()),

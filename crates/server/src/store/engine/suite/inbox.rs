@@ -274,6 +274,58 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     check_driver(d, tenant, &agent).await;
     check_claims_in_order(d, tenant).await;
     check_returned_lease_keeps_its_place(d, tenant).await;
+    check_claim_waits_for_a_pass_returning_its_lease(d, tenant).await;
+}
+
+/// A claim that finds its agent's expired lease locked by a scavenger pass (on
+/// another instance) returning it waits for that pass, and then takes the returned
+/// event first. Skipping the locked row, the claim saw the event still claimed and
+/// handed out the next one (the crash loop on PostgreSQL: seq 177 before 176, a
+/// lease lost with a killed instance's answer running out as the consumer's retry
+/// came). SQLite has one writer: the pass and the claim cannot overlap.
+async fn check_claim_waits_for_a_pass_returning_its_lease<D: InboxDriver + Store>(
+    d: &D,
+    tenant: TenantId,
+) {
+    if D::DIALECT == crate::store::dialect::Dialect::Sqlite {
+        return;
+    }
+    let agent = d
+        .create_agent(tenant, "waits-for-the-pass", &[0xAA; 32], &[], 0)
+        .await
+        .expect("agent");
+    let first = send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
+    send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
+    let lost = d.claim(&agent, 1, 1_000, None, 2_000).await.expect("claim");
+    assert_eq!(lost.events[0].event.event_id, first);
+
+    // The pass has returned the lease and not committed yet.
+    let mut pass = d.begin_write().await.expect("begin");
+    let returned = d
+        .return_expired_leases(&mut pass, 5_000, None, 1_000)
+        .await
+        .expect("return");
+    assert!(returned.iter().any(|r| r.agent == agent.id));
+
+    let claim = d.claim(&agent, 1, 1_000, None, 4_000);
+    tokio::pin!(claim);
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(300), &mut claim)
+            .await
+            .is_err(),
+        "the claim waits for the pass that holds its agent's expired lease"
+    );
+    d.commit(pass, &[]).await.expect("commit");
+    let claimed = claim.await.expect("claim");
+    assert_eq!(
+        claimed
+            .events
+            .iter()
+            .map(|c| c.event.event_id)
+            .collect::<Vec<_>>(),
+        [first],
+        "then takes the returned event first"
+    );
 }
 
 /// A lease the scavenger returns is available from the moment it expired, not from
