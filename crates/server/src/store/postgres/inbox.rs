@@ -7,7 +7,7 @@ use super::PgStore;
 use crate::clock::{Millis, to_timestamp};
 use crate::store::dialect::sql;
 use crate::store::engine::Driver;
-use crate::store::engine::inbox::{InboxDriver, QUARANTINES, ReleaseRow};
+use crate::store::engine::inbox::{AVAILABLE, InboxDriver, QUARANTINES, ReleaseRow};
 use crate::store::rows::*;
 use crate::store::*;
 use async_trait::async_trait;
@@ -63,7 +63,7 @@ impl InboxDriver for PgStore {
                  lease_expires_at = $3, updated_at = $2 \
                WHERE id IN ( \
                  SELECT id FROM events WHERE agent_id = $1 AND status = 'pending' \
-                   AND available_at <= $2 AND (expires_at IS NULL OR expires_at > $2) \
+                   AND {AVAILABLE} AND (expires_at IS NULL OR expires_at > $2) \
                  ORDER BY priority DESC, seq LIMIT $4 FOR UPDATE SKIP LOCKED) \
                RETURNING {EVENT_COLS}), \
              h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \

@@ -105,9 +105,10 @@ macro_rules! inbox_statements {
                 let ids: Vec<(String, i64)> = sqlx::query_as($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT id, attempts FROM events @FORCE_INDEX(events_claim) \
-                     WHERE agent_id = $1 AND status = 'pending' \
-                     AND available_at <= $2 AND (expires_at IS NULL OR expires_at > $3) \
-                     ORDER BY priority DESC, seq LIMIT $4 @SKIP_LOCKED"
+                     WHERE agent_id = $1 AND status = 'pending' AND {AVAILABLE} \
+                     AND (expires_at IS NULL OR expires_at > $3) \
+                     ORDER BY priority DESC, seq LIMIT $4 @SKIP_LOCKED",
+                    AVAILABLE = $crate::store::engine::inbox::AVAILABLE
                 ))
                 .bind(agent.to_string())
                 .bind(now)
@@ -131,7 +132,8 @@ macro_rules! inbox_statements {
                 Ok(sqlx::query_scalar($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT MIN(available_at) FROM events @FORCE_INDEX(events_claim) \
-                     WHERE agent_id = $1 AND status = 'pending' AND available_at > $2"
+                     WHERE agent_id = $1 AND status = 'pending' AND NOT {AVAILABLE}",
+                    AVAILABLE = $crate::store::engine::inbox::AVAILABLE
                 ))
                 .bind(agent.to_string())
                 .bind(now)

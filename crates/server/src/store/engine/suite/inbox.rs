@@ -275,6 +275,61 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     check_claims_in_order(d, tenant).await;
     check_returned_lease_keeps_its_place(d, tenant).await;
     check_claim_waits_for_a_pass_returning_its_lease(d, tenant).await;
+    check_immediate_events_are_claimed_in_order(d, tenant).await;
+}
+
+/// An event sent without a delay is available from its commit, whatever the clocks
+/// say. Two sends read their clocks before they take the agent's row, so the later
+/// sequence number can carry the earlier `available_at` (the crash loop on PostgreSQL:
+/// seq 77 stamped 178 ms before seq 76); a claim whose clock fell between the two
+/// took 77 first. A delayed event still waits for its time.
+async fn check_immediate_events_are_claimed_in_order<D: InboxDriver + Store>(
+    d: &D,
+    tenant: TenantId,
+) {
+    let agent = d
+        .create_agent(tenant, "immediate", &[0xAB; 32], &[], 0)
+        .await
+        .expect("agent");
+    // Each sent at once (available_at no later than created_at), clocks inverted.
+    let first = send(d, tenant, agent.id, &message_with(0, 5, 1_200, None), 1_300).await;
+    let second = send(d, tenant, agent.id, &message_with(0, 5, 1_100, None), 1_400).await;
+    let delayed = send(d, tenant, agent.id, &message_with(0, 5, 5_000, None), 1_500).await;
+    let ids = |c: &Claimed| {
+        c.events
+            .iter()
+            .map(|c| c.event.event_id)
+            .collect::<Vec<_>>()
+    };
+    let claimed = d
+        .claim(&agent, 1, 60_000, None, 1_150)
+        .await
+        .expect("claim");
+    assert_eq!(ids(&claimed), [first], "the first sent goes first");
+    let claimed = d
+        .claim(&agent, 5, 60_000, None, 1_150)
+        .await
+        .expect("claim");
+    assert_eq!(ids(&claimed), [second]);
+    assert_eq!(
+        claimed.next_available,
+        Some(5_000),
+        "only the delayed one is ahead"
+    );
+    let claimed = d
+        .claim(&agent, 5, 60_000, None, 4_999)
+        .await
+        .expect("claim");
+    assert!(
+        claimed.events.is_empty(),
+        "a delayed event waits for its time"
+    );
+    assert_eq!(claimed.next_available, Some(5_000));
+    let claimed = d
+        .claim(&agent, 5, 60_000, None, 5_000)
+        .await
+        .expect("claim");
+    assert_eq!(ids(&claimed), [delayed]);
 }
 
 /// A claim that finds its agent's expired lease locked by a scavenger pass (on
