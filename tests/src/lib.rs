@@ -41,6 +41,8 @@ pub struct Options {
     /// Webhook settings (a test receiver's CA, loopback allowed, the schedule). On
     /// the manual clock deliveries run only through [`TestServer::deliver`].
     pub webhooks: Option<switchboard_server::config::WebhookConfig>,
+    /// Retention archives what it removes here first (`--archive-dir`).
+    pub archive_dir: Option<PathBuf>,
 }
 
 pub struct TestServer {
@@ -165,6 +167,7 @@ impl TestServer {
         if let Some(r) = opts.retention {
             config.retention = r;
         }
+        config.archive_dir = opts.archive_dir;
         if let Some(i) = opts.sample_interval {
             config.sample_interval = i;
         }

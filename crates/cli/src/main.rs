@@ -1,6 +1,7 @@
 //! `switchboard`: the headless coordination server and the agent subcommands.
 
 mod agent;
+mod archive;
 mod doctor;
 mod names;
 mod serve;
@@ -30,6 +31,9 @@ enum Command {
     Doctor(Box<doctor::DoctorArgs>),
     /// Canonical agent names: import legacy names into the server's registry.
     Names(names::NamesCli),
+    /// What retention archived (`serve --archive-dir`): list the files, restore a
+    /// range as JSON lines for inspection.
+    Archive(archive::ArchiveCli),
 }
 
 fn main() -> std::process::ExitCode {
@@ -39,6 +43,7 @@ fn main() -> std::process::ExitCode {
         Command::Agent(args) => agent::run(*args),
         Command::Doctor(args) => doctor::run(*args),
         Command::Names(args) => names::run(args),
+        Command::Archive(args) => archive::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),

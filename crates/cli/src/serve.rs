@@ -54,6 +54,11 @@ pub(crate) struct ServeArgs {
     /// Keep completed/expired/purged events this long, in seconds [default: 86400].
     #[arg(long, env = "SWITCHBOARD_RETENTION_SECONDS")]
     retention_seconds: Option<u64>,
+    /// Write what retention removes to this directory first, as gzip JSON lines per
+    /// tenant and day (`switchboard archive list|restore` read it back); while it
+    /// cannot be written, retention removes nothing [default: no archive].
+    #[arg(long, env = "SWITCHBOARD_ARCHIVE_DIR")]
+    archive_dir: Option<PathBuf>,
     /// Keep idempotency keys this long, in seconds (at least 86400) [default: 86400].
     #[arg(long, env = "SWITCHBOARD_IDEMPOTENCY_TTL_SECONDS")]
     idempotency_ttl_seconds: Option<u64>,
@@ -113,6 +118,7 @@ struct FileConfig {
     sample_interval_seconds: Option<f64>,
     history_samples: Option<usize>,
     retention_seconds: Option<u64>,
+    archive_dir: Option<PathBuf>,
     idempotency_ttl_seconds: Option<u64>,
     max_body_bytes: Option<usize>,
     sqlite_synchronous: Option<String>,
@@ -204,6 +210,7 @@ pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
     if let Some(s) = args.retention_seconds.or(file.retention_seconds) {
         config.retention = Duration::from_secs(s);
     }
+    config.archive_dir = args.archive_dir.or(file.archive_dir);
     if let Some(s) = args
         .idempotency_ttl_seconds
         .or(file.idempotency_ttl_seconds)
@@ -325,6 +332,7 @@ fn init_logs(format: LogFormat) {
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let settings = resolve(args)?;
     init_logs(settings.log_format);
+    switchboard_server::failpoints_from_env();
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(serve(settings))
 }

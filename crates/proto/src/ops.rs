@@ -81,6 +81,33 @@ pub struct Overview {
     /// PostgreSQL, and only for the tenant of the operator token minted at start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_table: Option<QueueTableHealth>,
+    /// Retention and its archive, for the deployment's own operator (the reason an
+    /// archive write failed names the archive's paths, which name every tenant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<RetentionHealth>,
+}
+
+/// Whether retention is archiving what it removes, and whether it is held back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RetentionHealth {
+    /// Retention writes what it removes to an archive first (`--archive-dir`).
+    pub archiving: bool,
+    /// Events archived since the server started.
+    pub archived_total: u64,
+    /// Present while archive writes fail: retention removes nothing it could not
+    /// archive, so terminal events stay in the database until the archive is fixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<RetentionHeldBack>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RetentionHeldBack {
+    #[serde(with = "time::serde::rfc3339")]
+    pub since: OffsetDateTime,
+    /// The archive's error, and what to do about it.
+    pub reason: String,
 }
 
 /// What slows a queue on PostgreSQL down over time: dead row versions in the inbox

@@ -30,6 +30,9 @@ pub struct Config {
     pub history_samples: usize,
     /// Terminal events (completed, expired, purged) older than this are removed.
     pub retention: Duration,
+    /// Retention writes what it removes here first (`archive.rs`); `None`: removed
+    /// without an archive.
+    pub archive_dir: Option<PathBuf>,
     /// How long idempotency records are kept (at least 24 h).
     pub idempotency_ttl: Duration,
     /// Largest accepted request body.
@@ -107,6 +110,7 @@ impl Default for Config {
             sample_interval: Duration::from_secs(5),
             history_samples: 720,
             retention: Duration::from_secs(24 * 3600),
+            archive_dir: None,
             idempotency_ttl: Duration::from_secs(24 * 3600),
             max_body_bytes: 5 * 1024 * 1024,
             sqlite_synchronous: "full".to_owned(),
@@ -130,6 +134,7 @@ impl std::fmt::Debug for Config {
             .field("sample_interval", &self.sample_interval)
             .field("history_samples", &self.history_samples)
             .field("retention", &self.retention)
+            .field("archive_dir", &self.archive_dir)
             .field("idempotency_ttl", &self.idempotency_ttl)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("https", &self.https)

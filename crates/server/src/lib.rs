@@ -5,6 +5,7 @@
 //! port 0 and a future they resolve.
 
 pub mod app;
+pub mod archive;
 pub mod clock;
 pub mod config;
 pub mod doctor;
@@ -32,3 +33,14 @@ pub use workers::{TickReport, Workers};
 
 /// Any error of opening the server.
 pub type Error = StartError;
+
+/// Test builds of the workspace (feature `failpoints`): reads `FAILPOINTS` (the
+/// `fail` crate's `name=action;…`), so a test can stop a real `switchboard serve` at
+/// a named point. Does nothing in a build without the feature.
+pub fn failpoints_from_env() {
+    #[cfg(feature = "failpoints")]
+    if std::env::var_os("FAILPOINTS").is_some() {
+        // The scenario lives as long as the process.
+        std::mem::forget(fail::FailScenario::setup());
+    }
+}

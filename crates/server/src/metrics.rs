@@ -44,6 +44,10 @@ pub struct Metrics {
     /// Webhook delivery attempts by outcome (`delivered`, `failed`, `gone`).
     pub webhook_deliveries: Family<OutcomeLabels, Counter>,
     pub webhook_latency: Histogram,
+    /// Events retention wrote to the archive before removing them.
+    pub archived: Counter,
+    /// 1 while archive writes fail and retention keeps what it would remove.
+    pub retention_held_back: Gauge,
     /// The shared database's health; rendered only for a backend that has it.
     db: Arc<Mutex<Registry>>,
     events_dead_tuples: Gauge,
@@ -81,6 +85,8 @@ impl Metrics {
             webhook_latency: Histogram::new([
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0,
             ]),
+            archived: Counter::default(),
+            retention_held_back: Gauge::default(),
             db: Arc::new(Mutex::new(Registry::default())),
             events_dead_tuples: Gauge::default(),
             events_live_tuples: Gauge::default(),
@@ -164,6 +170,16 @@ impl Metrics {
             "webhook_delivery_latency_seconds",
             "From sending a webhook delivery to the endpoint's answer",
             m.webhook_latency.clone(),
+        );
+        registry.register(
+            "events_archived",
+            "Events written to the archive (--archive-dir) before retention removed them",
+            m.archived.clone(),
+        );
+        registry.register(
+            "retention_held_back",
+            "1 while archive writes fail: retention keeps the events it would remove until the archive takes them",
+            m.retention_held_back.clone(),
         );
         *m.registry.lock().unwrap_or_else(|e| e.into_inner()) = registry;
         m

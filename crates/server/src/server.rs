@@ -110,8 +110,24 @@ impl Server {
                 "webhook callbacks sealed with another webhook key cannot be delivered by this                  instance: give every instance the same --webhook-key-file"
             );
         }
+        let archive =
+            match &config.archive_dir {
+                Some(dir) => Some(crate::archive::ArchiveDir::open(dir).map_err(|source| {
+                    StartError::Io {
+                        what: format!(
+                            "the archive directory {} cannot be written (create it, or give the \
+                         server's user write access to it)",
+                            dir.display()
+                        ),
+                        source,
+                    }
+                })?),
+                None => None,
+            };
         let running = Running::new(store.instance_name());
         let state = AppState::new(StateInner {
+            archive,
+            retention_held: Default::default(),
             webhooks: Arc::new(webhooks),
             store,
             history,

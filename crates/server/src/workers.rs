@@ -45,10 +45,20 @@ impl Workers {
             );
         }
         let cutoff = now - self.state.config.retention.as_millis() as i64;
-        let retention = self.state.store.retain(cutoff, now).await?;
+        let archive = self
+            .state
+            .archive
+            .as_ref()
+            .map(|a| a as &dyn crate::store::ArchiveSink);
+        let retention = self.state.store.retain(cutoff, now, archive).await?;
         if retention.events_removed > 0 {
-            tracing::info!(events_removed = retention.events_removed, "retention pass");
+            tracing::info!(
+                events_removed = retention.events_removed,
+                archived = retention.archived,
+                "retention pass"
+            );
         }
+        self.state.retention_pass(&retention, now);
         // Webhook attempts are kept as long as terminal events.
         self.state.store.trim_callback_attempts(cutoff).await?;
         let orphaned = self.state.store.jobs_orphaned(now).await?;

@@ -180,3 +180,79 @@ async fn overview_queue_table_tiles_follow_the_backend() {
     );
     browser.screenshot("browser-queue-table.png").await;
 }
+
+/// The overview says when retention is held back by an archive that cannot be
+/// written, with the archive's reason, and stops saying it once the archive is fixed.
+#[tokio::test]
+async fn overview_shows_retention_held_back_by_its_archive() {
+    let Some(ui) = console_and_browser() else {
+        return;
+    };
+    let archive = tempfile::tempdir().expect("archive dir");
+    let retention = std::time::Duration::from_secs(60);
+    let server = switchboard_tests::TestServer::with(switchboard_tests::Options {
+        ui_dir: Some(ui),
+        manual_clock: true,
+        retention: Some(retention),
+        archive_dir: Some(archive.path().to_owned()),
+        ..Default::default()
+    })
+    .await;
+    let (_, alice) = server.agent("alice").await;
+    let message = switchboard_proto::SendMessage {
+        payload: serde_json::json!({ "n": 1 }),
+        ..Default::default()
+    };
+    alice
+        .send_message("alice", &message, "held-back-1")
+        .await
+        .expect("send");
+    let claimed = alice
+        .claim(
+            "alice",
+            &switchboard_proto::ClaimRequest {
+                limit: Some(1),
+                lease_seconds: Some(60),
+                attempt_id: None,
+            },
+        )
+        .await
+        .expect("claim");
+    let c = &claimed.events[0];
+    alice
+        .ack("alice", c.event.event_id, c.claim_token)
+        .await
+        .expect("ack");
+    // A file where the archive's directory was: every write fails.
+    std::fs::remove_dir(archive.path()).expect("empty archive");
+    std::fs::write(archive.path(), b"").expect("blocker");
+    server.advance(retention * 2);
+    assert!(server.tick().await.retention.held_back.is_some());
+
+    let browser = Browser::start().await;
+    let path = browser.open_logged_in(&server, true).await;
+    let notice = browser
+        .wait_text("#retention-held-back", "the held-back notice", |t| {
+            t.starts_with("Retention is held back")
+        })
+        .await;
+    assert!(
+        notice.contains(&archive.path().display().to_string()),
+        "the notice names the archive: {notice:?}"
+    );
+    browser.screenshot("browser-retention-held-back.png").await;
+
+    std::fs::remove_file(archive.path()).expect("unblock");
+    std::fs::create_dir(archive.path()).expect("archive dir");
+    assert_eq!(server.tick().await.retention.archived, 1);
+    browser.open_console(&format!("{}/", server.url)).await;
+    browser
+        .wait_text("#retention-archive", "the archive line", |t| {
+            t.contains("1 event archived")
+        })
+        .await;
+    assert!(
+        !browser.exists("#retention-held-back").await,
+        "no notice once the archive takes writes ({path})"
+    );
+}

@@ -7,7 +7,9 @@
 //! - I3: every sent event was acked, purged, or is in the quarantine;
 //! - I4: no event acked under two tokens; stale tokens are refused (fenced);
 //! - I5: no event claimed while quarantined and not replayed;
-//! - I6: every `410` names a cursor above the reader's.
+//! - I6: every `410` names a cursor above the reader's;
+//! - the archive (retention writes it first): every event retention removed is in
+//!   it, and it holds only terminal events.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use serde_json::json;
+use switchboard_server::archive::ArchiveDir;
 use switchboard_tests::chaos::{ChaosRow, Scale};
 use switchboard_tests::sdk::Client;
 use switchboard_tests::sdk::proto::{
@@ -166,9 +169,11 @@ async fn read(client: &Client, a: usize, cursor: &mut u64, reader: &Mutex<Reader
 async fn every_part_at_once_keeps_i2_to_i6() {
     let scale = Scale::current();
     let run_for = scale.pick(Duration::from_secs(4), Duration::from_secs(60));
+    let archive = tempfile::tempdir().expect("archive dir");
     let server = TestServer::with(Options {
         worker_interval: Some(Duration::from_millis(2)),
         retention: Some(Duration::from_millis(300)),
+        archive_dir: Some(archive.path().to_owned()),
         ..Options::default()
     })
     .await;
@@ -322,6 +327,39 @@ async fn every_part_at_once_keeps_i2_to_i6() {
     }
 
     // The oracle.
+    // The archive: what retention removed (up to each agent's oldest cursor, read
+    // first, as the passes go on) was archived before it was removed.
+    let mut oldest = Vec::new();
+    for (a, client) in clients.iter().enumerate() {
+        oldest.push(match client.poll(AGENTS[a], 0, Some(1)).await {
+            Ok(_) => 0,
+            Err(e) if e.status() == Some(410) => e.oldest_cursor().expect("oldest"),
+            Err(e) => panic!("poll: {e}"),
+        });
+    }
+    let dir = ArchiveDir::existing(archive.path()).expect("archive");
+    let archived = dir
+        .read_range(&dir.segments(None, None, None).expect("list"))
+        .expect("read");
+    let in_archive: HashSet<(&str, u64)> = archived
+        .iter()
+        .map(|e| (e.agent.as_str(), e.event.seq))
+        .collect();
+    let removed_unarchived = oldest
+        .iter()
+        .enumerate()
+        .flat_map(|(a, &oldest)| (1..=oldest).map(move |seq| (AGENTS[a], seq)))
+        .filter(|k| !in_archive.contains(k))
+        .count();
+    let archived_open = archived
+        .iter()
+        .filter(|e| {
+            !matches!(
+                e.event.status,
+                EventStatus::Completed | EventStatus::Expired | EventStatus::Purged
+            )
+        })
+        .count();
     let mut quarantined_at_end = HashSet::new();
     for name in AGENTS {
         let page = op
@@ -379,12 +417,13 @@ async fn every_part_at_once_keeps_i2_to_i6() {
     row.reordered = unseen;
     row.fenced = l.fenced;
     row.note = format!(
-        "reordered = events a reader never saw (I2); passes every 2 ms, retention 300 ms; {} purged, {} replayed, {} quarantined at the end, {gone} 410s ({bad_gone} bad); I4 twice-acked {}, I5 claimed in quarantine {}",
+        "reordered = events a reader never saw (I2); passes every 2 ms, retention 300 ms; {} purged, {} replayed, {} quarantined at the end, {gone} 410s ({bad_gone} bad); I4 twice-acked {}, I5 claimed in quarantine {}; {} removed and archived first, {removed_unarchived} removed unarchived",
         l.purged.len(),
         l.replays,
         quarantined_at_end.len(),
         l.acked_twice,
-        l.claimed_in_quarantine
+        l.claimed_in_quarantine,
+        oldest.iter().sum::<u64>()
     );
     row.record();
     assert!(
@@ -400,4 +439,13 @@ async fn every_part_at_once_keeps_i2_to_i6() {
     assert_eq!(l.acked_twice, 0, "I4");
     assert_eq!(l.claimed_in_quarantine, 0, "I5");
     assert_eq!(bad_gone, 0, "I6: a 410 names a cursor above the reader's");
+    assert!(
+        oldest.iter().any(|&o| o > 0),
+        "retention removed some events"
+    );
+    assert_eq!(
+        removed_unarchived, 0,
+        "retention removes only what the archive holds"
+    );
+    assert_eq!(archived_open, 0, "the archive holds only terminal events");
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::json;
+use switchboard_server::archive::{ArchiveDir, ArchivedEvent};
 use switchboard_tests::sdk::Client;
 use switchboard_tests::sdk::proto::{ErrorCode, EventStatus};
 use switchboard_tests::{Options, TestServer};
@@ -311,5 +312,143 @@ async fn retention_every_few_ms_loses_no_acknowledged_send() {
         lost.is_empty(),
         "{total} of {} acknowledged sends never reached their agent: {lost:?}",
         AGENTS as u64 * ROUNDS
+    );
+}
+
+/// An archived server (`--archive-dir`) on the manual clock, and its directory.
+async fn archived_server() -> (TestServer, tempfile::TempDir) {
+    let archive = tempfile::tempdir().expect("archive dir");
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        retention: Some(RETENTION),
+        archive_dir: Some(archive.path().to_owned()),
+        ..Default::default()
+    })
+    .await;
+    (server, archive)
+}
+
+/// Everything in the archive, one copy of each event.
+fn archived(dir: &std::path::Path) -> Vec<ArchivedEvent> {
+    let archive = ArchiveDir::existing(dir).expect("archive");
+    archive
+        .read_range(&archive.segments(None, None, None).expect("list"))
+        .expect("read")
+}
+
+#[tokio::test]
+async fn retention_archives_what_it_removes_before_it_removes_it() {
+    let (server, dir) = archived_server().await;
+    let (_, alice) = server.agent("alice").await;
+    let sent = send_n(&alice, "alice", 5).await;
+    claim_and_ack(&alice, 3, &[1, 2, 3]).await;
+
+    server.advance(RETENTION + Duration::from_secs(1));
+    let report = server.tick().await;
+    assert_eq!(
+        (report.retention.events_removed, report.retention.archived),
+        (3, 3)
+    );
+    assert_eq!(report.retention.held_back, None);
+    assert_gone(&alice, 0, 3).await;
+
+    let archived = archived(dir.path());
+    assert_eq!(
+        archived
+            .iter()
+            .map(|e| (
+                e.agent.as_str(),
+                e.event.seq,
+                e.event.event_id,
+                e.event.status
+            ))
+            .collect::<Vec<_>>(),
+        (0..3)
+            .map(|i| (
+                "alice",
+                i as u64 + 1,
+                sent[i].event_id,
+                EventStatus::Completed
+            ))
+            .collect::<Vec<_>>()
+    );
+    for e in &archived {
+        let actions: Vec<_> = e.history.iter().map(|h| h.action.as_str()).collect();
+        assert_eq!(actions, ["created", "claimed", "acked"], "{}", e.event.seq);
+    }
+
+    let op = server.operator();
+    assert_eq!(metric(&op, "events_archived_total").await, 3.0);
+    assert_eq!(metric(&op, "retention_held_back").await, 0.0);
+    let retention = op
+        .overview()
+        .await
+        .expect("overview")
+        .retention
+        .expect("retention");
+    assert!(retention.archiving);
+    assert_eq!(retention.archived_total, 3);
+    assert_eq!(retention.held_back, None);
+}
+
+#[tokio::test]
+async fn an_archive_that_cannot_be_written_holds_retention_back() {
+    let (server, dir) = archived_server().await;
+    let (_, alice) = server.agent("alice").await;
+    send_n(&alice, "alice", 4).await;
+    claim_and_ack(&alice, 4, &[1, 2, 3, 4]).await;
+    // A file where the archive's directory was: every write fails, as on a full or
+    // read-only disk (the tests run as root, whom permissions do not stop).
+    let op = server.operator();
+    let blocker = dir.path().to_owned();
+    std::fs::remove_dir(&blocker).expect("empty archive");
+    std::fs::write(&blocker, b"").expect("blocker");
+
+    server.advance(RETENTION + Duration::from_secs(1));
+    let report = server.tick().await;
+    assert_eq!(
+        report.retention.events_removed, 0,
+        "nothing removed unarchived"
+    );
+    assert!(report.retention.held_back.is_some());
+    let page = alice.poll("alice", 0, None).await.expect("nothing is gone");
+    assert_eq!(page.events.len(), 4);
+    assert_eq!(metric(&op, "retention_held_back").await, 1.0);
+    let held = op
+        .overview()
+        .await
+        .expect("overview")
+        .retention
+        .expect("retention")
+        .held_back
+        .expect("held back");
+    assert!(
+        held.reason.contains(&blocker.display().to_string())
+            && held.reason.contains("retention removes nothing"),
+        "{}",
+        held.reason
+    );
+    // Still held on the next pass.
+    assert_eq!(server.tick().await.retention.events_removed, 0);
+
+    // The operator fixes the archive: the next pass archives and removes.
+    std::fs::remove_file(&blocker).expect("unblock");
+    std::fs::create_dir(&blocker).expect("archive dir");
+    let report = server.tick().await;
+    assert_eq!(
+        (report.retention.events_removed, report.retention.archived),
+        (4, 4)
+    );
+    assert_gone(&alice, 0, 4).await;
+    assert_eq!(archived(dir.path()).len(), 4);
+    assert_eq!(metric(&op, "retention_held_back").await, 0.0);
+    assert_eq!(
+        op.overview()
+            .await
+            .expect("overview")
+            .retention
+            .expect("retention")
+            .held_back,
+        None
     );
 }

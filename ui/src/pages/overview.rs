@@ -3,7 +3,7 @@
 //! charts of the last hour.
 
 use leptos::prelude::*;
-use switchboard_proto::{Overview, QueueTableHealth};
+use switchboard_proto::{Overview, QueueTableHealth, RetentionHealth};
 
 use super::charts::Charts;
 use super::{error_box, loading};
@@ -46,6 +46,23 @@ fn queue_table(h: QueueTableHealth) -> AnyView {
             {tile_with("oldest-transaction", "Oldest transaction", format::age(h.oldest_transaction_age_seconds), "Age of the database's oldest open transaction: vacuum cannot remove what it might still see", long)}
         </div>
         {summary::queue_table_advice(&h).map(|advice| view! { <p class="notice" id="queue-table-advice">{advice}</p> })}
+    }
+    .into_any()
+}
+
+/// Retention's archive: how much it took, and a notice while it holds retention back.
+fn retention(r: RetentionHealth) -> AnyView {
+    view! {
+        {r.archiving.then(|| view! {
+            <p class="muted" id="retention-archive">
+                {format!("Retention archives before it removes: {} archived since the server started.", format::events(r.archived_total))}
+            </p>
+        })}
+        {r.held_back.map(|h| view! {
+            <p class="notice" id="retention-held-back">
+                {format!("Retention is held back (since {}): {}", format::when(h.since), h.reason)}
+            </p>
+        })}
     }
     .into_any()
 }
@@ -104,6 +121,7 @@ pub(crate) fn OverviewPage() -> impl IntoView {
                             }
                         })}
                         {o.queue_table.clone().map(queue_table)}
+                        {o.retention.clone().map(retention)}
                         <Charts />
                         {(t.quarantined > 0).then(|| view! {
                             <p class="notice">

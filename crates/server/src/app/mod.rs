@@ -38,6 +38,10 @@ pub struct StateInner {
     pub(crate) running: running::Running,
     /// Webhook callbacks: the key, the guarded client, the rules.
     pub webhooks: Arc<crate::webhooks::Webhooks>,
+    /// Where retention writes what it removes (`--archive-dir`).
+    pub archive: Option<crate::archive::ArchiveDir>,
+    /// Set while archive writes fail and retention is held back (since when, why).
+    pub retention_held: std::sync::Mutex<Option<(i64, String)>>,
 }
 
 impl Deref for AppState {
@@ -59,6 +63,39 @@ impl AppState {
     /// Sends wake-ups; call after the commit that made them.
     pub fn wake(&self, wakes: &[Wake]) {
         self.hub.notify(wakes);
+    }
+
+    /// After a retention pass: counts what it archived, and holds the reason while
+    /// archive writes fail (in `/metrics`, the overview and the log, once per hold).
+    pub(crate) fn retention_pass(&self, stats: &crate::store::RetentionStats, now: i64) {
+        self.metrics.archived.inc_by(stats.archived);
+        let mut held = self
+            .retention_held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match (&stats.held_back, held.is_some()) {
+            (Some(why), false) => {
+                tracing::error!(
+                    error = %why,
+                    "retention held back: the archive cannot be written, so no event is removed \
+                     until it can (free space, or fix the archive directory's permissions)"
+                );
+                *held = Some((now, why.clone()));
+            }
+            (Some(why), true) => {
+                if let Some((_, reason)) = held.as_mut() {
+                    reason.clone_from(why);
+                }
+            }
+            (None, true) => {
+                tracing::info!("retention resumed: the archive takes writes again");
+                *held = None;
+            }
+            (None, false) => {}
+        }
+        self.metrics
+            .retention_held_back
+            .set(i64::from(held.is_some()));
     }
 
     /// After expired leases went back (by the scavenger, or by a claim first): counts

@@ -86,6 +86,40 @@ pub(super) fn disk(dir: &Path, t: &Thresholds) -> Finding {
     }
 }
 
+/// The archive retention writes first (`--archive-dir`): writable, or retention is
+/// held back; its free space, as the archive grows with every pass.
+pub(super) fn archive(config: &Config, t: &Thresholds) -> Vec<Finding> {
+    let Some(dir) = &config.archive_dir else {
+        return vec![Finding::ok(
+            "archive",
+            "no --archive-dir: retention removes old terminal events without an archive",
+        )];
+    };
+    if !dir.exists() {
+        return vec![Finding::warning(
+            "archive",
+            format!("{} does not exist yet", dir.display()),
+            "create it, or let `serve` create it at start (its parent must be writable)",
+        )];
+    }
+    match crate::archive::ArchiveDir::open(dir) {
+        Ok(_) => {
+            let mut space = disk(dir, t);
+            space.check = "archive_disk_space";
+            vec![
+                Finding::ok("archive", format!("{} takes writes", dir.display())),
+                space,
+            ]
+        }
+        Err(e) => vec![Finding::error(
+            "archive",
+            format!("{} cannot be written: {e}", dir.display()),
+            "create the directory and give the server's user write access to it: until \
+             then `serve` refuses to start, and a running server holds retention back",
+        )],
+    }
+}
+
 pub(super) fn console(config: &Config) -> Finding {
     match &config.ui_dir {
         Some(dir) if dir.join("index.html").is_file() => {

@@ -149,6 +149,7 @@ pub async fn diagnose(
     let mut findings = database::check(config, thresholds).await;
     findings.push(host::token_file(config));
     findings.push(host::disk(&host::data_dir(config), thresholds));
+    findings.extend(host::archive(config, thresholds));
     findings.push(host::console(config));
     findings.extend(host::listener(&listen));
     let status = findings

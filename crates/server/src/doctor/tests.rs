@@ -255,6 +255,29 @@ async fn low_disk_space_is_found() {
 }
 
 #[tokio::test]
+async fn the_archive_is_checked() {
+    let mut s = scratch();
+    s.serve_once().await;
+    assert_eq!(status(&s.report().await, "archive"), Status::Ok);
+    let archive = s.dir.path().join("archive");
+    s.config.archive_dir = Some(archive.clone());
+    assert_eq!(status(&s.report().await, "archive"), Status::Warning);
+    assert!(!archive.exists(), "doctor creates nothing");
+    std::fs::create_dir(&archive).unwrap();
+    let report = s.report().await;
+    assert_eq!(status(&report, "archive"), Status::Ok);
+    assert_eq!(status(&report, "archive_disk_space"), Status::Ok);
+    // A file where the directory should be: what a read-only or full disk does to
+    // the server's user (the tests run as root, whom permissions do not stop).
+    let file = s.dir.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    s.config.archive_dir = Some(file.join("archive"));
+    assert_eq!(status(&s.report().await, "archive"), Status::Warning);
+    s.config.archive_dir = Some(file);
+    assert_eq!(status(&s.report().await, "archive"), Status::Error);
+}
+
+#[tokio::test]
 async fn the_console_is_checked() {
     let mut s = scratch();
     s.serve_once().await;

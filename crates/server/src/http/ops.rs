@@ -191,13 +191,14 @@ async fn overview(
         totals.purged += c.purged;
     }
     // Database-wide numbers: for the deployment's own tenant only.
-    let queue_table = if principal.tenant_id == state.tenant {
-        state.queue_health().await
+    let (queue_table, retention) = if principal.tenant_id == state.tenant {
+        (state.queue_health().await, Some(retention_health(&state)))
     } else {
-        None
+        (None, None)
     };
     Ok(axum::Json(Overview {
         queue_table,
+        retention,
         subscribers: agents.iter().map(|a| a.subscribers).sum(),
         oldest_pending_age_seconds: agents
             .iter()
@@ -208,6 +209,26 @@ async fn overview(
         server_time: to_timestamp(state.now()),
         counters: Some(counters(&state)),
     }))
+}
+
+/// Retention's archive and whether it holds retention back.
+fn retention_health(state: &AppState) -> switchboard_proto::RetentionHealth {
+    let held = state
+        .retention_held
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    switchboard_proto::RetentionHealth {
+        archiving: state.archive.is_some(),
+        archived_total: state.metrics.archived.get(),
+        held_back: held.map(|(since, why)| switchboard_proto::RetentionHeldBack {
+            since: to_timestamp(since),
+            reason: format!(
+                "{why}; retention removes nothing until the archive takes it: free space or \
+                 fix the archive directory's permissions"
+            ),
+        }),
+    }
 }
 
 /// The overview's counters, read from the server's metrics, with the rates over the

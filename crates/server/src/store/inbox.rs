@@ -65,6 +65,20 @@ pub trait MaintenanceStore: Send + Sync {
     /// and pending events past `expires_at` to expired.
     async fn reap(&self, now: Millis) -> StoreResult<ReapStats>;
     /// Removes terminal events older than `cutoff` (advancing each low-water mark, I6)
-    /// and idempotency records past their expiry.
-    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats>;
+    /// and idempotency records past their expiry. With an `archive`, each agent's
+    /// events are written to it first, in batches, and an agent whose batch could not
+    /// be written keeps its events ([`RetentionStats::held_back`]).
+    async fn retain(
+        &self,
+        cutoff: Millis,
+        now: Millis,
+        archive: Option<&dyn ArchiveSink>,
+    ) -> StoreResult<RetentionStats>;
+}
+
+/// Where retention writes what it removes, before it removes it (`archive.rs`).
+#[async_trait]
+pub trait ArchiveSink: Send + Sync {
+    /// Writes one agent's batch (in sequence order) durably, or says why not.
+    async fn archive(&self, batch: Vec<crate::archive::ArchivedEvent>) -> Result<(), String>;
 }

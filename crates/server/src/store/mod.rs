@@ -171,6 +171,10 @@ pub struct ReapStats {
 pub struct RetentionStats {
     pub events_removed: u64,
     pub idempotency_removed: u64,
+    /// Events written to the archive before their removal.
+    pub archived: u64,
+    /// Why an archive write failed, when one did: those agents kept their events.
+    pub held_back: Option<String>,
 }
 
 /// What an ack tells the metrics.

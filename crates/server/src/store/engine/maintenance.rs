@@ -29,6 +29,14 @@ pub(crate) struct ExpiredLease {
     pub(crate) last_error: Option<String>,
 }
 
+/// An agent retention may shorten, with what its archive lines name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RetentionCandidate {
+    pub(crate) agent: AgentId,
+    pub(crate) tenant: TenantId,
+    pub(crate) name: String,
+}
+
 /// An event an expired lease gave back: pending again, or quarantined.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReturnedLease {
@@ -73,7 +81,16 @@ pub(crate) trait MaintenanceStatements: InboxStatements {
     -> StoreResult<()>;
     /// Agents whose removable prefix looks longer than their low-water mark (a read,
     /// without locks: it only picks the candidates).
-    async fn retention_candidates(&self, cutoff: Millis) -> StoreResult<Vec<AgentId>>;
+    async fn retention_candidates(&self, cutoff: Millis) -> StoreResult<Vec<RetentionCandidate>>;
+    /// The history of the agent's events with `after < seq <= through`, each step
+    /// with its event, in the order they happened.
+    async fn history_between(
+        &self,
+        tx: &mut Self::Tx,
+        agent: AgentId,
+        after: u64,
+        through: u64,
+    ) -> StoreResult<Vec<(EventId, switchboard_proto::HistoryEntry)>>;
     /// The lowest sequence number retention must keep: an open event, or one changed
     /// after `cutoff`.
     async fn first_kept_seq(
@@ -236,42 +253,104 @@ async fn reap<D: MaintenanceDriver>(d: &D, now: Millis) -> StoreResult<ReapStats
 /// Removes, per agent, the longest prefix of the inbox in which every event is terminal
 /// and older than `cutoff`, and moves the low-water mark to its end. Only a prefix is
 /// removed, so a reader at or above the mark never misses an event silently (I6).
+/// With an `archive`, nothing is removed that the archive has not taken first.
 async fn retain<D: MaintenanceDriver>(
     d: &D,
     cutoff: Millis,
     now: Millis,
+    archive: Option<&dyn ArchiveSink>,
 ) -> StoreResult<RetentionStats> {
     let mut stats = RetentionStats::default();
-    for agent in d.retention_candidates(cutoff).await? {
-        // One short transaction per agent keeps the writer free for sends and claims.
-        // The agent's row lock orders this against sends and another instance's
-        // retention.
-        //
-        // Lock first, compute second, in two statements (I3, I6). At READ COMMITTED a
-        // `SELECT … FOR UPDATE` that waited for a sender returns the sender's new row
-        // (`head_seq = N+1`), but any subquery of that same statement still reads the
-        // statement's old snapshot, where event N+1 does not exist: a prefix computed
-        // there would end at N+1 and the DELETE below (a new snapshot) would remove
-        // the pending event. The statement after the lock takes a snapshot in which
-        // every send that held the row has committed, and the prefix is capped at the
-        // `head_seq` read under the lock, so it covers only events that snapshot sees.
-        let mut tx = d.begin_write().await?;
-        let marks = d.marks(&mut tx, agent, true).await?;
-        let kept = d.first_kept_seq(&mut tx, agent, cutoff).await?;
-        let new_low = kept
-            .map_or(marks.head, |k| k.saturating_sub(1))
-            .min(marks.head);
-        if new_low <= marks.low_water {
-            continue;
+    for candidate in d.retention_candidates(cutoff).await? {
+        let agent = candidate.agent;
+        loop {
+            // One short transaction per agent (per batch, with an archive) keeps the
+            // writer free for sends and claims. The agent's row lock orders this
+            // against sends and another instance's retention.
+            //
+            // Lock first, compute second, in two statements (I3, I6). At READ
+            // COMMITTED a `SELECT … FOR UPDATE` that waited for a sender returns the
+            // sender's new row (`head_seq = N+1`), but any subquery of that same
+            // statement still reads the statement's old snapshot, where event N+1 does
+            // not exist: a prefix computed there would end at N+1 and the DELETE below
+            // (a new snapshot) would remove the pending event. The statement after the
+            // lock takes a snapshot in which every send that held the row has
+            // committed, and the prefix is capped at the `head_seq` read under the
+            // lock, so it covers only events that snapshot sees.
+            let mut tx = d.begin_write().await?;
+            let marks = d.marks(&mut tx, agent, true).await?;
+            let kept = d.first_kept_seq(&mut tx, agent, cutoff).await?;
+            let mut new_low = kept
+                .map_or(marks.head, |k| k.saturating_sub(1))
+                .min(marks.head);
+            if new_low <= marks.low_water {
+                break;
+            }
+            let mut more = false;
+            if let Some(archive) = archive {
+                // Archive first, in this transaction: the delete below commits only
+                // after the archive holds every event it removes. A server killed in
+                // between rolls the delete back; the next pass writes the batch again.
+                let events = d
+                    .events_after(&mut tx, agent, marks.low_water, new_low, ARCHIVE_BATCH)
+                    .await?;
+                if let Some(last) = events.last() {
+                    more = last.seq < new_low;
+                    new_low = last.seq;
+                }
+                let history = d
+                    .history_between(&mut tx, agent, marks.low_water, new_low)
+                    .await?;
+                let batch = archived(&candidate, events, history);
+                let n = batch.len() as u64;
+                if n > 0
+                    && let Err(why) = archive.archive(batch).await
+                {
+                    // The transaction is dropped: rolled back, the agent keeps its events.
+                    stats.held_back.get_or_insert(why);
+                    break;
+                }
+                stats.archived += n;
+                #[cfg(feature = "failpoints")]
+                fail::fail_point!("retention-archived");
+            }
+            d.delete_history_through(&mut tx, agent, new_low).await?;
+            let removed = d.delete_events_through(&mut tx, agent, new_low).await?;
+            d.raise_low_water(&mut tx, agent, new_low).await?;
+            d.commit(tx, &[]).await?;
+            stats.events_removed += removed;
+            if !more {
+                break;
+            }
         }
-        d.delete_history_through(&mut tx, agent, new_low).await?;
-        let removed = d.delete_events_through(&mut tx, agent, new_low).await?;
-        d.raise_low_water(&mut tx, agent, new_low).await?;
-        d.commit(tx, &[]).await?;
-        stats.events_removed += removed;
     }
     stats.idempotency_removed = d.forget_idempotency(now).await?;
     Ok(stats)
+}
+
+/// Events one archived retention batch holds: the memory a batch takes and the time
+/// it holds the agent's row stay bounded however long the prefix is.
+pub(crate) const ARCHIVE_BATCH: u32 = 1_000;
+
+/// The archive's lines for a batch: each event with its history steps.
+fn archived(
+    candidate: &RetentionCandidate,
+    events: Vec<switchboard_proto::InboxEvent>,
+    history: Vec<(EventId, switchboard_proto::HistoryEntry)>,
+) -> Vec<crate::archive::ArchivedEvent> {
+    let mut steps: std::collections::HashMap<EventId, Vec<_>> = std::collections::HashMap::new();
+    for (event, step) in history {
+        steps.entry(event).or_default().push(step);
+    }
+    events
+        .into_iter()
+        .map(|event| crate::archive::ArchivedEvent {
+            tenant_id: candidate.tenant,
+            agent: candidate.name.clone(),
+            history: steps.remove(&event.event_id).unwrap_or_default(),
+            event,
+        })
+        .collect()
 }
 
 /// Every backend with the background passes' driver has them.
@@ -281,7 +360,12 @@ impl<D: MaintenanceDriver> MaintenanceStore for D {
         self.retrying(|| reap(self, now)).await
     }
 
-    async fn retain(&self, cutoff: Millis, now: Millis) -> StoreResult<RetentionStats> {
-        self.retrying(|| retain(self, cutoff, now)).await
+    async fn retain(
+        &self,
+        cutoff: Millis,
+        now: Millis,
+        archive: Option<&dyn ArchiveSink>,
+    ) -> StoreResult<RetentionStats> {
+        self.retrying(|| retain(self, cutoff, now, archive)).await
     }
 }

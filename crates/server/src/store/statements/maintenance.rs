@@ -125,19 +125,56 @@ macro_rules! maintenance_statements {
             async fn retention_candidates(
                 &self,
                 cutoff: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<Vec<switchboard_proto::AgentId>> {
-                use $crate::store::rows::OPEN_STATUSES;
-                let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+            ) -> $crate::store::StoreResult<Vec<$crate::store::engine::maintenance::RetentionCandidate>> {
+                use $crate::store::rows::{Cols, OPEN_STATUSES};
+                let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT a.id FROM agents a WHERE a.low_water < COALESCE( \
+                    "SELECT a.id, a.tenant_id, a.name FROM agents a WHERE a.low_water < COALESCE( \
                      (SELECT MIN(e.seq) FROM events e WHERE e.agent_id = a.id \
                      AND (e.status IN {OPEN_STATUSES} OR e.updated_at > $1)) - 1, a.head_seq)"
                 ))
                 .bind(cutoff)
                 .fetch_all(self.read_pool())
                 .await?;
-                ids.iter()
-                    .map(|id| $crate::store::rows::parse_id(id))
+                rows.iter()
+                    .map(|r| {
+                        Ok($crate::store::engine::maintenance::RetentionCandidate {
+                            agent: $crate::store::rows::parse_id(&r.text("id")?)?,
+                            tenant: $crate::store::rows::parse_id(&r.text("tenant_id")?)?,
+                            name: r.text("name")?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn history_between(
+                &self,
+                tx: &mut Self::Tx,
+                agent: switchboard_proto::AgentId,
+                after: u64,
+                through: u64,
+            ) -> $crate::store::StoreResult<
+                Vec<(switchboard_proto::EventId, switchboard_proto::HistoryEntry)>,
+            > {
+                use $crate::store::rows::Cols;
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT h.event_id, h.action, h.actor, h.detail, h.at FROM event_history h \
+                     JOIN events e ON e.id = h.event_id \
+                     WHERE e.agent_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY h.id"
+                ))
+                .bind(agent.to_string())
+                .bind(after as i64)
+                .bind(through as i64)
+                .fetch_all(&mut **tx)
+                .await?;
+                rows.iter()
+                    .map(|r| {
+                        Ok((
+                            $crate::store::rows::parse_id(&r.text("event_id")?)?,
+                            $crate::store::rows::history_entry(r)?,
+                        ))
+                    })
                     .collect()
             }
 

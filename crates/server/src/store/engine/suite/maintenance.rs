@@ -180,6 +180,102 @@ pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
 
     check_retention(d, tenant).await;
     check_retention_locks_only_its_prefix(d, tenant).await;
+    check_archived_retention(d, tenant).await;
+}
+
+/// An archive sink that keeps the batches it took, or refuses them.
+#[derive(Default)]
+struct Collect {
+    batches: std::sync::Mutex<Vec<Vec<crate::archive::ArchivedEvent>>>,
+    refuse: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl ArchiveSink for Collect {
+    async fn archive(&self, batch: Vec<crate::archive::ArchivedEvent>) -> Result<(), String> {
+        if self.refuse.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("the disk is full".into());
+        }
+        self.batches.lock().unwrap().push(batch);
+        Ok(())
+    }
+}
+
+/// Retention with an archive: a refused batch removes nothing; a long prefix goes in
+/// batches of [`ARCHIVE_BATCH`], each event archived once, in order, before it goes.
+async fn check_archived_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
+    use crate::store::engine::maintenance::ARCHIVE_BATCH;
+    let agent = d
+        .create_agent(tenant, "archived", &[23; 32], &[], 0)
+        .await
+        .expect("agent");
+    let n = u64::from(ARCHIVE_BATCH) + 1;
+    for _ in 0..n {
+        send(d, tenant, agent.id, &message_with(0, 5, 0, Some(20)), 10).await;
+    }
+    // All expire unclaimed at 30: terminal, and older than a cutoff of 1,000.
+    while d.reap(30).await.expect("reap").expired > 0 {}
+    let ours = |sink: &Collect| -> Vec<Vec<u64>> {
+        sink.batches
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| b.iter().all(|e| e.event.agent_id == agent.id))
+            .map(|b| b.iter().map(|e| e.event.seq).collect())
+            .collect()
+    };
+
+    let refusing = Collect::default();
+    refusing
+        .refuse
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let stats = d
+        .retain(1_000, 1_000, Some(&refusing))
+        .await
+        .expect("retain");
+    assert_eq!(stats.held_back.as_deref(), Some("the disk is full"));
+    assert_eq!(
+        d.poll(agent.id, 0, 1)
+            .await
+            .expect("nothing gone")
+            .events
+            .len(),
+        1
+    );
+
+    let sink = Collect::default();
+    let stats = d.retain(1_000, 1_000, Some(&sink)).await.expect("retain");
+    assert_eq!(stats.held_back, None);
+    assert!(
+        stats.events_removed >= n && stats.archived >= n,
+        "{stats:?}"
+    );
+    let batches = ours(&sink);
+    assert_eq!(
+        batches.iter().map(Vec::len).collect::<Vec<_>>(),
+        [ARCHIVE_BATCH as usize, 1]
+    );
+    assert_eq!(batches.concat(), (1..=n).collect::<Vec<_>>());
+    let archived = sink.batches.lock().unwrap().concat();
+    let last = archived
+        .iter()
+        .find(|e| e.event.seq == n)
+        .expect("the last");
+    assert_eq!(
+        (last.tenant_id, last.agent.as_str(), last.event.status),
+        (tenant, "archived", EventStatus::Expired)
+    );
+    assert_eq!(
+        last.history
+            .iter()
+            .map(|h| h.action.as_str())
+            .collect::<Vec<_>>(),
+        ["created", "expired"]
+    );
+    assert!(matches!(
+        d.poll(agent.id, 0, 1).await,
+        Err(StoreError::CursorGone { oldest, .. }) if oldest == n
+    ));
 }
 
 /// Retention's statements: the candidates, the marks under the row lock, the kept
@@ -206,10 +302,38 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
             .expect("ack");
     }
 
-    assert!(!d.retention_candidates(99).await.unwrap().contains(&r));
-    assert!(d.retention_candidates(100).await.unwrap().contains(&r));
+    assert!(!candidate(d, 99, r).await);
+    assert!(candidate(d, 100, r).await);
+    let named = d.retention_candidates(100).await.unwrap();
+    let named = named.iter().find(|c| c.agent == r).expect("a candidate");
+    assert_eq!(
+        (named.tenant, named.name.as_str()),
+        (tenant, agent.name.as_str())
+    );
 
     let mut tx = d.begin_write().await.expect("begin");
+    // What an archive takes: the events' history, in order, by sequence range.
+    let steps = d.history_between(&mut tx, r, 0, 2).await.unwrap();
+    let actions = |event| {
+        steps
+            .iter()
+            .filter(|(e, _)| *e == event)
+            .map(|(_, s)| s.action.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        actions(events[0]),
+        ["created", "claimed", "acked"],
+        "{steps:?}"
+    );
+    assert_eq!(actions(events[1]), ["created", "claimed", "acked"]);
+    assert!(actions(events[2]).is_empty(), "after the range");
+    assert!(
+        d.history_between(&mut tx, r, 1, 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         d.marks(&mut tx, r, true).await.unwrap(),
         Marks {
@@ -237,7 +361,7 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
         d.event_detail(tenant, events[0]).await,
         Err(StoreError::NotFound)
     ));
-    assert!(!d.retention_candidates(100).await.unwrap().contains(&r));
+    assert!(!candidate(d, 100, r).await);
     let page = d.poll(r, 2, 10).await.expect("poll");
     assert_eq!(page.events.iter().map(|e| e.seq).collect::<Vec<_>>(), [3]);
     assert!(matches!(
@@ -342,4 +466,13 @@ async fn check_retention_locks_only_its_prefix<D: MaintenanceDriver + Store>(
             .await
             .expect("ack");
     }
+}
+
+/// Whether retention at `cutoff` would look at `agent`.
+async fn candidate<D: MaintenanceDriver + Store>(d: &D, cutoff: i64, agent: AgentId) -> bool {
+    d.retention_candidates(cutoff)
+        .await
+        .unwrap()
+        .iter()
+        .any(|c| c.agent == agent)
 }
