@@ -55,6 +55,11 @@ pub(super) async fn last_step<D: Store>(
     )
 }
 
+/// The ids of the events a claim took, in its order.
+fn claimed_ids(c: &Claimed) -> Vec<EventId> {
+    c.events.iter().map(|c| c.event.event_id).collect()
+}
+
 fn seqs(events: &[switchboard_proto::InboxEvent]) -> Vec<u64> {
     events.iter().map(|e| e.seq).collect()
 }
@@ -295,22 +300,16 @@ async fn check_immediate_events_are_claimed_in_order<D: InboxDriver + Store>(
     let first = send(d, tenant, agent.id, &message_with(0, 5, 1_200, None), 1_300).await;
     let second = send(d, tenant, agent.id, &message_with(0, 5, 1_100, None), 1_400).await;
     let delayed = send(d, tenant, agent.id, &message_with(0, 5, 5_000, None), 1_500).await;
-    let ids = |c: &Claimed| {
-        c.events
-            .iter()
-            .map(|c| c.event.event_id)
-            .collect::<Vec<_>>()
-    };
     let claimed = d
         .claim(&agent, 1, 60_000, None, 1_150)
         .await
         .expect("claim");
-    assert_eq!(ids(&claimed), [first], "the first sent goes first");
+    assert_eq!(claimed_ids(&claimed), [first], "the first sent goes first");
     let claimed = d
         .claim(&agent, 5, 60_000, None, 1_150)
         .await
         .expect("claim");
-    assert_eq!(ids(&claimed), [second]);
+    assert_eq!(claimed_ids(&claimed), [second]);
     assert_eq!(
         claimed.next_available,
         Some(5_000),
@@ -329,7 +328,7 @@ async fn check_immediate_events_are_claimed_in_order<D: InboxDriver + Store>(
         .claim(&agent, 5, 60_000, None, 5_000)
         .await
         .expect("claim");
-    assert_eq!(ids(&claimed), [delayed]);
+    assert_eq!(claimed_ids(&claimed), [delayed]);
 }
 
 /// A claim that finds its agent's expired lease locked by a scavenger pass (on
@@ -373,11 +372,7 @@ async fn check_claim_waits_for_a_pass_returning_its_lease<D: InboxDriver + Store
     d.commit(pass, &[]).await.expect("commit");
     let claimed = claim.await.expect("claim");
     assert_eq!(
-        claimed
-            .events
-            .iter()
-            .map(|c| c.event.event_id)
-            .collect::<Vec<_>>(),
+        claimed_ids(&claimed),
         [first],
         "then takes the returned event first"
     );
@@ -404,11 +399,7 @@ async fn check_returned_lease_keeps_its_place<D: InboxDriver + Store>(d: &D, ten
     assert!(reaped.lease_expirations >= 1);
     let retaken = d.claim(&agent, 1, 1_000, None, 4_000).await.expect("claim");
     assert_eq!(
-        retaken
-            .events
-            .iter()
-            .map(|c| c.event.event_id)
-            .collect::<Vec<_>>(),
+        claimed_ids(&retaken),
         [first],
         "the returned event comes before {second}, which was never claimed"
     );
@@ -460,11 +451,7 @@ async fn check_claims_in_order<D: InboxDriver + Store>(d: &D, tenant: TenantId) 
     drop(dying);
     let retried = retry.await.expect("claim");
     assert_eq!(
-        retried
-            .events
-            .iter()
-            .map(|c| c.event.event_id)
-            .collect::<Vec<_>>(),
+        claimed_ids(&retried),
         [first],
         "then takes the earlier event"
     );
