@@ -36,6 +36,23 @@ enum Command {
     Archive(archive::ArchiveCli),
 }
 
+/// An SDK client builder that trusts `ca_file` (PEM) besides the system's roots: a
+/// server whose certificate a private CA signed (`--ca-file`).
+pub(crate) fn client_builder(
+    ca_file: Option<&std::path::Path>,
+) -> anyhow::Result<switchboard_sdk::ClientBuilder> {
+    use anyhow::Context;
+    let mut builder = switchboard_sdk::Client::builder();
+    if let Some(path) = ca_file {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("cannot read the CA file {}", path.display()))?;
+        builder = builder
+            .ca_pem(&pem)
+            .with_context(|| format!("the CA file {}", path.display()))?;
+    }
+    Ok(builder)
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -7,7 +7,6 @@
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
-use switchboard_sdk::Client;
 use switchboard_sdk::proto::{ImportNames, ImportReport, LegacyName};
 
 #[derive(Args, Debug)]
@@ -39,6 +38,10 @@ struct ImportArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// PEM file of CA certificates to trust besides the system's: a server whose
+    /// certificate a private CA signed.
+    #[arg(long, env = "SWITCHBOARD_CA_FILE")]
+    ca_file: Option<PathBuf>,
 }
 
 pub(crate) fn run(cli: NamesCli) -> anyhow::Result<u8> {
@@ -69,7 +72,9 @@ pub(crate) fn run(cli: NamesCli) -> anyhow::Result<u8> {
         .server
         .clone()
         .unwrap_or_else(|| "http://127.0.0.1:7700".to_owned());
-    let client = Client::new(&server, token.as_str())?;
+    let client = crate::client_builder(args.ca_file.as_deref())?
+        .build(&server, token.as_str())
+        .with_context(|| format!("cannot use the server URL {server}"))?;
     let request = ImportNames {
         names,
         dry_run: args.dry_run,

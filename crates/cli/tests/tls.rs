@@ -232,4 +232,31 @@ async fn the_cli_trusts_a_private_ca_with_ca_file() {
         "{}",
         String::from_utf8_lossy(&with.stderr)
     );
+
+    // `names import` (an operator's command) takes it too.
+    let csv = dir.path().join("names.csv");
+    std::fs::write(&csv, "name,created_at\nlegacy-one,2024-01-01T00:00:00Z\n").unwrap();
+    let import = |ca_file: Option<&Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        cmd.args(["names", "import", "--dry-run", "--server", &server.url])
+            .arg("--token-file")
+            .arg(dir.path().join("operator-token"))
+            .arg(&csv)
+            .env_remove("SWITCHBOARD_TOKEN")
+            .env_remove("SWITCHBOARD_CA_FILE");
+        if let Some(path) = ca_file {
+            cmd.arg("--ca-file").arg(path);
+        }
+        cmd.output().unwrap()
+    };
+    let without = import(None);
+    assert!(!without.status.success(), "an unknown CA is not trusted");
+    let said = String::from_utf8_lossy(&without.stderr);
+    assert!(said.to_lowercase().contains("certificate"), "{said}");
+    let with = import(Some(&dir.path().join("ca.pem")));
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
 }

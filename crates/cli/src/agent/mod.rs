@@ -140,15 +140,7 @@ impl Common {
 
     /// The client settings every command shares: `--ca-file`.
     fn builder(&self) -> anyhow::Result<switchboard_sdk::ClientBuilder> {
-        let mut builder = Client::builder();
-        if let Some(path) = &self.ca_file {
-            let pem = std::fs::read(path)
-                .with_context(|| format!("cannot read the CA file {}", path.display()))?;
-            builder = builder
-                .ca_pem(&pem)
-                .with_context(|| format!("the CA file {}", path.display()))?;
-        }
-        Ok(builder)
+        crate::client_builder(self.ca_file.as_deref())
     }
 
     fn state_path(&self) -> PathBuf {
