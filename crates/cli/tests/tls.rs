@@ -210,50 +210,37 @@ async fn the_cli_trusts_a_private_ca_with_ca_file() {
         .await
         .unwrap();
 
-    let callbacks = |ca_file: Option<&Path>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-        cmd.args(["agent", "callback", "list", "--name", "tls-agent"])
-            .env("SWITCHBOARD_SERVER", &server.url)
-            .env("SWITCHBOARD_TOKEN", &agent.token)
-            .env("SWITCHBOARD_STATE", dir.path().join("agent.db"))
-            .env_remove("SWITCHBOARD_CA_FILE");
-        if let Some(path) = ca_file {
-            cmd.arg("--ca-file").arg(path);
-        }
-        cmd.output().unwrap()
-    };
-    let without = callbacks(None);
-    assert!(!without.status.success(), "an unknown CA is not trusted");
-    let said = String::from_utf8_lossy(&without.stderr);
-    assert!(said.to_lowercase().contains("certificate"), "{said}");
-    let with = callbacks(Some(&dir.path().join("ca.pem")));
-    assert!(
-        with.status.success(),
-        "{}",
-        String::from_utf8_lossy(&with.stderr)
-    );
+    let ca = dir.path().join("ca.pem");
+    let mut callbacks = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    callbacks
+        .args(["agent", "callback", "list", "--name", "tls-agent"])
+        .env("SWITCHBOARD_SERVER", &server.url)
+        .env("SWITCHBOARD_TOKEN", &agent.token)
+        .env("SWITCHBOARD_STATE", dir.path().join("agent.db"));
+    trusts_only_with(&mut callbacks, &ca);
 
     // `names import` (an operator's command) takes it too.
     let csv = dir.path().join("names.csv");
     std::fs::write(&csv, "name,created_at\nlegacy-one,2024-01-01T00:00:00Z\n").unwrap();
-    let import = |ca_file: Option<&Path>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-        cmd.args(["names", "import", "--dry-run", "--server", &server.url])
-            .arg("--token-file")
-            .arg(dir.path().join("operator-token"))
-            .arg(&csv)
-            .env_remove("SWITCHBOARD_TOKEN")
-            .env_remove("SWITCHBOARD_CA_FILE");
-        if let Some(path) = ca_file {
-            cmd.arg("--ca-file").arg(path);
-        }
-        cmd.output().unwrap()
-    };
-    let without = import(None);
+    let mut import = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    import
+        .args(["names", "import", "--dry-run", "--server", &server.url])
+        .arg("--token-file")
+        .arg(dir.path().join("operator-token"))
+        .arg(&csv)
+        .env_remove("SWITCHBOARD_TOKEN");
+    trusts_only_with(&mut import, &ca);
+}
+
+/// `command` fails on the server's unknown CA, saying so, and succeeds with
+/// `--ca-file ca`.
+fn trusts_only_with(command: &mut Command, ca: &Path) {
+    command.env_remove("SWITCHBOARD_CA_FILE");
+    let without = command.output().unwrap();
     assert!(!without.status.success(), "an unknown CA is not trusted");
     let said = String::from_utf8_lossy(&without.stderr);
     assert!(said.to_lowercase().contains("certificate"), "{said}");
-    let with = import(Some(&dir.path().join("ca.pem")));
+    let with = command.arg("--ca-file").arg(ca).output().unwrap();
     assert!(
         with.status.success(),
         "{}",
