@@ -27,6 +27,10 @@ use std::path::{Path, PathBuf};
 use switchboard_proto::{AgentId, HistoryEntry, InboxEvent, TenantId};
 use time::Date;
 
+/// What to do while archive writes fail (the log and the console's overview say it).
+pub const HELD_BACK_FIX: &str = "retention removes nothing until the archive takes it: free \
+     space or fix the archive directory's permissions";
+
 /// One archived event: the event as its inbox showed it last, and its history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArchivedEvent {
@@ -206,9 +210,6 @@ impl ArchiveDir {
 #[async_trait::async_trait]
 impl crate::store::ArchiveSink for ArchiveDir {
     async fn archive(&self, batch: Vec<ArchivedEvent>) -> Result<(), String> {
-        if batch.is_empty() {
-            return Ok(());
-        }
         let dir = self.clone();
         match tokio::task::spawn_blocking(move || dir.write(&batch)).await {
             Ok(Ok(_)) => Ok(()),

@@ -73,26 +73,22 @@ impl AppState {
             .retention_held
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        match (&stats.held_back, held.is_some()) {
-            (Some(why), false) => {
+        *held = match (&stats.held_back, held.take()) {
+            (Some(why), None) => {
                 tracing::error!(
                     error = %why,
-                    "retention held back: the archive cannot be written, so no event is removed \
-                     until it can (free space, or fix the archive directory's permissions)"
+                    "retention held back: {}",
+                    crate::archive::HELD_BACK_FIX
                 );
-                *held = Some((now, why.clone()));
+                Some((now, why.clone()))
             }
-            (Some(why), true) => {
-                if let Some((_, reason)) = held.as_mut() {
-                    reason.clone_from(why);
-                }
-            }
-            (None, true) => {
+            (Some(why), Some((since, _))) => Some((since, why.clone())),
+            (None, Some(_)) => {
                 tracing::info!("retention resumed: the archive takes writes again");
-                *held = None;
+                None
             }
-            (None, false) => {}
-        }
+            (None, None) => None,
+        };
         self.metrics
             .retention_held_back
             .set(i64::from(held.is_some()));

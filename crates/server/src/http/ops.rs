@@ -223,10 +223,7 @@ fn retention_health(state: &AppState) -> switchboard_proto::RetentionHealth {
         archived_total: state.metrics.archived.get(),
         held_back: held.map(|(since, why)| switchboard_proto::RetentionHeldBack {
             since: to_timestamp(since),
-            reason: format!(
-                "{why}; retention removes nothing until the archive takes it: free space or \
-                 fix the archive directory's permissions"
-            ),
+            reason: format!("{why}; {}", crate::archive::HELD_BACK_FIX),
         }),
     }
 }

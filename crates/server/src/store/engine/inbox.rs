@@ -26,13 +26,17 @@ use switchboard_proto::{EventStatus, InboxEvent};
 /// already read.
 pub(crate) const QUARANTINES: &str = "attempts >= max_attempts";
 
-/// A pending event a claim at `$2` may take: one due by the claim's clock, or one
+/// Whether a pending event (the `events` row aliased `e`, or unaliased for `""`) is
+/// available to a claim whose clock is the parameter `now`: due by that clock, or
 /// sent without a delay (`available_at` no later than `created_at`), which is
 /// available from its commit whatever the clocks say. Two sends read their clocks
 /// before they take the agent's row, so the later sequence number can carry the
 /// earlier `available_at`; a claim whose clock fell between the two would hand out
-/// the later one first (I3's order). A delayed event waits for its time.
-pub(crate) const AVAILABLE: &str = "(available_at <= $2 OR available_at <= created_at)";
+/// the later one first (I3's order). A delayed event waits for its time. The one
+/// definition for claims, `next_available` and the webhook's due check.
+pub(crate) fn available(e: &str, now: &str) -> String {
+    format!("({e}available_at <= {now} OR {e}available_at <= {e}created_at)")
+}
 
 /// An agent's sequence head and low-water mark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

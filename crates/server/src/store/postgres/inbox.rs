@@ -7,7 +7,7 @@ use super::PgStore;
 use crate::clock::{Millis, to_timestamp};
 use crate::store::dialect::sql;
 use crate::store::engine::Driver;
-use crate::store::engine::inbox::{AVAILABLE, InboxDriver, QUARANTINES, ReleaseRow};
+use crate::store::engine::inbox::{InboxDriver, QUARANTINES, ReleaseRow, available};
 use crate::store::rows::*;
 use crate::store::*;
 use async_trait::async_trait;
@@ -69,7 +69,8 @@ impl InboxDriver for PgStore {
              h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
                SELECT id, $2, 'claimed', $5, 'attempt ' || attempts || ' of ' || max_attempts \
                FROM c) \
-             SELECT * FROM c ORDER BY priority DESC, seq"
+             SELECT * FROM c ORDER BY priority DESC, seq",
+            AVAILABLE = available("", "$2")
         ))
         .bind(agent.id.to_string())
         .bind(now)

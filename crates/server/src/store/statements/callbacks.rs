@@ -164,9 +164,10 @@ macro_rules! callback_statements {
                      WHERE c.state = 'active' AND c.next_attempt_at <= $1 \
                      AND (c.leased_until IS NULL OR c.leased_until <= $2) \
                      AND EXISTS (SELECT 1 FROM events e WHERE e.agent_id = c.agent_id \
-                     AND e.status = 'pending' AND e.available_at <= $3 \
+                     AND e.status = 'pending' AND {AVAILABLE} \
                      AND (e.expires_at IS NULL OR e.expires_at > $4)) \
-                     ORDER BY c.next_attempt_at, c.id LIMIT $5"
+                     ORDER BY c.next_attempt_at, c.id LIMIT $5",
+                    AVAILABLE = $crate::store::engine::inbox::available("e.", "$3")
                 ))
                 .bind(now)
                 .bind(now)

@@ -108,7 +108,7 @@ macro_rules! inbox_statements {
                      WHERE agent_id = $1 AND status = 'pending' AND {AVAILABLE} \
                      AND (expires_at IS NULL OR expires_at > $3) \
                      ORDER BY priority DESC, seq LIMIT $4 @SKIP_LOCKED",
-                    AVAILABLE = $crate::store::engine::inbox::AVAILABLE
+                    AVAILABLE = $crate::store::engine::inbox::available("", "$2")
                 ))
                 .bind(agent.to_string())
                 .bind(now)
@@ -133,7 +133,7 @@ macro_rules! inbox_statements {
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT MIN(available_at) FROM events @FORCE_INDEX(events_claim) \
                      WHERE agent_id = $1 AND status = 'pending' AND NOT {AVAILABLE}",
-                    AVAILABLE = $crate::store::engine::inbox::AVAILABLE
+                    AVAILABLE = $crate::store::engine::inbox::available("", "$2")
                 ))
                 .bind(agent.to_string())
                 .bind(now)
