@@ -21,6 +21,17 @@ usage: switchboard-desktop [--server-url URL] [--smoke-test [SCREENSHOT.png]]
 Environment: SWITCHBOARD_UI_DIR (the built console), RUST_LOG.
 For a server without a window use `switchboard serve`.";
 
+/// Where the console comes from; `cargo xtask dist` packages only a binary that
+/// carries it.
+pub(crate) fn console_line() -> &'static str {
+    if switchboard_server::http::console_embedded() {
+        "Console: built into this binary."
+    } else {
+        "Console: not built in (a debug build): SWITCHBOARD_UI_DIR, else ui/dist of \
+         the source tree."
+    }
+}
+
 pub(crate) struct Options {
     pub(crate) smoke: Option<Smoke>,
     /// A remote server's console (http or https); `None` embeds the server.
@@ -55,7 +66,7 @@ impl Options {
                     server_url = Some(url);
                 }
                 Some("-h" | "--help") => {
-                    println!("{USAGE}");
+                    println!("{USAGE}\n\n{}", console_line());
                     return Ok(None);
                 }
                 _ => bail!("unexpected argument {arg:?}\n\n{USAGE}"),

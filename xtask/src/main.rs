@@ -6,6 +6,7 @@
 //!   the real-keyring tests (keyutils and Secret Service) and a desktop smoke test under
 //!   Xvfb. Prints a summary; exits non-zero on any failure.
 //! - `bench`: the benchmark binary of the `tests` crate.
+//! - `dist`: Debian packages of the server and the desktop app (`dist.rs`).
 //! - `chaos`: the reliability suite at full size, and its table (`chaos.rs`).
 //! - `prereqs` and `ui` run the first two stages of `run` on their own; `mariadb`
 //!   finds or starts the test MariaDB (see `mariadb.rs`).
@@ -16,6 +17,7 @@
 mod bench;
 mod chaos;
 mod cmd;
+mod dist;
 mod mariadb;
 mod postgres;
 mod prereqs;
@@ -35,6 +37,8 @@ tasks:
                  the real-keyring tests (keyctl session; dbus-run-session with
                  gnome-keyring) and the desktop smoke test under Xvfb
   bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`
+  dist [args…]   Debian packages of the server and the desktop app into target/dist
+                 (`dist --help`)
   chaos [args…]  the reliability suite at full size (crash loop and the other
                  scenarios on SQLite, PostgreSQL and MariaDB), then one table
   prereqs        only install/check the prerequisites
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Some("test") => test::test(&rest),
         Some("bench") => bench::bench(&rest),
         Some("chaos") => chaos::chaos(&rest),
+        Some("dist") => dist::dist(&rest),
         Some("prereqs") => prereqs::ensure().map(drop),
         Some("mariadb") if !rest.is_empty() => mariadb::control(&rest[0]),
         Some("mariadb") => mariadb::ensure().and_then(|db| match db {

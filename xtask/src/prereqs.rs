@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use crate::cmd;
 
 /// Debian packages for building, the desktop window and tray, the Xvfb smoke test,
-/// browser tests, PostgreSQL and MariaDB tests (started by `postgres::ensure` and
+/// browser tests, the packages' checks, PostgreSQL and MariaDB tests (started by `postgres::ensure` and
 /// `mariadb::ensure`) and the SDK's
 /// real-keyring tests (gnome-keyring for the Secret Service, keyutils for `keyctl`).
 const PACKAGES: &[&str] = &[
@@ -34,6 +34,10 @@ const PACKAGES: &[&str] = &[
     "keyutils",
     // The independent webhook signature verifiers (PyPI) run under it.
     "python3-pip",
+    // The packages' checks: `systemd-analyze verify|security` of the server's unit
+    // (no systemd needs to run) and `desktop-file-validate` of the desktop entry.
+    "systemd",
+    "desktop-file-utils",
 ];
 
 /// The independent verifiers of webhook signatures, from PyPI, pinned: Standard

@@ -34,21 +34,27 @@ fn installed() -> Option<PathBuf> {
         "SWITCHBOARD_INSTALLED_BIN={} is no file",
         bin.display()
     );
+    require_browser();
+    Some(bin)
+}
+
+/// Chromium and chromedriver: a test of something `cargo xtask test` built must not
+/// skip its browser part.
+pub(crate) fn require_browser() {
     for tool in [CHROMIUM, CHROMEDRIVER] {
         assert!(
             std::path::Path::new(tool).is_file(),
             "{tool} is missing (`cargo xtask test` installs it)"
         );
     }
-    Some(bin)
 }
 
-/// `switchboard serve` on a free port, in a scratch data directory; killed on drop.
-struct Served {
+/// A started `switchboard serve`, from its two stdout lines; killed on drop.
+pub(crate) struct Served {
     child: Child,
-    url: String,
-    login_url: String,
-    _scratch: tempfile::TempDir,
+    pub(crate) url: String,
+    pub(crate) login_url: String,
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl Drop for Served {
@@ -58,9 +64,40 @@ impl Drop for Served {
     }
 }
 
+impl Served {
+    /// Spawns `command` (a `serve` that prints its JSON ready and login lines) and
+    /// reads both lines; `scratch` lives as long as the server.
+    pub(crate) fn start(mut command: Command, scratch: Option<tempfile::TempDir>) -> Self {
+        let mut child = command
+            // Nothing but the binary itself may supply the console.
+            .env_remove("SWITCHBOARD_UI_DIR")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {:?}: {e}", command.get_program()));
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut next = || -> serde_json::Value {
+            let line = lines
+                .next()
+                .expect("the server printed a line")
+                .expect("reading stdout");
+            serde_json::from_str(&line).expect("a JSON line")
+        };
+        let ready = next();
+        let login = next();
+        Served {
+            child,
+            url: ready["url"].as_str().expect("url").to_owned(),
+            login_url: login["login_url"].as_str().expect("login_url").to_owned(),
+            _scratch: scratch,
+        }
+    }
+}
+
+/// `switchboard serve` on a free port, in a scratch data directory.
 fn serve(bin: &PathBuf) -> Served {
     let scratch = tempfile::tempdir().expect("scratch dir");
-    let mut child = Command::new(bin)
+    let mut command = Command::new(bin);
+    command
         .arg("serve")
         .args(["--listen", "127.0.0.1:0"])
         .arg("--database-url")
@@ -70,31 +107,14 @@ fn serve(bin: &PathBuf) -> Served {
         ))
         .arg("--operator-token-file")
         .arg(scratch.path().join("operator-token"))
-        // Nothing but the binary itself may supply the console.
-        .env_remove("SWITCHBOARD_UI_DIR")
-        .env_remove("SWITCHBOARD_CONFIG")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("starting the installed switchboard");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut next = || -> serde_json::Value {
-        let line = lines
-            .next()
-            .expect("the server printed a line")
-            .expect("reading stdout");
-        serde_json::from_str(&line).expect("a JSON line")
-    };
-    let ready = next();
-    let login = next();
-    Served {
-        child,
-        url: ready["url"].as_str().expect("url").to_owned(),
-        login_url: login["login_url"].as_str().expect("login_url").to_owned(),
-        _scratch: scratch,
-    }
+        .env_remove("SWITCHBOARD_CONFIG");
+    Served::start(command, Some(scratch))
 }
 
-async fn get(url: &str, headers: &[(reqwest::header::HeaderName, &str)]) -> reqwest::Response {
+pub(crate) async fn get(
+    url: &str,
+    headers: &[(reqwest::header::HeaderName, &str)],
+) -> reqwest::Response {
     let mut request = reqwest::Client::new().get(url);
     for (name, value) in headers {
         request = request.header(name, *value);
@@ -187,13 +207,17 @@ async fn an_installed_binary_serves_its_console() {
         assert_eq!(cached.status(), StatusCode::NOT_MODIFIED, "{route}");
     }
 
-    // And it works: the console renders in a browser, signed in by the login link
-    // the server printed, and shows what the server reports.
+    signed_in_console(&server, "browser-installed-console.png").await;
+}
+
+/// The console works: it renders in a browser, signed in by the login link the
+/// server printed, and shows what the server reports.
+pub(crate) async fn signed_in_console(server: &Served, screenshot: &str) {
     let browser = Browser::start().await;
     browser.open_console(&server.login_url).await;
     let line = browser.text("#server-info").await;
     assert_eq!(line, server_line("sqlite"));
     // Signed in: the overview's live tiles.
     browser.find("#overview-tiles").await;
-    browser.screenshot("browser-installed-console.png").await;
+    browser.screenshot(screenshot).await;
 }

@@ -21,6 +21,7 @@ mod installed;
 mod jobs;
 mod journey;
 mod leases;
+mod package;
 mod session;
 mod support;
 mod webhooks;

@@ -7,6 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use super::package::{self, Installed};
 use super::{Counts, run_counting};
 use crate::cmd;
 
@@ -18,11 +19,29 @@ pub(super) fn smoke_screenshot() -> PathBuf {
     cmd::target_dir().join("desktop-smoke.png")
 }
 
-/// Starts the desktop app with `--smoke-test` under Xvfb and a private D-Bus session,
-/// with its own HOME and XDG_RUNTIME_DIR so it touches nothing of the user's.
+/// The desktop package, installed, smoke-tested: the app is built with the console
+/// inside (the UI step's `dist`), packaged (`dist.rs`) and installed
+/// ([`Installed`]); the installed binary starts with `--smoke-test` under Xvfb and a
+/// private D-Bus session, with its own HOME and XDG_RUNTIME_DIR so it touches
+/// nothing of the user's, and no `SWITCHBOARD_UI_DIR`: it shows the console it
+/// carries.
 pub(super) fn desktop_smoke(dist: &Path) -> Result<()> {
-    cmd::run(cmd::cargo().args(["build", "-p", "switchboard-desktop"]))?;
-    let bin = cmd::target_dir().join("debug").join("switchboard-desktop");
+    cmd::run(
+        cmd::cargo()
+            .args(["build", "-p", "switchboard-desktop"])
+            .env("SWITCHBOARD_UI_DIST", dist),
+    )?;
+    let built = cmd::target_dir().join("debug").join("switchboard-desktop");
+    let deb = crate::dist::desktop_deb(&built, &package::out_dir())?;
+    let installed = Installed::new(&deb, "switchboard-desktop", None, None)?;
+    let root = installed.root();
+    if cmd::stdout(Command::new("desktop-file-validate").arg("--version")).is_some() {
+        cmd::run(
+            Command::new("desktop-file-validate")
+                .arg(root.join("usr/share/applications/switchboard-desktop.desktop")),
+        )?;
+    }
+    let bin = root.join("usr/bin/switchboard-desktop");
     let shot = smoke_screenshot();
     let _ = std::fs::remove_file(&shot);
 
@@ -53,7 +72,7 @@ pub(super) fn desktop_smoke(dist: &Path) -> Result<()> {
         .env("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
         // No accessibility bus: nothing reads it here, and it only adds noise.
         .env("NO_AT_BRIDGE", "1")
-        .env("SWITCHBOARD_UI_DIR", dist)
+        .env_remove("SWITCHBOARD_UI_DIR")
         .env_remove("WAYLAND_DISPLAY")
         .env_remove("DBUS_SESSION_BUS_ADDRESS");
     cmd::run(&mut smoke).context("the desktop smoke test failed (exit 124 means it timed out)")?;

@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use crate::{chaos, cmd, mariadb, postgres, prereqs, ui};
 
 mod isolated;
+mod package;
 use isolated::{desktop_smoke, keyring_tests, smoke_screenshot};
 
 /// The suites that run on PostgreSQL and MariaDB too: the HTTP conformance suite
@@ -254,12 +255,16 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         step(&mut outcomes, "keyring (keyutils, Secret Service)", || {
             keyring_tests(&mut counts)
         });
-        step(&mut outcomes, "desktop smoke (Xvfb)", || {
+        step(&mut outcomes, "desktop package, smoke (Xvfb)", || {
             desktop_smoke(&dist)
         });
         let wasm_opt = tools.as_ref().and_then(|t| t.wasm_opt.clone());
         step(&mut outcomes, "installed binary serves its console", || {
             installed_console(cargo_test_args, wasm_opt.as_deref(), &mut counts)
+        });
+        // The server package carries that installed binary: no build of its own.
+        step(&mut outcomes, "server package (.deb)", || {
+            package::server_package(&installed_bin(), cargo_test_args, &mut counts)
         });
     }
 
@@ -292,7 +297,7 @@ fn installed_console(
     wasm_opt: Option<&Path>,
     counts: &mut Counts,
 ) -> Result<()> {
-    let root = cmd::target_dir().join("installed");
+    let root = installed_root();
     let mut install = cmd::cargo();
     install
         .args([
@@ -317,12 +322,19 @@ fn installed_console(
         cmd::cargo()
             .args(["test", "--workspace", "--test", "browser", "installed"])
             .args(cargo_test_args)
-            .env(
-                "SWITCHBOARD_INSTALLED_BIN",
-                root.join("bin").join("switchboard"),
-            ),
+            .env("SWITCHBOARD_INSTALLED_BIN", installed_bin()),
         counts,
     )
+}
+
+/// Where [`installed_console`] installs: `cargo install --root`.
+fn installed_root() -> PathBuf {
+    cmd::target_dir().join("installed")
+}
+
+/// The `switchboard` [`installed_console`] installs.
+fn installed_bin() -> PathBuf {
+    installed_root().join("bin").join("switchboard")
 }
 
 /// `--include-ignored` for the test binaries, after the `--` the arguments may
