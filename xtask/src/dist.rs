@@ -69,16 +69,15 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
     cmd::run(build.env("SWITCHBOARD_UI_DIST", &dist))?;
     let bin = cmd::target_dir().join(if debug { "debug" } else { "release" });
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    for deb in [
-        server_deb(&bin.join("switchboard"), &out)?,
-        desktop_deb(&bin.join("switchboard-desktop"), &out)?,
-    ] {
-        let size = fs::metadata(&deb)?.len();
+    let server = server_deb(&bin.join("switchboard"), &out)?;
+    let desktop = desktop_deb(&bin.join("switchboard-desktop"), &out)?;
+    for deb in [&server, &desktop] {
+        let size = fs::metadata(deb)?.len();
         eprintln!("dist: {} ({} KiB)", deb.display(), size / 1024);
     }
     eprintln!(
-        "dist: install with `sudo apt install ./{}` (README: Install the server package)",
-        Path::new("target/dist").join(server_file_name()?).display()
+        "dist: install with `sudo apt install {}` (README: Install the server package)",
+        server.display()
     );
     Ok(())
 }
@@ -93,10 +92,6 @@ fn architecture() -> Result<String> {
     let arch = cmd::stdout(Command::new("dpkg").arg("--print-architecture"))
         .context("`dpkg --print-architecture` failed: packaging needs Debian's dpkg")?;
     Ok(arch.trim().to_owned())
-}
-
-fn server_file_name() -> Result<String> {
-    Ok(format!("switchboard_{}_{}.deb", version(), architecture()?))
 }
 
 /// The headless server: `/usr/bin/switchboard`, its hardened systemd unit, the
@@ -117,7 +112,7 @@ pub(crate) fn server_deb(binary: &Path, out: &Path) -> Result<PathBuf> {
         "etc/switchboard/switchboard.toml",
         0o640,
     )?;
-    stage.docs("switchboard")?;
+    stage.docs()?;
     for script in ["postinst", "prerm", "postrm"] {
         stage.file(
             &pkg.join("server").join(script),
@@ -131,7 +126,6 @@ pub(crate) fn server_deb(binary: &Path, out: &Path) -> Result<PathBuf> {
         0o644,
     )?;
     stage.control(&Control {
-        package: "switchboard",
         section: "net",
         depends: &["adduser"],
         binaries: &["usr/bin/switchboard"],
@@ -143,7 +137,7 @@ pub(crate) fn server_deb(binary: &Path, out: &Path) -> Result<PathBuf> {
                       switchboard on SQLite by default; several instances share \
                       PostgreSQL or MariaDB.",
     })?;
-    stage.build(&server_file_name()?)
+    stage.build()
 }
 
 /// The desktop app: `/usr/bin/switchboard-desktop` (the server and the console
@@ -172,9 +166,8 @@ pub(crate) fn desktop_deb(binary: &Path, out: &Path) -> Result<PathBuf> {
         "usr/share/icons/hicolor/128x128/apps/switchboard-desktop.png",
         0o644,
     )?;
-    stage.docs("switchboard-desktop")?;
+    stage.docs()?;
     stage.control(&Control {
-        package: "switchboard-desktop",
         section: "devel",
         // The tray icon's library is loaded at run time, so shlibdeps cannot see it.
         depends: &["libayatana-appindicator3-1"],
@@ -185,16 +178,11 @@ pub(crate) fn desktop_deb(binary: &Path, out: &Path) -> Result<PathBuf> {
                       registrations; replay, release or purge work; a tray icon that \
                       tells of quarantined work.",
     })?;
-    stage.build(&format!(
-        "switchboard-desktop_{}_{}.deb",
-        version(),
-        architecture()?
-    ))
+    stage.build()
 }
 
 /// The fields of `DEBIAN/control` that differ between the packages.
 struct Control<'a> {
-    package: &'a str,
     section: &'a str,
     /// Beyond the shared libraries the binaries link.
     depends: &'a [&'a str],
@@ -206,18 +194,22 @@ struct Control<'a> {
 
 /// A package's file tree, under `<out>/<package>.stage`.
 struct Stage {
+    package: &'static str,
+    arch: String,
     root: PathBuf,
     out: PathBuf,
 }
 
 impl Stage {
-    fn new(out: &Path, package: &str) -> Result<Self> {
+    fn new(out: &Path, package: &'static str) -> Result<Self> {
         let root = out.join(format!("{package}.stage"));
         if root.exists() {
             fs::remove_dir_all(&root).with_context(|| format!("clearing {}", root.display()))?;
         }
         fs::create_dir_all(root.join("DEBIAN"))?;
         Ok(Self {
+            package,
+            arch: architecture()?,
             root,
             out: out.to_path_buf(),
         })
@@ -258,8 +250,8 @@ impl Stage {
     }
 
     /// `/usr/share/doc/<package>`: the README and the copyright file Debian asks for.
-    fn docs(&self, package: &str) -> Result<()> {
-        let doc = format!("usr/share/doc/{package}");
+    fn docs(&self) -> Result<()> {
+        let doc = format!("usr/share/doc/{}", self.package);
         self.file(
             &cmd::root().join("README.md"),
             &format!("{doc}/README.md"),
@@ -283,7 +275,7 @@ impl Stage {
 
     /// `DEBIAN/control`, with `Depends` from `dpkg-shlibdeps` and the installed size.
     fn control(&self, control: &Control) -> Result<()> {
-        let mut depends = shlibdeps(&self.root, control.package, control.binaries)?;
+        let mut depends = shlibdeps(&self.root, self.package, control.binaries)?;
         depends.extend(control.depends.iter().map(|d| d.to_string()));
         let installed_kib = disk_usage(&self.root)? / 1024 + 1;
         let description: String = wrap(control.description, 76)
@@ -302,9 +294,9 @@ impl Stage {
                  Section: {section}\n\
                  Priority: optional\n\
                  Description: {summary}\n{description}",
-                package = control.package,
+                package = self.package,
                 version = version(),
-                arch = architecture()?,
+                arch = self.arch,
                 depends = depends.join(", "),
                 section = control.section,
                 summary = control.summary,
@@ -313,9 +305,12 @@ impl Stage {
         )
     }
 
-    /// `dpkg-deb --build`, files owned by root; returns the package's path.
-    fn build(self, file_name: &str) -> Result<PathBuf> {
-        let deb = self.out.join(file_name);
+    /// `dpkg-deb --build`, files owned by root, into Debian's file name
+    /// `<package>_<version>_<arch>.deb`; returns its path.
+    fn build(self) -> Result<PathBuf> {
+        let deb = self
+            .out
+            .join(format!("{}_{}_{}.deb", self.package, version(), self.arch));
         cmd::run(
             Command::new("dpkg-deb")
                 .args(["--root-owner-group", "-Zxz", "--build"])
@@ -404,7 +399,43 @@ fn set_mode(path: &Path, mode: u32) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::wrap;
+    use super::{architecture, server_deb, version, wrap};
+    use std::process::Command;
+
+    fn dpkg_deb(args: &[&str], deb: &std::path::Path) -> String {
+        let out = Command::new("dpkg-deb")
+            .args(args)
+            .arg(deb)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "dpkg-deb {args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// The server package around a stand-in binary: Debian's file name, every file
+    /// in its place, `Depends` from shlibdeps plus adduser, no stage left behind.
+    #[test]
+    fn a_server_package_carries_its_files_and_fields() {
+        let out = std::env::temp_dir().join(format!("xtask-dist-{}", std::process::id()));
+        std::fs::create_dir_all(&out).unwrap();
+        let deb = server_deb(std::path::Path::new("/bin/true"), &out).unwrap();
+        let name = format!("switchboard_{}_{}.deb", version(), architecture().unwrap());
+        assert_eq!(deb, out.join(name));
+        let contents = dpkg_deb(&["--contents"], &deb);
+        for path in [
+            "./usr/bin/switchboard",
+            "./usr/lib/systemd/system/switchboard.service",
+            "./etc/switchboard/switchboard.toml",
+            "./usr/share/doc/switchboard/copyright",
+        ] {
+            assert!(contents.contains(path), "{path} in {contents}");
+        }
+        let depends = dpkg_deb(&["--field"], &deb);
+        assert!(depends.contains("Depends: libc6"), "{depends}");
+        assert!(depends.contains(", adduser\n"), "{depends}");
+        assert!(!out.join("switchboard.stage").exists());
+        std::fs::remove_dir_all(&out).unwrap();
+    }
 
     #[test]
     fn descriptions_wrap_at_spaces() {

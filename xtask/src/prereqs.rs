@@ -158,10 +158,16 @@ fn apt() -> Command {
 
 /// `dpkg -s` knows packages that were removed but not purged, so read the status.
 fn installed(package: &str) -> bool {
-    cmd::stdout(Command::new("dpkg").args(["-s", package])).is_some_and(|out| {
-        out.lines()
-            .any(|l| l.trim() == "Status: install ok installed")
-    })
+    dpkg_status(package).as_deref() == Some("install ok installed")
+}
+
+/// The `Status` dpkg records for `package` (`install ok installed`, `deinstall ok
+/// config-files`, …), or `None` when it has no record (never installed, or purged).
+pub(crate) fn dpkg_status(package: &str) -> Option<String> {
+    let out = cmd::stdout(Command::new("dpkg").args(["-s", package]))?;
+    out.lines()
+        .find_map(|l| l.strip_prefix("Status:"))
+        .map(|status| status.trim().to_owned())
 }
 
 pub(crate) fn is_root() -> bool {

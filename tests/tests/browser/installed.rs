@@ -69,8 +69,10 @@ impl Served {
     /// reads both lines; `scratch` lives as long as the server.
     pub(crate) fn start(mut command: Command, scratch: Option<tempfile::TempDir>) -> Self {
         let mut child = command
-            // Nothing but the binary itself may supply the console.
+            // Nothing but the binary itself may supply the console, and only the
+            // command's own flags and files configure it.
             .env_remove("SWITCHBOARD_UI_DIR")
+            .env_remove("SWITCHBOARD_CONFIG")
             .stdout(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("starting {:?}: {e}", command.get_program()));
@@ -106,8 +108,7 @@ fn serve(bin: &PathBuf) -> Served {
             scratch.path().join("switchboard.db").display()
         ))
         .arg("--operator-token-file")
-        .arg(scratch.path().join("operator-token"))
-        .env_remove("SWITCHBOARD_CONFIG");
+        .arg(scratch.path().join("operator-token"));
     Served::start(command, Some(scratch))
 }
 

@@ -114,9 +114,7 @@ fn unit_command(root: &Path, unit: &str, verb: &str, scratch: &Path) -> Command 
             .env("SWITCHBOARD_WEBHOOK_KEY_FILE", scratch.join("webhook-key"));
     }
     // The unit's settings file decides everything but the port: 7700 may be taken.
-    command
-        .env("SWITCHBOARD_LISTEN", "127.0.0.1:0")
-        .env_remove("SWITCHBOARD_CONFIG");
+    command.env("SWITCHBOARD_LISTEN", "127.0.0.1:0");
     command
 }
 
@@ -126,19 +124,17 @@ async fn the_server_package_runs_as_its_unit_and_serves_the_console() {
         return;
     };
     let unit = std::fs::read_to_string(root.join(UNIT)).expect("the package's unit");
-    let installed = root == Path::new("/");
+    // Installed with `dpkg -i`: the unit's user, which the postinst made.
+    let service_uid = (root == Path::new("/")).then(|| uid_of(unit_value(&unit, "User")));
     let scratch = tempfile::tempdir().expect("scratch dir");
 
-    if installed {
+    if let Some(uid) = service_uid {
         // What the postinst made: the user, its state directory, the settings'
         // group (they may hold a database password).
-        let user = unit_value(&unit, "User");
-        let uid = uid_of(user);
-        let (mode, owner, _) = mode_and_owner(Path::new(STATE));
+        let (mode, owner, state_group) = mode_and_owner(Path::new(STATE));
         assert_eq!((mode, owner), (0o750, uid), "{STATE}: mode and owner");
         let (mode, owner, group) = mode_and_owner(Path::new("/etc/switchboard/switchboard.toml"));
         assert_eq!((mode, owner), (0o640, 0), "the settings: root's, mode 0640");
-        let (_, _, state_group) = mode_and_owner(Path::new(STATE));
         assert_eq!(group, state_group, "the settings: group switchboard");
     }
 
@@ -151,9 +147,8 @@ async fn the_server_package_runs_as_its_unit_and_serves_the_console() {
     );
     signed_in_console(&server, "browser-package-console.png").await;
 
-    if installed {
+    if let Some(uid) = service_uid {
         // The first start wrote the service user's files, private to it.
-        let uid = uid_of(unit_value(&unit, "User"));
         for file in ["operator-token", "webhook-key", "switchboard.db"] {
             let (mode, owner, _) = mode_and_owner(&Path::new(STATE).join(file));
             assert_eq!(owner, uid, "{file}: the service user's");

@@ -35,12 +35,11 @@ pub(super) fn desktop_smoke(dist: &Path) -> Result<()> {
     let deb = crate::dist::desktop_deb(&built, &package::out_dir())?;
     let installed = Installed::new(&deb, "switchboard-desktop", None, None)?;
     let root = installed.root();
-    if cmd::stdout(Command::new("desktop-file-validate").arg("--version")).is_some() {
-        cmd::run(
-            Command::new("desktop-file-validate")
-                .arg(root.join("usr/share/applications/switchboard-desktop.desktop")),
-        )?;
-    }
+    // The prerequisites install desktop-file-utils.
+    cmd::run(
+        Command::new("desktop-file-validate")
+            .arg(root.join("usr/share/applications/switchboard-desktop.desktop")),
+    )?;
     let bin = root.join("usr/bin/switchboard-desktop");
     let shot = smoke_screenshot();
     let _ = std::fs::remove_file(&shot);
@@ -188,10 +187,10 @@ fn keep_toolchain(command: &mut Command) {
 }
 
 /// A temporary directory removed on drop.
-struct Scratch(PathBuf);
+pub(super) struct Scratch(PathBuf);
 
 impl Scratch {
-    fn new(prefix: &str) -> Result<Self> {
+    pub(super) fn new(prefix: &str) -> Result<Self> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
@@ -199,6 +198,10 @@ impl Scratch {
         let path = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
         std::fs::create_dir(&path).with_context(|| format!("creating {}", path.display()))?;
         Ok(Self(path))
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.0
     }
 
     fn dir(&self, name: &str, mode: u32) -> Result<PathBuf> {

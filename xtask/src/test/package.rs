@@ -11,10 +11,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
+use super::isolated::Scratch;
 use super::{Counts, run_counting};
-use crate::{cmd, dist};
+use crate::{cmd, dist, prereqs};
 
 /// Where the test packages are written.
 pub(super) fn out_dir() -> PathBuf {
@@ -35,7 +36,7 @@ enum How {
         state: Option<&'static str>,
     },
     /// Unpacked into this scratch root.
-    Unpacked(PathBuf),
+    Unpacked(Scratch),
 }
 
 impl Installed {
@@ -47,11 +48,10 @@ impl Installed {
         user: Option<&'static str>,
         state: Option<&'static str>,
     ) -> Result<Self> {
-        let root = cmd::stdout(Command::new("id").arg("-u")).is_some_and(|id| id.trim() == "0");
-        // Installed, half-installed or removed with its settings kept all count; a
-        // purged package's status ends in `not-installed`.
-        let present = cmd::stdout(Command::new("dpkg-query").args(["-W", "-f=${Status}", package]))
-            .is_some_and(|status| !status.trim().ends_with("not-installed"))
+        let root = prereqs::is_root();
+        // Any status counts: installed, half-installed, or removed with its settings
+        // kept.
+        let present = prereqs::dpkg_status(package).is_some()
             || user.is_some_and(|u| cmd::stdout(Command::new("id").arg(u)).is_some())
             || state.is_some_and(|s| Path::new(s).exists());
         if root && !present {
@@ -71,22 +71,24 @@ impl Installed {
                 "`dpkg -i` needs root"
             }
         );
-        let dir = std::env::temp_dir().join(format!("{package}-root-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)?;
-        let installed = Self {
+        let scratch = Scratch::new(&format!("{package}-root"))?;
+        cmd::run(
+            Command::new("dpkg-deb")
+                .arg("-x")
+                .arg(deb)
+                .arg(scratch.path()),
+        )?;
+        Ok(Self {
             package,
-            how: How::Unpacked(dir.clone()),
-        };
-        cmd::run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(&dir))?;
-        Ok(installed)
+            how: How::Unpacked(scratch),
+        })
     }
 
     /// The root the package's files are under: `/` or the scratch root.
     pub(super) fn root(&self) -> &Path {
         match &self.how {
             How::System { .. } => Path::new("/"),
-            How::Unpacked(dir) => dir,
+            How::Unpacked(scratch) => scratch.path(),
         }
     }
 }
@@ -108,9 +110,8 @@ impl Drop for Installed {
                     let _ = cmd::run(Command::new("userdel").arg(user));
                 }
             }
-            How::Unpacked(dir) => {
-                let _ = std::fs::remove_dir_all(dir);
-            }
+            // The scratch root removes itself.
+            How::Unpacked(_) => {}
         }
     }
 }
@@ -150,13 +151,7 @@ const EXPOSURE_THRESHOLD: &str = "20";
 /// `security` (the hardening) of the packaged unit, offline: no systemd needs to run.
 fn check_unit(root: &Path) -> Result<()> {
     let unit = root.join("usr/lib/systemd/system/switchboard.service");
-    if cmd::stdout(Command::new("systemd-analyze").arg("--version")).is_none() {
-        if std::env::var_os("CI").is_some() {
-            bail!("systemd-analyze is missing (Debian package systemd)");
-        }
-        eprintln!("package switchboard: systemd-analyze is missing; the unit is not checked");
-        return Ok(());
-    }
+    // The prerequisites install systemd (for `systemd-analyze`; it need not run).
     // `verify --root` wants a whole system in the root (sysinit.target, /bin/kill),
     // so an unpacked unit is verified as a copy whose binary is the unpacked one.
     let verified = if root == Path::new("/") {
