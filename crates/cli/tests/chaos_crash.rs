@@ -461,25 +461,14 @@ async fn run_crash_loop(backend: Backend, fault: Fault) {
     assert_eq!(sent.answered.len() as u64, per_sender * senders);
     assert!(unclean.is_empty(), "`agent run`: {unclean:?}");
     assert_eq!(lost, 0, "every answered send is handled");
-    if backend.shared() {
-        // Issue 17's finding: reorders after kills on a shared database. Claims of one
-        // agent are ordered since 115cdf2 (`InboxDriver::order_claims`); three more
-        // paths were closed on 2026-12-03 (a returned lease available from its
-        // expiry, a claim waiting for a pass returning its agent's lease, an
-        // undelayed event claimable from its commit), each pinned by the driver
-        // suite. Before them every full-size run on PostgreSQL showed one; after
-        // them two full-size runs on PostgreSQL and one on MariaDB showed none.
-        // Counted in the row and printed, not asserted, until more runs agree
-        // (ARCHITECTURE.md, reliability suite).
-        if reordered > 0 {
-            println!(
-                "chaos: {reordered} reordered on {}: the open finding",
-                backend.name()
-            );
-        }
-    } else {
-        assert_eq!(reordered, 0, "each agent's events are handled in order");
-    }
+    // Issue 17's finding, closed: reorders after kills on a shared database. Claims
+    // of one agent are ordered (`InboxDriver::order_claims`), a returned lease is
+    // available from its expiry, a claim waits for a pass returning its agent's
+    // lease, and an undelayed event is claimable from its commit (each pinned by the
+    // driver suite). Before those fixes every full-size run on PostgreSQL showed a
+    // reorder; after them none of 7 on PostgreSQL and 5 on MariaDB did
+    // (ARCHITECTURE.md, reliability suite), so any reorder fails here everywhere.
+    assert_eq!(reordered, 0, "each agent's events are handled in order");
     assert_eq!(stored_twice, 0, "a retried key never stores a second event");
     assert_eq!(handled_twice, 0, "the SDK's dedup runs no handler twice");
     assert_eq!(
