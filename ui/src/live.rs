@@ -1,6 +1,6 @@
 //! Live updates from the operator stream (`/api/v1/ops/stream`, SSE), not polling.
 //!
-//! Every `changed` (or `resync`) event bumps [`Live::version`], at most once per
+//! Every `changed` (or `resync`, or `client_settings`) event bumps [`Live::version`], at most once per
 //! [`THROTTLE`]; pages re-read what they show when it changes. `sampled` bumps
 //! [`Live::samples`] (the overview's charts) and `job` sets [`Live::job`] (bulk job
 //! progress), `leases` bumps [`Live::leases`] and `callbacks` bumps
@@ -146,7 +146,7 @@ fn open(live: Live, current: Rc<RefCell<Option<Stream>>>) {
             }
         })
     };
-    for kind in ["changed", "resync"] {
+    for kind in ["changed", "resync", "client_settings"] {
         let _ = source.add_event_listener_with_callback(kind, on_change.as_ref().unchecked_ref());
     }
     let on_sample = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {

@@ -41,8 +41,7 @@ const AGENT: &str = "fuzz-bot";
 const ROOM: &str = "fuzz-room";
 
 /// The main endpoints: the CI run covers these.
-const MAIN_PATHS: &str =
-    "^/api/v1/(agents/\\{agent\\}/(inbox|messages|snapshot)|rooms|ops/(agents|events|overview))";
+const MAIN_PATHS: &str = "^/api/v1/(agents/\\{agent\\}/(inbox|messages|snapshot|client-settings)|rooms|ops/(agents|events|overview|client-settings))";
 
 fn installed() -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("SWITCHBOARD_TEST_SCHEMATHESIS")?);

@@ -19,6 +19,7 @@
 
 mod callback;
 mod client_report;
+mod client_settings;
 mod event;
 mod ids;
 mod jobs;
@@ -29,6 +30,7 @@ mod room;
 
 pub use callback::*;
 pub use client_report::*;
+pub use client_settings::*;
 pub use event::*;
 pub use ids::*;
 pub use jobs::*;

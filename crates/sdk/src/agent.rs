@@ -15,8 +15,8 @@ use std::fmt::Display;
 use reqwest::Method;
 use switchboard_proto::{
     AckBatch, AckBatchResult, AckEntry, AckRequest, ClaimRequest, ClaimResponse, ClaimToken,
-    ClientReport, EventId, EventState, ExtendRequest, InboxPage, ReleaseRequest, SendMessage,
-    SendReceipt, Snapshot,
+    ClientReport, EffectiveClientSettings, EventId, EventState, ExtendRequest, InboxPage,
+    ReleaseRequest, SendMessage, SendReceipt, Snapshot,
 };
 
 use crate::call::Call;
@@ -205,6 +205,21 @@ impl Client {
         self.send(Call::new(Method::PUT, url).json(report)?)
             .await
             .map(drop)
+    }
+
+    /// `GET /agents/{agent}/client-settings`: the remote client settings this
+    /// agent's SDK is to obey. Every response to the agent carries them too (see
+    /// [`Client::client_settings`]); this reads them on purpose, for a reporter
+    /// whose reports are paused and that would otherwise send nothing.
+    ///
+    /// Errors: `not_found`.
+    pub async fn own_client_settings(
+        &self,
+        agent: impl Display,
+    ) -> Result<EffectiveClientSettings, Error> {
+        let agent = agent.to_string();
+        let url = self.api_url(&["agents", &agent, "client-settings"])?;
+        self.fetch(Call::get(url)).await
     }
 
     /// `GET /agents/{agent}/snapshot`: the baseline for a full state sync: head and

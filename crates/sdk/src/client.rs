@@ -18,7 +18,8 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, Response, Url};
 use serde::de::DeserializeOwned;
-use switchboard_proto::Capabilities;
+use switchboard_proto::{CLIENT_SETTINGS_HEADER, Capabilities, EffectiveClientSettings};
+use tokio::sync::watch;
 
 use crate::call::Call;
 use crate::retry::{self, RetryPolicy, RetryQuota};
@@ -72,6 +73,10 @@ struct Inner {
     /// [`Client::with_token`] makes a new `Inner` that must keep draining and
     /// refilling the same bucket, since it talks to the same server.
     quota: Arc<RetryQuota>,
+    /// What the server last said in `Switchboard-Client-Settings` (remote client
+    /// settings). Shared by the clients derived with the same token; a client with
+    /// another token (another agent) has its own.
+    settings: Arc<watch::Sender<EffectiveClientSettings>>,
 }
 
 /// What the server said about a send besides its body.
@@ -178,6 +183,7 @@ impl ClientBuilder {
                 request_timeout: self.request_timeout,
                 quota: Arc::new(RetryQuota::new(self.retry.quota_capacity)),
                 retry: self.retry,
+                settings: Arc::new(watch::channel(EffectiveClientSettings::default()).0),
             }),
         })
     }
@@ -235,7 +241,10 @@ impl Client {
     /// token (for example an operator client making agent clients).
     pub fn with_token(&self, token: impl Into<Token>) -> Result<Self, Error> {
         let authorization = bearer(&token.into())?;
-        Ok(self.derive(|inner| inner.authorization = authorization))
+        Ok(self.derive(|inner| {
+            inner.authorization = authorization;
+            inner.settings = Arc::new(watch::channel(EffectiveClientSettings::default()).0);
+        }))
     }
 
     /// The same client making exactly one attempt per call: for callers that keep
@@ -250,6 +259,54 @@ impl Client {
         change(&mut inner);
         Self {
             inner: Arc::new(inner),
+        }
+    }
+
+    /// The remote client settings the server last sent for this client's agent
+    /// (each response to an agent's request carries them): the polling ceiling the
+    /// consumer obeys and whether client reports are paused. The defaults until a
+    /// response said otherwise, and for operator tokens.
+    pub fn client_settings(&self) -> EffectiveClientSettings {
+        *self.inner.settings.borrow()
+    }
+
+    /// Changes of [`Client::client_settings`], for the consumer's schedule.
+    pub(crate) fn watch_client_settings(&self) -> watch::Receiver<EffectiveClientSettings> {
+        self.inner.settings.subscribe()
+    }
+
+    /// Takes the settings a response carries; a response without them (an older
+    /// server, a request refused before its token was read) changes nothing, and
+    /// a value that does not parse is logged and ignored.
+    fn observe_settings(&self, response: &Response) {
+        let Some(value) = response.headers().get(CLIENT_SETTINGS_HEADER) else {
+            return;
+        };
+        match value
+            .to_str()
+            .map_err(|_| "not visible ASCII".to_owned())
+            .and_then(EffectiveClientSettings::parse_header)
+        {
+            Ok(settings) => {
+                self.inner.settings.send_if_modified(|current| {
+                    let changed = *current != settings;
+                    if changed {
+                        tracing::info!(
+                            target: "switchboard_sdk::settings",
+                            poll_ceiling_ms = settings.poll_ceiling_ms,
+                            reports_paused = settings.reports_paused,
+                            "remote client settings changed"
+                        );
+                    }
+                    *current = settings;
+                    changed
+                });
+            }
+            Err(reason) => tracing::debug!(
+                target: "switchboard_sdk::settings",
+                reason,
+                "ignoring a client-settings header"
+            ),
         }
     }
 
@@ -386,13 +443,18 @@ impl Client {
                 .header(CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
+        let send = async {
+            let response = request.send().await?;
+            self.observe_settings(&response);
+            checked(response).await
+        };
         if !call.stream {
-            return checked(request.send().await?).await;
+            return send.await;
         }
         // The stream stays open, but its head (or its error body) must come in time:
         // a half-open connection would otherwise hold the call forever.
         let timeout = self.inner.request_timeout;
-        tokio::time::timeout(timeout, async { checked(request.send().await?).await })
+        tokio::time::timeout(timeout, send)
             .await
             .map_err(|_| Error::Timeout(timeout))?
     }

@@ -5,9 +5,10 @@
 use reqwest::Method;
 use serde_json::Value;
 use switchboard_proto::{
-    AgentCreated, AgentSummary, AuditPage, BulkAction, BulkRequest, BulkResult, CreateAgent,
-    EventDetail, EventId, EventListQuery, Job, JobPage, OpsEventPage, OpsHistory, Overview,
-    ReceivedReport, StartJob,
+    AgentClientSettings, AgentCreated, AgentSummary, AuditPage, BulkAction, BulkRequest,
+    BulkResult, ClientSettings, ClientSettingsList, CreateAgent, EventDetail, EventId,
+    EventListQuery, Job, JobPage, OpsEventPage, OpsHistory, Overview, ReceivedReport, StartJob,
+    StoredClientSettings,
 };
 
 use crate::call::Call;
@@ -34,6 +35,57 @@ impl Client {
     pub async fn client_reports(&self) -> Result<Vec<ReceivedReport>, Error> {
         self.fetch(Call::get(self.api_url(&["ops", "client-reports"])?))
             .await
+    }
+
+    /// `GET /ops/client-settings`: the tenant's remote client settings and every
+    /// agent's own.
+    pub async fn client_settings_list(&self) -> Result<ClientSettingsList, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "client-settings"])?))
+            .await
+    }
+
+    /// `GET /ops/agents/{agent}/client-settings`: one agent's own settings and what
+    /// its SDK obeys.
+    ///
+    /// Errors: `not_found`.
+    pub async fn agent_client_settings(&self, agent: &str) -> Result<AgentClientSettings, Error> {
+        self.fetch(Call::get(self.api_url(&[
+            "ops",
+            "agents",
+            agent,
+            "client-settings",
+        ])?))
+        .await
+    }
+
+    /// `PUT /ops/client-settings` (`agent` `None`) or
+    /// `PUT /ops/agents/{agent}/client-settings`: replaces the settings the SDKs
+    /// pick up from their next response. Repeating it is harmless.
+    ///
+    /// Errors: `validation_failed` (a ceiling out of bounds), `not_found`,
+    /// `forbidden` (no `ops:write`).
+    pub async fn put_client_settings(
+        &self,
+        agent: Option<&str>,
+        settings: &ClientSettings,
+    ) -> Result<StoredClientSettings, Error> {
+        let call = Call::new(Method::PUT, self.client_settings_url(agent)?).json(settings)?;
+        self.fetch(call).await
+    }
+
+    /// `DELETE` of the same: the agent inherits the tenant's settings again (the
+    /// tenant the SDKs' own).
+    pub async fn delete_client_settings(&self, agent: Option<&str>) -> Result<(), Error> {
+        self.send(Call::new(Method::DELETE, self.client_settings_url(agent)?))
+            .await
+            .map(drop)
+    }
+
+    fn client_settings_url(&self, agent: Option<&str>) -> Result<reqwest::Url, Error> {
+        match agent {
+            None => self.api_url(&["ops", "client-settings"]),
+            Some(agent) => self.api_url(&["ops", "agents", agent, "client-settings"]),
+        }
     }
 
     /// `GET /ops/overview`: totals by status, subscribers, oldest pending age.

@@ -5,7 +5,9 @@
 //! [`Reporter::run`] builds the report from the local state file (and the live
 //! consumer status, when there is one) and sends it at most every
 //! [`Reporter::interval`] (10 s), and only when it changed, or once a minute as a
-//! sign of life. It carries counts, modes and reasons only: no payloads.
+//! sign of life. It carries counts, modes and reasons only: no payloads. While an
+//! operator has paused client reports (remote client settings, see
+//! [`Client::client_settings`]) it sends none, not even the last one at a stop.
 
 use std::time::Duration;
 
@@ -29,6 +31,7 @@ pub struct Reporter {
     db: LocalDb,
     status: Option<watch::Receiver<ConsumerStatus>>,
     interval: Duration,
+    paused_check: Duration,
 }
 
 /// At least this often a report goes out even when nothing changed.
@@ -48,12 +51,21 @@ impl Reporter {
             db,
             status,
             interval: Duration::from_secs(10),
+            paused_check: SIGN_OF_LIFE,
         }
     }
 
     /// The shortest time between two reports (default 10 s).
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
+        self
+    }
+
+    /// How often a reporter whose reports an operator paused reads its settings
+    /// to learn that they resumed (default 60 s), in case the agent makes no other
+    /// call that would bring the news.
+    pub fn paused_check(mut self, every: Duration) -> Self {
+        self.paused_check = every;
         self
     }
 
@@ -68,6 +80,7 @@ impl Reporter {
     /// tried again next time.
     pub async fn run(self, cancel: CancellationToken) {
         let mut last: Option<(ClientReport, tokio::time::Instant)> = None;
+        let mut paused_since: Option<tokio::time::Instant> = None;
         loop {
             let stopping = cancel.is_cancelled();
             match self.build().await {
@@ -79,10 +92,27 @@ impl Reporter {
                         None => true,
                         Some((previous, at)) => *previous != report || at.elapsed() >= SIGN_OF_LIFE,
                     };
-                    if due {
-                        match self.client.put_client_report(&self.agent, &report).await {
-                            Ok(()) => last = Some((report, tokio::time::Instant::now())),
-                            Err(error) => tracing::debug!(%error, "client report not sent"),
+                    if self.client.client_settings().reports_paused {
+                        // Paused by an operator (remote client settings): nothing is
+                        // sent. The agent's other calls bring the resume; a sign of
+                        // life reads the settings in case there are none.
+                        if paused_since
+                            .get_or_insert_with(tokio::time::Instant::now)
+                            .elapsed()
+                            >= self.paused_check
+                        {
+                            paused_since = Some(tokio::time::Instant::now());
+                            if let Err(error) = self.client.own_client_settings(&self.agent).await {
+                                tracing::debug!(%error, "client settings not read");
+                            }
+                        }
+                    } else {
+                        paused_since = None;
+                        if due {
+                            match self.client.put_client_report(&self.agent, &report).await {
+                                Ok(()) => last = Some((report, tokio::time::Instant::now())),
+                                Err(error) => tracing::debug!(%error, "client report not sent"),
+                            }
                         }
                     }
                 }

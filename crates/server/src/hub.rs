@@ -20,6 +20,8 @@ pub enum OpsSignal {
     Leases(TenantId),
     /// A webhook callback of the tenant was registered, changed, or attempted.
     Callbacks(TenantId),
+    /// The tenant's remote client settings changed.
+    ClientSettings(TenantId),
 }
 use tokio::sync::broadcast;
 
@@ -139,6 +141,11 @@ impl Hub {
     /// Tells the console that a callback of `tenant` changed.
     pub fn callbacks(&self, tenant: TenantId) {
         let _ = self.inner.ops.send(OpsSignal::Callbacks(tenant));
+    }
+
+    /// Tells the console that `tenant`'s client settings changed.
+    pub fn client_settings(&self, tenant: TenantId) {
+        let _ = self.inner.ops.send(OpsSignal::ClientSettings(tenant));
     }
 
     pub fn sampled(&self) {

@@ -4,6 +4,7 @@
 //! outage. Real HTTP on 127.0.0.1:0, a real server database and a real local state
 //! file per agent.
 
+mod client_settings;
 mod consumer;
 mod follow;
 mod outbox;

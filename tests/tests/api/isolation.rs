@@ -26,6 +26,12 @@ fn agent_endpoints(
         ("inbox", Method::GET, format!("{base}/inbox"), None),
         ("snapshot", Method::GET, format!("{base}/snapshot"), None),
         (
+            "client settings",
+            Method::GET,
+            format!("{base}/client-settings"),
+            None,
+        ),
+        (
             "claim",
             Method::POST,
             format!("{base}/inbox/claim"),

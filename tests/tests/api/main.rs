@@ -1,5 +1,6 @@
 //! API surface tests over real HTTP: idempotency, isolation, errors, operators, rooms.
 
+mod client_settings;
 mod errors;
 mod idempotency;
 mod isolation;

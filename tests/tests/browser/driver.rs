@@ -304,6 +304,15 @@ impl Browser {
         .await
     }
 
+    /// Loads `path` of `server` (a console route, the session cookie already set).
+    pub(crate) async fn goto(&self, server: &TestServer, path: &str) {
+        bounded(
+            &format!("loading {path}"),
+            self.client.goto(&format!("{}{path}", server.url)),
+        )
+        .await;
+    }
+
     pub(crate) async fn click(&self, css: &str) {
         let e = self.find(css).await;
         bounded(&format!("clicking {css}"), e.click()).await;

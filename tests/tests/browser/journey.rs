@@ -240,11 +240,7 @@ async fn release_a_claimed_event_from_the_inspector() {
     let browser = Browser::start().await;
     browser.open_logged_in(&server, false).await;
     browser.find("#overview").await;
-    bounded(
-        "goto",
-        browser.client.goto(&format!("{}/events/{id}", server.url)),
-    )
-    .await;
+    browser.goto(&server, &format!("/events/{id}")).await;
 
     let first = browser
         .wait_text("#lease-countdown", "the lease counts down", |t| {
@@ -367,11 +363,7 @@ async fn the_agents_page_shows_each_agents_client_side() {
 
     let browser = Browser::start().await;
     browser.open_logged_in(&server, false).await;
-    bounded(
-        "goto",
-        browser.client.goto(&format!("{}/agents", server.url)),
-    )
-    .await;
+    browser.goto(&server, "/agents").await;
     let row = r#"#client-table tr[data-client-agent="alice"]"#;
     browser
         .wait_text(

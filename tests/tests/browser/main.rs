@@ -14,6 +14,7 @@
 //!
 //! [`TestServer`]: switchboard_tests::TestServer
 
+mod client_settings;
 mod console;
 mod driver;
 mod filters;

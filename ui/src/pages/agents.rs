@@ -1,10 +1,12 @@
 //! Agents: one row per agent with its inbox depth by status; click through to its
-//! inbox or quarantine.
+//! inbox or quarantine. Below: each agent's client side (`client.rs`) and the
+//! remote client settings (`settings.rs`).
 
 use leptos::prelude::*;
 use switchboard_proto::AgentSummary;
 
 use super::client::ClientSide;
+use super::settings::ClientSettingsPanel;
 use super::{error_box, loading};
 use crate::api;
 use crate::context::Link;
@@ -83,6 +85,7 @@ pub(crate) fn AgentsPage() -> impl IntoView {
                 }.into_any(),
             }}
             <ClientSide/>
+            <ClientSettingsPanel/>
         </section>
     }
 }

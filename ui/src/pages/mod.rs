@@ -11,6 +11,7 @@ pub(crate) mod inspector;
 pub(crate) mod leases;
 pub(crate) mod overview;
 pub(crate) mod quarantine;
+pub(crate) mod settings;
 pub(crate) mod webhooks;
 
 use leptos::prelude::*;

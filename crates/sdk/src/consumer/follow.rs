@@ -143,10 +143,14 @@ impl Follower {
             &stop_waker,
         );
         let mut schedule = PollSchedule::new(self.config.min_poll, self.config.max_poll);
+        let mut settings = self.client.watch_client_settings();
         let result = loop {
             if cancel.is_cancelled() {
                 break Ok(());
             }
+            // The polling ceiling the server last sent (remote client settings).
+            let ceiling = settings.borrow_and_update().poll_ceiling_ms;
+            schedule.obey(ceiling.map(Duration::from_millis));
             match self.catch_up(&mut on_event, &mut on_resync).await {
                 Ok(0) => schedule.idle(),
                 Ok(_) => schedule.activity(),
@@ -159,7 +163,7 @@ impl Follower {
                     schedule.idle();
                 }
             }
-            wake::wait(waker.as_ref(), &schedule, None, &cancel).await;
+            wake::wait(waker.as_ref(), &schedule, None, &mut settings, &cancel).await;
         };
         stop_waker.cancel();
         result

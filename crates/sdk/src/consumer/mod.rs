@@ -169,10 +169,14 @@ impl Consumer {
             &stop_waker,
         );
         let mut schedule = PollSchedule::new(self.config.min_poll, self.config.max_poll);
+        let mut settings = self.client.watch_client_settings();
         let result = loop {
             if cancel.is_cancelled() {
                 break Ok(());
             }
+            // The polling ceiling the server last sent (remote client settings).
+            let ceiling = settings.borrow_and_update().poll_ceiling_ms;
+            schedule.obey(ceiling.map(Duration::from_millis));
             self.prune().await?;
             match self.drain(&handler, &cancel).await {
                 Ok(Drained::Empty(0)) => schedule.idle(),
@@ -190,7 +194,10 @@ impl Consumer {
                 }
             }
             let due = *self.next_due.lock().unwrap_or_else(|e| e.into_inner());
-            let mode = wake::wait(waker.as_ref(), &schedule, due, &cancel).await;
+            // The status says how it waits now (a poll interval the operator's
+            // ceiling just cut shows at once, not after the longer wait it replaced).
+            self.set_mode(wake::mode(waker.as_ref(), &schedule)).await;
+            let mode = wake::wait(waker.as_ref(), &schedule, due, &mut settings, &cancel).await;
             self.set_mode(mode).await;
         };
         stop_waker.cancel();

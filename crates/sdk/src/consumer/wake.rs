@@ -19,6 +19,7 @@ use serde::Serialize;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::proto::EffectiveClientSettings;
 use crate::retry::{DecorrelatedJitter, uniform_random};
 use crate::{Client, SseEvent};
 
@@ -52,6 +53,10 @@ impl std::fmt::Display for Mode {
 /// Adaptive polling intervals.
 #[derive(Debug, Clone)]
 pub(crate) struct PollSchedule {
+    /// The consumer's own bounds (its config).
+    own_min: Duration,
+    own_max: Duration,
+    /// The bounds in force: the own ones, or the server's polling ceiling.
     min: Duration,
     max: Duration,
     current: Duration,
@@ -60,11 +65,24 @@ pub(crate) struct PollSchedule {
 impl PollSchedule {
     pub(crate) fn new(min: Duration, max: Duration) -> Self {
         let min = min.max(Duration::from_millis(10));
+        let max = max.max(min);
         Self {
+            own_min: min,
+            own_max: max,
             min,
-            max: max.max(min),
+            max,
             current: min,
         }
+    }
+
+    /// Obeys the server's polling ceiling (remote client settings), or the own
+    /// bounds again for `None`. A ceiling below the own minimum lowers it too.
+    pub(crate) fn obey(&mut self, ceiling: Option<Duration>) {
+        self.max = ceiling
+            .unwrap_or(self.own_max)
+            .max(Duration::from_millis(10));
+        self.min = self.own_min.min(self.max);
+        self.current = self.current.clamp(self.min, self.max);
     }
 
     /// Something was found: poll again soon.
@@ -211,13 +229,33 @@ impl Waker {
     }
 }
 
+/// The mode a wait starting now runs in, for the consumer's status (which says what
+/// it does while it waits, not what it did before).
+pub(crate) fn mode(waker: Option<&Waker>, schedule: &PollSchedule) -> Mode {
+    mode_of(waker.is_some_and(|w| *w.connected.borrow()), schedule)
+}
+
+fn mode_of(connected: bool, schedule: &PollSchedule) -> Mode {
+    if connected {
+        Mode::Sse
+    } else {
+        Mode::Polling {
+            interval_ms: u64::try_from(schedule.interval().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
 /// Waits for whichever comes first: a wake-up, the schedule's next poll (or the
 /// safety-net interval while SSE is up), `due` (when the server said a waiting
 /// event becomes available), or cancellation. Returns the mode it waited in.
+///
+/// A change of the remote client settings (`settings`) ends the wait too, so a new
+/// polling ceiling takes effect at once rather than after the old one.
 pub(crate) async fn wait(
     waker: Option<&Waker>,
     schedule: &PollSchedule,
     due: Option<time::OffsetDateTime>,
+    settings: &mut watch::Receiver<EffectiveClientSettings>,
     cancel: &CancellationToken,
 ) -> Mode {
     // The connection state, taken as seen: `changed` below then fires only on a
@@ -228,16 +266,11 @@ pub(crate) async fn wait(
     let connected = connected_changed
         .as_mut()
         .is_some_and(|rx| *rx.borrow_and_update());
-    let (mode, wait) = if connected {
-        (Mode::Sse, schedule.max())
+    let mode = mode_of(connected, schedule);
+    let wait = if connected {
+        schedule.max()
     } else {
-        let wait = schedule.next_wait(uniform_random());
-        (
-            Mode::Polling {
-                interval_ms: u64::try_from(schedule.interval().as_millis()).unwrap_or(u64::MAX),
-            },
-            wait,
-        )
+        schedule.next_wait(uniform_random())
     };
     // Not past the moment the server said the next waiting event becomes available,
     // but not sooner than the shortest poll either: with a clock ahead of the
@@ -264,10 +297,17 @@ pub(crate) async fn wait(
             None => std::future::pending().await,
         }
     };
+    let resettled = async {
+        if settings.changed().await.is_err() {
+            // The client is gone; nothing will change any more.
+            std::future::pending::<()>().await;
+        }
+    };
     tokio::select! {
         () = cancel.cancelled() => {}
         () = woken => {}
         () = reconnected => {}
+        () = resettled => {}
         () = tokio::time::sleep(wait) => {}
     }
     mode
@@ -289,10 +329,11 @@ mod tests {
         };
         let schedule = PollSchedule::new(Duration::from_secs(1), Duration::from_secs(300));
         let cancel = CancellationToken::new();
+        let (_settings_tx, mut settings) = watch::channel(EffectiveClientSettings::default());
         for _ in 0..3 {
             let waited = tokio::time::timeout(
                 Duration::from_millis(200),
-                wait(Some(&waker), &schedule, None, &cancel),
+                wait(Some(&waker), &schedule, None, &mut settings, &cancel),
             )
             .await;
             assert!(waited.is_err(), "returned at once: {waited:?}");
@@ -304,7 +345,7 @@ mod tests {
         });
         let mode = tokio::time::timeout(
             Duration::from_secs(5),
-            wait(Some(&waker), &schedule, None, &cancel),
+            wait(Some(&waker), &schedule, None, &mut settings, &cancel),
         )
         .await
         .expect("a lost connection ends the wait");
@@ -314,7 +355,7 @@ mod tests {
         waker.wake.notify_one();
         let mode = tokio::time::timeout(
             Duration::from_secs(5),
-            wait(Some(&waker), &schedule, None, &cancel),
+            wait(Some(&waker), &schedule, None, &mut settings, &cancel),
         )
         .await
         .expect("a wake-up ends the wait");
@@ -344,6 +385,82 @@ mod tests {
         assert_eq!(wait, Duration::from_secs(1));
         assert_eq!(schedule.next_wait(0.0), Duration::from_millis(800));
         assert_eq!(schedule.next_wait(1.0), Duration::from_millis(1200));
+    }
+
+    /// The server's polling ceiling replaces the own maximum (and lowers the
+    /// minimum under it); `None` restores the own bounds.
+    #[test]
+    fn a_remote_ceiling_bounds_the_schedule() {
+        let mut schedule = PollSchedule::new(Duration::from_secs(5), Duration::from_secs(300));
+        for _ in 0..20 {
+            schedule.idle();
+        }
+        schedule.obey(Some(Duration::from_secs(2)));
+        assert_eq!(
+            schedule.interval(),
+            Duration::from_secs(2),
+            "cut to the ceiling"
+        );
+        assert_eq!(schedule.max(), Duration::from_secs(2));
+        assert_eq!(
+            schedule.min(),
+            Duration::from_secs(2),
+            "the minimum follows it down"
+        );
+        assert!(schedule.next_wait(1.0) <= Duration::from_secs(2));
+        schedule.obey(Some(Duration::from_secs(3600)));
+        assert_eq!(
+            schedule.min(),
+            Duration::from_secs(5),
+            "the own minimum again"
+        );
+        for _ in 0..20 {
+            schedule.idle();
+        }
+        assert_eq!(
+            schedule.interval(),
+            Duration::from_secs(3600),
+            "a raised ceiling"
+        );
+        schedule.obey(None);
+        assert_eq!(
+            (schedule.min(), schedule.max(), schedule.interval()),
+            (
+                Duration::from_secs(5),
+                Duration::from_secs(300),
+                Duration::from_secs(300)
+            )
+        );
+    }
+
+    /// A change of the settings ends a wait that would otherwise last the old
+    /// ceiling.
+    #[tokio::test]
+    async fn a_settings_change_ends_the_wait() {
+        let schedule = PollSchedule::new(Duration::from_secs(300), Duration::from_secs(300));
+        let (tx, mut settings) = watch::channel(EffectiveClientSettings::default());
+        let cancel = CancellationToken::new();
+        let waited = tokio::time::timeout(
+            Duration::from_millis(200),
+            wait(None, &schedule, None, &mut settings, &cancel),
+        )
+        .await;
+        assert!(waited.is_err(), "returned at once: {waited:?}");
+        let changer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            tx.send_replace(EffectiveClientSettings {
+                poll_ceiling_ms: Some(1000),
+                reports_paused: false,
+            });
+            tx
+        });
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            wait(None, &schedule, None, &mut settings, &cancel),
+        )
+        .await
+        .expect("the change ends the wait");
+        let _tx = changer.await.expect("task");
     }
 
     #[test]

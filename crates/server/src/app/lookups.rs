@@ -5,7 +5,9 @@
 //!
 //! What is cached never changes once written (a token's tenant, agent and scopes; an
 //! agent's id, tenant and name), except the counters an agent record carries
-//! (`head_seq`, `low_water`), which callers of the cache use only as hints. Only hits
+//! (`head_seq`, `low_water`), which callers of the cache use only as hints, and the
+//! client settings read with a token, which a change on another instance updates
+//! here within [`TTL`] (the instance that made it forgets its tokens at once). Only hits
 //! are cached, for [`TTL`]; a new token or agent is found at once. No API revokes a
 //! token today; when one does, a revocation takes effect on every instance within
 //! [`TTL`]. A hand-written map rather than a caching crate: two maps, one TTL, no
@@ -75,6 +77,16 @@ impl Lookups {
 
     pub fn put_token(&self, hash: &[u8], record: &TokenRecord) {
         self.tokens.put(hash.to_vec(), record.clone());
+    }
+
+    /// Forgets every cached token, so the next request of each reads its token (and
+    /// the client settings that come with it) again.
+    pub fn forget_tokens(&self) {
+        self.tokens
+            .map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     pub fn agent(&self, tenant: TenantId, key: &str) -> Option<AgentRecord> {

@@ -12,6 +12,7 @@
 //! it with `Host`): browsers always send one, and a request without it is not ours.
 
 use super::AppState;
+use super::client_settings::SettingsSlot;
 use crate::error::ApiError;
 use crate::store::{Actor, AgentRecord, GrantKind};
 use axum::extract::FromRequestParts;
@@ -242,6 +243,11 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
             record
         }
     };
+    if record.agent_id.is_some()
+        && let Some(slot) = parts.extensions.get::<SettingsSlot>()
+    {
+        slot.fill(record.client_settings);
+    }
     Ok(Principal {
         tenant_id: record.tenant_id,
         agent_id: record.agent_id,

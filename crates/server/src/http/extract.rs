@@ -26,19 +26,36 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
 
 /// Parses a JSON body that may be any JSON value (a memory record's value, where an
 /// array is as good as an object), with the errors of [`parse_json`].
+///
+/// A shape error names the field it is about (`serde_path_to_error`): serde's own
+/// message says "invalid value: integer `-1`, expected u64" but not where.
 pub fn parse_json_value<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        use serde_json::error::Category;
-        match e.classify() {
-            Category::Syntax | Category::Eof | Category::Io => ApiError::new(
-                ErrorCode::MalformedJson,
-                format!("the body is not valid JSON ({e}); send a JSON object"),
-            ),
-            Category::Data => ApiError::unprocessable(format!(
-                "the body does not match the expected shape: {e}; see /api/v1/openapi.json"
-            )),
-        }
-    })
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        json_error(&e.into_inner(), Some(path).filter(|p| p != "."))
+    })?;
+    // Trailing characters after the value, as `serde_json::from_slice` refuses them.
+    deserializer.end().map_err(|e| json_error(&e, None))?;
+    Ok(value)
+}
+
+/// The problem for a body serde refused, with the field it is about if known.
+fn json_error(e: &serde_json::Error, path: Option<String>) -> ApiError {
+    use serde_json::error::Category;
+    match (e.classify(), path) {
+        (Category::Syntax | Category::Eof | Category::Io, _) => ApiError::new(
+            ErrorCode::MalformedJson,
+            format!("the body is not valid JSON ({e}); send a JSON object"),
+        ),
+        (Category::Data, Some(path)) => ApiError::unprocessable(format!(
+            "the body does not match the expected shape at `{path}`: {e}; see \
+             /api/v1/openapi.json"
+        )),
+        (Category::Data, None) => ApiError::unprocessable(format!(
+            "the body does not match the expected shape: {e}; see /api/v1/openapi.json"
+        )),
+    }
 }
 
 fn body_rejection(r: BytesRejection) -> ApiError {

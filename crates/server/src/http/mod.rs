@@ -5,6 +5,7 @@
 pub mod auth;
 mod callbacks;
 mod client_report;
+mod client_settings;
 mod console;
 pub use console::embedded as console_embedded;
 pub mod extract;
@@ -65,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .merge(inbox::routes())
         .merge(callbacks::routes())
         .merge(client_report::routes())
+        .merge(client_settings::routes())
         .merge(messages::routes())
         .merge(ops::routes())
         .merge(jobs::routes())
@@ -92,6 +94,7 @@ pub fn router(state: AppState) -> Router {
         .fallback_service(console::router(&state.config).with_state(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(check_origin))
+        .layer(axum::middleware::from_fn(client_settings::header_layer))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             network_deadline,

@@ -391,6 +391,7 @@ async fn stream(
                     Ok(OpsSignal::Sampled) => yield Ok(Event::default().event("sampled").data("{}")),
                     Ok(OpsSignal::Leases(t)) if t == tenant => yield Ok(Event::default().event("leases").data("{}")),
                     Ok(OpsSignal::Callbacks(t)) if t == tenant => yield Ok(Event::default().event("callbacks").data("{}")),
+                    Ok(OpsSignal::ClientSettings(t)) if t == tenant => yield Ok(Event::default().event("client_settings").data("{}")),
                     Ok(OpsSignal::Job(t, job)) if t == tenant => {
                         yield Ok(Event::default().event("job").data(serde_json::to_string(&job).unwrap_or_default()));
                     }

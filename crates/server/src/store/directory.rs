@@ -12,6 +12,10 @@ pub struct TokenRecord {
     /// The agent's name, read with the token so no request looks it up again.
     pub agent_name: Option<String>,
     pub scopes: Vec<String>,
+    /// The client settings of the token's agent over its tenant's (read with the
+    /// token, so cached with it: a change reaches every instance within the
+    /// lookup cache's TTL).
+    pub client_settings: ClientSettings,
 }
 
 /// What a console grant is: a session (cookie) or a one-time login ticket.
@@ -101,6 +105,17 @@ pub struct ClientReportRow {
     pub received_at: Millis,
 }
 
+/// A stored row of client settings: the tenant's (`agent_id` `None`) or an agent's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientSettingsRow {
+    pub agent_id: Option<AgentId>,
+    /// The agent's name (`None` for the tenant's row).
+    pub name: Option<String>,
+    pub settings: ClientSettings,
+    pub updated_at: Millis,
+    pub updated_by: String,
+}
+
 /// Tenants, tokens (hashes only, I11), console sessions and one-time login tickets,
 /// agents and their client reports.
 #[async_trait]
@@ -156,4 +171,23 @@ pub trait DirectoryStore: Send + Sync {
     -> StoreResult<()>;
     /// Every stored report of `tenant`'s agents: (agent, name, JSON, received at).
     async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>>;
+
+    // --- remote client settings (what the agents' SDKs obey) ---
+    /// Replaces the settings of `agent` (`None`: the tenant's row).
+    async fn put_client_settings(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        settings: ClientSettings,
+        updated_by: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// Removes the settings of `agent` (`None`: the tenant's); whether there were any.
+    async fn delete_client_settings(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+    ) -> StoreResult<bool>;
+    /// `tenant`'s rows: its own first, then its agents' by name.
+    async fn client_settings(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>>;
 }

@@ -33,9 +33,9 @@ pub use sending::*;
 use crate::clock::Millis;
 use async_trait::async_trait;
 use switchboard_proto::{
-    AgentId, AuditEntry, BulkAction, ClaimToken, ClaimedEvent, EventDetail, EventFilter, EventId,
-    EventListQuery, EventState, InboxPage, OpsEventPage, Room, RoomId, RoomReceipt, SendReceipt,
-    Snapshot, StatusCounts, TenantId,
+    AgentId, AuditEntry, BulkAction, ClaimToken, ClaimedEvent, ClientSettings, EventDetail,
+    EventFilter, EventId, EventListQuery, EventState, InboxPage, OpsEventPage, Room, RoomId,
+    RoomReceipt, SendReceipt, Snapshot, StatusCounts, TenantId,
 };
 
 mod error;

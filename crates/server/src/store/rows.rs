@@ -6,8 +6,8 @@ use crate::clock::to_timestamp;
 use crate::store::{AgentRecord, Grant, StoreError, StoreResult, TokenRecord};
 use std::str::FromStr;
 use switchboard_proto::{
-    AuditEntry, BulkAction, EventState, EventStatus, InboxEvent, Job, JobState, OpsEvent, Sender,
-    StatusCounts,
+    AuditEntry, BulkAction, ClientSettings, EventState, EventStatus, InboxEvent, Job, JobState,
+    OpsEvent, Sender, StatusCounts,
 };
 
 /// The columns `event_from_row` reads, in a SELECT or a RETURNING clause.
@@ -227,6 +227,8 @@ pub(crate) fn grant_from_row(row: &impl Cols, token_hash: Vec<u8>) -> StoreResul
                 .split_whitespace()
                 .map(str::to_owned)
                 .collect(),
+            // A console session is an operator's: no SDK obeys these.
+            client_settings: ClientSettings::default(),
         },
         token_hash,
         expires_at: row.int("expires_at")?,
@@ -299,9 +301,15 @@ pub(crate) fn history_entry(r: &impl Cols) -> StoreResult<switchboard_proto::His
     })
 }
 
-/// The columns `token_record` reads: `tokens t LEFT JOIN agents a`.
-pub(crate) const TOKEN_SELECT: &str = "SELECT t.tenant_id, t.agent_id, t.scopes, a.name FROM \
-     tokens t LEFT JOIN agents a ON a.id = t.agent_id";
+/// The columns `token_record` reads: `tokens t LEFT JOIN agents a`, and the client
+/// settings of the token's agent (`s`) and of its tenant (`d`), so a request learns
+/// them with its token, in the same statement.
+pub(crate) const TOKEN_SELECT: &str = "SELECT t.tenant_id, t.agent_id, t.scopes, a.name, \
+     s.poll_ceiling_ms AS own_poll_ceiling, s.reports_paused AS own_reports_paused, \
+     d.poll_ceiling_ms AS tenant_poll_ceiling, d.reports_paused AS tenant_reports_paused \
+     FROM tokens t LEFT JOIN agents a ON a.id = t.agent_id \
+     LEFT JOIN client_settings s ON s.tenant_id = t.tenant_id AND s.agent_id = t.agent_id \
+     LEFT JOIN client_settings d ON d.tenant_id = t.tenant_id AND d.agent_id = ''";
 
 pub(crate) fn token_record(r: &impl Cols) -> StoreResult<crate::store::TokenRecord> {
     Ok(crate::store::TokenRecord {
@@ -317,6 +325,36 @@ pub(crate) fn token_record(r: &impl Cols) -> StoreResult<crate::store::TokenReco
             .split_whitespace()
             .map(str::to_owned)
             .collect(),
+        client_settings: settings_cols(r, "own_poll_ceiling", "own_reports_paused")?.over(
+            settings_cols(r, "tenant_poll_ceiling", "tenant_reports_paused")?,
+        ),
+    })
+}
+
+/// Client settings from their two nullable columns.
+fn settings_cols(
+    r: &impl Cols,
+    poll_ceiling: &str,
+    reports_paused: &str,
+) -> StoreResult<ClientSettings> {
+    Ok(ClientSettings {
+        poll_ceiling_ms: r.opt_int(poll_ceiling)?.map(|ms| ms.max(0) as u64),
+        reports_paused: r.opt_int(reports_paused)?.map(|p| p != 0),
+    })
+}
+
+/// The columns `client_settings_row` reads: `client_settings c LEFT JOIN agents a`.
+pub(crate) const CLIENT_SETTINGS_SELECT: &str = "SELECT c.agent_id, a.name, c.poll_ceiling_ms, c.reports_paused, c.updated_at, \
+     c.updated_by FROM client_settings c LEFT JOIN agents a ON a.id = c.agent_id";
+
+pub(crate) fn client_settings_row(r: &impl Cols) -> StoreResult<crate::store::ClientSettingsRow> {
+    let agent = r.text("agent_id")?;
+    Ok(crate::store::ClientSettingsRow {
+        agent_id: (!agent.is_empty()).then(|| parse_id(&agent)).transpose()?,
+        name: r.opt_text("name")?,
+        settings: settings_cols(r, "poll_ceiling_ms", "reports_paused")?,
+        updated_at: r.int("updated_at")?,
+        updated_by: r.text("updated_by")?,
     })
 }
 

@@ -1,5 +1,5 @@
 //! Who is who, once for every backend: tenants, bearer tokens, console grants,
-//! agents with their inbox depth, and client reports.
+//! agents with their inbox depth, client reports and client settings.
 //!
 //! Only hashes are stored: a token, a session id and a login ticket never are (I11).
 //! Names are unique per tenant (agents) or overall (tenants) by the schema; a second
@@ -114,6 +114,21 @@ pub(crate) trait DirectoryStatements: Driver {
     ) -> StoreResult<()>;
     /// `tenant`'s reports by agent name (read pool).
     async fn client_reports_of(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>>;
+
+    /// Inserts or replaces a row of client settings (write pool); `agent` `""` is
+    /// the tenant's row.
+    async fn upsert_client_settings(
+        &self,
+        tenant: TenantId,
+        agent: &str,
+        settings: ClientSettings,
+        updated_by: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// Deletes a row of client settings (write pool); whether there was one.
+    async fn delete_client_settings_row(&self, tenant: TenantId, agent: &str) -> StoreResult<bool>;
+    /// `tenant`'s rows of client settings, its own first (read pool).
+    async fn client_settings_of(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>>;
 }
 
 /// Where a backend's shape differs: each method has the portable default.
@@ -331,5 +346,31 @@ impl<D: DirectoryDriver> DirectoryStore for D {
 
     async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
         self.client_reports_of(tenant).await
+    }
+
+    async fn put_client_settings(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        settings: ClientSettings,
+        updated_by: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let agent = agent.map(|a| a.to_string()).unwrap_or_default();
+        self.upsert_client_settings(tenant, &agent, settings, updated_by, now)
+            .await
+    }
+
+    async fn delete_client_settings(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+    ) -> StoreResult<bool> {
+        let agent = agent.map(|a| a.to_string()).unwrap_or_default();
+        self.delete_client_settings_row(tenant, &agent).await
+    }
+
+    async fn client_settings(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>> {
+        self.client_settings_of(tenant).await
     }
 }

@@ -357,6 +357,68 @@ macro_rules! directory_statements {
                     .map($crate::store::rows::client_report)
                     .collect()
             }
+
+            async fn upsert_client_settings(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                agent: &str,
+                settings: switchboard_proto::ClientSettings,
+                updated_by: &str,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO client_settings (tenant_id, agent_id, poll_ceiling_ms, \
+                     reports_paused, updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6) \
+                     @UPSERT(tenant_id, agent_id) poll_ceiling_ms = @NEW(poll_ceiling_ms), \
+                     reports_paused = @NEW(reports_paused), updated_at = @NEW(updated_at), \
+                     updated_by = @NEW(updated_by)"
+                ))
+                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(settings.poll_ceiling_ms.map(|ms| ms as i64))
+                .bind(settings.reports_paused.map(i64::from))
+                .bind(now)
+                .bind(updated_by)
+                .execute(self.write_pool())
+                .await?;
+                Ok(())
+            }
+
+            async fn delete_client_settings_row(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                agent: &str,
+            ) -> $crate::store::StoreResult<bool> {
+                let done = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM client_settings WHERE tenant_id = $1 AND agent_id = $2"
+                ))
+                .bind(tenant.to_string())
+                .bind(agent)
+                .execute(self.write_pool())
+                .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn client_settings_of(
+                &self,
+                tenant: switchboard_proto::TenantId,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::ClientSettingsRow>> {
+                use $crate::store::rows::CLIENT_SETTINGS_SELECT;
+                // The tenant's row ('') sorts first: no agent has an empty name.
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "{CLIENT_SETTINGS_SELECT} WHERE c.tenant_id = $1 \
+                     ORDER BY c.agent_id <> '', a.name"
+                ))
+                .bind(tenant.to_string())
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter()
+                    .map($crate::store::rows::client_settings_row)
+                    .collect()
+            }
         }
     };
 }

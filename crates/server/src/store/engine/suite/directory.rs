@@ -1,5 +1,5 @@
 //! The directory's statements: tenants, tokens, console grants, agents, depth and
-//! client reports, each within its tenant.
+//! client reports and settings, each within its tenant.
 
 use super::message;
 use crate::store::engine::directory::{DepthCount, DirectoryDriver, NewToken, depth_rows};
@@ -16,6 +16,7 @@ pub(super) async fn check<D: DirectoryDriver + EventDriver + Store>(d: &D) {
     grants(d, tenant, &a1).await;
     depth(d, tenant, other, &a1, &a2, &foreign).await;
     client_reports(d, tenant, other, &a1, &a2, &foreign).await;
+    client_settings(d, tenant, other, &a1, &a2).await;
 }
 
 async fn tenants<D: DirectoryDriver + Store>(d: &D) -> (TenantId, TenantId) {
@@ -484,4 +485,92 @@ async fn client_reports<D: DirectoryDriver + Store>(
         (theirs[0].agent_id, theirs[0].received_at),
         (foreign.id, 83)
     );
+}
+
+/// Rows of client settings, and the token lookup that joins the agent's over the
+/// tenant's. `a1` holds the token `[0xe1; 32]` (see `tokens`).
+async fn client_settings<D: DirectoryDriver + Store>(
+    d: &D,
+    tenant: TenantId,
+    other: TenantId,
+    a1: &AgentRecord,
+    a2: &AgentRecord,
+) {
+    let token = || async { d.live_token(&[0xe1; 32]).await.unwrap().unwrap() };
+    assert!(d.client_settings(tenant).await.unwrap().is_empty());
+    assert_eq!(token().await.client_settings, ClientSettings::default());
+    let paused = ClientSettings {
+        poll_ceiling_ms: Some(60_000),
+        reports_paused: Some(true),
+    };
+    d.put_client_settings(tenant, None, paused, "operator", 90)
+        .await
+        .unwrap();
+    assert_eq!(token().await.client_settings, paused, "the tenant's row");
+    // The agent's own row overrides field by field; NULL inherits.
+    let own = ClientSettings {
+        poll_ceiling_ms: None,
+        reports_paused: Some(false),
+    };
+    d.put_client_settings(tenant, Some(a1.id), own, "operator", 91)
+        .await
+        .unwrap();
+    d.put_client_settings(tenant, Some(a2.id), paused, "operator", 92)
+        .await
+        .unwrap();
+    assert_eq!(
+        token().await.client_settings,
+        ClientSettings {
+            poll_ceiling_ms: Some(60_000),
+            reports_paused: Some(false)
+        }
+    );
+    // Replaced, not added.
+    let faster = ClientSettings {
+        poll_ceiling_ms: Some(2_000),
+        reports_paused: None,
+    };
+    d.put_client_settings(tenant, Some(a1.id), faster, "agent:x", 93)
+        .await
+        .unwrap();
+    assert_eq!(
+        token().await.client_settings,
+        ClientSettings {
+            poll_ceiling_ms: Some(2_000),
+            reports_paused: Some(true)
+        }
+    );
+    // Another tenant's rows are not these, and do not reach this token.
+    d.put_client_settings(other, None, own, "operator", 94)
+        .await
+        .unwrap();
+    let rows = d.client_settings(tenant).await.unwrap();
+    let seen: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.agent_id,
+                r.name.as_deref(),
+                r.settings,
+                r.updated_at,
+                r.updated_by.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (None, None, paused, 90, "operator"),
+            (Some(a1.id), Some("dir-a"), faster, 93, "agent:x"),
+            (Some(a2.id), Some("dir-b"), paused, 92, "operator"),
+        ]
+    );
+    assert_eq!(d.client_settings(other).await.unwrap().len(), 1);
+    // Deleting the agent's row leaves the tenant's; deleting twice finds nothing.
+    assert!(d.delete_client_settings(tenant, Some(a1.id)).await.unwrap());
+    assert!(!d.delete_client_settings(tenant, Some(a1.id)).await.unwrap());
+    assert_eq!(token().await.client_settings, paused);
+    assert!(d.delete_client_settings(tenant, None).await.unwrap());
+    assert_eq!(token().await.client_settings, ClientSettings::default());
+    assert_eq!(d.client_settings(tenant).await.unwrap().len(), 1, "a2's");
 }

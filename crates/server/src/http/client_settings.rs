@@ -1,0 +1,243 @@
+//! Remote client settings (issue 18): an operator sets, for the tenant or one agent,
+//! the SDK's polling ceiling and whether its client reports are paused. Each
+//! response to an agent's request carries what is in effect for it in the
+//! `Switchboard-Client-Settings` header ([`header_layer`]), so the SDK picks a change
+//! up from its next response.
+//!
+//! The settings are read with the bearer token (one statement, see
+//! `store/rows.rs`), so they cost no read of their own; the token cache holds them
+//! for its TTL (2 s). A change clears this instance's cache at once; other
+//! instances follow within the TTL.
+
+use super::AppState;
+use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
+use super::extract::{Json, Path};
+use super::inbox::{inbox_agent, load_agent};
+use crate::clock::to_timestamp;
+use crate::error::ApiResult;
+use crate::store::{AgentRecord, ClientSettingsRow};
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use std::sync::{Arc, OnceLock};
+use switchboard_proto::*;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, put_tenant, delete_tenant))
+        .routes(routes!(get_agent, put_agent, delete_agent))
+        .routes(routes!(get_own))
+}
+
+/// Where the authenticated agent's settings wait for the response: the layer puts
+/// an empty slot into the request, the `Principal` extractor fills it.
+#[derive(Clone, Default)]
+pub(crate) struct SettingsSlot(Arc<OnceLock<EffectiveClientSettings>>);
+
+impl SettingsSlot {
+    /// Records the settings of the agent the request authenticated as.
+    pub(crate) fn fill(&self, settings: ClientSettings) {
+        let _ = self.0.set(settings.effective());
+    }
+}
+
+/// Adds the `Switchboard-Client-Settings` header to every response to a request an
+/// agent's token authenticated, whatever its status (a 404 or a 409 still tells the
+/// SDK). Requests of operators and unauthenticated ones get none.
+pub(super) async fn header_layer(mut req: Request, next: Next) -> Response {
+    let slot = SettingsSlot::default();
+    req.extensions_mut().insert(slot.clone());
+    let mut response = next.run(req).await;
+    if let Some(settings) = slot.0.get()
+        && let Ok(value) = HeaderValue::from_str(&settings.header_value())
+    {
+        response
+            .headers_mut()
+            .insert(HeaderName::from_static(CLIENT_SETTINGS_HEADER), value);
+    }
+    response
+}
+
+fn stored(row: ClientSettingsRow) -> StoredClientSettings {
+    StoredClientSettings {
+        agent_id: row.agent_id,
+        name: row.name,
+        settings: row.settings,
+        updated_at: to_timestamp(row.updated_at),
+        updated_by: row.updated_by,
+    }
+}
+
+async fn list_of(state: &AppState, tenant: TenantId) -> ApiResult<ClientSettingsList> {
+    let mut list = ClientSettingsList {
+        tenant: None,
+        agents: Vec::new(),
+    };
+    for row in state.store.client_settings(tenant).await? {
+        match row.agent_id {
+            None => list.tenant = Some(stored(row)),
+            Some(_) => list.agents.push(stored(row)),
+        }
+    }
+    Ok(list)
+}
+
+/// Stores `settings` for `agent` (`None`: the tenant) and lets SDKs and the console
+/// know.
+async fn put(
+    state: &AppState,
+    principal: &Principal,
+    agent: Option<&AgentRecord>,
+    settings: ClientSettings,
+) -> ApiResult<StoredClientSettings> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    settings
+        .check()
+        .map_err(crate::error::ApiError::unprocessable)?;
+    let now = state.now();
+    let by = principal.actor().to_string();
+    state
+        .store
+        .put_client_settings(principal.tenant_id, agent.map(|a| a.id), settings, &by, now)
+        .await?;
+    changed(state, principal.tenant_id);
+    Ok(StoredClientSettings {
+        agent_id: agent.map(|a| a.id),
+        name: agent.map(|a| a.name.clone()),
+        settings,
+        updated_at: to_timestamp(now),
+        updated_by: by,
+    })
+}
+
+async fn delete(
+    state: &AppState,
+    principal: &Principal,
+    agent: Option<&AgentRecord>,
+) -> ApiResult<StatusCode> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    if state
+        .store
+        .delete_client_settings(principal.tenant_id, agent.map(|a| a.id))
+        .await?
+    {
+        changed(state, principal.tenant_id);
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The next response of this instance carries the change (the token cache holds
+/// the settings it read); the console's Agents page reloads.
+fn changed(state: &AppState, tenant: TenantId) {
+    state.lookups.forget_tokens();
+    state.hub.client_settings(tenant);
+}
+
+/// The tenant's settings and every agent's own.
+#[utoipa::path(get, path = "/api/v1/ops/client-settings", tag = "ops",
+    responses((status = 200, body = ClientSettingsList)))]
+async fn list(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> ApiResult<axum::Json<ClientSettingsList>> {
+    principal.require(SCOPE_OPS_READ)?;
+    Ok(axum::Json(list_of(&state, principal.tenant_id).await?))
+}
+
+/// Sets the tenant's settings, for every agent without its own (a field left null
+/// leaves the SDK's own value).
+#[utoipa::path(put, path = "/api/v1/ops/client-settings", tag = "ops",
+    request_body = ClientSettings,
+    responses((status = 200, body = StoredClientSettings), (status = 422, body = Problem)))]
+async fn put_tenant(
+    State(state): State<AppState>,
+    principal: Principal,
+    Json(settings): Json<ClientSettings>,
+) -> ApiResult<axum::Json<StoredClientSettings>> {
+    Ok(axum::Json(put(&state, &principal, None, settings).await?))
+}
+
+/// Removes the tenant's settings: agents without their own obey their SDK's.
+#[utoipa::path(delete, path = "/api/v1/ops/client-settings", tag = "ops",
+    responses((status = 204)))]
+async fn delete_tenant(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> ApiResult<StatusCode> {
+    delete(&state, &principal, None).await
+}
+
+/// One agent's own settings and what its SDK obeys.
+#[utoipa::path(get, path = "/api/v1/ops/agents/{agent}/client-settings", tag = "ops",
+    params(("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 200, body = AgentClientSettings), (status = 404, body = Problem)))]
+async fn get_agent(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+) -> ApiResult<axum::Json<AgentClientSettings>> {
+    principal.require(SCOPE_OPS_READ)?;
+    let agent = load_agent(&state, principal.tenant_id, &agent).await?;
+    let list = list_of(&state, principal.tenant_id).await?;
+    Ok(axum::Json(AgentClientSettings {
+        agent_id: agent.id,
+        effective: list.effective_for(agent.id),
+        own: list
+            .agents
+            .into_iter()
+            .find(|s| s.agent_id == Some(agent.id)),
+        name: agent.name,
+    }))
+}
+
+/// Sets one agent's own settings (each null field inherits the tenant's).
+#[utoipa::path(put, path = "/api/v1/ops/agents/{agent}/client-settings", tag = "ops",
+    params(("agent" = String, Path, description = "Agent id or name")),
+    request_body = ClientSettings,
+    responses((status = 200, body = StoredClientSettings), (status = 404, body = Problem),
+        (status = 422, body = Problem)))]
+async fn put_agent(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+    Json(settings): Json<ClientSettings>,
+) -> ApiResult<axum::Json<StoredClientSettings>> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    let agent = load_agent(&state, principal.tenant_id, &agent).await?;
+    Ok(axum::Json(
+        put(&state, &principal, Some(&agent), settings).await?,
+    ))
+}
+
+/// Removes one agent's own settings: it obeys the tenant's again.
+#[utoipa::path(delete, path = "/api/v1/ops/agents/{agent}/client-settings", tag = "ops",
+    params(("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 204), (status = 404, body = Problem)))]
+async fn delete_agent(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+) -> ApiResult<StatusCode> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    let agent = load_agent(&state, principal.tenant_id, &agent).await?;
+    delete(&state, &principal, Some(&agent)).await
+}
+
+/// The settings the agent's SDK is to obey (also sent in the
+/// `Switchboard-Client-Settings` header of every response to it). An SDK whose
+/// reports are paused reads this now and then to learn when they resume.
+#[utoipa::path(get, path = "/api/v1/agents/{agent}/client-settings", tag = "agent",
+    params(("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 200, body = EffectiveClientSettings), (status = 404, body = Problem)))]
+async fn get_own(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+) -> ApiResult<axum::Json<EffectiveClientSettings>> {
+    let agent = inbox_agent(&state, &principal, &agent).await?;
+    let list = list_of(&state, principal.tenant_id).await?;
+    Ok(axum::Json(list.effective_for(agent.id)))
+}
