@@ -43,6 +43,10 @@ pub struct Options {
     pub webhooks: Option<switchboard_server::config::WebhookConfig>,
     /// Retention archives what it removes here first (`--archive-dir`).
     pub archive_dir: Option<PathBuf>,
+    /// Each credential's and each tenant's rate limit; none unless set (on the
+    /// manual clock, buckets refill only as the test moves time).
+    pub rate_limit: Option<switchboard_server::config::RateLimit>,
+    pub tenant_rate_limit: Option<switchboard_server::config::RateLimit>,
 }
 
 pub struct TestServer {
@@ -174,6 +178,13 @@ impl TestServer {
         if let Some(b) = opts.max_body_bytes {
             config.max_body_bytes = b;
         }
+        // Off unless the test asks: the conformance suite drives single credentials
+        // far past any client (100 concurrent lease claims, thousands of sends with
+        // one token), and on the manual clock a bucket would never refill. The
+        // `serve`-based tests (chaos, schemathesis, packages) run with the defaults.
+        let off = switchboard_server::config::RateLimit::OFF;
+        config.rate_limit = opts.rate_limit.unwrap_or(off);
+        config.tenant_rate_limit = opts.tenant_rate_limit.unwrap_or(off);
         if let Some(w) = opts.webhooks {
             config.webhooks = w;
         }

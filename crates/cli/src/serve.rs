@@ -65,6 +65,20 @@ pub(crate) struct ServeArgs {
     /// Largest request body in bytes [default: 5242880].
     #[arg(long, env = "SWITCHBOARD_MAX_BODY_BYTES")]
     max_body_bytes: Option<usize>,
+    /// Requests per second each credential (token or console session) may sustain,
+    /// fractions allowed; 0 turns the limit off [default: 1000].
+    #[arg(long, env = "SWITCHBOARD_RATE_LIMIT_PER_SECOND")]
+    rate_limit_per_second: Option<f64>,
+    /// Requests a credential may send at once on a full bucket [default: 2000].
+    #[arg(long, env = "SWITCHBOARD_RATE_LIMIT_BURST")]
+    rate_limit_burst: Option<u32>,
+    /// Requests per second all credentials of one tenant may sustain together; 0
+    /// turns the limit off [default: 10000].
+    #[arg(long, env = "SWITCHBOARD_TENANT_RATE_LIMIT_PER_SECOND")]
+    tenant_rate_limit_per_second: Option<f64>,
+    /// A tenant's burst [default: 20000].
+    #[arg(long, env = "SWITCHBOARD_TENANT_RATE_LIMIT_BURST")]
+    tenant_rate_limit_burst: Option<u32>,
     /// SQLite synchronous pragma: full or normal [default: full].
     #[arg(long, env = "SWITCHBOARD_SQLITE_SYNCHRONOUS")]
     sqlite_synchronous: Option<String>,
@@ -121,6 +135,10 @@ struct FileConfig {
     archive_dir: Option<PathBuf>,
     idempotency_ttl_seconds: Option<u64>,
     max_body_bytes: Option<usize>,
+    rate_limit_per_second: Option<f64>,
+    rate_limit_burst: Option<u32>,
+    tenant_rate_limit_per_second: Option<f64>,
+    tenant_rate_limit_burst: Option<u32>,
     sqlite_synchronous: Option<String>,
     log_format: Option<LogFormat>,
     webhook_key_file: Option<PathBuf>,
@@ -227,6 +245,30 @@ pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             bail!("max_body_bytes must be between 1024 and 67108864, got {b}");
         }
         config.max_body_bytes = b;
+    }
+    for (limit, what, per_second, burst) in [
+        (
+            &mut config.rate_limit,
+            "rate_limit",
+            args.rate_limit_per_second.or(file.rate_limit_per_second),
+            args.rate_limit_burst.or(file.rate_limit_burst),
+        ),
+        (
+            &mut config.tenant_rate_limit,
+            "tenant_rate_limit",
+            args.tenant_rate_limit_per_second
+                .or(file.tenant_rate_limit_per_second),
+            args.tenant_rate_limit_burst
+                .or(file.tenant_rate_limit_burst),
+        ),
+    ] {
+        if let Some(r) = per_second {
+            limit.per_second = r;
+        }
+        if let Some(b) = burst {
+            limit.burst = b;
+        }
+        limit.check(what).map_err(anyhow::Error::msg)?;
     }
     if let Some(s) = args.sqlite_synchronous.or(file.sqlite_synchronous) {
         config.sqlite_synchronous = s;
@@ -497,6 +539,50 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.to_string().contains("at least 86400"));
+    }
+
+    #[test]
+    fn rate_limits_from_flags_and_file() {
+        let dir = tempfile_dir();
+        let path = dir.join("limits.toml");
+        std::fs::write(
+            &path,
+            "rate_limit_per_second = 0.5\nrate_limit_burst = 3\ntenant_rate_limit_per_second = 0\n",
+        )
+        .unwrap();
+        let s = resolve(ServeArgs {
+            config: Some(path),
+            rate_limit_burst: Some(5),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            (s.config.rate_limit.per_second, s.config.rate_limit.burst),
+            (0.5, 5),
+            "the flag wins over the file"
+        );
+        assert!(!s.config.tenant_rate_limit.is_on(), "0 turns it off");
+        let defaults = resolve(ServeArgs::default()).unwrap();
+        assert!(defaults.config.rate_limit.is_on() && defaults.config.tenant_rate_limit.is_on());
+        for (args, what) in [
+            (
+                ServeArgs {
+                    rate_limit_per_second: Some(-1.0),
+                    ..Default::default()
+                },
+                "rate_limit_per_second",
+            ),
+            (
+                ServeArgs {
+                    tenant_rate_limit_burst: Some(0),
+                    ..Default::default()
+                },
+                "tenant_rate_limit_burst",
+            ),
+        ] {
+            let err = resolve(args).err().unwrap();
+            assert!(err.to_string().contains(what), "{err:#}");
+        }
     }
 
     #[test]

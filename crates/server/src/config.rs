@@ -3,6 +3,7 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::hooks::Hooks;
+pub use crate::http::rate_limit::RateLimit;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,11 @@ pub struct Config {
     pub idempotency_ttl: Duration,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Each credential's token bucket (bearer token or console session), checked
+    /// before any database work. [`RateLimit::OFF`] turns it off.
+    pub rate_limit: RateLimit,
+    /// Each tenant's token bucket, shared by all of its credentials.
+    pub tenant_rate_limit: RateLimit,
     /// SQLite `synchronous` pragma: `full` or `normal` (WAL makes `normal` safe
     /// against corruption; `full` also survives power loss without losing commits).
     pub sqlite_synchronous: String,
@@ -113,6 +119,16 @@ impl Default for Config {
             archive_dir: None,
             idempotency_ttl: Duration::from_secs(24 * 3600),
             max_body_bytes: 5 * 1024 * 1024,
+            // A client that behaves never meets these; a runaway loop (a retry
+            // without backoff, a poll without a wait) does, on any build.
+            rate_limit: RateLimit {
+                per_second: 1000.0,
+                burst: 2000,
+            },
+            tenant_rate_limit: RateLimit {
+                per_second: 10_000.0,
+                burst: 20_000,
+            },
             sqlite_synchronous: "full".to_owned(),
             webhooks: WebhookConfig::default(),
             https: false,
@@ -137,6 +153,8 @@ impl std::fmt::Debug for Config {
             .field("archive_dir", &self.archive_dir)
             .field("idempotency_ttl", &self.idempotency_ttl)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("rate_limit", &self.rate_limit)
+            .field("tenant_rate_limit", &self.tenant_rate_limit)
             .field("https", &self.https)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
             .field("webhooks", &self.webhooks)

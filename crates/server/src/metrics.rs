@@ -19,6 +19,12 @@ pub struct OutcomeLabels {
     outcome: &'static str,
 }
 
+/// The label of `rate_limited`: the bucket that ran dry.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PolicyLabels {
+    policy: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DepthLabels {
     /// The agent's tenant: one scrape shows one tenant's agents (the scraping
@@ -44,6 +50,8 @@ pub struct Metrics {
     /// Webhook delivery attempts by outcome (`delivered`, `failed`, `gone`).
     pub webhook_deliveries: Family<OutcomeLabels, Counter>,
     pub webhook_latency: Histogram,
+    /// Requests refused with 429 by policy (`credential`, `tenant`).
+    pub rate_limited: Family<PolicyLabels, Counter>,
     /// Events retention wrote to the archive before removing them.
     pub archived: Counter,
     /// 1 while archive writes fail and retention keeps what it would remove.
@@ -85,6 +93,7 @@ impl Metrics {
             webhook_latency: Histogram::new([
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0,
             ]),
+            rate_limited: Family::default(),
             archived: Counter::default(),
             retention_held_back: Gauge::default(),
             db: Arc::new(Mutex::new(Registry::default())),
@@ -172,6 +181,11 @@ impl Metrics {
             m.webhook_latency.clone(),
         );
         registry.register(
+            "rate_limited",
+            "Requests refused with 429 rate_limited, by the bucket that ran dry (credential, tenant)",
+            m.rate_limited.clone(),
+        );
+        registry.register(
             "events_archived",
             "Events written to the archive (--archive-dir) before retention removed them",
             m.archived.clone(),
@@ -183,6 +197,13 @@ impl Metrics {
         );
         *m.registry.lock().unwrap_or_else(|e| e.into_inner()) = registry;
         m
+    }
+
+    /// Counts one request refused by the `policy` bucket.
+    pub fn rate_limited(&self, policy: &'static str) {
+        self.rate_limited
+            .get_or_create(&PolicyLabels { policy })
+            .inc();
     }
 
     /// Counts one webhook attempt's outcome.

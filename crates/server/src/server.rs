@@ -133,6 +133,11 @@ impl Server {
             history,
             tasks: tokio_util::task::TaskTracker::new(),
             lookups: Default::default(),
+            limiter: crate::http::rate_limit::Limiter::new(
+                config.rate_limit,
+                config.tenant_rate_limit,
+                config.clock.clone(),
+            ),
             running,
             config,
             hub: Hub::new(),
@@ -206,6 +211,19 @@ impl Server {
             let stop = state.shutdown.clone();
             async move { store.listen(remote, stop).await }
         });
+        // Idle rate-limit buckets (full again) are dropped once a minute.
+        let limits = tokio::spawn({
+            let state = state.clone();
+            async move {
+                let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+                loop {
+                    tokio::select! {
+                        _ = state.shutdown.cancelled() => break,
+                        _ = every.tick() => state.limiter.forget_idle(),
+                    }
+                }
+            }
+        });
         let cancel = state.shutdown.clone();
         let result = axum::serve(listener, self.router())
             .with_graceful_shutdown(async move {
@@ -219,6 +237,7 @@ impl Server {
         let _ = beats.await;
         let _ = deliverer.await;
         let _ = remote.await;
+        let _ = limits.await;
         // Bulk jobs see the cancel, record where they stopped, and end.
         state.tasks.close();
         state.tasks.wait().await;

@@ -8,6 +8,7 @@ mod jobs;
 mod leases;
 mod limits;
 mod ops;
+mod rate_limits;
 mod records;
 mod rooms;
 mod seed_leases;

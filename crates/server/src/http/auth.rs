@@ -12,7 +12,8 @@
 //! it with `Host`): browsers always send one, and a request without it is not ours.
 
 use super::AppState;
-use super::client_settings::SettingsSlot;
+use super::notes::Notes;
+use super::rate_limit::Refused;
 use crate::error::ApiError;
 use crate::store::{Actor, AgentRecord, GrantKind};
 use axum::extract::FromRequestParts;
@@ -233,6 +234,10 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
         .filter(|t| !t.is_empty())
         .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
     let token_hash = hash_token(token);
+    let notes = parts.extensions.get::<Notes>();
+    // Before any database work: the token's own bucket, whether the token exists
+    // or not.
+    limit(state, notes, state.limiter.credential(&token_hash))?;
     let record = match state.lookups.token(&token_hash) {
         Some(record) => record,
         None => {
@@ -243,10 +248,11 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
             record
         }
     };
+    limit(state, notes, state.limiter.tenant(record.tenant_id))?;
     if record.agent_id.is_some()
-        && let Some(slot) = parts.extensions.get::<SettingsSlot>()
+        && let Some(notes) = notes
     {
-        slot.fill(record.client_settings);
+        notes.client_settings(record.client_settings);
     }
     Ok(Principal {
         tenant_id: record.tenant_id,
@@ -256,6 +262,40 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
         token_hash,
         session: None,
     })
+}
+
+/// Notes what a rate-limit bucket said for the response's headers; a refusal is
+/// 429 `rate_limited` with `Retry-After`.
+fn limit(
+    state: &AppState,
+    notes: Option<&Notes>,
+    taken: Result<Option<super::rate_limit::Standing>, Refused>,
+) -> Result<(), ApiError> {
+    match taken {
+        Ok(standing) => {
+            if let (Some(notes), Some(standing)) = (notes, standing) {
+                notes.standing(standing);
+            }
+            Ok(())
+        }
+        Err(refused) => {
+            if let Some(notes) = notes {
+                notes.standing(refused.standing());
+            }
+            state.metrics.rate_limited(refused.policy.as_str());
+            let mut e = ApiError::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "too many requests: the {} rate limit is spent (see the RateLimit and \
+                     RateLimit-Policy headers); retry after {} s and spread requests out",
+                    refused.policy.as_str(),
+                    refused.retry_after()
+                ),
+            );
+            e.retry_after = Some(refused.retry_after());
+            Err(e)
+        }
+    }
 }
 
 /// The principal behind a console session cookie.
@@ -275,6 +315,8 @@ async fn from_session(
         ));
     }
     let hash = hash_token(session);
+    let notes = parts.extensions.get::<Notes>();
+    limit(state, notes, state.limiter.credential(&hash))?;
     let grant = state
         .store
         .grant(&hash, GrantKind::Session, state.now())
@@ -282,6 +324,7 @@ async fn from_session(
         .ok_or_else(|| {
             unauthorized("the console session has expired or was ended; log in again")
         })?;
+    limit(state, notes, state.limiter.tenant(grant.record.tenant_id))?;
     Ok(Principal {
         tenant_id: grant.record.tenant_id,
         agent_id: grant.record.agent_id,

@@ -1,8 +1,8 @@
 //! Remote client settings (issue 18): an operator sets, for the tenant or one agent,
 //! the SDK's polling ceiling and whether its client reports are paused. Each
 //! response to an agent's request carries what is in effect for it in the
-//! `Switchboard-Client-Settings` header ([`header_layer`]), so the SDK picks a change
-//! up from its next response.
+//! `Switchboard-Client-Settings` header (written by `notes.rs`), so the SDK picks a
+//! change up from its next response.
 //!
 //! The settings are read with the bearer token (one statement, see
 //! `store/rows.rs`), so they cost no read of their own; the token cache holds them
@@ -16,11 +16,8 @@ use super::inbox::{inbox_agent, load_agent};
 use crate::clock::to_timestamp;
 use crate::error::ApiResult;
 use crate::store::{AgentRecord, ClientSettingsRow};
-use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
-use std::sync::{Arc, OnceLock};
+use axum::extract::State;
+use axum::http::StatusCode;
 use switchboard_proto::*;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -30,35 +27,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list, put_tenant, delete_tenant))
         .routes(routes!(get_agent, put_agent, delete_agent))
         .routes(routes!(get_own))
-}
-
-/// Where the authenticated agent's settings wait for the response: the layer puts
-/// an empty slot into the request, the `Principal` extractor fills it.
-#[derive(Clone, Default)]
-pub(crate) struct SettingsSlot(Arc<OnceLock<EffectiveClientSettings>>);
-
-impl SettingsSlot {
-    /// Records the settings of the agent the request authenticated as.
-    pub(crate) fn fill(&self, settings: ClientSettings) {
-        let _ = self.0.set(settings.effective());
-    }
-}
-
-/// Adds the `Switchboard-Client-Settings` header to every response to a request an
-/// agent's token authenticated, whatever its status (a 404 or a 409 still tells the
-/// SDK). Requests of operators and unauthenticated ones get none.
-pub(super) async fn header_layer(mut req: Request, next: Next) -> Response {
-    let slot = SettingsSlot::default();
-    req.extensions_mut().insert(slot.clone());
-    let mut response = next.run(req).await;
-    if let Some(settings) = slot.0.get()
-        && let Ok(value) = HeaderValue::from_str(&settings.header_value())
-    {
-        response
-            .headers_mut()
-            .insert(HeaderName::from_static(CLIENT_SETTINGS_HEADER), value);
-    }
-    response
 }
 
 fn stored(row: ClientSettingsRow) -> StoredClientSettings {

@@ -18,8 +18,10 @@ mod leases;
 pub mod limits;
 mod memories;
 mod messages;
+mod notes;
 mod ops;
 mod problems;
+pub mod rate_limit;
 mod records;
 mod seed;
 pub mod session;
@@ -94,7 +96,10 @@ pub fn router(state: AppState) -> Router {
         .fallback_service(console::router(&state.config).with_state(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(check_origin))
-        .layer(axum::middleware::from_fn(client_settings::header_layer))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            notes::layer,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             network_deadline,

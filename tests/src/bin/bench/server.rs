@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 use switchboard_sdk::Client;
 use switchboard_sdk::proto::{AgentCreated, AgentId, CreateAgent, TenantId};
+use switchboard_server::config::RateLimit;
 use switchboard_server::store::{Actor, NewMessage, Store};
 use switchboard_server::{Clock, Config, Server, SystemClock};
 use tokio::sync::oneshot;
@@ -60,7 +61,11 @@ impl BenchServer {
         Self::serve(config, Some(dir)).await
     }
 
-    async fn serve(config: Config, dir: Option<tempfile::TempDir>) -> Result<Self> {
+    async fn serve(mut config: Config, dir: Option<tempfile::TempDir>) -> Result<Self> {
+        // The workloads drive one credential past a deployment's default limit
+        // (1,000/s): they measure the queue, not the rate limiter.
+        config.rate_limit = RateLimit::OFF;
+        config.tenant_rate_limit = RateLimit::OFF;
         let server = Server::open(config).await.context("opening the server")?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);

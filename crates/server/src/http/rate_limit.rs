@@ -1,0 +1,417 @@
+//! Rate limits (issue 15): a token bucket per credential and one per tenant, so a
+//! runaway client is refused before it costs the database anything and one noisy
+//! credential never slows another.
+//!
+//! - The credential's bucket is keyed by the SHA-256 of its bearer token (or of the
+//!   console's session id) and checked before the token is looked up: a flood of
+//!   requests, even with a token that does not exist, does no database work past
+//!   its burst.
+//! - The tenant's bucket is checked once the token is known (from the lookup cache,
+//!   usually), before the handler runs.
+//! - Beyond either: 429 `rate_limited` with `Retry-After`. Every response to an
+//!   authenticated request carries the IETF `RateLimit-Policy` and `RateLimit` fields
+//!   (draft-ietf-httpapi-ratelimit-headers, Structured Fields written with `sfv`).
+//!
+//! GCRA from `governor` (keyed, a `DashMap` per policy), on the server's clock, so a
+//! test on the manual clock refills a bucket by moving time. Idle buckets are full
+//! again after `burst / rate` seconds; [`Limiter::forget_idle`] drops them (the
+//! server calls it every minute), so memory follows the active credentials.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use governor::middleware::StateInformationMiddleware;
+use governor::state::keyed::DashMapStateStore;
+use governor::{Quota, RateLimiter};
+use sfv::{KeyRef, ListSerializer, StringRef};
+use switchboard_proto::TenantId;
+
+use crate::clock::Clock;
+
+/// One token bucket's shape: `per_second` tokens flow in, up to `burst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Sustained requests per second (fractions allowed: 0.5 is one per 2 s); 0
+    /// turns the limit off.
+    pub per_second: f64,
+    /// Requests allowed at once on a full bucket (at least 1).
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// No limit.
+    pub const OFF: Self = Self {
+        per_second: 0.0,
+        burst: 0,
+    };
+
+    /// Whether this limit is enforced.
+    pub fn is_on(&self) -> bool {
+        self.per_second > 0.0 && self.burst > 0
+    }
+
+    /// Checks the bounds of a configured limit; the message says how to fix it.
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        if !self.per_second.is_finite() || self.per_second < 0.0 || self.per_second > 1e6 {
+            return Err(format!(
+                "{what}_per_second must be between 0 (off) and 1000000, got {}",
+                self.per_second
+            ));
+        }
+        if self.per_second > 0.0 && !(1..=1_000_000).contains(&self.burst) {
+            return Err(format!(
+                "{what}_burst must be between 1 and 1000000, got {}",
+                self.burst
+            ));
+        }
+        Ok(())
+    }
+
+    fn quota(&self) -> Option<Quota> {
+        if !self.is_on() {
+            return None;
+        }
+        let period = Duration::from_secs_f64(1.0 / self.per_second);
+        Some(
+            Quota::with_period(period.max(Duration::from_nanos(1)))?
+                .allow_burst(NonZeroU32::new(self.burst)?),
+        )
+    }
+
+    /// The time a drained bucket takes to fill again, in whole seconds (the
+    /// policy's window).
+    fn window_seconds(&self) -> u64 {
+        (f64::from(self.burst) / self.per_second).ceil().max(1.0) as u64
+    }
+}
+
+/// Which bucket a decision is about (the policy's name in the headers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Credential,
+    Tenant,
+}
+
+impl Policy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Credential => "credential",
+            Self::Tenant => "tenant",
+        }
+    }
+}
+
+/// What a request's buckets said: the `RateLimit` field's items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standing {
+    pub policy: Policy,
+    /// Requests left in the bucket after this one.
+    pub remaining: u32,
+    /// Seconds until a refused request may be sent again (0 when allowed).
+    pub wait_seconds: u64,
+}
+
+/// A refusal: which bucket ran dry and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    pub policy: Policy,
+    pub wait: Duration,
+}
+
+impl Refused {
+    /// `Retry-After`: whole seconds, never earlier than the bucket allows.
+    pub fn retry_after(&self) -> u64 {
+        self.wait.as_secs() + u64::from(self.wait.subsec_nanos() > 0)
+    }
+
+    pub fn standing(&self) -> Standing {
+        Standing {
+            policy: self.policy,
+            remaining: 0,
+            wait_seconds: self.retry_after(),
+        }
+    }
+}
+
+/// The server's clock for `governor`: milliseconds since the epoch.
+#[derive(Clone)]
+pub struct ServerClock(pub Arc<dyn Clock>);
+
+impl governor::clock::Clock for ServerClock {
+    type Instant = Duration;
+
+    fn now(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.0.now_ms()).unwrap_or(0))
+    }
+}
+
+type Keyed<K> = RateLimiter<K, DashMapStateStore<K>, ServerClock, StateInformationMiddleware>;
+
+struct Bucket<K: std::hash::Hash + Eq + Clone> {
+    limit: RateLimit,
+    limiter: Keyed<K>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Bucket<K> {
+    fn new(limit: RateLimit, clock: &ServerClock) -> Option<Self> {
+        let quota = limit.quota()?;
+        Some(Self {
+            limit,
+            limiter: RateLimiter::dashmap_with_clock(quota, clock.clone())
+                .with_middleware::<StateInformationMiddleware>(),
+        })
+    }
+
+    fn take(&self, key: &K, policy: Policy, clock: &ServerClock) -> Result<Standing, Refused> {
+        use governor::clock::Clock as _;
+        match self.limiter.check_key(key) {
+            Ok(snapshot) => Ok(Standing {
+                policy,
+                remaining: snapshot.remaining_burst_capacity(),
+                wait_seconds: 0,
+            }),
+            Err(not_until) => Err(Refused {
+                policy,
+                wait: not_until.wait_time_from(clock.now()),
+            }),
+        }
+    }
+}
+
+/// The buckets of one server instance.
+pub struct Limiter {
+    clock: ServerClock,
+    credentials: Option<Bucket<Vec<u8>>>,
+    tenants: Option<Bucket<TenantId>>,
+}
+
+impl Limiter {
+    pub fn new(credential: RateLimit, tenant: RateLimit, clock: Arc<dyn Clock>) -> Self {
+        let clock = ServerClock(clock);
+        Self {
+            credentials: Bucket::new(credential, &clock),
+            tenants: Bucket::new(tenant, &clock),
+            clock,
+        }
+    }
+
+    /// Takes a token from the bucket of the credential whose hash is `hash`
+    /// (`None`: no limit configured).
+    pub fn credential(&self, hash: &[u8]) -> Result<Option<Standing>, Refused> {
+        self.credentials
+            .as_ref()
+            .map(|b| b.take(&hash.to_vec(), Policy::Credential, &self.clock))
+            .transpose()
+    }
+
+    /// Takes a token from `tenant`'s bucket.
+    pub fn tenant(&self, tenant: TenantId) -> Result<Option<Standing>, Refused> {
+        self.tenants
+            .as_ref()
+            .map(|b| b.take(&tenant, Policy::Tenant, &self.clock))
+            .transpose()
+    }
+
+    /// Drops the buckets that are full again (indistinguishable from new ones).
+    pub fn forget_idle(&self) {
+        if let Some(b) = &self.credentials {
+            b.limiter.retain_recent();
+            b.limiter.shrink_to_fit();
+        }
+        if let Some(b) = &self.tenants {
+            b.limiter.retain_recent();
+            b.limiter.shrink_to_fit();
+        }
+    }
+
+    /// Buckets held in memory (credentials, tenants).
+    pub fn held(&self) -> (usize, usize) {
+        (
+            self.credentials.as_ref().map_or(0, |b| b.limiter.len()),
+            self.tenants.as_ref().map_or(0, |b| b.limiter.len()),
+        )
+    }
+
+    /// The `RateLimit-Policy` field: every enforced policy, e.g.
+    /// `"credential";q=200;w=2, "tenant";q=2000;w=2`. `None` with no limit on.
+    pub fn policy_field(&self) -> Option<String> {
+        let mut list = ListSerializer::new();
+        for (policy, limit) in [
+            (
+                Policy::Credential,
+                self.credentials.as_ref().map(|b| b.limit),
+            ),
+            (Policy::Tenant, self.tenants.as_ref().map(|b| b.limit)),
+        ] {
+            let Some(limit) = limit else { continue };
+            let _ = list
+                .bare_item(name(policy))
+                .parameter(KeyRef::constant("q"), integer(u64::from(limit.burst)))
+                .parameter(KeyRef::constant("w"), integer(limit.window_seconds()));
+        }
+        list.finish()
+    }
+}
+
+fn name(policy: Policy) -> &'static StringRef {
+    StringRef::constant(policy.as_str())
+}
+
+fn integer(n: u64) -> sfv::Integer {
+    sfv::Integer::try_from(n).unwrap_or(sfv::Integer::MAX)
+}
+
+/// The `RateLimit` field for what a request's buckets said, e.g.
+/// `"credential";r=199` or `"tenant";r=0;t=3`. `None` when nothing was checked.
+pub fn standing_field(standings: &[Standing]) -> Option<String> {
+    let mut list = ListSerializer::new();
+    for s in standings {
+        let item = list
+            .bare_item(name(s.policy))
+            .parameter(KeyRef::constant("r"), integer(u64::from(s.remaining)));
+        if s.wait_seconds > 0 {
+            let _ = item.parameter(KeyRef::constant("t"), integer(s.wait_seconds));
+        }
+    }
+    list.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn limiter(credential: RateLimit, tenant: RateLimit) -> (Limiter, ManualClock) {
+        let clock = ManualClock::new();
+        (
+            Limiter::new(credential, tenant, Arc::new(clock.clone())),
+            clock,
+        )
+    }
+
+    const TWO_PER_SECOND: RateLimit = RateLimit {
+        per_second: 2.0,
+        burst: 3,
+    };
+
+    #[test]
+    fn a_bucket_empties_refuses_and_refills_on_the_clock() {
+        let (l, clock) = limiter(TWO_PER_SECOND, RateLimit::OFF);
+        let remaining: Vec<u32> = (0..3)
+            .map(|_| l.credential(b"alice").unwrap().unwrap().remaining)
+            .collect();
+        assert_eq!(remaining, [2, 1, 0]);
+        let refused = l.credential(b"alice").unwrap_err();
+        assert_eq!(refused.policy, Policy::Credential);
+        assert_eq!(
+            refused.wait,
+            Duration::from_millis(500),
+            "one token per 500 ms"
+        );
+        assert_eq!(refused.retry_after(), 1, "rounded up to whole seconds");
+        // Another credential has its own bucket.
+        assert_eq!(l.credential(b"bob").unwrap().unwrap().remaining, 2);
+        clock.advance(499);
+        assert!(l.credential(b"alice").is_err(), "not yet");
+        clock.advance(1);
+        assert_eq!(l.credential(b"alice").unwrap().unwrap().remaining, 0);
+        clock.advance(10_000);
+        assert_eq!(
+            l.credential(b"alice").unwrap().unwrap().remaining,
+            2,
+            "full again"
+        );
+        assert!(
+            l.tenant(TenantId::new()).unwrap().is_none(),
+            "no tenant limit"
+        );
+    }
+
+    #[test]
+    fn a_tenant_bucket_is_shared_by_its_credentials() {
+        let (l, _clock) = limiter(RateLimit::OFF, TWO_PER_SECOND);
+        let (mine, theirs) = (TenantId::new(), TenantId::new());
+        for _ in 0..3 {
+            l.tenant(mine).unwrap();
+        }
+        assert_eq!(l.tenant(mine).unwrap_err().policy, Policy::Tenant);
+        assert_eq!(l.tenant(theirs).unwrap().unwrap().remaining, 2);
+        assert!(l.credential(b"x").unwrap().is_none());
+    }
+
+    #[test]
+    fn idle_buckets_are_forgotten() {
+        let (l, clock) = limiter(TWO_PER_SECOND, TWO_PER_SECOND);
+        for key in [&b"a"[..], b"b", b"c"] {
+            l.credential(key).unwrap();
+        }
+        l.tenant(TenantId::new()).unwrap();
+        assert_eq!(l.held(), (3, 1));
+        l.forget_idle();
+        assert_eq!(l.held(), (3, 1), "not full yet");
+        clock.advance(2_000);
+        l.forget_idle();
+        assert_eq!(l.held(), (0, 0));
+    }
+
+    #[test]
+    fn the_fields_follow_the_draft() {
+        let (l, _) = limiter(
+            RateLimit {
+                per_second: 100.0,
+                burst: 200,
+            },
+            RateLimit {
+                per_second: 0.5,
+                burst: 3,
+            },
+        );
+        assert_eq!(
+            l.policy_field().as_deref(),
+            Some(r#""credential";q=200;w=2, "tenant";q=3;w=6"#)
+        );
+        let (off, _) = limiter(RateLimit::OFF, RateLimit::OFF);
+        assert_eq!(off.policy_field(), None);
+        let standings = [
+            Standing {
+                policy: Policy::Credential,
+                remaining: 199,
+                wait_seconds: 0,
+            },
+            Refused {
+                policy: Policy::Tenant,
+                wait: Duration::from_millis(2_100),
+            }
+            .standing(),
+        ];
+        assert_eq!(
+            standing_field(&standings).as_deref(),
+            Some(r#""credential";r=199, "tenant";r=0;t=3"#)
+        );
+        assert_eq!(standing_field(&[]), None);
+    }
+
+    #[test]
+    fn bad_limits_are_refused_with_a_fix() {
+        assert!(TWO_PER_SECOND.check("rate_limit").is_ok());
+        assert!(RateLimit::OFF.check("rate_limit").is_ok());
+        for bad in [
+            RateLimit {
+                per_second: -1.0,
+                burst: 1,
+            },
+            RateLimit {
+                per_second: f64::NAN,
+                burst: 1,
+            },
+            RateLimit {
+                per_second: 1.0,
+                burst: 0,
+            },
+        ] {
+            let e = bad.check("rate_limit").unwrap_err();
+            assert!(e.contains("rate_limit_"), "{e}");
+        }
+    }
+}
