@@ -18,11 +18,12 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, Response, Url};
 use serde::de::DeserializeOwned;
-use switchboard_proto::{CLIENT_SETTINGS_HEADER, Capabilities, EffectiveClientSettings};
+use switchboard_proto::{Capabilities, EffectiveClientSettings};
 use tokio::sync::watch;
 
 use crate::call::Call;
 use crate::retry::{self, RetryPolicy, RetryQuota};
+use crate::settings::RemoteSettings;
 use crate::{Error, Token};
 
 /// Request header carrying the idempotency key of a business write (invariant I8).
@@ -76,7 +77,7 @@ struct Inner {
     /// What the server last said in `Switchboard-Client-Settings` (remote client
     /// settings). Shared by the clients derived with the same token; a client with
     /// another token (another agent) has its own.
-    settings: Arc<watch::Sender<EffectiveClientSettings>>,
+    settings: Arc<RemoteSettings>,
 }
 
 /// What the server said about a send besides its body.
@@ -183,7 +184,7 @@ impl ClientBuilder {
                 request_timeout: self.request_timeout,
                 quota: Arc::new(RetryQuota::new(self.retry.quota_capacity)),
                 retry: self.retry,
-                settings: Arc::new(watch::channel(EffectiveClientSettings::default()).0),
+                settings: Arc::default(),
             }),
         })
     }
@@ -243,7 +244,7 @@ impl Client {
         let authorization = bearer(&token.into())?;
         Ok(self.derive(|inner| {
             inner.authorization = authorization;
-            inner.settings = Arc::new(watch::channel(EffectiveClientSettings::default()).0);
+            inner.settings = Arc::default();
         }))
     }
 
@@ -267,47 +268,12 @@ impl Client {
     /// consumer obeys and whether client reports are paused. The defaults until a
     /// response said otherwise, and for operator tokens.
     pub fn client_settings(&self) -> EffectiveClientSettings {
-        *self.inner.settings.borrow()
+        self.inner.settings.current()
     }
 
     /// Changes of [`Client::client_settings`], for the consumer's schedule.
     pub(crate) fn watch_client_settings(&self) -> watch::Receiver<EffectiveClientSettings> {
         self.inner.settings.subscribe()
-    }
-
-    /// Takes the settings a response carries; a response without them (an older
-    /// server, a request refused before its token was read) changes nothing, and
-    /// a value that does not parse is logged and ignored.
-    fn observe_settings(&self, response: &Response) {
-        let Some(value) = response.headers().get(CLIENT_SETTINGS_HEADER) else {
-            return;
-        };
-        match value
-            .to_str()
-            .map_err(|_| "not visible ASCII".to_owned())
-            .and_then(EffectiveClientSettings::parse_header)
-        {
-            Ok(settings) => {
-                self.inner.settings.send_if_modified(|current| {
-                    let changed = *current != settings;
-                    if changed {
-                        tracing::info!(
-                            target: "switchboard_sdk::settings",
-                            poll_ceiling_ms = settings.poll_ceiling_ms,
-                            reports_paused = settings.reports_paused,
-                            "remote client settings changed"
-                        );
-                    }
-                    *current = settings;
-                    changed
-                });
-            }
-            Err(reason) => tracing::debug!(
-                target: "switchboard_sdk::settings",
-                reason,
-                "ignoring a client-settings header"
-            ),
-        }
     }
 
     /// The base URL, without a trailing slash.
@@ -445,7 +411,7 @@ impl Client {
         }
         let send = async {
             let response = request.send().await?;
-            self.observe_settings(&response);
+            self.inner.settings.observe(response.headers());
             checked(response).await
         };
         if !call.stream {

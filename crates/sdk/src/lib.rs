@@ -63,6 +63,7 @@ pub mod privacy;
 pub mod report;
 pub mod retry;
 mod room;
+mod settings;
 mod sse;
 mod token;
 

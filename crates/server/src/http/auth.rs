@@ -65,7 +65,12 @@ pub fn generate_token(prefix: &str) -> String {
 }
 
 pub fn hash_token(token: &str) -> Vec<u8> {
-    Sha256::digest(token.as_bytes()).to_vec()
+    token_digest(token).to_vec()
+}
+
+/// The SHA-256 of a token (or session id) as an array: the rate limiter's key.
+fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
 }
 
 /// Who is calling, from a verified bearer token.
@@ -233,11 +238,12 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
-    let token_hash = hash_token(token);
+    let digest = token_digest(token);
     let notes = parts.extensions.get::<Notes>();
     // Before any database work: the token's own bucket, whether the token exists
     // or not.
-    limit(state, notes, state.limiter.credential(&token_hash))?;
+    limit(state, notes, state.limiter.credential(&digest))?;
+    let token_hash = digest.to_vec();
     let record = match state.lookups.token(&token_hash) {
         Some(record) => record,
         None => {
@@ -314,9 +320,10 @@ async fn from_session(
              (the Origin header is missing); scripts should send Authorization: Bearer <token>",
         ));
     }
-    let hash = hash_token(session);
+    let digest = token_digest(session);
     let notes = parts.extensions.get::<Notes>();
-    limit(state, notes, state.limiter.credential(&hash))?;
+    limit(state, notes, state.limiter.credential(&digest))?;
+    let hash = digest.to_vec();
     let grant = state
         .store
         .grant(&hash, GrantKind::Session, state.now())

@@ -54,14 +54,14 @@ async fn list_of(state: &AppState, tenant: TenantId) -> ApiResult<ClientSettings
 }
 
 /// Stores `settings` for `agent` (`None`: the tenant) and lets SDKs and the console
-/// know.
+/// know. The caller has checked `ops:write` (before loading the agent, so an agent
+/// token gets 403, not 404).
 async fn put(
     state: &AppState,
     principal: &Principal,
     agent: Option<&AgentRecord>,
     settings: ClientSettings,
 ) -> ApiResult<StoredClientSettings> {
-    principal.require(SCOPE_OPS_WRITE)?;
     settings
         .check()
         .map_err(crate::error::ApiError::unprocessable)?;
@@ -81,12 +81,12 @@ async fn put(
     })
 }
 
+/// Removes the settings of `agent` (`None`: the tenant); `ops:write` is checked.
 async fn delete(
     state: &AppState,
     principal: &Principal,
     agent: Option<&AgentRecord>,
 ) -> ApiResult<StatusCode> {
-    principal.require(SCOPE_OPS_WRITE)?;
     if state
         .store
         .delete_client_settings(principal.tenant_id, agent.map(|a| a.id))
@@ -125,6 +125,7 @@ async fn put_tenant(
     principal: Principal,
     Json(settings): Json<ClientSettings>,
 ) -> ApiResult<axum::Json<StoredClientSettings>> {
+    principal.require(SCOPE_OPS_WRITE)?;
     Ok(axum::Json(put(&state, &principal, None, settings).await?))
 }
 
@@ -135,6 +136,7 @@ async fn delete_tenant(
     State(state): State<AppState>,
     principal: Principal,
 ) -> ApiResult<StatusCode> {
+    principal.require(SCOPE_OPS_WRITE)?;
     delete(&state, &principal, None).await
 }
 

@@ -61,7 +61,7 @@ pub(super) async fn layer(State(state): State<AppState>, mut req: Request, next:
         if let Some(policy) = state
             .limiter
             .policy_field()
-            .and_then(|v| HeaderValue::from_str(&v).ok())
+            .and_then(|v| HeaderValue::from_str(v).ok())
         {
             headers.insert(RATELIMIT_POLICY, policy);
         }

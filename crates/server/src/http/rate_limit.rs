@@ -182,26 +182,35 @@ impl<K: std::hash::Hash + Eq + Clone> Bucket<K> {
 /// The buckets of one server instance.
 pub struct Limiter {
     clock: ServerClock,
-    credentials: Option<Bucket<Vec<u8>>>,
+    credentials: Option<Bucket<[u8; 32]>>,
     tenants: Option<Bucket<TenantId>>,
+    /// The `RateLimit-Policy` field, the same on every response: written once.
+    policy_field: Option<String>,
 }
 
 impl Limiter {
     pub fn new(credential: RateLimit, tenant: RateLimit, clock: Arc<dyn Clock>) -> Self {
         let clock = ServerClock(clock);
+        let credentials = Bucket::new(credential, &clock);
+        let tenants = Bucket::new(tenant, &clock);
+        let policy_field = policy_field(
+            credentials.as_ref().map(|b| b.limit),
+            tenants.as_ref().map(|b| b.limit),
+        );
         Self {
-            credentials: Bucket::new(credential, &clock),
-            tenants: Bucket::new(tenant, &clock),
+            credentials,
+            tenants,
             clock,
+            policy_field,
         }
     }
 
-    /// Takes a token from the bucket of the credential whose hash is `hash`
+    /// Takes a token from the bucket of the credential whose SHA-256 is `hash`
     /// (`None`: no limit configured).
-    pub fn credential(&self, hash: &[u8]) -> Result<Option<Standing>, Refused> {
+    pub fn credential(&self, hash: &[u8; 32]) -> Result<Option<Standing>, Refused> {
         self.credentials
             .as_ref()
-            .map(|b| b.take(&hash.to_vec(), Policy::Credential, &self.clock))
+            .map(|b| b.take(hash, Policy::Credential, &self.clock))
             .transpose()
     }
 
@@ -235,23 +244,21 @@ impl Limiter {
 
     /// The `RateLimit-Policy` field: every enforced policy, e.g.
     /// `"credential";q=200;w=2, "tenant";q=2000;w=2`. `None` with no limit on.
-    pub fn policy_field(&self) -> Option<String> {
-        let mut list = ListSerializer::new();
-        for (policy, limit) in [
-            (
-                Policy::Credential,
-                self.credentials.as_ref().map(|b| b.limit),
-            ),
-            (Policy::Tenant, self.tenants.as_ref().map(|b| b.limit)),
-        ] {
-            let Some(limit) = limit else { continue };
-            let _ = list
-                .bare_item(name(policy))
-                .parameter(KeyRef::constant("q"), integer(u64::from(limit.burst)))
-                .parameter(KeyRef::constant("w"), integer(limit.window_seconds()));
-        }
-        list.finish()
+    pub fn policy_field(&self) -> Option<&str> {
+        self.policy_field.as_deref()
     }
+}
+
+fn policy_field(credential: Option<RateLimit>, tenant: Option<RateLimit>) -> Option<String> {
+    let mut list = ListSerializer::new();
+    for (policy, limit) in [(Policy::Credential, credential), (Policy::Tenant, tenant)] {
+        let Some(limit) = limit else { continue };
+        let _ = list
+            .bare_item(name(policy))
+            .parameter(KeyRef::constant("q"), integer(u64::from(limit.burst)))
+            .parameter(KeyRef::constant("w"), integer(limit.window_seconds()));
+    }
+    list.finish()
 }
 
 fn name(policy: Policy) -> &'static StringRef {
@@ -282,6 +289,13 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
 
+    /// A credential's key, as `authenticate` makes it.
+    fn key(token: &[u8]) -> [u8; 32] {
+        let mut key = [0; 32];
+        key[..token.len()].copy_from_slice(token);
+        key
+    }
+
     fn limiter(credential: RateLimit, tenant: RateLimit) -> (Limiter, ManualClock) {
         let clock = ManualClock::new();
         (
@@ -299,10 +313,10 @@ mod tests {
     fn a_bucket_empties_refuses_and_refills_on_the_clock() {
         let (l, clock) = limiter(TWO_PER_SECOND, RateLimit::OFF);
         let remaining: Vec<u32> = (0..3)
-            .map(|_| l.credential(b"alice").unwrap().unwrap().remaining)
+            .map(|_| l.credential(&key(b"alice")).unwrap().unwrap().remaining)
             .collect();
         assert_eq!(remaining, [2, 1, 0]);
-        let refused = l.credential(b"alice").unwrap_err();
+        let refused = l.credential(&key(b"alice")).unwrap_err();
         assert_eq!(refused.policy, Policy::Credential);
         assert_eq!(
             refused.wait,
@@ -311,14 +325,14 @@ mod tests {
         );
         assert_eq!(refused.retry_after(), 1, "rounded up to whole seconds");
         // Another credential has its own bucket.
-        assert_eq!(l.credential(b"bob").unwrap().unwrap().remaining, 2);
+        assert_eq!(l.credential(&key(b"bob")).unwrap().unwrap().remaining, 2);
         clock.advance(499);
-        assert!(l.credential(b"alice").is_err(), "not yet");
+        assert!(l.credential(&key(b"alice")).is_err(), "not yet");
         clock.advance(1);
-        assert_eq!(l.credential(b"alice").unwrap().unwrap().remaining, 0);
+        assert_eq!(l.credential(&key(b"alice")).unwrap().unwrap().remaining, 0);
         clock.advance(10_000);
         assert_eq!(
-            l.credential(b"alice").unwrap().unwrap().remaining,
+            l.credential(&key(b"alice")).unwrap().unwrap().remaining,
             2,
             "full again"
         );
@@ -337,14 +351,14 @@ mod tests {
         }
         assert_eq!(l.tenant(mine).unwrap_err().policy, Policy::Tenant);
         assert_eq!(l.tenant(theirs).unwrap().unwrap().remaining, 2);
-        assert!(l.credential(b"x").unwrap().is_none());
+        assert!(l.credential(&key(b"x")).unwrap().is_none());
     }
 
     #[test]
     fn idle_buckets_are_forgotten() {
         let (l, clock) = limiter(TWO_PER_SECOND, TWO_PER_SECOND);
-        for key in [&b"a"[..], b"b", b"c"] {
-            l.credential(key).unwrap();
+        for name in [&b"a"[..], b"b", b"c"] {
+            l.credential(&key(name)).unwrap();
         }
         l.tenant(TenantId::new()).unwrap();
         assert_eq!(l.held(), (3, 1));
@@ -368,7 +382,7 @@ mod tests {
             },
         );
         assert_eq!(
-            l.policy_field().as_deref(),
+            l.policy_field(),
             Some(r#""credential";q=200;w=2, "tenant";q=3;w=6"#)
         );
         let (off, _) = limiter(RateLimit::OFF, RateLimit::OFF);
