@@ -235,6 +235,18 @@ impl TestServer {
         (created, client)
     }
 
+    /// Creates tenant `name` with the admin's token (the operator token `serve`
+    /// wrote) and returns it with a client holding its operator's token.
+    pub async fn tenant(&self, name: &str) -> (switchboard_sdk::proto::TenantCreated, Client) {
+        let created = self
+            .operator()
+            .create_tenant(name)
+            .await
+            .expect("create tenant");
+        let client = Client::new(&self.url, created.operator_token.as_str()).expect("client");
+        (created, client)
+    }
+
     /// Creates agent `name` with `n` events in its quarantine (sent with
     /// `max_attempts: 1`, claimed under a 1 s lease, then reaped), and returns the
     /// agent's client. On the manual clock it advances time; otherwise it waits out

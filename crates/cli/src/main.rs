@@ -4,7 +4,9 @@ mod agent;
 mod archive;
 mod doctor;
 mod names;
+mod operator;
 mod serve;
+mod tenants;
 
 use clap::{Parser, Subcommand};
 
@@ -31,6 +33,9 @@ enum Command {
     Doctor(Box<doctor::DoctorArgs>),
     /// Canonical agent names: import legacy names into the server's registry.
     Names(names::NamesCli),
+    /// The deployment admin's tenants: create one (prints its operator token once),
+    /// list them.
+    Tenants(tenants::TenantsCli),
     /// What retention archived (`serve --archive-dir`): list the files, restore a
     /// range as JSON lines for inspection.
     Archive(archive::ArchiveCli),
@@ -61,6 +66,7 @@ fn main() -> std::process::ExitCode {
         Command::Doctor(args) => doctor::run(*args),
         Command::Names(args) => names::run(args),
         Command::Archive(args) => archive::run(args),
+        Command::Tenants(args) => tenants::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),

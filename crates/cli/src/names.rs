@@ -28,53 +28,17 @@ struct ImportArgs {
     /// Report what would happen; change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// The server [default: http://127.0.0.1:7700].
-    #[arg(long, env = "SWITCHBOARD_SERVER")]
-    server: Option<String>,
-    /// A file holding an operator token [default: the one `switchboard serve` writes].
-    /// `SWITCHBOARD_TOKEN` wins when set.
-    #[arg(long)]
-    token_file: Option<PathBuf>,
+    #[command(flatten)]
+    operator: crate::operator::OperatorArgs,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// PEM file of CA certificates to trust besides the system's: a server whose
-    /// certificate a private CA signed.
-    #[arg(long, env = "SWITCHBOARD_CA_FILE")]
-    ca_file: Option<PathBuf>,
 }
 
 pub(crate) fn run(cli: NamesCli) -> anyhow::Result<u8> {
     let NamesCommand::Import(args) = cli.command;
     let names = read_csv(&args.file)?;
-    let token = match std::env::var("SWITCHBOARD_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-    {
-        Some(t) => t,
-        None => {
-            let path = args
-                .token_file
-                .clone()
-                .unwrap_or_else(switchboard_server::Config::default_operator_token_file);
-            std::fs::read_to_string(&path)
-                .with_context(|| {
-                    format!(
-                        "reading the operator token from {} (set SWITCHBOARD_TOKEN or --token-file)",
-                        path.display()
-                    )
-                })?
-                .trim()
-                .to_owned()
-        }
-    };
-    let server = args
-        .server
-        .clone()
-        .unwrap_or_else(|| "http://127.0.0.1:7700".to_owned());
-    let client = crate::client_builder(args.ca_file.as_deref())?
-        .build(&server, token.as_str())
-        .with_context(|| format!("cannot use the server URL {server}"))?;
+    let client = args.operator.client()?;
     let request = ImportNames {
         names,
         dry_run: args.dry_run,

@@ -27,6 +27,7 @@ mod lease;
 mod ops;
 mod problem;
 mod room;
+mod tenants;
 
 pub use callback::*;
 pub use client_report::*;
@@ -38,6 +39,7 @@ pub use lease::*;
 pub use ops::*;
 pub use problem::*;
 pub use room::*;
+pub use tenants::*;
 
 /// Timestamps on the wire are RFC 3339 strings (UTC).
 pub type Timestamp = time::OffsetDateTime;

@@ -10,11 +10,32 @@ use switchboard_proto::{
     EventListQuery, Job, JobPage, OpsEventPage, OpsHistory, Overview, ReceivedReport, StartJob,
     StoredClientSettings,
 };
+use switchboard_proto::{CreateTenant, TenantCreated, TenantSummary};
 
 use crate::call::Call;
 use crate::{Client, Error, SseStream};
 
 impl Client {
+    /// `POST /admin/tenants` (the deployment admin's token, scope `admin`): creates
+    /// a tenant and the token of its first operator. The token is in the answer
+    /// only; store it now.
+    ///
+    /// Errors: `name_invalid`, `conflict` (the name is taken), `forbidden` (not the
+    /// admin's token).
+    pub async fn create_tenant(&self, name: &str) -> Result<TenantCreated, Error> {
+        let body = CreateTenant {
+            name: name.to_owned(),
+        };
+        let call = Call::new(Method::POST, self.api_url(&["admin", "tenants"])?).json(&body)?;
+        self.fetch(call).await
+    }
+
+    /// `GET /admin/tenants` (scope `admin`): every tenant with its number of agents.
+    pub async fn tenants(&self) -> Result<Vec<TenantSummary>, Error> {
+        self.fetch(Call::get(self.api_url(&["admin", "tenants"])?))
+            .await
+    }
+
     /// `POST /ops/agents`: creates an agent and its token. The token is in the
     /// answer only; store it now.
     ///

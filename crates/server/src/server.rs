@@ -5,7 +5,7 @@ use crate::app::running::Running;
 use crate::app::{AppState, StateInner};
 use crate::config::Config;
 use crate::history::History;
-use crate::http::auth::{generate_token, hash_token, operator_scopes};
+use crate::http::auth::{admin_scopes, generate_token, hash_token};
 use crate::http::router;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
@@ -151,7 +151,8 @@ impl Server {
         })
     }
 
-    /// The operator token (`ops:read ops:write`) of the default tenant.
+    /// The operator token of the default tenant, which is also the deployment
+    /// admin's (scope `admin`: it creates tenants).
     pub fn operator_token(&self) -> &str {
         &self.operator_token
     }
@@ -259,10 +260,25 @@ async fn operator_token(
         && let Ok(existing) = std::fs::read_to_string(path)
     {
         let existing = existing.trim().to_owned();
-        if let Some(rec) = store.token(&hash_token(&existing)).await?
+        let hash = hash_token(&existing);
+        if let Some(rec) = store.token(&hash).await?
             && rec.tenant_id == tenant
             && rec.agent_id.is_none()
         {
+            // A token written before the `admin` scope existed becomes the admin's.
+            let mut scopes = rec.scopes;
+            let missing: Vec<String> = admin_scopes()
+                .into_iter()
+                .filter(|s| !scopes.contains(s))
+                .collect();
+            if !missing.is_empty() {
+                scopes.extend(missing);
+                store.set_token_scopes(&hash, &scopes).await?;
+                tracing::info!(
+                    scopes = scopes.join(" "),
+                    "the operator token now carries every scope of the deployment admin"
+                );
+            }
             return Ok(existing);
         }
     }
@@ -272,7 +288,7 @@ async fn operator_token(
             &hash_token(&token),
             tenant,
             None,
-            &operator_scopes(),
+            &admin_scopes(),
             "operator",
             now,
         )

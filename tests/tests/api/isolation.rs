@@ -1,9 +1,9 @@
 //! I9 isolation and authentication over real HTTP.
 //!
-//! Only one tenant exists today (the one of the server's operator token), so these
-//! tests check isolation *between agents* of that tenant, which uses the same rule as
-//! between tenants: a token that may not use an inbox gets the very same 404 as for an
-//! inbox that does not exist, so it cannot learn that the agent exists.
+//! Between agents of one tenant and between tenants the rule is the same: a token
+//! that may not use an inbox gets the very same 404 as for an inbox that does not
+//! exist, so it cannot learn that the agent exists. Another tenant's operator, who
+//! may work every inbox of its own tenant, is as blind to this one as an agent.
 
 use serde_json::{Value, json};
 use switchboard_tests::TestServer;
@@ -78,32 +78,20 @@ fn comparable(doc: &Value, name: &str) -> Value {
     doc
 }
 
-#[tokio::test]
-async fn foreign_inbox_answers_exactly_like_an_unknown_one() {
-    let server = TestServer::start().await;
-    let (alice_info, alice) = server.agent("alice").await;
-    let (_, bob) = server.agent("bob").await;
-    send(&server.operator(), "alice", json!("alice's work")).await;
-    let claimed = alice
-        .claim("alice", &ClaimRequest::default())
-        .await
-        .unwrap()
-        .events
-        .remove(0);
-    let (event, token) = (claimed.event.event_id, claimed.claim_token);
-
-    let alice_id = alice_info.agent_id.to_string();
+/// Every agent endpoint aimed at alice (by name and by id) answers `intruder`
+/// exactly as for an agent that does not exist.
+async fn looks_missing(intruder: &Client, alice_id: &str, event: EventId, token: ClaimToken) {
     for (foreign, unknown) in [
         ("alice", "nobody"),
-        (alice_id.as_str(), "0190c0de-0000-7000-8000-000000000000"),
+        (alice_id, "0190c0de-0000-7000-8000-000000000000"),
     ] {
         let targets = agent_endpoints(foreign, event, token)
             .into_iter()
             .zip(agent_endpoints(unknown, event, token));
         for ((what, method, path, body), (_, _, unknown_path, _)) in targets {
-            let seen = hit(&bob, method.clone(), &path, body.as_ref()).await;
+            let seen = hit(intruder, method.clone(), &path, body.as_ref()).await;
             let doc = seen.problem(404, "not_found");
-            let none = hit(&bob, method, &unknown_path, body.as_ref()).await;
+            let none = hit(intruder, method, &unknown_path, body.as_ref()).await;
             let none_doc = none.problem(404, "not_found");
             assert_eq!(
                 comparable(&doc, foreign),
@@ -112,6 +100,94 @@ async fn foreign_inbox_answers_exactly_like_an_unknown_one() {
             );
         }
     }
+}
+
+/// Alice of the default tenant with one event she has claimed: the event and
+/// her claim token.
+async fn alice_holding_work(server: &TestServer) -> (String, Client, EventId, ClaimToken) {
+    let (alice_info, alice) = server.agent("alice").await;
+    send(&server.operator(), "alice", json!("alice's work")).await;
+    let claimed = alice
+        .claim("alice", &ClaimRequest::default())
+        .await
+        .unwrap()
+        .events
+        .remove(0);
+    (
+        alice_info.agent_id.to_string(),
+        alice,
+        claimed.event.event_id,
+        claimed.claim_token,
+    )
+}
+
+/// I9 across tenants: another tenant's operator and its agent get, for this
+/// tenant's agent and event, what they get for ones that do not exist, and their
+/// operator API (lists, bulk actions) neither shows nor touches this tenant's work.
+#[tokio::test]
+async fn another_tenant_sees_and_touches_nothing_of_this_one() {
+    let server = TestServer::start().await;
+    let (alice_id, alice, event, token) = alice_holding_work(&server).await;
+    let (_, op_b) = server.tenant("team-b").await;
+    let carol = op_b
+        .create_agent(&switchboard_tests::sdk::proto::CreateAgent {
+            name: "carol".to_owned(),
+        })
+        .await
+        .expect("tenant b's agent");
+    let carol = Client::new(&server.url, carol.token.as_str()).unwrap();
+
+    looks_missing(&op_b, &alice_id, event, token).await;
+    looks_missing(&carol, &alice_id, event, token).await;
+
+    let seen = hit(&op_b, Method::GET, &format!("ops/events/{event}"), None).await;
+    let none = hit(
+        &op_b,
+        Method::GET,
+        &format!("ops/events/{}", EventId::new()),
+        None,
+    )
+    .await;
+    assert_eq!(
+        seen.problem(404, "not_found")["title"],
+        none.problem(404, "not_found")["title"]
+    );
+    let listed = hit(&op_b, Method::GET, "ops/events", None).await.json();
+    assert_eq!(listed["events"], json!([]), "{listed}");
+    let agents: Vec<String> = op_b
+        .agents()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    assert_eq!(agents, ["carol"]);
+    for action in ["purge", "release", "replay"] {
+        for body in [json!({"filter": {}}), json!({"ids": [event]})] {
+            let path = format!("ops/bulk/{action}");
+            let reply = hit(&op_b, Method::POST, &path, Some(&body)).await;
+            assert_eq!(reply.status, 200, "{action} {body}: {}", reply.text());
+            assert_eq!(reply.json()["affected"], 0, "{action} {body}");
+        }
+    }
+
+    // Nothing of tenant b's reached alice's claim.
+    let events = inbox(&alice, "alice").await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].attempts, 1);
+    alice
+        .ack("alice", event, token)
+        .await
+        .expect("alice still holds it");
+}
+
+#[tokio::test]
+async fn foreign_inbox_answers_exactly_like_an_unknown_one() {
+    let server = TestServer::start().await;
+    let (alice_id, alice, event, token) = alice_holding_work(&server).await;
+    let (_, bob) = server.agent("bob").await;
+
+    looks_missing(&bob, &alice_id, event, token).await;
 
     // Bob's attempts changed nothing: alice's claim is intact and hers to finish.
     let events = inbox(&alice, "alice").await;

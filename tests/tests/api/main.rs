@@ -14,5 +14,6 @@ mod rooms;
 mod seed_leases;
 mod support;
 mod system;
+mod tenants;
 mod webhook_retries;
 mod webhooks;

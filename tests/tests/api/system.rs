@@ -522,30 +522,6 @@ async fn metrics_and_overview_show_the_queue_tables_health_on_postgres() {
     }
 }
 
-/// A second tenant with an operator token, written straight into the database (no API
-/// creates tenants yet), so that isolation can be checked across tenants.
-async fn second_tenant(server: &TestServer, token: &str) {
-    use sha2::{Digest, Sha256};
-    let hash: String = Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let blob = if switchboard_tests::backend() == "postgres" {
-        format!("decode('{hash}', 'hex')")
-    } else {
-        format!("X'{hash}'")
-    };
-    let tenant = uuid::Uuid::now_v7();
-    server
-        .seed(&format!(
-            "INSERT INTO tenants (id, name, created_at) VALUES ('{tenant}', 'tenant-b', 0); \
-             INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
-             VALUES ({blob}, '{tenant}', NULL, 'ops:read ops:write messages:send metrics:read', \
-             'operator', 0);"
-        ))
-        .await;
-}
-
 /// I9 for `/metrics`: the depth series name agents, so nobody without a token may
 /// scrape, an agent token may not either, and a scrape shows only the scraping token's
 /// tenant. `/healthz` and `/readyz` stay open.
@@ -555,9 +531,7 @@ async fn metrics_need_a_metrics_token_and_show_only_its_tenant() {
     let op = server.operator();
     let (alice, _) = server.agent("alice").await;
     send(&op, "alice", json!(1)).await;
-    let b_token = "sb_op_tenant_b_operator_token_for_this_test_only_000";
-    second_tenant(&server, b_token).await;
-    let op_b = switchboard_tests::sdk::Client::new(&server.url, b_token).expect("client");
+    let (_, op_b) = server.tenant("tenant-b").await;
     op_b.create_agent(&switchboard_tests::sdk::proto::CreateAgent {
         name: "secret-agent-of-b".to_owned(),
     })

@@ -384,9 +384,21 @@ impl Browser {
     /// Opens the console through a one-time login link minted with the operator
     /// token, as the desktop app does; returns the link's path.
     pub(crate) async fn open_logged_in(&self, server: &TestServer, read_only: bool) -> String {
+        self.open_logged_in_as(server, &server.operator_token, read_only)
+            .await
+    }
+
+    /// Like [`Browser::open_logged_in`], with another operator's token (another
+    /// tenant's).
+    pub(crate) async fn open_logged_in_as(
+        &self,
+        server: &TestServer,
+        token: &str,
+        read_only: bool,
+    ) -> String {
         let link: serde_json::Value = reqwest::Client::new()
             .post(format!("{}/api/v1/ops/login-links", server.url))
-            .bearer_auth(&server.operator_token)
+            .bearer_auth(token)
             .json(&json!({ "read_only": read_only }))
             .send()
             .await

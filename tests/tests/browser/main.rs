@@ -25,4 +25,5 @@ mod leases;
 mod package;
 mod session;
 mod support;
+mod tenants;
 mod webhooks;

@@ -1,12 +1,14 @@
 //! Agents: one row per agent with its inbox depth by status; click through to its
 //! inbox or quarantine. Below: each agent's client side (`client.rs`) and the
-//! remote client settings (`settings.rs`).
+//! remote client settings (`settings.rs`), and for the deployment admin the
+//! tenants (`tenants.rs`).
 
 use leptos::prelude::*;
 use switchboard_proto::AgentSummary;
 
 use super::client::ClientSide;
 use super::settings::ClientSettingsPanel;
+use super::tenants::TenantsPanel;
 use super::{error_box, loading};
 use crate::api;
 use crate::context::Link;
@@ -86,6 +88,7 @@ pub(crate) fn AgentsPage() -> impl IntoView {
             }}
             <ClientSide/>
             <ClientSettingsPanel/>
+            <TenantsPanel/>
         </section>
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod leases;
 pub(crate) mod overview;
 pub(crate) mod quarantine;
 pub(crate) mod settings;
+pub(crate) mod tenants;
 pub(crate) mod webhooks;
 
 use leptos::prelude::*;

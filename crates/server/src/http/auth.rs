@@ -30,6 +30,9 @@ pub const SCOPE_OPS_WRITE: &str = "ops:write";
 pub const SCOPE_SEND: &str = "messages:send";
 /// `/metrics`: the scraping token's own tenant's series, nothing else.
 pub const SCOPE_METRICS_READ: &str = "metrics:read";
+/// The deployment admin: creates and lists tenants (`/api/v1/admin/*`). Only the
+/// token `switchboard serve` writes carries it; it grants nothing in other tenants.
+pub const SCOPE_ADMIN: &str = "admin";
 
 /// Name of the console's session cookie.
 pub const SESSION_COOKIE: &str = "sb_session";
@@ -43,6 +46,14 @@ pub fn operator_scopes() -> Vec<String> {
     ]
     .map(str::to_owned)
     .to_vec()
+}
+
+/// Scopes of the token `switchboard serve` writes: the default tenant's operator and
+/// the deployment admin.
+pub fn admin_scopes() -> Vec<String> {
+    let mut scopes = operator_scopes();
+    scopes.push(SCOPE_ADMIN.to_owned());
+    scopes
 }
 
 /// Scopes of a new agent token; `{agent_id}` is filled in by the store.

@@ -2,6 +2,7 @@
 //! `oneshot` as well as over real TCP. Routes live next to their handlers, one
 //! module per resource, merged here.
 
+mod admin;
 pub mod auth;
 mod callbacks;
 mod client_report;
@@ -55,6 +56,7 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "callbacks", description = "Webhook callbacks: registration with a challenge, signed deliveries"),
         (name = "leases", description = "Memory instances and name + memory leases with fencing tokens"),
         (name = "system", description = "Health, metrics, capabilities"),
+        (name = "admin", description = "The deployment admin's API: tenants"),
     ),
     components(schemas(switchboard_proto::Problem, switchboard_proto::InboxUpdated, switchboard_proto::OpsChange))
 )]
@@ -65,6 +67,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// Builds the whole application: API, system endpoints and the console.
 pub fn router(state: AppState) -> Router {
     let (api, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(admin::routes())
         .merge(inbox::routes())
         .merge(callbacks::routes())
         .merge(client_report::routes())

@@ -116,12 +116,43 @@ pub struct ClientSettingsRow {
     pub updated_by: String,
 }
 
+/// A tenant as the deployment admin lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantRecord {
+    pub id: TenantId,
+    pub name: String,
+    pub created_at: Millis,
+    /// How many agents it has.
+    pub agents: u64,
+}
+
+/// The first operator token of a new tenant (its hash only, I11).
+#[derive(Debug, Clone, Copy)]
+pub struct NewOperator<'a> {
+    pub token_hash: &'a [u8],
+    pub scopes: &'a [String],
+    pub label: &'a str,
+}
+
 /// Tenants, tokens (hashes only, I11), console sessions and one-time login tickets,
 /// agents and their client reports.
 #[async_trait]
 pub trait DirectoryStore: Send + Sync {
     // --- tenants and tokens ---
     async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId>;
+    /// A new tenant with its first operator token, in one transaction;
+    /// [`StoreError::Conflict`] when the name is taken.
+    async fn create_tenant(
+        &self,
+        name: &str,
+        operator: &NewOperator<'_>,
+        now: Millis,
+    ) -> StoreResult<TenantRecord>;
+    /// Every tenant with its number of agents, by name.
+    async fn tenants(&self) -> StoreResult<Vec<TenantRecord>>;
+    /// Replaces a token's scopes (the start-up upgrade of the deployment admin's
+    /// token, which predates the `admin` scope).
+    async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()>;
     async fn insert_token(
         &self,
         hash: &[u8],

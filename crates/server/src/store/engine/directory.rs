@@ -46,8 +46,19 @@ pub(crate) const SEEN_RESOLUTION_MS: Millis = 1000;
 pub(crate) trait DirectoryStatements: Driver {
     /// The tenant called `name` (read pool).
     async fn tenant_named(&self, name: &str) -> StoreResult<Option<TenantId>>;
-    /// Inserts a tenant (write pool); `false`: the name is taken.
-    async fn insert_tenant(&self, id: TenantId, name: &str, now: Millis) -> StoreResult<bool>;
+    /// Inserts a tenant; `false`: the name is taken (the transaction is then to be
+    /// abandoned: PostgreSQL has ended it).
+    async fn insert_tenant(
+        &self,
+        tx: &mut Self::Tx,
+        id: TenantId,
+        name: &str,
+        now: Millis,
+    ) -> StoreResult<bool>;
+    /// Every tenant with its number of agents, by name (read pool).
+    async fn tenants_with_counts(&self) -> StoreResult<Vec<TenantRecord>>;
+    /// Replaces a token's scopes (write pool).
+    async fn update_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()>;
 
     async fn insert_token_row(&self, tx: &mut Self::Tx, token: &NewToken<'_>) -> StoreResult<()>;
     /// The token with this hash, unless revoked, with its agent's name (read pool).
@@ -163,8 +174,44 @@ async fn ensure_tenant<D: DirectoryStatements>(
     if let Some(id) = d.tenant_named(name).await? {
         return Ok(id);
     }
-    d.insert_tenant(TenantId::new(), name, now).await?;
+    let mut tx = d.begin_write().await?;
+    if d.insert_tenant(&mut tx, TenantId::new(), name, now).await? {
+        d.commit(tx, &[]).await?;
+    }
     d.tenant_named(name).await?.ok_or(StoreError::NotFound)
+}
+
+/// A new tenant and its first operator token, in one transaction: a tenant nobody
+/// can operate never exists, and a name taken (on any instance) creates nothing.
+async fn create_tenant<D: DirectoryStatements>(
+    d: &D,
+    name: &str,
+    operator: &NewOperator<'_>,
+    now: Millis,
+) -> StoreResult<TenantRecord> {
+    let id = TenantId::new();
+    let mut tx = d.begin_write().await?;
+    if !d.insert_tenant(&mut tx, id, name, now).await? {
+        return Err(StoreError::Conflict(format!(
+            "a tenant named {name:?} already exists; pick another name"
+        )));
+    }
+    let token = NewToken {
+        hash: operator.token_hash,
+        tenant: id,
+        agent: None,
+        scopes: operator.scopes,
+        label: operator.label,
+        now,
+    };
+    d.insert_token_row(&mut tx, &token).await?;
+    d.commit(tx, &[]).await?;
+    Ok(TenantRecord {
+        id,
+        name: name.to_owned(),
+        created_at: now,
+        agents: 0,
+    })
 }
 
 async fn insert_token<D: DirectoryStatements>(d: &D, token: &NewToken<'_>) -> StoreResult<()> {
@@ -258,6 +305,24 @@ pub(crate) fn depth_rows(counts: Vec<DepthCount>) -> Vec<DepthRow> {
 impl<D: DirectoryDriver> DirectoryStore for D {
     async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
         ensure_tenant(self, name, now).await
+    }
+
+    async fn create_tenant(
+        &self,
+        name: &str,
+        operator: &NewOperator<'_>,
+        now: Millis,
+    ) -> StoreResult<TenantRecord> {
+        self.retrying(|| create_tenant(self, name, operator, now))
+            .await
+    }
+
+    async fn tenants(&self) -> StoreResult<Vec<TenantRecord>> {
+        self.tenants_with_counts().await
+    }
+
+    async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()> {
+        self.update_token_scopes(hash, scopes).await
     }
 
     async fn insert_token(

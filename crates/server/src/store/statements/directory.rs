@@ -23,6 +23,7 @@ macro_rules! directory_statements {
 
             async fn insert_tenant(
                 &self,
+                tx: &mut Self::Tx,
                 id: switchboard_proto::TenantId,
                 name: &str,
                 now: $crate::clock::Millis,
@@ -34,11 +35,51 @@ macro_rules! directory_statements {
                 .bind(id.to_string())
                 .bind(name)
                 .bind(now)
-                .execute(self.write_pool())
+                .execute(&mut **tx)
                 .await
                 .map(|done| done.rows_affected());
                 // A name already taken is told by the unique index.
                 $crate::store::dialect::inserted(inserted)
+            }
+
+            async fn tenants_with_counts(
+                &self,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::TenantRecord>> {
+                use $crate::store::rows::{Cols, parse_id};
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT t.id, t.name, t.created_at, COUNT(a.id) AS agents \
+                     FROM tenants t LEFT JOIN agents a ON a.tenant_id = t.id \
+                     GROUP BY t.id, t.name, t.created_at ORDER BY t.name"
+                ))
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter()
+                    .map(|r| {
+                        Ok($crate::store::TenantRecord {
+                            id: parse_id(&r.text("id")?)?,
+                            name: r.text("name")?,
+                            created_at: r.int("created_at")?,
+                            agents: r.int("agents")? as u64,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn update_token_scopes(
+                &self,
+                hash: &[u8],
+                scopes: &[String],
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE tokens SET scopes = $1 WHERE hash = $2"
+                ))
+                .bind(scopes.join(" "))
+                .bind(hash)
+                .execute(self.write_pool())
+                .await?;
+                Ok(())
             }
 
             async fn insert_token_row(

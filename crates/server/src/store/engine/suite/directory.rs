@@ -12,6 +12,14 @@ use crate::store::*;
 pub(super) async fn check<D: DirectoryDriver + EventDriver + Store>(d: &D) {
     let (tenant, other) = tenants(d).await;
     let (a1, a2, foreign) = agents(d, tenant, other).await;
+    // Each tenant with its agents' count, by name.
+    let listed = d.tenants().await.unwrap();
+    let agents_of = |id| listed.iter().find(|t| t.id == id).map(|t| t.agents);
+    assert_eq!((agents_of(tenant), agents_of(other)), (Some(2), Some(1)));
+    assert!(
+        listed.windows(2).all(|w| w[0].name < w[1].name),
+        "{listed:?}"
+    );
     tokens(d, tenant, &a1).await;
     grants(d, tenant, &a1).await;
     depth(d, tenant, other, &a1, &a2, &foreign).await;
@@ -22,16 +30,94 @@ pub(super) async fn check<D: DirectoryDriver + EventDriver + Store>(d: &D) {
 async fn tenants<D: DirectoryDriver + Store>(d: &D) -> (TenantId, TenantId) {
     assert_eq!(d.tenant_named("dir").await.unwrap(), None);
     let id = TenantId::new();
-    assert!(d.insert_tenant(id, "dir", 1).await.unwrap());
+    let mut tx = d.begin_write().await.expect("begin");
+    assert!(d.insert_tenant(&mut tx, id, "dir", 1).await.unwrap());
+    d.commit(tx, &[]).await.expect("commit");
     // A name taken (by another instance, say) is told, not an error.
-    assert!(!d.insert_tenant(TenantId::new(), "dir", 2).await.unwrap());
+    let mut tx = d.begin_write().await.expect("begin");
+    assert!(
+        !d.insert_tenant(&mut tx, TenantId::new(), "dir", 2)
+            .await
+            .unwrap()
+    );
+    drop(tx);
     assert_eq!(d.tenant_named("dir").await.unwrap(), Some(id));
     // Ensuring finds it, or makes one.
     assert_eq!(d.ensure_tenant("dir", 3).await.unwrap(), id);
     let other = d.ensure_tenant("dir-other", 3).await.unwrap();
     assert_ne!(other, id);
     assert_eq!(d.ensure_tenant("dir-other", 4).await.unwrap(), other);
+    created_tenants(d).await;
     (id, other)
+}
+
+/// `create_tenant`: the tenant and its operator token at once, a taken name
+/// creates neither, and of several creators of one name racing (on a pool, so on
+/// several connections) exactly one wins.
+async fn created_tenants<D: DirectoryDriver + Store>(d: &D) {
+    let scopes = vec!["admin-less".to_owned(), "ops:read".to_owned()];
+    let operator = |hash: &'static [u8]| NewOperator {
+        token_hash: hash,
+        scopes: &scopes,
+        label: "operator",
+    };
+    let made = d
+        .create_tenant("dir-made", &operator(&[0xe0; 32]), 5)
+        .await
+        .expect("create");
+    assert_eq!(
+        (made.name.as_str(), made.created_at, made.agents),
+        ("dir-made", 5, 0)
+    );
+    let token = d.live_token(&[0xe0; 32]).await.unwrap().expect("its token");
+    assert_eq!(token.tenant_id, made.id);
+    assert_eq!(token.agent_id, None);
+    assert_eq!(token.scopes, scopes);
+    assert!(matches!(
+        d.create_tenant("dir-made", &operator(&[0xe1; 32]), 6).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(d.live_token(&[0xe1; 32]).await.unwrap().is_none());
+
+    const HASHES: [[u8; 32]; 6] = [
+        [0xf0; 32], [0xf1; 32], [0xf2; 32], [0xf3; 32], [0xf4; 32], [0xf5; 32],
+    ];
+    let racers = HASHES.iter().map(|hash| {
+        let scopes = &scopes;
+        async move {
+            let operator = NewOperator {
+                token_hash: hash,
+                scopes,
+                label: "operator",
+            };
+            d.create_tenant("dir-raced", &operator, 7).await
+        }
+    });
+    let results = futures::future::join_all(racers).await;
+    let won: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(won.len(), 1, "exactly one creator wins: {results:?}");
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Ok(_) | Err(StoreError::Conflict(_)))),
+        "the others are told the name is taken: {results:?}"
+    );
+    let mut kept = 0;
+    for hash in &HASHES {
+        if let Some(t) = d.live_token(hash).await.unwrap() {
+            assert_eq!(t.tenant_id, won[0].id);
+            kept += 1;
+        }
+    }
+    assert_eq!(kept, 1, "only the winner's token exists");
+
+    // The scopes of a token can be replaced (the admin's upgrade at start).
+    let upgraded = vec!["admin".to_owned(), "ops:read".to_owned()];
+    d.set_token_scopes(&[0xe0; 32], &upgraded).await.unwrap();
+    assert_eq!(
+        d.live_token(&[0xe0; 32]).await.unwrap().unwrap().scopes,
+        upgraded
+    );
 }
 
 /// Two agents of `tenant` and one of the same name in `other`.

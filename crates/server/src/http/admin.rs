@@ -1,0 +1,96 @@
+//! The deployment admin's API: tenants. Only a token with the `admin` scope (the
+//! one `switchboard serve` writes) may use it; every other token gets 403. Each
+//! tenant is a world of its own: its operators, agents, events, leases, webhooks,
+//! jobs and metrics series are invisible to every other tenant's tokens (I9).
+
+use super::AppState;
+use super::auth::{Principal, SCOPE_ADMIN, generate_token, hash_token, operator_scopes};
+use super::extract::Json;
+use super::limits::name;
+use crate::clock::to_timestamp;
+use crate::error::{ApiError, ApiResult};
+use crate::store::{NewOperator, TenantRecord};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::http::header::{CACHE_CONTROL, HeaderName};
+use switchboard_proto::{CreateTenant, ErrorCode, Problem, TenantCreated, TenantSummary};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create_tenant, list_tenants))
+}
+
+/// Create a tenant. The answer holds the token of its first operator, once; only a
+/// hash is kept. No Idempotency-Key: a replay would have to store the token (I11),
+/// so a retry after a lost answer gets 409 `conflict` for the name it took.
+#[utoipa::path(post, path = "/api/v1/admin/tenants", tag = "admin", request_body = CreateTenant,
+    responses((status = 201, body = TenantCreated), (status = 409, body = Problem), (status = 422, body = Problem)))]
+async fn create_tenant(
+    State(state): State<AppState>,
+    principal: Principal,
+    Json(req): Json<CreateTenant>,
+) -> ApiResult<(
+    StatusCode,
+    [(HeaderName, &'static str); 1],
+    axum::Json<TenantCreated>,
+)> {
+    require_admin(&principal)?;
+    name("name", &req.name)?;
+    let token = generate_token("sb_op_");
+    let scopes = operator_scopes();
+    let operator = NewOperator {
+        token_hash: &hash_token(&token),
+        scopes: &scopes,
+        label: "operator",
+    };
+    let tenant = state
+        .store
+        .create_tenant(&req.name, &operator, state.now())
+        .await?;
+    tracing::info!(tenant = %tenant.name, tenant_id = %tenant.id, "tenant created");
+    Ok((
+        StatusCode::CREATED,
+        // The answer holds a secret: no cache keeps it.
+        [(CACHE_CONTROL, "no-store")],
+        axum::Json(TenantCreated {
+            tenant_id: tenant.id,
+            name: tenant.name,
+            operator_token: token,
+            created_at: to_timestamp(tenant.created_at),
+        }),
+    ))
+}
+
+/// Every tenant of the deployment with its number of agents, by name.
+#[utoipa::path(get, path = "/api/v1/admin/tenants", tag = "admin",
+    responses((status = 200, body = Vec<TenantSummary>)))]
+async fn list_tenants(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> ApiResult<axum::Json<Vec<TenantSummary>>> {
+    require_admin(&principal)?;
+    let tenants = state.store.tenants().await?;
+    Ok(axum::Json(tenants.into_iter().map(summary).collect()))
+}
+
+/// Only the deployment admin; the problem says whose token that is.
+fn require_admin(principal: &Principal) -> ApiResult<()> {
+    if principal.has(SCOPE_ADMIN) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::Forbidden,
+        "tenants are the deployment admin's: use the operator token `switchboard serve` \
+         wrote (it carries the \"admin\" scope); a tenant's own operator token does not",
+    ))
+}
+
+fn summary(t: TenantRecord) -> TenantSummary {
+    TenantSummary {
+        tenant_id: t.id,
+        name: t.name,
+        created_at: to_timestamp(t.created_at),
+        agents: t.agents,
+    }
+}
