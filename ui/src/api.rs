@@ -134,7 +134,7 @@ pub(crate) async fn send_empty(method: &str, path: &str) -> ApiResult<()> {
 }
 
 /// A `POST` that takes no body, answering `T`.
-async fn post<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
+pub(crate) async fn post<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
     let (_, text) = call("POST", path, None).await?;
     parse(path, &text)
 }

@@ -314,3 +314,32 @@ pub struct OpsChange {
     pub agent_id: AgentId,
     pub cursor_hint: u64,
 }
+
+/// A stored token as `GET /api/v1/ops/tokens` lists it: never the token itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Credential {
+    /// 16 hex digits naming the token (`POST /api/v1/ops/tokens/{token_id}/revoke`);
+    /// it cannot be used to authenticate.
+    pub token_id: String,
+    /// `admin`, `operator`, `agent` or `read-only`.
+    pub kind: String,
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<AgentId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<String>,
+    pub scopes: Vec<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Set once revoked: the token is refused from then on.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+/// The answer to a revocation: how many live tokens it revoked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Revoked {
+    pub revoked: u64,
+}

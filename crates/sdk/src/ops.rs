@@ -10,7 +10,7 @@ use switchboard_proto::{
     EventListQuery, Job, JobPage, OpsEventPage, OpsHistory, Overview, ReceivedReport, StartJob,
     StoredClientSettings,
 };
-use switchboard_proto::{CreateTenant, TenantCreated, TenantSummary};
+use switchboard_proto::{CreateTenant, Credential, Revoked, TenantCreated, TenantSummary};
 
 use crate::call::Call;
 use crate::{Client, Error, SseStream};
@@ -34,6 +34,26 @@ impl Client {
     pub async fn tenants(&self) -> Result<Vec<TenantSummary>, Error> {
         self.fetch(Call::get(self.api_url(&["admin", "tenants"])?))
             .await
+    }
+
+    /// `GET /ops/tokens`: the tenant's tokens (static credentials), live and revoked,
+    /// never the token itself.
+    pub async fn tokens(&self) -> Result<Vec<Credential>, Error> {
+        self.fetch(Call::get(self.api_url(&["ops", "tokens"])?))
+            .await
+    }
+
+    /// `POST /ops/tokens/{token_id}/revoke`: revokes one token by its id (from
+    /// [`Client::tokens`]); `revoked` is 0 when it already was.
+    pub async fn revoke_token(&self, token_id: &str) -> Result<Revoked, Error> {
+        let url = self.api_url(&["ops", "tokens", token_id, "revoke"])?;
+        self.fetch(Call::new(Method::POST, url)).await
+    }
+
+    /// `POST /ops/agents/{agent}/revoke`: revokes every live token of an agent.
+    pub async fn revoke_agent(&self, agent: &str) -> Result<Revoked, Error> {
+        let url = self.api_url(&["ops", "agents", agent, "revoke"])?;
+        self.fetch(Call::new(Method::POST, url)).await
     }
 
     /// `POST /ops/agents`: creates an agent and its token. The token is in the

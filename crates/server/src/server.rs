@@ -132,7 +132,7 @@ impl Server {
             store,
             history,
             tasks: tokio_util::task::TaskTracker::new(),
-            lookups: Default::default(),
+            lookups: crate::app::lookups::Lookups::new(config.clock.clone()),
             limiter: crate::http::rate_limit::Limiter::new(
                 config.rate_limit,
                 config.tenant_rate_limit,

@@ -1,6 +1,7 @@
 //! API surface tests over real HTTP: idempotency, isolation, errors, operators, rooms.
 
 mod client_settings;
+mod credentials;
 mod errors;
 mod idempotency;
 mod isolation;

@@ -16,6 +16,7 @@
 
 mod client_settings;
 mod console;
+mod credentials;
 mod driver;
 mod filters;
 mod installed;

@@ -1,22 +1,31 @@
 //! Agents: one row per agent with its inbox depth by status; click through to its
-//! inbox or quarantine. Below: each agent's client side (`client.rs`) and the
-//! remote client settings (`settings.rs`), and for the deployment admin the
-//! tenants (`tenants.rs`).
+//! inbox or quarantine. Operators who may write create agents (the token is shown
+//! once, as the `switchboard agent login` line to paste) and revoke every token of
+//! one. Below: the tenant's credentials (`credentials.rs`), each agent's client side
+//! (`client.rs`), the remote client settings (`settings.rs`), and for the
+//! deployment admin the tenants (`tenants.rs`).
+//!
+//! Hooks: `#agents-table`, `tr[data-agent]`, `button[data-revoke]` (the agent's
+//! name), `#revoke-confirm`, `#revoke-result`, `#revoke-error`, `#agent-form`,
+//! `#agent-name`, `#agent-create`, `#agent-created` with `code#agent-login`,
+//! `#agent-error`.
 
 use leptos::prelude::*;
-use switchboard_proto::AgentSummary;
+use leptos::task::spawn_local;
+use switchboard_proto::{AgentCreated, AgentSummary, CreateAgent};
 
 use super::client::ClientSide;
+use super::credentials::{CredentialsPanel, Revoker};
 use super::settings::ClientSettingsPanel;
 use super::tenants::TenantsPanel;
 use super::{error_box, loading};
 use crate::api;
-use crate::context::Link;
+use crate::context::{Auth, Link};
 use crate::format;
 use crate::live::Live;
 use crate::route::{EventQuery, href};
 
-fn row(a: AgentSummary) -> AnyView {
+fn row(a: AgentSummary, revoker: Option<Revoker>) -> AnyView {
     let q = EventQuery {
         agent: Some(a.name.clone()),
         ..EventQuery::default()
@@ -28,6 +37,13 @@ fn row(a: AgentSummary) -> AnyView {
         "offline".to_owned()
     };
     let name = a.name.clone();
+    let buttons = revoker.map(|r| {
+        r.buttons(
+            a.name.clone(),
+            format!("/api/v1/ops/agents/{}/revoke", a.name),
+            a.name.clone(),
+        )
+    });
     view! {
         <tr data-agent=a.name.clone()>
             <td><Link href=href("/inbox", &q)>{name}</Link></td>
@@ -47,29 +63,84 @@ fn row(a: AgentSummary) -> AnyView {
             <td data-col="last-seen">
                 {a.last_seen_at.map(format::when).unwrap_or_else(|| "never".to_owned())}
             </td>
+            <td class="row-actions" title="Revoke every token of this agent">{buttons}</td>
         </tr>
     }
     .into_any()
 }
 
+/// The command an agent's machine runs to log in with a new agent's token.
+fn login_line(token: &str) -> String {
+    let origin = web_sys::window()
+        .and_then(|w| w.location().origin().ok())
+        .unwrap_or_default();
+    format!("switchboard agent login --server {origin} --token {token}")
+}
+
+/// Create an agent: its token is shown once, as the login line to paste.
+#[component]
+fn CreateAgentForm() -> impl IntoView {
+    let live = expect_context::<Live>();
+    let name = RwSignal::new(String::new());
+    let outcome = RwSignal::new(None::<Result<AgentCreated, String>>);
+    let create = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = CreateAgent {
+            name: name.get_untracked().trim().to_owned(),
+        };
+        spawn_local(async move {
+            let r = api::send::<_, AgentCreated>("POST", "/api/v1/ops/agents", &body).await;
+            if r.is_ok() {
+                name.set(String::new());
+                live.version.update(|v| *v += 1);
+            }
+            outcome.set(Some(r.map_err(|e| e.detail)));
+        });
+    };
+    view! {
+        <form id="agent-form" class="filters" on:submit=create>
+            <label for="agent-name">
+                "New agent"
+                <input id="agent-name" type="text" placeholder="build-bot" size="24"
+                    maxlength="64" prop:value=move || name.get()
+                    on:input=move |ev| name.set(event_target_value(&ev)) />
+            </label>
+            <button type="submit" id="agent-create">"Create"</button>
+        </form>
+        {move || outcome.get().map(|o| match o {
+            Ok(a) => view! {
+                <div id="agent-created" class="ok" role="status">
+                    <p>{format!("Created {}. On its machine, run (the token is shown only now):", a.name)}</p>
+                    <pre><code id="agent-login">{login_line(&a.token)}</code></pre>
+                </div>
+            }.into_any(),
+            Err(m) => view! { <p id="agent-error" class="error" role="alert">{m}</p> }.into_any(),
+        })}
+    }
+}
+
 #[component]
 pub(crate) fn AgentsPage() -> impl IntoView {
     let live = expect_context::<Live>();
+    let auth = expect_context::<Auth>();
     let data = LocalResource::new(move || {
         live.version.get();
         api::get::<Vec<AgentSummary>>("/api/v1/ops/agents")
     });
+    let revoker = Revoker::new();
     view! {
         <section id="agents">
             <h1>"Agents"</h1>
+            {move || auth.can_write().then(|| view! { <CreateAgentForm/> })}
+            {revoker.outcome_view("revoke")}
             {move || match data.get() {
                 None => loading(),
                 Some(Err(e)) => error_box(&e),
                 Some(Ok(agents)) if agents.is_empty() => view! {
                     <p class="empty">
-                        "No agents yet. Create one with "
+                        "No agents yet. Create one above (or with "
                         <code>"POST /api/v1/ops/agents"</code>
-                        "; it appears here as soon as it exists."
+                        "); it appears here as soon as it exists."
                     </p>
                 }.into_any(),
                 Some(Ok(agents)) => view! {
@@ -79,13 +150,14 @@ pub(crate) fn AgentsPage() -> impl IntoView {
                                 <th>"Agent"</th><th>"Online"</th><th class="num">"Pending"</th>
                                 <th class="num">"Claimed"</th><th class="num">"Quarantined"</th>
                                 <th class="num">"Completed"</th><th class="num">"Cursor"</th>
-                                <th>"Oldest pending"</th><th>"Last seen"</th>
+                                <th>"Oldest pending"</th><th>"Last seen"</th><th></th>
                             </tr>
                         </thead>
-                        <tbody>{agents.into_iter().map(row).collect::<Vec<_>>()}</tbody>
+                        <tbody>{agents.into_iter().map(|a| row(a, auth.can_write().then_some(revoker))).collect::<Vec<_>>()}</tbody>
                     </table>
                 }.into_any(),
             }}
+            <CredentialsPanel revoker=revoker/>
             <ClientSide/>
             <ClientSettingsPanel/>
             <TenantsPanel/>

@@ -5,6 +5,7 @@ pub(crate) mod audit;
 pub(crate) mod charts;
 pub(crate) mod client;
 pub(crate) mod confirm;
+pub(crate) mod credentials;
 pub(crate) mod fencing;
 pub(crate) mod inbox;
 pub(crate) mod inspector;

@@ -8,25 +8,29 @@
 //! (`head_seq`, `low_water`), which callers of the cache use only as hints, and the
 //! client settings read with a token, which a change on another instance updates
 //! here within [`TTL`] (the instance that made it forgets its tokens at once). Only hits
-//! are cached, for [`TTL`]; a new token or agent is found at once. No API revokes a
-//! token today; when one does, a revocation takes effect on every instance within
-//! [`TTL`]. A hand-written map rather than a caching crate: two maps, one TTL, no
-//! eviction policy beyond "clear the expired when full".
+//! are cached, for [`TTL`]; a new token or agent is found at once. A revoked token
+//! stops working at once on the instance that revoked it (it forgets its tokens) and
+//! within [`TTL`] on every other. Age is measured on the server's clock, so a test on
+//! the manual clock moves past the TTL without waiting. A hand-written map rather
+//! than a caching crate: two maps, one TTL, no eviction policy beyond "clear the
+//! expired when full".
 
+use crate::clock::{Clock, Millis};
 use crate::store::{AgentRecord, TokenRecord};
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use switchboard_proto::TenantId;
 
 /// How long a hit is reused.
 pub const TTL: Duration = Duration::from_secs(2);
+const TTL_MS: Millis = TTL.as_millis() as Millis;
 /// Entries per map; a full map first drops what expired, then everything.
 const CAPACITY: usize = 10_000;
 
 struct Ttl<K, V> {
-    map: Mutex<HashMap<K, (V, Instant)>>,
+    map: Mutex<HashMap<K, (V, Millis)>>,
 }
 
 impl<K: Eq + Hash, V: Clone> Ttl<K, V> {
@@ -36,47 +40,54 @@ impl<K: Eq + Hash, V: Clone> Ttl<K, V> {
         }
     }
 
-    fn get(&self, key: &K) -> Option<V> {
+    fn get(&self, key: &K, now: Millis) -> Option<V> {
         let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.get(key)
-            .filter(|(_, at)| at.elapsed() < TTL)
+            .filter(|(_, at)| fresh(*at, now))
             .map(|(v, _)| v.clone())
     }
 
-    fn put(&self, key: K, value: V) {
+    fn put(&self, key: K, value: V, now: Millis) {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= CAPACITY {
-            map.retain(|_, (_, at)| at.elapsed() < TTL);
+            map.retain(|_, (_, at)| fresh(*at, now));
             if map.len() >= CAPACITY {
                 map.clear();
             }
         }
-        map.insert(key, (value, Instant::now()));
+        map.insert(key, (value, now));
     }
+}
+
+/// Whether an entry put at `at` may still be used at `now` (a clock that went back
+/// leaves it fresh only within the TTL the other way too).
+fn fresh(at: Millis, now: Millis) -> bool {
+    (now - at).abs() < TTL_MS
 }
 
 /// The caches of one server.
 pub struct Lookups {
     tokens: Ttl<Vec<u8>, TokenRecord>,
     agents: Ttl<(TenantId, String), AgentRecord>,
-}
-
-impl Default for Lookups {
-    fn default() -> Self {
-        Self {
-            tokens: Ttl::new(),
-            agents: Ttl::new(),
-        }
-    }
+    clock: Arc<dyn Clock>,
 }
 
 impl Lookups {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            tokens: Ttl::new(),
+            agents: Ttl::new(),
+            clock,
+        }
+    }
+
     pub fn token(&self, hash: &[u8]) -> Option<TokenRecord> {
-        self.tokens.get(&hash.to_vec())
+        self.tokens.get(&hash.to_vec(), self.clock.now_ms())
     }
 
     pub fn put_token(&self, hash: &[u8], record: &TokenRecord) {
-        self.tokens.put(hash.to_vec(), record.clone());
+        self.tokens
+            .put(hash.to_vec(), record.clone(), self.clock.now_ms());
     }
 
     /// Forgets every cached token, so the next request of each reads its token (and
@@ -90,11 +101,13 @@ impl Lookups {
     }
 
     pub fn agent(&self, tenant: TenantId, key: &str) -> Option<AgentRecord> {
-        self.agents.get(&(tenant, key.to_owned()))
+        self.agents
+            .get(&(tenant, key.to_owned()), self.clock.now_ms())
     }
 
     pub fn put_agent(&self, tenant: TenantId, key: &str, agent: &AgentRecord) {
-        self.agents.put((tenant, key.to_owned()), agent.clone());
+        self.agents
+            .put((tenant, key.to_owned()), agent.clone(), self.clock.now_ms());
     }
 }
 
@@ -103,31 +116,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_hit_is_reused_and_a_miss_is_not_remembered() {
+    fn a_hit_is_reused_for_the_ttl_and_a_miss_is_not_remembered() {
         let cache: Ttl<u32, &str> = Ttl::new();
-        assert_eq!(cache.get(&1), None);
-        cache.put(1, "one");
-        assert_eq!(cache.get(&1), Some("one"));
-        // An entry past its TTL is not returned.
-        cache
-            .map
-            .lock()
-            .unwrap()
-            .insert(2, ("two", Instant::now() - TTL - Duration::from_millis(1)));
-        assert_eq!(cache.get(&2), None);
+        assert_eq!(cache.get(&1, 0), None);
+        cache.put(1, "one", 1_000);
+        assert_eq!(cache.get(&1, 1_000), Some("one"));
+        assert_eq!(cache.get(&1, 1_000 + TTL_MS - 1), Some("one"));
+        // Past its TTL on the clock it was put with, it is not returned.
+        assert_eq!(cache.get(&1, 1_000 + TTL_MS), None);
     }
 
     #[test]
     fn a_full_map_drops_the_expired_first() {
         let cache: Ttl<usize, usize> = Ttl::new();
-        let old = Instant::now() - TTL - Duration::from_millis(1);
+        let now = 10_000;
         {
             let mut map = cache.map.lock().unwrap();
             for i in 0..CAPACITY {
-                map.insert(i, (i, if i % 2 == 0 { old } else { Instant::now() }));
+                map.insert(i, (i, if i % 2 == 0 { now - TTL_MS } else { now }));
             }
         }
-        cache.put(CAPACITY, CAPACITY);
+        cache.put(CAPACITY, CAPACITY, now);
         let map = cache.map.lock().unwrap();
         assert_eq!(map.len(), CAPACITY / 2 + 1, "the expired half went");
         assert!(map.contains_key(&1) && map.contains_key(&CAPACITY));

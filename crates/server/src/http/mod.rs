@@ -8,6 +8,7 @@ mod callbacks;
 mod client_report;
 mod client_settings;
 mod console;
+mod credentials;
 pub use console::embedded as console_embedded;
 pub mod extract;
 #[cfg(test)]
@@ -74,6 +75,7 @@ pub fn router(state: AppState) -> Router {
         .merge(client_settings::routes())
         .merge(messages::routes())
         .merge(ops::routes())
+        .merge(credentials::routes())
         .merge(jobs::routes())
         .merge(leases::routes())
         .merge(memories::routes())

@@ -2,8 +2,7 @@
 
 use super::AppState;
 use super::auth::{
-    Principal, SCOPE_METRICS_READ, SCOPE_OPS_READ, SCOPE_OPS_WRITE, agent_scopes, generate_token,
-    hash_token,
+    Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE, agent_scopes, generate_token, hash_token,
 };
 use super::extract::{Json, Path, Query};
 use super::limits::*;
@@ -25,7 +24,6 @@ use utoipa_axum::routes;
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_agent, list_agents))
-        .routes(routes!(create_token))
         .routes(routes!(overview))
         .routes(routes!(list_events))
         .routes(routes!(event_detail))
@@ -62,71 +60,6 @@ async fn create_agent(
             agent_id: agent.id,
             name: agent.name,
             token,
-        }),
-    ))
-}
-
-/// Scopes a minted token may carry: read-only machine access that names no secret.
-const MINTABLE_SCOPES: &[&str] = &[SCOPE_METRICS_READ];
-
-/// Mint a token for a machine that only reads, such as a Prometheus scraper
-/// (`{"scopes": ["metrics:read"], "label": "prometheus"}`). It acts in the caller's
-/// tenant and can do nothing but what its scopes say. The token is in the answer,
-/// once; only a hash is kept. No Idempotency-Key: a replay would have to store the
-/// token itself (I11); a retry mints another, and an unused token grants only reads.
-#[utoipa::path(post, path = "/api/v1/ops/tokens", tag = "ops", request_body = CreateToken,
-    responses((status = 201, body = TokenCreated), (status = 403, body = Problem), (status = 422, body = Problem)))]
-async fn create_token(
-    State(state): State<AppState>,
-    principal: Principal,
-    Json(req): Json<CreateToken>,
-) -> ApiResult<(StatusCode, axum::Json<TokenCreated>)> {
-    principal.require(SCOPE_OPS_WRITE)?;
-    if req.scopes.is_empty()
-        || req
-            .scopes
-            .iter()
-            .any(|s| !MINTABLE_SCOPES.contains(&s.as_str()))
-    {
-        return Err(ApiError::validation(format!(
-            "scopes must be a non-empty list of {MINTABLE_SCOPES:?}; agent tokens come \
-             from POST /api/v1/ops/agents"
-        ))
-        .with("field", "scopes"));
-    }
-    let label = req.label.trim();
-    if label.is_empty()
-        || label.chars().count() > MAX_NAME_CHARS
-        || label.chars().any(char::is_control)
-    {
-        return Err(ApiError::validation(format!(
-            "label must be 1 to {MAX_NAME_CHARS} printable characters saying what the token is \
-             for, e.g. \"prometheus\""
-        ))
-        .with("field", "label"));
-    }
-    let mut scopes = req.scopes.clone();
-    scopes.sort();
-    scopes.dedup();
-    let token = generate_token("sb_mt_");
-    state
-        .store
-        .insert_token(
-            &hash_token(&token),
-            principal.tenant_id,
-            None,
-            &scopes,
-            label,
-            state.now(),
-        )
-        .await?;
-    tracing::info!(label, "read-only token minted");
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(TokenCreated {
-            token,
-            scopes,
-            label: label.to_owned(),
         }),
     ))
 }

@@ -134,6 +134,19 @@ pub struct NewOperator<'a> {
     pub label: &'a str,
 }
 
+/// A stored token as operators list it: never the token, and its hash only for the
+/// HTTP layer to derive a public id from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialRow {
+    pub hash: Vec<u8>,
+    pub agent_id: Option<AgentId>,
+    pub agent_name: Option<String>,
+    pub scopes: Vec<String>,
+    pub label: String,
+    pub created_at: Millis,
+    pub revoked_at: Option<Millis>,
+}
+
 /// Tenants, tokens (hashes only, I11), console sessions and one-time login tickets,
 /// agents and their client reports.
 #[async_trait]
@@ -163,6 +176,23 @@ pub trait DirectoryStore: Send + Sync {
         now: Millis,
     ) -> StoreResult<()>;
     async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
+    /// `tenant`'s tokens (static credentials), live and revoked, oldest first.
+    async fn credentials(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>>;
+    /// Revokes `tenant`'s token with this hash; whether it was live (a token of
+    /// another tenant is not touched). Its console sessions end with it.
+    async fn revoke_credential(
+        &self,
+        tenant: TenantId,
+        hash: &[u8],
+        now: Millis,
+    ) -> StoreResult<bool>;
+    /// Revokes every live token of `agent`; how many.
+    async fn revoke_agent_credentials(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        now: Millis,
+    ) -> StoreResult<u64>;
 
     // --- console sessions and one-time login tickets (hashes only, I11) ---
     /// Stores a grant; also forgets expired ones.

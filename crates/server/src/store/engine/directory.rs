@@ -63,10 +63,17 @@ pub(crate) trait DirectoryStatements: Driver {
     async fn insert_token_row(&self, tx: &mut Self::Tx, token: &NewToken<'_>) -> StoreResult<()>;
     /// The token with this hash, unless revoked, with its agent's name (read pool).
     async fn live_token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
-    /// Revokes a token (write pool). No API does yet; the suite checks that a revoked
-    /// token is refused.
-    #[cfg(test)]
-    async fn revoke_token(&self, hash: &[u8], now: Millis) -> StoreResult<()>;
+    /// Revokes `tenant`'s token with this hash (write pool); whether it was live.
+    async fn revoke_token(&self, tenant: TenantId, hash: &[u8], now: Millis) -> StoreResult<bool>;
+    /// Revokes every live token of `agent` (write pool); how many.
+    async fn revoke_agent_tokens(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        now: Millis,
+    ) -> StoreResult<u64>;
+    /// `tenant`'s tokens, live and revoked, oldest first (read pool).
+    async fn tokens_of(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>>;
 
     /// Forgets the grants expired at `now`.
     async fn delete_expired_grants(&self, tx: &mut Self::Tx, now: Millis) -> StoreResult<()>;
@@ -319,6 +326,29 @@ impl<D: DirectoryDriver> DirectoryStore for D {
 
     async fn tenants(&self) -> StoreResult<Vec<TenantRecord>> {
         self.tenants_with_counts().await
+    }
+
+    async fn credentials(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>> {
+        self.tokens_of(tenant).await
+    }
+
+    async fn revoke_credential(
+        &self,
+        tenant: TenantId,
+        hash: &[u8],
+        now: Millis,
+    ) -> StoreResult<bool> {
+        self.retrying(|| self.revoke_token(tenant, hash, now)).await
+    }
+
+    async fn revoke_agent_credentials(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        now: Millis,
+    ) -> StoreResult<u64> {
+        self.retrying(|| self.revoke_agent_tokens(tenant, agent, now))
+            .await
     }
 
     async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()> {

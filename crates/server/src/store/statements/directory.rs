@@ -120,21 +120,75 @@ macro_rules! directory_statements {
                     .transpose()
             }
 
-            #[cfg(test)]
-            async fn revoke_token(
+                        async fn revoke_token(
                 &self,
+                tenant: switchboard_proto::TenantId,
                 hash: &[u8],
                 now: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<()> {
-                sqlx::query($crate::store::dialect::sql!(
+            ) -> $crate::store::StoreResult<bool> {
+                let done = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "UPDATE tokens SET revoked_at = $1 WHERE hash = $2"
+                    "UPDATE tokens SET revoked_at = $1 \
+                     WHERE tenant_id = $2 AND hash = $3 AND revoked_at IS NULL"
                 ))
                 .bind(now)
+                .bind(tenant.to_string())
                 .bind(hash)
                 .execute(self.write_pool())
                 .await?;
-                Ok(())
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn revoke_agent_tokens(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                agent: switchboard_proto::AgentId,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<u64> {
+                let done = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE tokens SET revoked_at = $1 \
+                     WHERE tenant_id = $2 AND agent_id = $3 AND revoked_at IS NULL"
+                ))
+                .bind(now)
+                .bind(tenant.to_string())
+                .bind(agent.to_string())
+                .execute(self.write_pool())
+                .await?;
+                Ok(done.rows_affected())
+            }
+
+            async fn tokens_of(
+                &self,
+                tenant: switchboard_proto::TenantId,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::CredentialRow>> {
+                use $crate::store::rows::{Cols, parse_id};
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT t.hash, t.agent_id, a.name, t.scopes, t.label, t.created_at, \
+                     t.revoked_at FROM tokens t LEFT JOIN agents a ON a.id = t.agent_id \
+                     WHERE t.tenant_id = $1 ORDER BY t.created_at, t.label, t.hash"
+                ))
+                .bind(tenant.to_string())
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter()
+                    .map(|r| {
+                        Ok($crate::store::CredentialRow {
+                            hash: r.bytes("hash")?,
+                            agent_id: r.opt_text("agent_id")?.as_deref().map(parse_id).transpose()?,
+                            agent_name: r.opt_text("name")?,
+                            scopes: r
+                                .text("scopes")?
+                                .split_whitespace()
+                                .map(str::to_owned)
+                                .collect(),
+                            label: r.text("label")?,
+                            created_at: r.int("created_at")?,
+                            revoked_at: r.opt_int("revoked_at")?,
+                        })
+                    })
+                    .collect()
             }
 
             async fn delete_expired_grants(

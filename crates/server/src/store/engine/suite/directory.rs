@@ -20,7 +20,7 @@ pub(super) async fn check<D: DirectoryDriver + EventDriver + Store>(d: &D) {
         listed.windows(2).all(|w| w[0].name < w[1].name),
         "{listed:?}"
     );
-    tokens(d, tenant, &a1).await;
+    tokens(d, tenant, other, &a1, &foreign).await;
     grants(d, tenant, &a1).await;
     depth(d, tenant, other, &a1, &a2, &foreign).await;
     client_reports(d, tenant, other, &a1, &a2, &foreign).await;
@@ -222,7 +222,13 @@ async fn agents<D: DirectoryDriver + Store>(
     (a, b, foreign)
 }
 
-async fn tokens<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, a1: &AgentRecord) {
+async fn tokens<D: DirectoryDriver + Store>(
+    d: &D,
+    tenant: TenantId,
+    other: TenantId,
+    a1: &AgentRecord,
+    foreign: &AgentRecord,
+) {
     let scopes = vec!["inbox:read".to_owned(), "inbox:write".to_owned()];
     let mut tx = d.begin_write().await.expect("begin");
     d.insert_token_row(
@@ -252,10 +258,57 @@ async fn tokens<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, a1: &AgentR
         (None, None, vec!["ops:read".into()])
     );
     assert!(d.live_token(&[0xe3; 32]).await.unwrap().is_none());
-    // A revoked token is not returned.
-    d.revoke_token(&[0xe2; 32], 22).await.unwrap();
+    // The tenant's credentials, oldest first, live or not.
+    let listed = d.credentials(tenant).await.unwrap();
+    let mine: Vec<_> = listed
+        .iter()
+        .filter(|c| c.hash == [0xe1; 32] || c.hash == [0xe2; 32])
+        .map(|c| (c.label.as_str(), c.agent_name.as_deref(), c.revoked_at))
+        .collect();
+    assert_eq!(
+        mine,
+        [("agent:dir-a", Some("dir-a"), None), ("ops", None, None)]
+    );
+    // Another tenant cannot revoke it.
+    assert!(
+        !d.revoke_token(TenantId::new(), &[0xe2; 32], 22)
+            .await
+            .unwrap()
+    );
+    assert!(d.live_token(&[0xe2; 32]).await.unwrap().is_some());
+    // A revoked token is not returned, and revoking it again changes nothing.
+    assert!(d.revoke_credential(tenant, &[0xe2; 32], 22).await.unwrap());
+    assert!(!d.revoke_credential(tenant, &[0xe2; 32], 23).await.unwrap());
     assert!(d.live_token(&[0xe2; 32]).await.unwrap().is_none());
     assert!(d.token(&[0xe1; 32]).await.unwrap().is_some());
+    // Every credential of an agent, within its tenant only.
+    assert_eq!(
+        d.revoke_agent_credentials(tenant, foreign.id, 24)
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(d.live_token(&[0xd0; 32]).await.unwrap().is_some());
+    assert_eq!(
+        d.revoke_agent_credentials(other, foreign.id, 24)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(d.live_token(&[0xd0; 32]).await.unwrap().is_none());
+    assert_eq!(
+        d.revoke_agent_credentials(other, foreign.id, 25)
+            .await
+            .unwrap(),
+        0
+    );
+    let revoked = d.credentials(tenant).await.unwrap();
+    let ops = revoked.iter().find(|c| c.hash == [0xe2; 32]).unwrap();
+    assert_eq!(
+        ops.revoked_at,
+        Some(22),
+        "the first revocation's time stays"
+    );
 }
 
 async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, a1: &AgentRecord) {
