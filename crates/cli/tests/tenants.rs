@@ -4,7 +4,9 @@
 //! tenants; the new tenant's own token is refused with a message that says whose
 //! token the command takes.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::{Serve, serve_command, sqlite_url};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -27,24 +29,9 @@ fn tenants(dir: &Path, url: &str, token: Option<&str>, args: &[&str]) -> (bool, 
 #[test]
 fn tenants_create_then_list_and_only_the_admin_may() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--database-url"])
-        .arg(format!(
-            "sqlite://{}",
-            dir.path().join("db.sqlite").display()
-        ))
-        .arg("--operator-token-file")
-        .arg(dir.path().join("operator-token"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve");
-    let mut line = String::new();
-    BufReader::new(server.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("ready line");
-    let ready: serde_json::Value = serde_json::from_str(&line).expect("JSON");
-    let url = ready["url"].as_str().expect("url").to_owned();
+    let server =
+        Serve::start(serve_command(&sqlite_url(dir.path()), dir.path()).stderr(Stdio::null()));
+    let url = server.url.clone();
 
     let (ok, created) = tenants(dir.path(), &url, None, &["create", "research"]);
     assert!(ok, "{created}");
@@ -83,7 +70,4 @@ fn tenants_create_then_list_and_only_the_admin_may() {
         !refused.contains(&token),
         "the token is never echoed: {refused}"
     );
-
-    let _ = server.kill();
-    let _ = server.wait();
 }

@@ -203,16 +203,8 @@ async fn foreign_inbox_answers_exactly_like_an_unknown_one() {
 #[tokio::test]
 async fn a_claim_token_does_not_open_another_agents_event() {
     let server = TestServer::start().await;
-    let (_, alice) = server.agent("alice").await;
+    let (_, alice, event, token) = alice_holding_work(&server).await;
     let (_, bob) = server.agent("bob").await;
-    send(&server.operator(), "alice", json!("alice's work")).await;
-    let claimed = alice
-        .claim("alice", &ClaimRequest::default())
-        .await
-        .unwrap()
-        .events
-        .remove(0);
-    let (event, token) = (claimed.event.event_id, claimed.claim_token);
 
     // Through bob's own inbox, with alice's event id and her valid token.
     for action in ["ack", "release", "extend"] {

@@ -222,11 +222,7 @@ pub(crate) fn grant_from_row(row: &impl Cols, token_hash: Vec<u8>) -> StoreResul
                 .map(parse_id)
                 .transpose()?,
             agent_name: row.opt_text("name")?,
-            scopes: row
-                .text("scopes")?
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect(),
+            scopes: scopes(row)?,
             // A console session is an operator's: no SDK obeys these.
             client_settings: ClientSettings::default(),
         },
@@ -311,6 +307,14 @@ pub(crate) const TOKEN_SELECT: &str = "SELECT t.tenant_id, t.agent_id, t.scopes,
      LEFT JOIN client_settings s ON s.tenant_id = t.tenant_id AND s.agent_id = t.agent_id \
      LEFT JOIN client_settings d ON d.tenant_id = t.tenant_id AND d.agent_id = ''";
 
+/// A token row's `scopes` column (space separated) as a list.
+pub(crate) fn scopes(r: &impl Cols) -> StoreResult<Vec<String>> {
+    Ok(r.text("scopes")?
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect())
+}
+
 pub(crate) fn token_record(r: &impl Cols) -> StoreResult<crate::store::TokenRecord> {
     Ok(crate::store::TokenRecord {
         tenant_id: parse_id(&r.text("tenant_id")?)?,
@@ -320,11 +324,7 @@ pub(crate) fn token_record(r: &impl Cols) -> StoreResult<crate::store::TokenReco
             .map(parse_id)
             .transpose()?,
         agent_name: r.opt_text("name")?,
-        scopes: r
-            .text("scopes")?
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect(),
+        scopes: scopes(r)?,
         client_settings: settings_cols(r, "own_poll_ceiling", "own_reports_paused")?.over(
             settings_cols(r, "tenant_poll_ceiling", "tenant_reports_paused")?,
         ),

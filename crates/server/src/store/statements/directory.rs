@@ -178,11 +178,7 @@ macro_rules! directory_statements {
                             hash: r.bytes("hash")?,
                             agent_id: r.opt_text("agent_id")?.as_deref().map(parse_id).transpose()?,
                             agent_name: r.opt_text("name")?,
-                            scopes: r
-                                .text("scopes")?
-                                .split_whitespace()
-                                .map(str::to_owned)
-                                .collect(),
+                            scopes: $crate::store::rows::scopes(r)?,
                             label: r.text("label")?,
                             created_at: r.int("created_at")?,
                             revoked_at: r.opt_int("revoked_at")?,
