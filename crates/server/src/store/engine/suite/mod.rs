@@ -9,6 +9,7 @@
 //! the fresh database it is given; [`every_statement`] runs them all.
 
 mod callbacks;
+mod credentials;
 mod directory;
 mod idempotency;
 mod inbox;
