@@ -304,6 +304,18 @@ impl TestServer {
         agent
     }
 
+    /// The manual clock's now, as a wire timestamp. Times a test sends (an
+    /// `available_at`, an expiry) start from here, never from the system clock: the
+    /// manual clock stood still while the set-up took its time.
+    pub fn now(&self) -> time::OffsetDateTime {
+        use switchboard_server::clock::Clock as _;
+        let clock = self
+            .clock
+            .as_ref()
+            .expect("now needs Options::manual_clock");
+        switchboard_server::clock::to_timestamp(clock.now_ms())
+    }
+
     /// Advances the manual clock.
     pub fn advance(&self, d: Duration) {
         self.clock

@@ -40,6 +40,23 @@ pub(crate) fn cargo() -> Command {
     if let Some(dir) = SCHEMATHESIS.get() {
         cmd.env("SWITCHBOARD_TEST_SCHEMATHESIS", dir);
     }
+    build_env(&mut cmd);
+    cmd
+}
+
+/// How `cargo xtask test` builds, for every cargo it starts: the same variables on
+/// each run, so no step rebuilds what an earlier one built. `None` removes one.
+pub(crate) static BUILD_ENV: std::sync::OnceLock<Vec<(&'static str, Option<std::ffi::OsString>)>> =
+    std::sync::OnceLock::new();
+
+/// Gives `cmd` (a cargo, or a command that starts one) the [`BUILD_ENV`], if set.
+pub(crate) fn build_env(cmd: &mut Command) -> &mut Command {
+    for (name, value) in BUILD_ENV.get().into_iter().flatten() {
+        match value {
+            Some(value) => cmd.env(name, value),
+            None => cmd.env_remove(name),
+        };
+    }
     cmd
 }
 

@@ -60,6 +60,9 @@ pub(crate) struct Tools {
     pub(crate) py_verifiers: PathBuf,
     /// `SWITCHBOARD_TEST_SCHEMATHESIS`: where the pinned schemathesis is.
     pub(crate) schemathesis: PathBuf,
+    /// The toolchain's `clippy-driver`, which `cargo xtask test` compiles the
+    /// workspace with (clippy lints as the code is built, not in a second pass).
+    pub(crate) clippy_driver: PathBuf,
 }
 
 /// Checks every prerequisite and installs what is missing (when allowed to).
@@ -72,13 +75,31 @@ pub(crate) fn ensure() -> Result<Tools> {
         );
     }
     let wasm_opt = wasm_opt();
+    let clippy_driver = clippy_driver()?;
     let py_verifiers = pip_target("pyverify", PY_VERIFIERS, "the webhook signature verifiers")?;
     let schemathesis = pip_target("schemathesis", SCHEMATHESIS, "schemathesis")?;
     Ok(Tools {
         wasm_opt,
         py_verifiers,
         schemathesis,
+        clippy_driver,
     })
+}
+
+/// The active toolchain's `clippy-driver` (what `cargo clippy` runs as its
+/// `RUSTC_WORKSPACE_WRAPPER`): rustup's answer, else the one on `PATH`.
+fn clippy_driver() -> Result<PathBuf> {
+    let driver = cmd::stdout(Command::new("rustup").args(["which", "clippy-driver"]))
+        .map(|path| PathBuf::from(path.trim()))
+        .filter(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from("clippy-driver"));
+    match cmd::stdout(Command::new(&driver).arg("--version")) {
+        Some(version) => {
+            eprintln!("prereqs: {} ({})", version.trim(), driver.display());
+            Ok(driver)
+        }
+        None => bail!("clippy is missing: `rustup component add clippy`"),
+    }
 }
 
 /// Installs the PyPI packages `pins` into `target/<name>` (once per pin set) for the

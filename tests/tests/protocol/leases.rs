@@ -413,7 +413,9 @@ async fn unclaimed_event_past_expires_at_expires() {
 async fn a_message_sent_for_later_is_invisible_until_its_time() {
     let server = manual().await;
     let (_, alice) = server.agent("alice").await;
-    let later = time::OffsetDateTime::now_utc() + Duration::from_secs(60);
+    // From the server's clock: the system clock has moved on since the manual one
+    // started (by seconds on a loaded machine), and the test would be early.
+    let later = server.now() + Duration::from_secs(60);
     let later = later.replace_nanosecond(0).unwrap();
     let id = send_msg(
         &alice,

@@ -19,20 +19,14 @@ pub(super) fn smoke_screenshot() -> PathBuf {
     cmd::target_dir().join("desktop-smoke.png")
 }
 
-/// The desktop package, installed, smoke-tested: the app is built with the console
-/// inside (the UI step's `dist`), packaged (`dist.rs`) and installed
+/// The desktop package, installed, smoke-tested: the app the test build made (with
+/// the console inside, which the server's build script built), packaged (`dist.rs`) and installed
 /// ([`Installed`]); the installed binary starts with `--smoke-test` under Xvfb and a
 /// private D-Bus session, with its own HOME and XDG_RUNTIME_DIR so it touches
 /// nothing of the user's, and no `SWITCHBOARD_UI_DIR`: it shows the console it
 /// carries.
-pub(super) fn desktop_smoke(dist: &Path) -> Result<()> {
-    cmd::run(
-        cmd::cargo()
-            .args(["build", "-p", "switchboard-desktop"])
-            .env("SWITCHBOARD_UI_DIST", dist),
-    )?;
-    let built = cmd::target_dir().join("debug").join("switchboard-desktop");
-    let deb = crate::dist::desktop_deb(&built, &package::out_dir())?;
+pub(super) fn desktop_smoke(built: &Path) -> Result<()> {
+    let deb = crate::dist::desktop_deb(built, &package::out_dir())?;
     let installed = Installed::new(&deb, "switchboard-desktop", None, None)?;
     let root = installed.root();
     // The prerequisites install desktop-file-utils.
@@ -129,6 +123,7 @@ pub(super) fn keyring_tests(counts: &mut Counts) -> Result<()> {
         .args(["-k", "10", KEYRING_TIMEOUT_SECS, "keyctl", "session", "-"])
         .args(cargo_test("keyutils"));
     isolate(&mut keyutils, &scratch, "keyutils")?;
+    cmd::build_env(&mut keyutils);
     let first = run_counting(&mut keyutils, counts).context("the keyutils keyring tests failed");
 
     // gnome-keyring creates and unlocks a `login` keyring with this password; it
@@ -144,6 +139,7 @@ pub(super) fn keyring_tests(counts: &mut Counts) -> Result<()> {
         .arg("sh")
         .args(cargo_test("secret_service"));
     isolate(&mut secret_service, &scratch, "secret-service")?;
+    cmd::build_env(&mut secret_service);
     let second = run_counting(&mut secret_service, counts)
         .context("the Secret Service keyring tests failed");
     first.and(second)

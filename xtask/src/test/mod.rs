@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{chaos, cmd, mariadb, postgres, prereqs, ui};
+use crate::{chaos, cmd, mariadb, postgres, prereqs};
 
 mod isolated;
 mod package;
@@ -135,50 +135,33 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     let mut counts = Counts::default();
 
     let mut tools = None;
-    let mut dist = PathBuf::new();
+    let mut built = None;
     chaos::clear_rows();
     let ready = step(&mut outcomes, "prerequisites", || {
         let found = prereqs::ensure()?;
         cmd::remember(&found);
+        let _ = cmd::BUILD_ENV.set(build_env(&found));
         tools = Some(found);
         Ok(())
-    }) && step(&mut outcomes, "ui build (wasm32)", || {
-        dist = ui::build(tools.as_ref().expect("prerequisites ran"))?;
-        Ok(())
-    });
-
-    if ready {
+    }) && {
+        // Fast, and it does not hold back the rest: one run reports every problem.
         step(&mut outcomes, "cargo fmt --check", || {
             cmd::run(cmd::cargo().args(["fmt", "--all", "--", "--check"]))
         });
-        step(&mut outcomes, "clippy (host, all targets)", || {
-            cmd::run(cmd::cargo().args([
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--",
-                "-D",
-                "warnings",
-            ]))
-        });
-        step(&mut outcomes, "clippy (ui, wasm32)", || {
-            cmd::run(cmd::cargo().args([
-                "clippy",
-                "-p",
-                "switchboard-ui",
-                "--target",
-                "wasm32-unknown-unknown",
-                "--",
-                "-D",
-                "warnings",
-            ]))
-        });
+        step(&mut outcomes, "build + clippy (host, console)", || {
+            built = Some(build(cargo_test_args)?);
+            Ok(())
+        })
+    };
+
+    if let Some(built) = built.as_ref().filter(|_| ready) {
+        let dist = &built.console;
         step(&mut outcomes, "cargo test --workspace", || {
             run_counting(
                 cmd::cargo()
                     .args(["test", "--workspace", "--no-fail-fast"])
                     .args(cargo_test_args)
-                    .env("SWITCHBOARD_UI_DIR", &dist),
+                    .env("SWITCHBOARD_UI_DIR", dist),
                 &mut counts,
             )
         });
@@ -204,7 +187,7 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                         .arg(BROWSER_ON_POSTGRES)
                         .args(cargo_test_args)
                         .env(postgres::URL_ENV, &pg.url)
-                        .env("SWITCHBOARD_UI_DIR", &dist),
+                        .env("SWITCHBOARD_UI_DIR", dist),
                     &mut counts,
                 )
             });
@@ -256,11 +239,10 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             keyring_tests(&mut counts)
         });
         step(&mut outcomes, "desktop package, smoke (Xvfb)", || {
-            desktop_smoke(&dist)
+            desktop_smoke(&built.desktop)
         });
-        let wasm_opt = tools.as_ref().and_then(|t| t.wasm_opt.clone());
         step(&mut outcomes, "installed binary serves its console", || {
-            installed_console(cargo_test_args, wasm_opt.as_deref(), &mut counts)
+            installed_console(&built.server, cargo_test_args, &mut counts)
         });
         // The server package carries that installed binary: no build of its own.
         step(&mut outcomes, "server package (.deb)", || {
@@ -285,49 +267,29 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `cargo install --path crates/cli`, as a user would, into `target/installed`, then
+/// The built `switchboard`, copied out of the target dir as an install would, then
 /// the browser test of that binary's console (`tests/tests/browser/installed.rs`).
 ///
-/// `--debug` reuses the test build's artifacts instead of a second, release, build of
-/// everything; `SWITCHBOARD_EMBED_UI=1` makes the server's build script build and
-/// embed the console itself, exactly as it does in the release build a user gets (it
-/// must not be handed `ui/dist`: that path is the one a user never takes).
-fn installed_console(
-    cargo_test_args: &[String],
-    wasm_opt: Option<&Path>,
-    counts: &mut Counts,
-) -> Result<()> {
-    let root = installed_root();
-    let mut install = cmd::cargo();
-    install
-        .args([
-            "install",
-            "--path",
-            "crates/cli",
-            "--debug",
-            "--locked",
-            "--force",
-        ])
-        .arg("--root")
-        .arg(&root)
-        .env("SWITCHBOARD_EMBED_UI", "1")
-        .env_remove("SWITCHBOARD_UI_DIST");
-    // The wasm-opt the prerequisites found, which `PATH` does not have.
-    match wasm_opt {
-        Some(path) => install.env("SWITCHBOARD_WASM_OPT", path),
-        None => install.env("SWITCHBOARD_WASM_OPT", ""),
-    };
-    cmd::run(&mut install)?;
+/// Its console is the one its build script built and embedded (`SWITCHBOARD_EMBED_UI=1`,
+/// the code a release build and `cargo install` run), never `ui/dist`. Not `cargo
+/// install` itself: it resolves features for one package, which rebuilds every
+/// dependency, ten minutes on CI's two cores for what the test build already made.
+fn installed_console(binary: &Path, cargo_test_args: &[String], counts: &mut Counts) -> Result<()> {
+    let installed = installed_bin();
+    let dir = installed.parent().context("the install root")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::copy(binary, &installed)
+        .with_context(|| format!("copying {} to {}", binary.display(), installed.display()))?;
     run_counting(
         cmd::cargo()
             .args(["test", "--workspace", "--test", "browser", "installed"])
             .args(cargo_test_args)
-            .env("SWITCHBOARD_INSTALLED_BIN", installed_bin()),
+            .env("SWITCHBOARD_INSTALLED_BIN", &installed),
         counts,
     )
 }
 
-/// Where [`installed_console`] installs: `cargo install --root`.
+/// Where [`installed_console`] installs.
 fn installed_root() -> PathBuf {
     cmd::target_dir().join("installed")
 }
@@ -335,6 +297,107 @@ fn installed_root() -> PathBuf {
 /// The `switchboard` [`installed_console`] installs.
 fn installed_bin() -> PathBuf {
     installed_root().join("bin").join("switchboard")
+}
+
+/// The variables of every cargo run of `cargo xtask test` ([`cmd::BUILD_ENV`]):
+///
+/// - clippy as the workspace's compiler (`RUSTC_WORKSPACE_WRAPPER`, the variables
+///   `cargo clippy` sets): the code is linted, `-D warnings`, while it is built, not
+///   in a second pass that compiles every dependency again in check mode;
+/// - `SWITCHBOARD_EMBED_UI=1`: the server's build script builds the console
+///   (`crates/console-build`) and embeds it, as in a release build, so the desktop app
+///   and `switchboard` of the test build have the console inside; the nested console
+///   build inherits the wrapper, so the UI's crates are linted for wasm32 too;
+/// - never the caller's `SWITCHBOARD_UI_DIST`, and the wasm-opt the prerequisites
+///   found (`PATH` may lack it).
+fn build_env(tools: &prereqs::Tools) -> Vec<(&'static str, Option<std::ffi::OsString>)> {
+    vec![
+        (
+            "RUSTC_WORKSPACE_WRAPPER",
+            Some(tools.clippy_driver.clone().into()),
+        ),
+        // `cargo clippy -- -D warnings`, in the form clippy-driver reads.
+        (
+            "CLIPPY_ARGS",
+            Some("-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__".into()),
+        ),
+        ("SWITCHBOARD_EMBED_UI", Some("1".into())),
+        ("SWITCHBOARD_UI_DIST", None),
+        (
+            "SWITCHBOARD_WASM_OPT",
+            Some(tools.wasm_opt.clone().map(Into::into).unwrap_or_default()),
+        ),
+    ]
+}
+
+/// What [`build`] made.
+struct Built {
+    /// The console the server's build script built (`SWITCHBOARD_UI_DIR` of the
+    /// browser tests).
+    console: PathBuf,
+    /// `switchboard` and `switchboard-desktop`, with that console inside.
+    server: PathBuf,
+    desktop: PathBuf,
+}
+
+/// The one build of the run: every target of the workspace, with the
+/// [`build_env`], so `cargo test` and each later step find it built. Cargo's JSON
+/// messages say where the console and the two binaries are.
+fn build(cargo_test_args: &[String]) -> Result<Built> {
+    use std::io::{BufRead, BufReader};
+    // Filters and flags before `--`; what follows is for the test binaries.
+    let cargo_args = cargo_test_args.iter().take_while(|a| *a != "--");
+    let mut cargo = cmd::cargo();
+    cargo
+        .args(["test", "--workspace", "--all-targets", "--no-run"])
+        .arg("--message-format=json-render-diagnostics")
+        .args(cargo_args)
+        .stdout(std::process::Stdio::piped());
+    let line = cmd::render(&cargo);
+    eprintln!("$ {line}");
+    let mut child = cargo
+        .spawn()
+        .with_context(|| format!("could not start `{line}`"))?;
+    let out = child.stdout.take().context("no stdout")?;
+    let (mut console, mut server, mut desktop) = (None, None, None);
+    for message in BufReader::new(out).lines() {
+        let message = message.context("reading cargo's messages")?;
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&message) else {
+            continue;
+        };
+        let field = |name: &str| message.get(name).and_then(|v| v.as_str());
+        let package = field("package_id").unwrap_or_default();
+        match field("reason") {
+            Some("build-script-executed") if package.contains("#switchboard-server@") => {
+                console = field("out_dir").map(|d| Path::new(d).join("console-dist"));
+            }
+            Some("compiler-artifact") if message["profile"]["test"] == false => {
+                let path = field("executable").map(PathBuf::from);
+                match message["target"]["name"].as_str() {
+                    Some("switchboard") => server = path,
+                    Some("switchboard-desktop") => desktop = path,
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let status = child.wait().context("waiting for cargo")?;
+    if !status.success() {
+        bail!("`{line}` failed ({status})");
+    }
+    let console = console
+        .filter(|dir| dir.join("index.html").is_file())
+        .context("the server's build script embedded no console (SWITCHBOARD_EMBED_UI=1)")?;
+    eprintln!(
+        "build: the console the server embeds is {}",
+        console.display()
+    );
+    Ok(Built {
+        console,
+        server: server.context("the build made no `switchboard` binary")?,
+        desktop: desktop.context("the build made no `switchboard-desktop` binary")?,
+    })
 }
 
 /// `--include-ignored` for the test binaries, after the `--` the arguments may
