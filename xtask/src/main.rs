@@ -2,7 +2,8 @@
 //!
 //! - `run`: install prerequisites, build the console UI, then open the desktop app
 //!   (or, with no display, the headless server).
-//! - `test`: prerequisites, UI build, fmt, clippy (host and wasm), every workspace test,
+//! - `test`: prerequisites, fmt, one build linted by clippy as it compiles (the console
+//!   built by the server's build script and embedded), every workspace test,
 //!   the real-keyring tests (keyutils and Secret Service) and a desktop smoke test under
 //!   Xvfb. Prints a summary; exits non-zero on any failure.
 //! - `bench`: the benchmark binary of the `tests` crate.
@@ -33,7 +34,8 @@ usage: cargo xtask <task> [args…]
 tasks:
   run [args…]    prerequisites, UI build, then the desktop app (args go to it), or
                  `switchboard serve` when no display is available
-  test [args…]   prerequisites, UI build, fmt, clippy, `cargo test --workspace [args…]`,
+  test [args…]   prerequisites, fmt, one build linted by clippy (the console inside),
+                 `cargo test --workspace [args…]`,
                  the real-keyring tests (keyctl session; dbus-run-session with
                  gnome-keyring) and the desktop smoke test under Xvfb
   bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`

@@ -20,6 +20,20 @@ fn id_of<'a>(list: &'a [Credential], label: &str) -> &'a Credential {
 }
 
 #[tokio::test]
+async fn a_new_agents_token_is_kept_by_no_cache() {
+    let server = TestServer::start().await;
+    let created = call(
+        server
+            .operator()
+            .request(Method::POST, "ops/agents")
+            .json(&json!({"name": "carol"})),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(created.header("cache-control"), Some("no-store"));
+}
+
+#[tokio::test]
 async fn tokens_are_listed_without_the_secret_and_revoked() {
     let server = TestServer::start().await;
     let op = server.operator();
@@ -30,6 +44,8 @@ async fn tokens_are_listed_without_the_secret_and_revoked() {
     )
     .await;
     assert_eq!(minted.status, 201, "{}", minted.text());
+    // An answer that shows a token once is kept by no cache.
+    assert_eq!(minted.header("cache-control"), Some("no-store"));
     let minted: TokenCreated = serde_json::from_slice(&minted.body).unwrap();
 
     let reply = call(op.request(Method::GET, "ops/tokens")).await;

@@ -1,5 +1,6 @@
 //! API surface tests over real HTTP: idempotency, isolation, errors, operators, rooms.
 
+mod bola;
 mod client_settings;
 mod credentials;
 mod errors;

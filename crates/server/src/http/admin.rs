@@ -5,14 +5,13 @@
 
 use super::AppState;
 use super::auth::{Principal, SCOPE_ADMIN, generate_token, hash_token, operator_scopes};
+use super::credentials::{SecretCreated, secret_created};
 use super::extract::Json;
 use super::limits::name;
 use crate::clock::to_timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{NewOperator, TenantRecord};
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::http::header::{CACHE_CONTROL, HeaderName};
 use switchboard_proto::{CreateTenant, ErrorCode, Problem, TenantCreated, TenantSummary};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -30,11 +29,7 @@ async fn create_tenant(
     State(state): State<AppState>,
     principal: Principal,
     Json(req): Json<CreateTenant>,
-) -> ApiResult<(
-    StatusCode,
-    [(HeaderName, &'static str); 1],
-    axum::Json<TenantCreated>,
-)> {
+) -> ApiResult<SecretCreated<TenantCreated>> {
     require_admin(&principal)?;
     name("name", &req.name)?;
     let token = generate_token("sb_op_");
@@ -49,17 +44,12 @@ async fn create_tenant(
         .create_tenant(&req.name, &operator, state.now())
         .await?;
     tracing::info!(tenant = %tenant.name, tenant_id = %tenant.id, "tenant created");
-    Ok((
-        StatusCode::CREATED,
-        // The answer holds a secret: no cache keeps it.
-        [(CACHE_CONTROL, "no-store")],
-        axum::Json(TenantCreated {
-            tenant_id: tenant.id,
-            name: tenant.name,
-            operator_token: token,
-            created_at: to_timestamp(tenant.created_at),
-        }),
-    ))
+    Ok(secret_created(TenantCreated {
+        tenant_id: tenant.id,
+        name: tenant.name,
+        operator_token: token,
+        created_at: to_timestamp(tenant.created_at),
+    }))
 }
 
 /// Every tenant of the deployment with its number of agents, by name.

@@ -130,7 +130,8 @@ impl Principal {
     }
 
     /// May this principal work `agent`'s inbox? Others get 404, not 403: they must not
-    /// learn that the agent exists (I9).
+    /// learn that the agent exists (I9). (An operator without `ops:write`, a read-only
+    /// console session, is refused with 403 before the lookup: `inbox::inbox_agent`.)
     pub fn may_use_inbox(&self, agent: &AgentRecord) -> bool {
         agent.tenant_id == self.tenant_id
             && (self.has(&inbox_scope(agent.id)) || self.has(SCOPE_OPS_WRITE))

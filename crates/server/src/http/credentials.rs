@@ -147,7 +147,7 @@ async fn create_token(
     State(state): State<AppState>,
     principal: Principal,
     Json(req): Json<CreateToken>,
-) -> ApiResult<(StatusCode, axum::Json<TokenCreated>)> {
+) -> ApiResult<SecretCreated<TokenCreated>> {
     principal.require(SCOPE_OPS_WRITE)?;
     if req.scopes.is_empty()
         || req
@@ -188,12 +188,24 @@ async fn create_token(
         )
         .await?;
     tracing::info!(label, "read-only token minted");
-    Ok((
+    Ok(secret_created(TokenCreated {
+        token,
+        scopes,
+        label: label.to_owned(),
+    }))
+}
+
+/// A 201 whose body holds a secret shown once (a token): no cache may keep it.
+pub(super) type SecretCreated<T> = (
+    StatusCode,
+    [(axum::http::HeaderName, &'static str); 1],
+    axum::Json<T>,
+);
+
+pub(super) fn secret_created<T>(body: T) -> SecretCreated<T> {
+    (
         StatusCode::CREATED,
-        axum::Json(TokenCreated {
-            token,
-            scopes,
-            label: label.to_owned(),
-        }),
-    ))
+        [(axum::http::header::CACHE_CONTROL, "no-store")],
+        axum::Json(body),
+    )
 }

@@ -1,7 +1,7 @@
 //! The agent's inbox: subscribe (SSE), poll, claim, ack, release, extend, snapshot.
 
 use super::AppState;
-use super::auth::Principal;
+use super::auth::{Principal, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, Query};
 use super::limits::*;
 use crate::error::{ApiError, ApiResult};
@@ -46,6 +46,11 @@ pub(super) async fn inbox_agent(
     principal: &Principal,
     key: &str,
 ) -> ApiResult<AgentRecord> {
+    // An operator who may not work inboxes (a read-only console session) is refused
+    // before any lookup: 403 for every name alike tells it nothing.
+    if principal.agent_id.is_none() {
+        principal.require(SCOPE_OPS_WRITE)?;
+    }
     let agent = match state.lookups.agent(principal.tenant_id, key) {
         Some(agent) => agent,
         None => {

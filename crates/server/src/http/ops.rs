@@ -4,6 +4,7 @@ use super::AppState;
 use super::auth::{
     Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE, agent_scopes, generate_token, hash_token,
 };
+use super::credentials::{SecretCreated, secret_created};
 use super::extract::{Json, Path, Query};
 use super::limits::*;
 use crate::clock::to_timestamp;
@@ -12,7 +13,6 @@ use crate::hub::OpsSignal;
 use crate::metrics::quantile;
 use crate::store::{DepthRow, StoreError};
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use std::convert::Infallible;
@@ -39,7 +39,7 @@ async fn create_agent(
     State(state): State<AppState>,
     principal: Principal,
     Json(req): Json<CreateAgent>,
-) -> ApiResult<(StatusCode, axum::Json<AgentCreated>)> {
+) -> ApiResult<SecretCreated<AgentCreated>> {
     principal.require(SCOPE_OPS_WRITE)?;
     name("name", &req.name)?;
     let token = generate_token("sb_ag_");
@@ -54,14 +54,11 @@ async fn create_agent(
         )
         .await?;
     tracing::info!(agent = %agent.name, agent_id = %agent.id, "agent created");
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(AgentCreated {
-            agent_id: agent.id,
-            name: agent.name,
-            token,
-        }),
-    ))
+    Ok(secret_created(AgentCreated {
+        agent_id: agent.id,
+        name: agent.name,
+        token,
+    }))
 }
 
 fn summaries(
