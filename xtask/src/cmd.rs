@@ -27,6 +27,13 @@ pub(crate) fn cargo() -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root());
+    test_env(&mut cmd);
+    build_env(&mut cmd);
+    cmd
+}
+
+/// What every test run gets, through cargo or started directly.
+pub(crate) fn test_env(cmd: &mut Command) -> &mut Command {
     // Which database server a test suite runs on is the step's choice (it sets one),
     // never the caller's shell.
     cmd.env_remove(crate::postgres::URL_ENV)
@@ -40,7 +47,6 @@ pub(crate) fn cargo() -> Command {
     if let Some(dir) = SCHEMATHESIS.get() {
         cmd.env("SWITCHBOARD_TEST_SCHEMATHESIS", dir);
     }
-    build_env(&mut cmd);
     cmd
 }
 

@@ -12,23 +12,16 @@ use anyhow::{Context, Result, bail};
 
 use crate::{chaos, cmd, mariadb, postgres, prereqs};
 
+mod build;
 mod isolated;
 mod package;
+use build::{Built, Select, build, build_env};
 use isolated::{desktop_smoke, keyring_tests, smoke_screenshot};
 
 /// The suites that run on PostgreSQL and MariaDB too: the HTTP conformance suite
 /// (`protocol`, `api`), plus what needs a database server (`instances`, and the
 /// chaos crash loop at CI size, ignored without one).
-const CONFORMANCE: &[&str] = &[
-    "--test",
-    "protocol",
-    "--test",
-    "api",
-    "--test",
-    "instances",
-    "--test",
-    "chaos_crash",
-];
+const CONFORMANCE: &[&str] = &["protocol", "api", "instances", "chaos_crash"];
 
 /// The store's tests (name filters) run on PostgreSQL: the driver suite's run there,
 /// and `switchboard doctor`'s PostgreSQL checks.
@@ -51,39 +44,31 @@ const BROWSER_ON_POSTGRES: &str = "queue_table";
 /// What runs on the database server `database` (its URL variable and URL) names:
 /// the store's tests matching `lib_filters`, then the conformance suite.
 fn on_server(
+    built: &Built,
     database: (&str, &str),
     lib_filters: &[&str],
     cargo_test_args: &[String],
     counts: &mut Counts,
 ) -> Result<()> {
-    run_counting(
-        cmd::cargo()
-            .args(["test", "--workspace", "--lib"])
-            .args(cargo_test_args)
-            .args(include_ignored(cargo_test_args))
-            .args(lib_filters)
-            .env(database.0, database.1),
-        counts,
-    )?;
-    let conformance = run_counting(
-        cmd::cargo()
-            .args(["test", "--workspace", "--no-fail-fast"])
-            .args(CONFORMANCE)
-            .args(cargo_test_args)
-            .args(include_ignored(cargo_test_args))
-            .env(database.0, database.1),
+    let env = [database];
+    let mut lib_args = vec!["--include-ignored"];
+    lib_args.extend(lib_filters);
+    built.run(Select::Libs, &lib_args, cargo_test_args, &env, counts)?;
+    let conformance = built.run(
+        Select::Tests(CONFORMANCE),
+        &["--include-ignored"],
+        cargo_test_args,
+        &env,
         counts,
     );
     // The chaos scenario between the server and its database (the one between
     // agents and server runs on SQLite in the workspace step), whatever the
     // conformance suite said.
-    let network = run_counting(
-        cmd::cargo()
-            .args(["test", "--workspace", "--test", "network_faults"])
-            .args(cargo_test_args)
-            .args(include_ignored(cargo_test_args))
-            .arg("database")
-            .env(database.0, database.1),
+    let network = built.run(
+        Select::Tests(&["network_faults"]),
+        &["--include-ignored", "database"],
+        cargo_test_args,
+        &env,
         counts,
     );
     conformance.and(network)
@@ -92,17 +77,17 @@ fn on_server(
 /// The database-restart test (`crates/cli/tests/db_restart.rs`) on the server that
 /// `database` names, which `ctl` stops and starts.
 fn restart_test(
+    built: &Built,
     database: (&str, &str),
     ctl: &str,
     cargo_test_args: &[String],
     counts: &mut Counts,
 ) -> Result<()> {
-    run_counting(
-        cmd::cargo()
-            .args(["test", "--workspace", "--test", "db_restart"])
-            .args(include_ignored(cargo_test_args))
-            .env(database.0, database.1)
-            .env("SWITCHBOARD_TEST_DB_CTL", ctl),
+    built.run(
+        Select::Tests(&["db_restart"]),
+        &["--include-ignored"],
+        cargo_test_args,
+        &[database, ("SWITCHBOARD_TEST_DB_CTL", ctl)],
         counts,
     )
 }
@@ -173,21 +158,19 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         if let Some(pg) = &pg {
             step(&mut outcomes, "conformance on PostgreSQL", || {
                 on_server(
+                    built,
                     (postgres::URL_ENV, &pg.url),
                     ON_POSTGRES,
                     cargo_test_args,
                     &mut counts,
                 )?;
                 // The console's one PostgreSQL-only part: the queue table's tiles.
-                run_counting(
-                    cmd::cargo()
-                        // `--workspace`, as the steps before: `-p` would unify other
-                        // features and rebuild every dependency.
-                        .args(["test", "--workspace", "--test", "browser"])
-                        .arg(BROWSER_ON_POSTGRES)
-                        .args(cargo_test_args)
-                        .env(postgres::URL_ENV, &pg.url)
-                        .env("SWITCHBOARD_UI_DIR", dist),
+                let dist = dist.to_str().context("the console's path is not UTF-8")?;
+                built.run(
+                    Select::Tests(&["browser"]),
+                    &[BROWSER_ON_POSTGRES],
+                    cargo_test_args,
+                    &[(postgres::URL_ENV, &pg.url), ("SWITCHBOARD_UI_DIR", dist)],
                     &mut counts,
                 )
             });
@@ -195,6 +178,7 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             if let Some(ctl) = &pg.ctl {
                 step(&mut outcomes, "PostgreSQL restart under load", || {
                     restart_test(
+                        built,
                         (postgres::URL_ENV, &pg.url),
                         ctl,
                         cargo_test_args,
@@ -214,6 +198,7 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         if let Some(db) = &maria {
             step(&mut outcomes, "conformance on MariaDB", || {
                 on_server(
+                    built,
                     (mariadb::URL_ENV, &db.url),
                     ON_MARIADB,
                     cargo_test_args,
@@ -224,6 +209,7 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             if let Some(ctl) = &db.ctl {
                 step(&mut outcomes, "MariaDB restart under load", || {
                     restart_test(
+                        built,
                         (mariadb::URL_ENV, &db.url),
                         ctl,
                         cargo_test_args,
@@ -297,117 +283,6 @@ fn installed_root() -> PathBuf {
 /// The `switchboard` [`installed_console`] installs.
 fn installed_bin() -> PathBuf {
     installed_root().join("bin").join("switchboard")
-}
-
-/// The variables of every cargo run of `cargo xtask test` ([`cmd::BUILD_ENV`]):
-///
-/// - clippy as the workspace's compiler (`RUSTC_WORKSPACE_WRAPPER`, the variables
-///   `cargo clippy` sets): the code is linted, `-D warnings`, while it is built, not
-///   in a second pass that compiles every dependency again in check mode;
-/// - `SWITCHBOARD_EMBED_UI=1`: the server's build script builds the console
-///   (`crates/console-build`) and embeds it, as in a release build, so the desktop app
-///   and `switchboard` of the test build have the console inside; the nested console
-///   build inherits the wrapper, so the UI's crates are linted for wasm32 too;
-/// - never the caller's `SWITCHBOARD_UI_DIST`, and the wasm-opt the prerequisites
-///   found (`PATH` may lack it).
-fn build_env(tools: &prereqs::Tools) -> Vec<(&'static str, Option<std::ffi::OsString>)> {
-    vec![
-        (
-            "RUSTC_WORKSPACE_WRAPPER",
-            Some(tools.clippy_driver.clone().into()),
-        ),
-        // `cargo clippy -- -D warnings`, in the form clippy-driver reads.
-        (
-            "CLIPPY_ARGS",
-            Some("-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__".into()),
-        ),
-        ("SWITCHBOARD_EMBED_UI", Some("1".into())),
-        ("SWITCHBOARD_UI_DIST", None),
-        (
-            "SWITCHBOARD_WASM_OPT",
-            Some(tools.wasm_opt.clone().map(Into::into).unwrap_or_default()),
-        ),
-    ]
-}
-
-/// What [`build`] made.
-struct Built {
-    /// The console the server's build script built (`SWITCHBOARD_UI_DIR` of the
-    /// browser tests).
-    console: PathBuf,
-    /// `switchboard` and `switchboard-desktop`, with that console inside.
-    server: PathBuf,
-    desktop: PathBuf,
-}
-
-/// The one build of the run: every target of the workspace, with the
-/// [`build_env`], so `cargo test` and each later step find it built. Cargo's JSON
-/// messages say where the console and the two binaries are.
-fn build(cargo_test_args: &[String]) -> Result<Built> {
-    use std::io::{BufRead, BufReader};
-    // Filters and flags before `--`; what follows is for the test binaries.
-    let cargo_args = cargo_test_args.iter().take_while(|a| *a != "--");
-    let mut cargo = cmd::cargo();
-    cargo
-        .args(["test", "--workspace", "--all-targets", "--no-run"])
-        .arg("--message-format=json-render-diagnostics")
-        .args(cargo_args)
-        .stdout(std::process::Stdio::piped());
-    let line = cmd::render(&cargo);
-    eprintln!("$ {line}");
-    let mut child = cargo
-        .spawn()
-        .with_context(|| format!("could not start `{line}`"))?;
-    let out = child.stdout.take().context("no stdout")?;
-    let (mut console, mut server, mut desktop) = (None, None, None);
-    for message in BufReader::new(out).lines() {
-        let message = message.context("reading cargo's messages")?;
-        let Ok(message) = serde_json::from_str::<serde_json::Value>(&message) else {
-            continue;
-        };
-        let field = |name: &str| message.get(name).and_then(|v| v.as_str());
-        let package = field("package_id").unwrap_or_default();
-        match field("reason") {
-            Some("build-script-executed") if package.contains("#switchboard-server@") => {
-                console = field("out_dir").map(|d| Path::new(d).join("console-dist"));
-            }
-            Some("compiler-artifact") if message["profile"]["test"] == false => {
-                let path = field("executable").map(PathBuf::from);
-                match message["target"]["name"].as_str() {
-                    Some("switchboard") => server = path,
-                    Some("switchboard-desktop") => desktop = path,
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
-    }
-    let status = child.wait().context("waiting for cargo")?;
-    if !status.success() {
-        bail!("`{line}` failed ({status})");
-    }
-    let console = console
-        .filter(|dir| dir.join("index.html").is_file())
-        .context("the server's build script embedded no console (SWITCHBOARD_EMBED_UI=1)")?;
-    eprintln!(
-        "build: the console the server embeds is {}",
-        console.display()
-    );
-    Ok(Built {
-        console,
-        server: server.context("the build made no `switchboard` binary")?,
-        desktop: desktop.context("the build made no `switchboard-desktop` binary")?,
-    })
-}
-
-/// `--include-ignored` for the test binaries, after the `--` the arguments may
-/// already have.
-fn include_ignored(cargo_test_args: &[String]) -> Vec<&'static str> {
-    if cargo_test_args.iter().any(|a| a == "--") {
-        vec!["--include-ignored"]
-    } else {
-        vec!["--", "--include-ignored"]
-    }
 }
 
 /// Totals of the `test result:` lines of a `cargo test` run.
