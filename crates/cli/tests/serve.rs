@@ -296,3 +296,161 @@ fn webhook_loopback_targets_are_refused_on_a_public_listener() {
         "{stderr}"
     );
 }
+
+/// I11 at the most verbose level: every credential a deployment mints and uses (the
+/// admin's and another tenant's operator tokens, agent tokens, a metrics token, a
+/// read-only console link and its session), used, refused after revocation and
+/// faked, never reaches the logs, even with `SWITCHBOARD_LOG=trace` (every crate's
+/// debug and trace lines, what an operator turns on to chase a problem).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_credential_reaches_the_trace_logs() {
+    use switchboard_sdk::reqwest;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = serve_command(&sqlite_url(dir.path()), dir.path())
+        .args(["--log-format", "json"])
+        .env("SWITCHBOARD_LOG", "trace")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn switchboard serve");
+    // Debug logs are many: read them as they come, or the pipe fills and the
+    // server blocks on its next line.
+    let mut stderr = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut logs = String::new();
+        stderr.read_to_string(&mut logs).expect("read logs");
+        logs
+    });
+    let url = ready(&mut child);
+    let admin_token = std::fs::read_to_string(dir.path().join("operator-token"))
+        .expect("token")
+        .trim()
+        .to_owned();
+    let admin = Client::new(&url, admin_token.as_str()).expect("client");
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let mut secrets = vec![admin_token.clone()];
+
+    // Another tenant, its operator, its agent and a metrics token.
+    let beta = admin.create_tenant("beta").await.expect("tenant");
+    secrets.push(beta.operator_token.clone());
+    let beta_op = Client::new(&url, beta.operator_token.as_str()).expect("client");
+    let beta_agent = beta_op
+        .create_agent(&CreateAgent { name: "b1".into() })
+        .await
+        .expect("agent");
+    secrets.push(beta_agent.token.as_str().to_owned());
+    let minted: serde_json::Value = beta_op
+        .request(reqwest::Method::POST, "ops/tokens")
+        .json(&serde_json::json!({"scopes": ["metrics:read"], "label": "prometheus"}))
+        .send()
+        .await
+        .expect("mint")
+        .json()
+        .await
+        .expect("JSON");
+    let metrics_token = minted["token"].as_str().expect("token").to_owned();
+    secrets.push(metrics_token.clone());
+    let scrape = || {
+        http.get(format!("{url}/metrics"))
+            .bearer_auth(&metrics_token)
+            .send()
+    };
+    assert_eq!(scrape().await.expect("scrape").status(), 200);
+
+    // An agent of the default tenant at work.
+    let a1 = admin
+        .create_agent(&CreateAgent { name: "a1".into() })
+        .await
+        .expect("agent");
+    secrets.push(a1.token.as_str().to_owned());
+    let agent = Client::new(&url, a1.token.as_str()).expect("client");
+    admin
+        .send_message("a1", &SendMessage::default(), "key-1")
+        .await
+        .expect("send");
+    agent
+        .claim("a1", &ClaimRequest::default())
+        .await
+        .expect("claim");
+
+    // A read-only console link, redeemed into a session.
+    let link: serde_json::Value = admin
+        .request(reqwest::Method::POST, "ops/login-links")
+        .json(&serde_json::json!({"read_only": true}))
+        .send()
+        .await
+        .expect("link")
+        .json()
+        .await
+        .expect("JSON");
+    let path = link["path"].as_str().expect("path");
+    secrets.push(path.split("ticket=").nth(1).expect("ticket").to_owned());
+    let redeemed = http
+        .get(format!("{url}{path}"))
+        .send()
+        .await
+        .expect("redeem");
+    assert_eq!(redeemed.status(), 303);
+    let cookie = redeemed.headers()["set-cookie"]
+        .to_str()
+        .expect("ascii")
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_owned();
+    secrets.push(cookie.trim_start_matches("sb_session=").to_owned());
+    let me = http
+        .get(format!("{url}/api/v1/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("session");
+    assert_eq!(me.status(), 200);
+
+    // Revoked, then refused; and a token that never was.
+    let prometheus = beta_op
+        .tokens()
+        .await
+        .expect("tokens")
+        .into_iter()
+        .find(|c| c.label == "prometheus")
+        .expect("the metrics token")
+        .token_id;
+    assert_eq!(
+        beta_op
+            .revoke_token(&prometheus)
+            .await
+            .expect("revoke")
+            .revoked,
+        1
+    );
+    assert_eq!(scrape().await.expect("scrape").status(), 401);
+    assert_eq!(admin.revoke_agent("a1").await.expect("revoke").revoked, 1);
+    assert!(agent.claim("a1", &ClaimRequest::default()).await.is_err());
+    let fake = "sb_ag_never-minted-token-0c4f";
+    secrets.push(fake.to_owned());
+    let refused = Client::new(&url, fake).expect("client");
+    assert_eq!(
+        refused.overview().await.expect_err("401").status(),
+        Some(401)
+    );
+
+    sigterm(&child);
+    assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    let logs = reader.join().expect("the log reader");
+    assert!(
+        logs.contains("\"level\":\"DEBUG\""),
+        "debug lines were written: {}",
+        &logs[..logs.len().min(2000)]
+    );
+    for secret in &secrets {
+        assert!(!secret.is_empty());
+        assert!(
+            !logs.contains(secret.as_str()),
+            "a credential reached the trace logs: {}…",
+            &secret[..8.min(secret.len())]
+        );
+    }
+}
