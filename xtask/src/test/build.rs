@@ -71,6 +71,15 @@ pub(super) enum Select<'a> {
 }
 
 impl Built {
+    /// The integration test binary `name` and its package's directory.
+    pub(super) fn test(&self, name: &str) -> Result<(&Path, &Path)> {
+        self.tests
+            .iter()
+            .find(|t| t.name == name && t.kinds.iter().any(|k| k == "test"))
+            .map(|t| (t.path.as_path(), t.dir.as_path()))
+            .with_context(|| format!("the build made no `{name}` test binary"))
+    }
+
     /// Runs the test binaries `select` picks, as `cargo test` would (in the package's
     /// directory, with the environment [`cmd::cargo`] gives tests, plus `env`), each
     /// even if an earlier one failed. Not `cargo test --test …`: a selection other

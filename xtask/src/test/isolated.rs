@@ -7,6 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use super::build::Built;
 use super::package::{self, Installed};
 use super::{Counts, run_counting};
 use crate::cmd;
@@ -75,7 +76,7 @@ pub(super) fn desktop_smoke(built: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Hard limit on each real-keyring test run (it builds the test binary first).
+/// Hard limit on each real-keyring test run.
 const KEYRING_TIMEOUT_SECS: &str = "600";
 
 /// The SDK's token store against real keyrings (`crates/sdk/tests/keyring_os.rs`):
@@ -84,7 +85,7 @@ const KEYRING_TIMEOUT_SECS: &str = "600";
 /// gnome-keyring started and unlocked inside `dbus-run-session`. Each run gets its own
 /// HOME and XDG dirs, so it touches no keyring of the user's. Without the tools this
 /// is a skip locally and a failure in CI (`CI=true`).
-pub(super) fn keyring_tests(counts: &mut Counts) -> Result<()> {
+pub(super) fn keyring_tests(built: &Built, counts: &mut Counts) -> Result<()> {
     let tools = [
         ("keyctl", "keyutils"),
         ("dbus-run-session", "dbus-daemon"),
@@ -107,15 +108,11 @@ pub(super) fn keyring_tests(counts: &mut Counts) -> Result<()> {
         return Ok(());
     }
 
-    // `--workspace` resolves features as the `cargo test --workspace` step did, so the
-    // test binary is already built (`-p switchboard-sdk` could rebuild dependencies
-    // with other features). The filter picks the group of tests after `--`.
-    let cargo_test = |filter: &str| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut args: Vec<std::ffi::OsString> = vec![cargo];
-        args.extend(["test", "--workspace", "--test", "keyring_os", "--", filter].map(Into::into));
-        args
-    };
+    // The test binary the build made (`cargo test --test keyring_os` would resolve
+    // features anew and rebuild); the filter picks the group of tests.
+    let (binary, package_dir) = built.test("keyring_os")?;
+    let cargo_test =
+        |filter: &str| -> Vec<std::ffi::OsString> { vec![binary.into(), filter.into()] };
 
     let scratch = Scratch::new("switchboard-keyring")?;
     let mut keyutils = Command::new("timeout");
@@ -123,7 +120,7 @@ pub(super) fn keyring_tests(counts: &mut Counts) -> Result<()> {
         .args(["-k", "10", KEYRING_TIMEOUT_SECS, "keyctl", "session", "-"])
         .args(cargo_test("keyutils"));
     isolate(&mut keyutils, &scratch, "keyutils")?;
-    cmd::build_env(&mut keyutils);
+    keyutils.current_dir(package_dir);
     let first = run_counting(&mut keyutils, counts).context("the keyutils keyring tests failed");
 
     // gnome-keyring creates and unlocks a `login` keyring with this password; it
@@ -139,7 +136,7 @@ pub(super) fn keyring_tests(counts: &mut Counts) -> Result<()> {
         .arg("sh")
         .args(cargo_test("secret_service"));
     isolate(&mut secret_service, &scratch, "secret-service")?;
-    cmd::build_env(&mut secret_service);
+    secret_service.current_dir(package_dir);
     let second = run_counting(&mut secret_service, counts)
         .context("the Secret Service keyring tests failed");
     first.and(second)

@@ -4,7 +4,7 @@
 //! every step runs even if an earlier one failed, so one run reports every problem;
 //! the summary lists each step, and any failure makes the exit status non-zero.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
@@ -222,17 +222,17 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             }
         }
         step(&mut outcomes, "keyring (keyutils, Secret Service)", || {
-            keyring_tests(&mut counts)
+            keyring_tests(built, &mut counts)
         });
         step(&mut outcomes, "desktop package, smoke (Xvfb)", || {
             desktop_smoke(&built.desktop)
         });
         step(&mut outcomes, "installed binary serves its console", || {
-            installed_console(&built.server, cargo_test_args, &mut counts)
+            installed_console(built, cargo_test_args, &mut counts)
         });
         // The server package carries that installed binary: no build of its own.
         step(&mut outcomes, "server package (.deb)", || {
-            package::server_package(&installed_bin(), cargo_test_args, &mut counts)
+            package::server_package(&installed_bin(), built, cargo_test_args, &mut counts)
         });
     }
 
@@ -260,17 +260,25 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
 /// the code a release build and `cargo install` run), never `ui/dist`. Not `cargo
 /// install` itself: it resolves features for one package, which rebuilds every
 /// dependency, ten minutes on CI's two cores for what the test build already made.
-fn installed_console(binary: &Path, cargo_test_args: &[String], counts: &mut Counts) -> Result<()> {
+fn installed_console(built: &Built, cargo_test_args: &[String], counts: &mut Counts) -> Result<()> {
     let installed = installed_bin();
     let dir = installed.parent().context("the install root")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::copy(binary, &installed)
-        .with_context(|| format!("copying {} to {}", binary.display(), installed.display()))?;
-    run_counting(
-        cmd::cargo()
-            .args(["test", "--workspace", "--test", "browser", "installed"])
-            .args(cargo_test_args)
-            .env("SWITCHBOARD_INSTALLED_BIN", &installed),
+    std::fs::copy(&built.server, &installed).with_context(|| {
+        format!(
+            "copying {} to {}",
+            built.server.display(),
+            installed.display()
+        )
+    })?;
+    let installed = installed
+        .to_str()
+        .context("the install path is not UTF-8")?;
+    built.run(
+        Select::Tests(&["browser"]),
+        &["installed"],
+        cargo_test_args,
+        &[("SWITCHBOARD_INSTALLED_BIN", installed)],
         counts,
     )
 }

@@ -13,8 +13,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use super::Counts;
+use super::build::{Built, Select};
 use super::isolated::Scratch;
-use super::{Counts, run_counting};
 use crate::{cmd, dist, prereqs};
 
 /// Where the test packages are written.
@@ -116,11 +117,12 @@ impl Drop for Installed {
     }
 }
 
-/// The server package: built from `binary` (the `cargo install`ed one), its unit
+/// The server package: built from `binary` (the installed one), its unit
 /// checked, installed, and its unit's command run by the browser test
 /// `tests/tests/browser/package.rs`.
 pub(super) fn server_package(
     binary: &Path,
+    built: &Built,
     cargo_test_args: &[String],
     counts: &mut Counts,
 ) -> Result<()> {
@@ -134,11 +136,15 @@ pub(super) fn server_package(
         Some("/var/lib/switchboard"),
     )?;
     check_unit(installed.root())?;
-    run_counting(
-        cmd::cargo()
-            .args(["test", "--workspace", "--test", "browser", "package::"])
-            .args(cargo_test_args)
-            .env("SWITCHBOARD_PACKAGE_ROOT", installed.root()),
+    let root = installed
+        .root()
+        .to_str()
+        .context("the package root is not UTF-8")?;
+    built.run(
+        Select::Tests(&["browser"]),
+        &["package::"],
+        cargo_test_args,
+        &[("SWITCHBOARD_PACKAGE_ROOT", root)],
         counts,
     )
 }
