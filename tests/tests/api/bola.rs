@@ -60,11 +60,13 @@ impl Ids {
         }
     }
 
-    /// The path parameters, by their names in the OpenAPI document.
+    /// The ids by their names in the OpenAPI document (path parameters and body
+    /// members).
     fn param(&self, name: &str) -> Option<String> {
         Some(match name {
             "agent" => self.agent.clone(),
             "event_id" => self.event_id.clone(),
+            "claim_token" => self.claim_token.clone(),
             "callback_id" => self.callback_id.clone(),
             "memory_id" => self.memory_id.clone(),
             "key" => self.key.clone(),
@@ -78,19 +80,23 @@ impl Ids {
         })
     }
 
-    /// Every id as text, with its name, for blanking in answers.
+    /// Every id that is text, with its name, for blanking in answers (numbers are
+    /// blanked where an answer names them: [`comparable`]).
     fn texts(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("agent", self.agent.clone()),
-            ("event_id", self.event_id.clone()),
-            ("claim_token", self.claim_token.clone()),
-            ("callback_id", self.callback_id.clone()),
-            ("memory_id", self.memory_id.clone()),
-            ("key", self.key.clone()),
-            ("lease_id", self.lease_id.clone()),
-            ("token_id", self.token_id.clone()),
-            ("room", self.room.clone()),
+        [
+            "agent",
+            "event_id",
+            "claim_token",
+            "callback_id",
+            "memory_id",
+            "key",
+            "lease_id",
+            "token_id",
+            "room",
         ]
+        .into_iter()
+        .filter_map(|name| Some((name, self.param(name)?)))
+        .collect()
     }
 }
 

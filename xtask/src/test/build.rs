@@ -1,12 +1,13 @@
 //! The one build of `cargo xtask test`, and the test binaries it made, which the
 //! steps after it run again on other databases.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use super::{Counts, run_counting};
+use super::{Counts, each_stdout_line, run_counting};
 use crate::{cmd, prereqs};
 
 /// The variables of every cargo run of `cargo xtask test` ([`cmd::BUILD_ENV`]):
@@ -62,6 +63,17 @@ struct TestBinary {
     dir: PathBuf,
 }
 
+impl TestBinary {
+    fn is_test(&self) -> bool {
+        self.kinds.iter().any(|k| k == "test")
+    }
+
+    /// A library's unit tests (`lib`, `rlib`, `cdylib`, …).
+    fn is_lib(&self) -> bool {
+        self.kinds.iter().any(|k| k.ends_with("lib"))
+    }
+}
+
 /// Which test binaries a step runs.
 pub(super) enum Select<'a> {
     /// Every library's unit tests (`cargo test --lib`).
@@ -75,7 +87,7 @@ impl Built {
     pub(super) fn test(&self, name: &str) -> Result<(&Path, &Path)> {
         self.tests
             .iter()
-            .find(|t| t.name == name && t.kinds.iter().any(|k| k == "test"))
+            .find(|t| t.is_test() && t.name == name)
             .map(|t| (t.path.as_path(), t.dir.as_path()))
             .with_context(|| format!("the build made no `{name}` test binary"))
     }
@@ -89,17 +101,15 @@ impl Built {
         select: Select<'_>,
         args: &[&str],
         cargo_test_args: &[String],
-        env: &[(&str, &str)],
+        env: &[(&str, &OsStr)],
         counts: &mut Counts,
     ) -> Result<()> {
         let picked: Vec<&TestBinary> = self
             .tests
             .iter()
             .filter(|t| match &select {
-                Select::Libs => t.kinds.iter().any(|k| k.ends_with("lib")),
-                Select::Tests(names) => {
-                    t.kinds.iter().any(|k| k == "test") && names.contains(&t.name.as_str())
-                }
+                Select::Libs => t.is_lib(),
+                Select::Tests(names) => t.is_test() && names.contains(&t.name.as_str()),
             })
             .collect();
         if picked.is_empty() {
@@ -134,70 +144,59 @@ impl Built {
 /// [`build_env`], so `cargo test` and each later step find it built. Cargo's JSON
 /// messages say where the console and the two binaries are.
 pub(super) fn build(cargo_test_args: &[String]) -> Result<Built> {
-    use std::io::{BufRead, BufReader};
     // Filters and flags before `--`; what follows is for the test binaries.
     let cargo_args = cargo_test_args.iter().take_while(|a| *a != "--");
-    let mut cargo = cmd::cargo();
-    cargo
-        .args(["test", "--workspace", "--all-targets", "--no-run"])
-        .arg("--message-format=json-render-diagnostics")
-        .args(cargo_args)
-        .stdout(std::process::Stdio::piped());
-    let line = cmd::render(&cargo);
-    eprintln!("$ {line}");
-    let mut child = cargo
-        .spawn()
-        .with_context(|| format!("could not start `{line}`"))?;
-    let out = child.stdout.take().context("no stdout")?;
     let (mut console, mut server, mut desktop) = (None, None, None);
     let mut tests = Vec::new();
-    for message in BufReader::new(out).lines() {
-        let message = message.context("reading cargo's messages")?;
-        let Ok(message) = serde_json::from_str::<serde_json::Value>(&message) else {
-            continue;
-        };
-        let field = |name: &str| message.get(name).and_then(|v| v.as_str());
-        let package = field("package_id").unwrap_or_default();
-        match field("reason") {
-            Some("build-script-executed") if package.contains("#switchboard-server@") => {
-                console = field("out_dir").map(|d| Path::new(d).join("console-dist"));
-            }
-            Some("compiler-artifact") if message["profile"]["test"] == true => {
-                let (Some(path), Some(manifest)) = (field("executable"), field("manifest_path"))
-                else {
-                    continue;
-                };
-                let target = &message["target"];
-                tests.push(TestBinary {
-                    kinds: target["kind"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|k| k.as_str().map(str::to_owned))
-                        .collect(),
-                    name: target["name"].as_str().unwrap_or_default().to_owned(),
-                    path: PathBuf::from(path),
-                    dir: Path::new(manifest)
-                        .parent()
-                        .unwrap_or(Path::new("."))
-                        .to_path_buf(),
-                });
-            }
-            Some("compiler-artifact") => {
-                let path = field("executable").map(PathBuf::from);
-                match message["target"]["name"].as_str() {
-                    Some("switchboard") => server = path,
-                    Some("switchboard-desktop") => desktop = path,
-                    _ => {}
+    each_stdout_line(
+        cmd::cargo()
+            .args(["test", "--workspace", "--all-targets", "--no-run"])
+            .arg("--message-format=json-render-diagnostics")
+            .args(cargo_args),
+        |message| {
+            let Ok(message) = serde_json::from_str::<serde_json::Value>(message) else {
+                return;
+            };
+            let field = |name: &str| message.get(name).and_then(|v| v.as_str());
+            let package = field("package_id").unwrap_or_default();
+            match field("reason") {
+                Some("build-script-executed") if package.contains("#switchboard-server@") => {
+                    console = field("out_dir").map(|d| Path::new(d).join("console-dist"));
                 }
+                Some("compiler-artifact") if message["profile"]["test"] == true => {
+                    let (Some(path), Some(manifest)) =
+                        (field("executable"), field("manifest_path"))
+                    else {
+                        return;
+                    };
+                    let target = &message["target"];
+                    tests.push(TestBinary {
+                        kinds: target["kind"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|k| k.as_str().map(str::to_owned))
+                            .collect(),
+                        name: target["name"].as_str().unwrap_or_default().to_owned(),
+                        path: PathBuf::from(path),
+                        dir: Path::new(manifest)
+                            .parent()
+                            .unwrap_or(Path::new("."))
+                            .to_path_buf(),
+                    });
+                }
+                Some("compiler-artifact") => {
+                    let path = field("executable").map(PathBuf::from);
+                    match message["target"]["name"].as_str() {
+                        Some("switchboard") => server = path,
+                        Some("switchboard-desktop") => desktop = path,
+                        _ => {}
+                    }
+                }
+                _ => {}
             }
-            _ => {}
-        }
-    }
-    let status = child.wait().context("waiting for cargo")?;
-    if !status.success() {
-        bail!("`{line}` failed ({status})");
-    }
+        },
+    )?;
     let console = console
         .filter(|dir| dir.join("index.html").is_file())
         .context("the server's build script embedded no console (SWITCHBOARD_EMBED_UI=1)")?;

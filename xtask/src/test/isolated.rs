@@ -111,16 +111,14 @@ pub(super) fn keyring_tests(built: &Built, counts: &mut Counts) -> Result<()> {
     // The test binary the build made (`cargo test --test keyring_os` would resolve
     // features anew and rebuild); the filter picks the group of tests.
     let (binary, package_dir) = built.test("keyring_os")?;
-    let cargo_test =
-        |filter: &str| -> Vec<std::ffi::OsString> { vec![binary.into(), filter.into()] };
+    let tests = |filter: &str| -> Vec<std::ffi::OsString> { vec![binary.into(), filter.into()] };
 
     let scratch = Scratch::new("switchboard-keyring")?;
     let mut keyutils = Command::new("timeout");
     keyutils
         .args(["-k", "10", KEYRING_TIMEOUT_SECS, "keyctl", "session", "-"])
-        .args(cargo_test("keyutils"));
-    isolate(&mut keyutils, &scratch, "keyutils")?;
-    keyutils.current_dir(package_dir);
+        .args(tests("keyutils"));
+    isolate(&mut keyutils, &scratch, "keyutils", package_dir)?;
     let first = run_counting(&mut keyutils, counts).context("the keyutils keyring tests failed");
 
     // gnome-keyring creates and unlocks a `login` keyring with this password; it
@@ -134,17 +132,16 @@ pub(super) fn keyring_tests(built: &Built, counts: &mut Counts) -> Result<()> {
              >/dev/null && exec \"$@\"",
         )
         .arg("sh")
-        .args(cargo_test("secret_service"));
-    isolate(&mut secret_service, &scratch, "secret-service")?;
-    secret_service.current_dir(package_dir);
+        .args(tests("secret_service"));
+    isolate(&mut secret_service, &scratch, "secret-service", package_dir)?;
     let second = run_counting(&mut secret_service, counts)
         .context("the Secret Service keyring tests failed");
     first.and(second)
 }
 
 /// Gives a keyring test run its own HOME, XDG dirs and runtime dir (with no session
-/// bus in it), keeps the toolchain reachable, and turns the tests on.
-fn isolate(command: &mut Command, scratch: &Scratch, name: &str) -> Result<()> {
+/// bus in it), runs it in its package's directory `dir`, and turns the tests on.
+fn isolate(command: &mut Command, scratch: &Scratch, name: &str, dir: &Path) -> Result<()> {
     let home = scratch.dir(name, 0o700)?;
     let runtime = home.join("runtime");
     std::fs::create_dir(&runtime).with_context(|| format!("creating {}", runtime.display()))?;
@@ -152,9 +149,8 @@ fn isolate(command: &mut Command, scratch: &Scratch, name: &str) -> Result<()> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))?;
     }
-    keep_toolchain(command);
     command
-        .current_dir(cmd::root())
+        .current_dir(dir)
         .env("SWITCHBOARD_KEYRING_TEST", "1")
         .env("HOME", &home)
         .env("XDG_RUNTIME_DIR", &runtime)
@@ -162,7 +158,6 @@ fn isolate(command: &mut Command, scratch: &Scratch, name: &str) -> Result<()> {
         .env("XDG_DATA_HOME", home.join(".local/share"))
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .env("XDG_STATE_HOME", home.join(".local/state"))
-        .env("CARGO_TARGET_DIR", cmd::target_dir())
         .env_remove("SWITCHBOARD_KEYRING")
         .env_remove("DBUS_SESSION_BUS_ADDRESS");
     Ok(())

@@ -50,7 +50,7 @@ fn on_server(
     cargo_test_args: &[String],
     counts: &mut Counts,
 ) -> Result<()> {
-    let env = [database];
+    let env = [(database.0, database.1.as_ref())];
     let mut lib_args = vec!["--include-ignored"];
     lib_args.extend(lib_filters);
     built.run(Select::Libs, &lib_args, cargo_test_args, &env, counts)?;
@@ -87,7 +87,10 @@ fn restart_test(
         Select::Tests(&["db_restart"]),
         &["--include-ignored"],
         cargo_test_args,
-        &[database, ("SWITCHBOARD_TEST_DB_CTL", ctl)],
+        &[
+            (database.0, database.1.as_ref()),
+            ("SWITCHBOARD_TEST_DB_CTL", ctl.as_ref()),
+        ],
         counts,
     )
 }
@@ -119,14 +122,12 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     let mut outcomes = Vec::new();
     let mut counts = Counts::default();
 
-    let mut tools = None;
     let mut built = None;
     chaos::clear_rows();
     let ready = step(&mut outcomes, "prerequisites", || {
         let found = prereqs::ensure()?;
         cmd::remember(&found);
         let _ = cmd::BUILD_ENV.set(build_env(&found));
-        tools = Some(found);
         Ok(())
     }) && {
         // Fast, and it does not hold back the rest: one run reports every problem.
@@ -165,12 +166,14 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                     &mut counts,
                 )?;
                 // The console's one PostgreSQL-only part: the queue table's tiles.
-                let dist = dist.to_str().context("the console's path is not UTF-8")?;
                 built.run(
                     Select::Tests(&["browser"]),
                     &[BROWSER_ON_POSTGRES],
                     cargo_test_args,
-                    &[(postgres::URL_ENV, &pg.url), ("SWITCHBOARD_UI_DIR", dist)],
+                    &[
+                        (postgres::URL_ENV, pg.url.as_ref()),
+                        ("SWITCHBOARD_UI_DIR", dist.as_os_str()),
+                    ],
                     &mut counts,
                 )
             });
@@ -271,14 +274,11 @@ fn installed_console(built: &Built, cargo_test_args: &[String], counts: &mut Cou
             installed.display()
         )
     })?;
-    let installed = installed
-        .to_str()
-        .context("the install path is not UTF-8")?;
     built.run(
         Select::Tests(&["browser"]),
         &["installed"],
         cargo_test_args,
-        &[("SWITCHBOARD_INSTALLED_BIN", installed)],
+        &[("SWITCHBOARD_INSTALLED_BIN", installed.as_os_str())],
         counts,
     )
 }
@@ -325,6 +325,14 @@ impl Counts {
 
 /// Runs `cmd` like [`cmd::run`], echoing its stdout while counting test results.
 fn run_counting(cmd: &mut Command, counts: &mut Counts) -> Result<()> {
+    each_stdout_line(cmd, |l| {
+        counts.add_line(l);
+        println!("{l}");
+    })
+}
+
+/// Runs `cmd` like [`cmd::run`], handing each line of its stdout to `f` as it comes.
+fn each_stdout_line(cmd: &mut Command, mut f: impl FnMut(&str)) -> Result<()> {
     use std::io::{BufRead, BufReader};
     let line = cmd::render(cmd);
     eprintln!("$ {line}");
@@ -334,11 +342,11 @@ fn run_counting(cmd: &mut Command, counts: &mut Counts) -> Result<()> {
         .with_context(|| format!("could not start `{line}`"))?;
     let out = child.stdout.take().context("no stdout")?;
     for l in BufReader::new(out).lines() {
-        let l = l.context("reading test output")?;
-        counts.add_line(&l);
-        println!("{l}");
+        f(&l.with_context(|| format!("reading the output of `{line}`"))?);
     }
-    let status = child.wait().context("waiting for cargo test")?;
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for `{line}`"))?;
     if !status.success() {
         bail!("`{line}` failed ({status})");
     }

@@ -136,15 +136,11 @@ pub(super) fn server_package(
         Some("/var/lib/switchboard"),
     )?;
     check_unit(installed.root())?;
-    let root = installed
-        .root()
-        .to_str()
-        .context("the package root is not UTF-8")?;
     built.run(
         Select::Tests(&["browser"]),
         &["package::"],
         cargo_test_args,
-        &[("SWITCHBOARD_PACKAGE_ROOT", root)],
+        &[("SWITCHBOARD_PACKAGE_ROOT", installed.root().as_os_str())],
         counts,
     )
 }
