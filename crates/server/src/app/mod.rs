@@ -75,22 +75,17 @@ impl AppState {
             .retention_held
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        *held = match (&stats.held_back, held.take()) {
-            (Some(why), None) => {
-                tracing::error!(
-                    error = %why,
-                    "retention held back: {}",
-                    crate::archive::HELD_BACK_FIX
-                );
-                Some((now, why.clone()))
-            }
-            (Some(why), Some((since, _))) => Some((since, why.clone())),
-            (None, Some(_)) => {
-                tracing::info!("retention resumed: the archive takes writes again");
-                None
-            }
-            (None, None) => None,
-        };
+        let was_held = held.is_some();
+        *held = hold_after(held.take(), stats.held_back.as_ref(), now);
+        match (&*held, was_held) {
+            (Some((_, why)), false) => tracing::error!(
+                error = %why,
+                "retention held back: {}",
+                crate::archive::HELD_BACK_FIX
+            ),
+            (None, true) => tracing::info!("retention resumed: the archive takes writes again"),
+            _ => {}
+        }
         self.metrics
             .retention_held_back
             .set(i64::from(held.is_some()));
@@ -136,5 +131,42 @@ impl AppState {
     /// Tells the console how a bulk job is doing.
     pub fn publish_job(&self, tenant: TenantId, job: &switchboard_proto::Job) {
         self.hub.job(tenant, job);
+    }
+}
+
+/// The retention hold after a pass at `now` that was (`held_back`) or was not held
+/// back: `(since, why)`. A pass that began before the hold (its `now` is older) cannot
+/// speak for the events that were due later: it does not lift it. Passes overlap (the
+/// background loop and a manual tick, or a slow pass and the next), and the one that
+/// finishes last is not always the newest.
+fn hold_after(
+    previous: Option<(i64, String)>,
+    held_back: Option<&String>,
+    now: i64,
+) -> Option<(i64, String)> {
+    match (held_back, previous) {
+        (Some(why), None) => Some((now, why.clone())),
+        (Some(why), Some((since, _))) => Some((since, why.clone())),
+        (None, Some((since, why))) if now < since => Some((since, why)),
+        (None, _) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hold_after;
+
+    #[test]
+    fn a_pass_older_than_the_hold_does_not_lift_it() {
+        let full = "the disk is full".to_owned();
+        let held = hold_after(None, Some(&full), 20);
+        assert_eq!(held, Some((20, full.clone())));
+        // A pass that began at 10 and finished after the one at 20 failed.
+        assert_eq!(hold_after(held.clone(), None, 10), held);
+        // Still failing later: the hold keeps its start.
+        assert_eq!(hold_after(held.clone(), Some(&full), 30), Some((20, full)));
+        // A pass at or after the hold that archived lifts it.
+        assert_eq!(hold_after(held.clone(), None, 20), None);
+        assert_eq!(hold_after(held, None, 25), None);
     }
 }
