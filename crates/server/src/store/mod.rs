@@ -10,6 +10,7 @@ mod callbacks;
 pub(crate) mod dialect;
 mod directory;
 pub(crate) mod engine;
+mod identity;
 mod inbox;
 mod jobs;
 pub(crate) mod lease_rules;
@@ -24,6 +25,7 @@ mod statements;
 
 pub use callbacks::*;
 pub use directory::*;
+pub use identity::*;
 pub use inbox::*;
 pub use jobs::*;
 pub use leasing::*;
@@ -191,6 +193,7 @@ pub trait Store:
     CallbackStore
     + DirectoryStore
     + IdemStore
+    + IdentityStore
     + InboxStore
     + JobStore
     + LeaseStore

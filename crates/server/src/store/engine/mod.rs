@@ -25,6 +25,7 @@ pub(crate) mod callbacks;
 pub(crate) mod directory;
 pub(crate) mod events;
 pub(crate) mod idempotency;
+pub(crate) mod identity;
 pub(crate) mod inbox;
 mod inbox_transactions;
 pub(crate) mod instances;

@@ -12,6 +12,7 @@ mod callbacks;
 mod credentials;
 mod directory;
 mod idempotency;
+mod identity;
 mod inbox;
 mod instances;
 mod jobs;
@@ -56,6 +57,7 @@ where
     records::check(d).await;
     leases::check(d).await;
     idempotency::check(d).await;
+    identity::check(d).await;
     instances::check(d).await;
     send::check(d).await;
     directory::check(d).await;

@@ -1,0 +1,27 @@
+-- Access tokens (issue 15): short-lived EdDSA JWTs. `signing_keys` holds the keys
+-- that sign them (the newest this instance can open signs; every key stays in the
+-- JWKS until the tokens it signed have expired). The private key is PKCS#8 sealed
+-- under the server key (XChaCha20-Poly1305, the kid as associated data), as
+-- callback secrets are; `sealed_with` names that key.
+CREATE TABLE signing_keys (
+    kid         VARCHAR(64)  NOT NULL PRIMARY KEY,
+    algorithm   VARCHAR(16)  NOT NULL,
+    public_key  VARBINARY(64) NOT NULL,
+    private_key VARBINARY(255) NOT NULL,
+    sealed_with VARCHAR(64)  NOT NULL,
+    created_at  BIGINT       NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Every access token issued, by its `jti`: a token is honoured only while its row
+-- is live (not revoked, not expired) and the credential it was issued from
+-- (`parent_hash`, a row of `tokens`) is live. Read through the 2 s token cache, so
+-- a revocation reaches every instance within 2 s. Rows go when they expire.
+CREATE TABLE access_tokens (
+    jti         VARCHAR(64)  NOT NULL PRIMARY KEY,
+    tenant_id   VARCHAR(64)  NOT NULL,
+    parent_hash VARBINARY(64) NOT NULL,
+    issued_at   BIGINT       NOT NULL,
+    expires_at  BIGINT       NOT NULL,
+    revoked_at  BIGINT
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE INDEX access_tokens_expiry ON access_tokens (expires_at);
