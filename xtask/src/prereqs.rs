@@ -40,9 +40,16 @@ const PACKAGES: &[&str] = &[
     "desktop-file-utils",
 ];
 
-/// The independent verifiers of webhook signatures, from PyPI, pinned: Standard
-/// Webhooks and RFC 9421 + RFC 9530 (`crates/webhook/tests/verify.py` uses them).
-const PY_VERIFIERS: &[&str] = &["standardwebhooks==1.1.0", "http-message-signatures==3.0.0"];
+/// The independent verifiers, from PyPI, pinned: of webhook signatures (Standard
+/// Webhooks and RFC 9421 + RFC 9530, `crates/webhook/tests/verify.py`) and of access
+/// tokens (`tests/tests/api/verify_jwt.py`).
+const PY_VERIFIERS: &[&str] = &[
+    "standardwebhooks==1.1.0",
+    "http-message-signatures==3.0.0",
+    // The access tokens' independent verifier (tests/tests/api/oauth.rs): PyJWT's
+    // JWKS client and EdDSA (through `cryptography`).
+    "PyJWT[crypto]==2.15.1",
+];
 
 /// Schemathesis, from PyPI, pinned: it fuzzes the API against its OpenAPI document
 /// (`crates/cli/tests/schemathesis.rs` runs it as `python3 -m schemathesis.cli`).
@@ -76,7 +83,11 @@ pub(crate) fn ensure() -> Result<Tools> {
     }
     let wasm_opt = wasm_opt();
     let clippy_driver = clippy_driver()?;
-    let py_verifiers = pip_target("pyverify", PY_VERIFIERS, "the webhook signature verifiers")?;
+    let py_verifiers = pip_target(
+        "pyverify",
+        PY_VERIFIERS,
+        "the webhook signature and JWT verifiers",
+    )?;
     let schemathesis = pip_target("schemathesis", SCHEMATHESIS, "schemathesis")?;
     Ok(Tools {
         wasm_opt,

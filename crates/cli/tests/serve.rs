@@ -409,6 +409,43 @@ async fn no_credential_reaches_the_trace_logs() {
         .expect("session");
     assert_eq!(me.status(), 200);
 
+    // An access token (a JWT) for a1, used, then revoked by its holder; a token
+    // endpoint refusal that names the subject token.
+    let exchanged: serde_json::Value = http
+        .post(format!("{url}/oauth/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange\
+             &subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token\
+             &subject_token={}",
+            a1.token.as_str()
+        ))
+        .send()
+        .await
+        .expect("exchange")
+        .json()
+        .await
+        .expect("JSON");
+    let jwt = exchanged["access_token"]
+        .as_str()
+        .expect("access token")
+        .to_owned();
+    secrets.push(jwt.clone());
+    secrets.push(jwt.rsplit('.').next().expect("signature").to_owned());
+    let as_a1 = Client::new(&url, jwt.as_str()).expect("client");
+    as_a1
+        .poll("a1", 0, None)
+        .await
+        .expect("the access token works");
+    let revoke = |token: String| {
+        http.post(format!("{url}/oauth/revoke"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+            .send()
+    };
+    assert_eq!(revoke(jwt.clone()).await.expect("revoke").status(), 200);
+    assert!(as_a1.poll("a1", 0, None).await.is_err(), "revoked");
+
     // Revoked, then refused; and a token that never was.
     let prometheus = beta_op
         .tokens()

@@ -51,6 +51,12 @@ pub struct Config {
     /// The listener serves HTTPS itself (`--tls-cert`): session cookies are always
     /// `Secure`. Behind a proxy, `X-Forwarded-Proto: https` does that per request.
     pub https: bool,
+    /// Access tokens (JWTs from the token endpoint, `oauth/`): how long one lives,
+    /// at most [`crate::oauth::MAX_ACCESS_TOKEN_TTL`] (30 min).
+    pub access_token_ttl: Duration,
+    /// How long a signing key signs before the next one takes over; the old one
+    /// stays in the JWKS until every token it signed has expired.
+    pub signing_key_rotation: Duration,
     pub clock: Arc<dyn Clock>,
     /// Test seams; empty in production.
     pub hooks: Hooks,
@@ -132,6 +138,8 @@ impl Default for Config {
             sqlite_synchronous: "full".to_owned(),
             webhooks: WebhookConfig::default(),
             https: false,
+            access_token_ttl: Duration::from_secs(15 * 60),
+            signing_key_rotation: Duration::from_secs(7 * 24 * 3600),
             clock: Arc::new(SystemClock),
             hooks: Hooks::default(),
         }
@@ -156,6 +164,8 @@ impl std::fmt::Debug for Config {
             .field("rate_limit", &self.rate_limit)
             .field("tenant_rate_limit", &self.tenant_rate_limit)
             .field("https", &self.https)
+            .field("access_token_ttl", &self.access_token_ttl)
+            .field("signing_key_rotation", &self.signing_key_rotation)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
             .field("webhooks", &self.webhooks)
             .finish_non_exhaustive()

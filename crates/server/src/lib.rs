@@ -18,6 +18,7 @@ pub mod hub;
 mod job_runner;
 pub mod metrics;
 pub mod names_import;
+pub mod oauth;
 mod server;
 pub mod store;
 pub mod tls;

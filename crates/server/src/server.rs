@@ -124,6 +124,13 @@ impl Server {
                 })?),
                 None => None,
             };
+        let signing = crate::oauth::keys::SigningKeys::open(
+            store.as_ref(),
+            &webhooks.key,
+            config.signing_key_rotation,
+            now,
+        )
+        .await?;
         let running = Running::new(store.instance_name());
         let state = AppState::new(StateInner {
             archive,
@@ -133,6 +140,7 @@ impl Server {
             history,
             tasks: tokio_util::task::TaskTracker::new(),
             lookups: crate::app::lookups::Lookups::new(config.clock.clone()),
+            signing,
             limiter: crate::http::rate_limit::Limiter::new(
                 config.rate_limit,
                 config.tenant_rate_limit,

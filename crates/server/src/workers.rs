@@ -70,6 +70,14 @@ impl Workers {
             );
             self.state.publish_job(*tenant, job);
         }
+        if self
+            .state
+            .signing
+            .maintain_if_due(self.state.store.as_ref(), &self.state.webhooks.key, now)
+            .await?
+        {
+            self.state.store.forget_access_tokens(now).await?;
+        }
         if self.state.history.due(now) {
             let depth = self.state.store.depth(None).await?;
             let m = &self.state.metrics;

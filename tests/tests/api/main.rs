@@ -9,6 +9,7 @@ mod isolation;
 mod jobs;
 mod leases;
 mod limits;
+mod oauth;
 mod ops;
 mod rate_limits;
 mod records;

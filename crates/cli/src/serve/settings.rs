@@ -63,6 +63,15 @@ pub(crate) struct ServeArgs {
     /// Keep idempotency keys this long, in seconds (at least 86400) [default: 86400].
     #[arg(long, env = "SWITCHBOARD_IDEMPOTENCY_TTL_SECONDS")]
     idempotency_ttl_seconds: Option<u64>,
+    /// How long an access token from the token endpoint (`/oauth/token`) lives, in
+    /// seconds, 60 to 1800 [default: 900].
+    #[arg(long, env = "SWITCHBOARD_ACCESS_TOKEN_TTL_SECONDS")]
+    access_token_ttl_seconds: Option<u64>,
+    /// How long a key signs access tokens before the next one takes over, in seconds
+    /// (at least 3600); the old key stays in the JWKS until its tokens expired
+    /// [default: 604800, a week].
+    #[arg(long, env = "SWITCHBOARD_SIGNING_KEY_ROTATION_SECONDS")]
+    signing_key_rotation_seconds: Option<u64>,
     /// Largest request body in bytes [default: 5242880].
     #[arg(long, env = "SWITCHBOARD_MAX_BODY_BYTES")]
     max_body_bytes: Option<usize>,
@@ -135,6 +144,8 @@ struct FileConfig {
     retention_seconds: Option<u64>,
     archive_dir: Option<PathBuf>,
     idempotency_ttl_seconds: Option<u64>,
+    access_token_ttl_seconds: Option<u64>,
+    signing_key_rotation_seconds: Option<u64>,
     max_body_bytes: Option<usize>,
     rate_limit_per_second: Option<f64>,
     rate_limit_burst: Option<u32>,
@@ -240,6 +251,27 @@ pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             );
         }
         config.idempotency_ttl = Duration::from_secs(s);
+    }
+    if let Some(s) = args
+        .access_token_ttl_seconds
+        .or(file.access_token_ttl_seconds)
+    {
+        if !(60..=1800).contains(&s) {
+            bail!(
+                "access_token_ttl_seconds must be between 60 and 1800 (access tokens live at \
+                 most 30 min), got {s}"
+            );
+        }
+        config.access_token_ttl = Duration::from_secs(s);
+    }
+    if let Some(s) = args
+        .signing_key_rotation_seconds
+        .or(file.signing_key_rotation_seconds)
+    {
+        if s < 3600 {
+            bail!("signing_key_rotation_seconds must be at least 3600, got {s}");
+        }
+        config.signing_key_rotation = Duration::from_secs(s);
     }
     if let Some(b) = args.max_body_bytes.or(file.max_body_bytes) {
         if !(1024..=64 * 1024 * 1024).contains(&b) {
@@ -420,6 +452,42 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.to_string().contains("at least 86400"));
+        for (ttl, rotation) in [(Some(59), None), (Some(1801), None), (None, Some(3599))] {
+            let err = resolve(ServeArgs {
+                access_token_ttl_seconds: ttl,
+                signing_key_rotation_seconds: rotation,
+                ..Default::default()
+            })
+            .err()
+            .unwrap();
+            assert!(err.to_string().contains("_seconds must be"), "{err}");
+        }
+    }
+
+    #[test]
+    fn access_token_settings_from_flags_and_file() {
+        let dir = tempfile_dir();
+        let path = dir.join("tokens.toml");
+        std::fs::write(
+            &path,
+            "access_token_ttl_seconds = 300\nsigning_key_rotation_seconds = 86400\n",
+        )
+        .unwrap();
+        let s = resolve(ServeArgs {
+            config: Some(path.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(s.config.access_token_ttl, Duration::from_secs(300));
+        assert_eq!(s.config.signing_key_rotation, Duration::from_secs(86_400));
+        // A flag wins over the file.
+        let s = resolve(ServeArgs {
+            config: Some(path),
+            access_token_ttl_seconds: Some(1800),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(s.config.access_token_ttl, Duration::from_secs(1800));
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! expired when full".
 
 use crate::clock::{Clock, Millis};
-use crate::store::{AgentRecord, TokenRecord};
+use crate::store::{AccessGrant, AgentRecord, TokenRecord};
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
@@ -47,6 +47,10 @@ impl<K: Eq + Hash, V: Clone> Ttl<K, V> {
             .map(|(v, _)| v.clone())
     }
 
+    fn clear(&self) {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     fn put(&self, key: K, value: V, now: Millis) {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= CAPACITY {
@@ -68,6 +72,8 @@ fn fresh(at: Millis, now: Millis) -> bool {
 /// The caches of one server.
 pub struct Lookups {
     tokens: Ttl<Vec<u8>, TokenRecord>,
+    /// Access tokens (JWTs) by `jti`.
+    access: Ttl<String, AccessGrant>,
     agents: Ttl<(TenantId, String), AgentRecord>,
     clock: Arc<dyn Clock>,
 }
@@ -76,6 +82,7 @@ impl Lookups {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
             tokens: Ttl::new(),
+            access: Ttl::new(),
             agents: Ttl::new(),
             clock,
         }
@@ -90,14 +97,20 @@ impl Lookups {
             .put(hash.to_vec(), record.clone(), self.clock.now_ms());
     }
 
-    /// Forgets every cached token, so the next request of each reads its token (and
-    /// the client settings that come with it) again.
+    pub fn access(&self, jti: &str) -> Option<AccessGrant> {
+        self.access.get(&jti.to_owned(), self.clock.now_ms())
+    }
+
+    pub fn put_access(&self, jti: &str, grant: &AccessGrant) {
+        self.access
+            .put(jti.to_owned(), grant.clone(), self.clock.now_ms());
+    }
+
+    /// Forgets every cached token (static and access tokens), so the next request
+    /// of each reads its token (and the client settings that come with it) again.
     pub fn forget_tokens(&self) {
-        self.tokens
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.tokens.clear();
+        self.access.clear();
     }
 
     pub fn agent(&self, tenant: TenantId, key: &str) -> Option<AgentRecord> {

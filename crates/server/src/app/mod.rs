@@ -34,6 +34,8 @@ pub struct StateInner {
     pub tasks: tokio_util::task::TaskTracker,
     /// Recent token and agent lookups (see `lookups`).
     pub lookups: lookups::Lookups,
+    /// The keys that sign access tokens (`oauth/keys.rs`).
+    pub signing: crate::oauth::keys::SigningKeys,
     /// The rate-limit buckets of this instance (`http/rate_limit.rs`).
     pub limiter: crate::http::rate_limit::Limiter,
     /// The idempotency keys this process is running a request for.

@@ -80,7 +80,7 @@ pub fn hash_token(token: &str) -> Vec<u8> {
 }
 
 /// The SHA-256 of a token (or session id) as an array: the rate limiter's key.
-fn token_digest(token: &str) -> [u8; 32] {
+pub(super) fn token_digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
@@ -250,8 +250,11 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
-    let digest = token_digest(token);
     let notes = parts.extensions.get::<Notes>();
+    if crate::oauth::looks_like_jwt(token) {
+        return from_access_token(parts, state, notes, token).await;
+    }
+    let digest = token_digest(token);
     // Before any database work: the token's own bucket, whether the token exists
     // or not.
     limit(state, notes, state.limiter.credential(&digest))?;
@@ -282,9 +285,32 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
     })
 }
 
+/// The principal of an access token (a JWT from the token endpoint): verified with
+/// the published keys before any database work (the bucket of the token's string
+/// pays for the rare reload an unknown `kid` causes), then its record through the
+/// token cache (`oauth::principal`).
+async fn from_access_token(
+    parts: &Parts,
+    state: &AppState,
+    notes: Option<&Notes>,
+    token: &str,
+) -> Result<Principal, ApiError> {
+    let issuer = super::oauth::issuer(state, &parts.headers).map_err(|_| {
+        unauthorized("an access token needs the Host header naming this server (its issuer)")
+    })?;
+    if crate::oauth::kid_of(token)
+        .ok()
+        .is_none_or(|kid| state.signing.decoding(&kid).is_none())
+    {
+        limit(state, notes, state.limiter.credential(&token_digest(token)))?;
+    }
+    let claims = super::oauth::verified(state, token, &issuer, false).await?;
+    super::oauth::principal(state, notes, &claims).await
+}
+
 /// Notes what a rate-limit bucket said for the response's headers; a refusal is
 /// 429 `rate_limited` with `Retry-After`.
-fn limit(
+pub(super) fn limit(
     state: &AppState,
     notes: Option<&Notes>,
     taken: Result<Option<super::rate_limit::Standing>, Refused>,

@@ -30,7 +30,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 
 /// The public id of a stored token: the first 8 bytes of its SHA-256, in hex. It
 /// names the token in lists and URLs and cannot be used to authenticate.
-fn token_id(hash: &[u8]) -> String {
+pub(super) fn token_id(hash: &[u8]) -> String {
     hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 

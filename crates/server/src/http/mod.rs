@@ -21,6 +21,7 @@ pub mod limits;
 mod memories;
 mod messages;
 mod notes;
+mod oauth;
 mod ops;
 mod problems;
 pub mod rate_limit;
@@ -97,6 +98,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/{*rest}", axum::routing::any(api_not_found));
     let max_body = state.config.max_body_bytes;
     api.merge(system::routes())
+        .merge(oauth::routes())
         .merge(session::page_routes())
         .fallback_service(console::router(&state.config).with_state(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)

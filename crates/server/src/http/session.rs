@@ -56,7 +56,7 @@ fn millis(d: Duration) -> Millis {
 
 /// Whether the cookie is `Secure`: the server serves HTTPS itself, or the browser
 /// reached it through a TLS-terminating proxy (see [`over_https`]).
-fn secure(state: &AppState, headers: &HeaderMap) -> bool {
+pub(super) fn secure(state: &AppState, headers: &HeaderMap) -> bool {
     state.config.https || over_https(headers)
 }
 

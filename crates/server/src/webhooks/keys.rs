@@ -109,8 +109,13 @@ impl WebhookKey {
 
     /// `nonce || ciphertext` of `secret`, bound to `callback`.
     pub fn seal(&self, callback: CallbackId, secret: &[u8]) -> Vec<u8> {
+        self.seal_for(&callback.to_string(), secret)
+    }
+
+    /// Seals `secret` bound to `aad`, the name of the row that holds it (a callback
+    /// id, a signing key's `signing-key:{kid}`): it opens only for that name.
+    pub fn seal_for(&self, aad: &str, secret: &[u8]) -> Vec<u8> {
         let nonce: [u8; NONCE] = rand::random();
-        let aad = callback.to_string();
         let sealed = self
             .cipher
             .encrypt(
@@ -121,7 +126,7 @@ impl WebhookKey {
                 },
             )
             // Encryption fails only for a message longer than the cipher allows
-            // (256 GiB); a secret is at most 64 bytes.
+            // (256 GiB); what it seals is at most a few hundred bytes.
             .unwrap_or_default();
         [nonce.as_slice(), &sealed].concat()
     }
@@ -133,6 +138,11 @@ impl WebhookKey {
         key_id: &str,
         sealed: &[u8],
     ) -> Result<Vec<u8>, OpenError> {
+        self.open_for(&callback.to_string(), key_id, sealed)
+    }
+
+    /// The secret sealed by [`seal_for`](Self::seal_for) for `aad` under key `key_id`.
+    pub fn open_for(&self, aad: &str, key_id: &str, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
         if key_id != self.id {
             return Err(OpenError::OtherKey {
                 sealed_with: key_id.to_owned(),
@@ -144,7 +154,6 @@ impl WebhookKey {
         }
         let (nonce, ciphertext) = sealed.split_at(NONCE);
         let nonce: [u8; NONCE] = nonce.try_into().map_err(|_| OpenError::Damaged)?;
-        let aad = callback.to_string();
         self.cipher
             .decrypt(
                 &XNonce::from(nonce),

@@ -1,0 +1,135 @@
+//! Access tokens (issue 15): short-lived JWTs (RFC 9068 profile, `typ` `at+jwt`),
+//! signed with the keys of [`keys`], and what is in them.
+//!
+//! A token is honoured while its signature verifies against a published key, its
+//! `iss` and `aud` are this server as the request reached it, it is unexpired on
+//! the server's clock, and its `jti` is live in `access_tokens` with a live parent
+//! credential. The last check is a database read the token cache
+//! (`app/lookups.rs`) keeps for 2 s: that is how a revocation reaches every
+//! instance within 2 s, as a static token's does.
+
+pub mod keys;
+
+use crate::clock::Millis;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The longest an access token may live.
+pub const MAX_ACCESS_TOKEN_TTL: Duration = Duration::from_secs(30 * 60);
+/// RFC 8693 §2.1: the grant type of a token exchange.
+pub const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// RFC 8693 §3: an access token, as a subject or an issued token.
+pub const TOKEN_TYPE_ACCESS: &str = "urn:ietf:params:oauth:token-type:access_token";
+/// RFC 8693 §3: a JWT (asked for as `requested_token_type`, we issue access tokens
+/// that are JWTs).
+pub const TOKEN_TYPE_JWT: &str = "urn:ietf:params:oauth:token-type:jwt";
+
+/// How far a token's `iat` may lie in the future (another instance's clock).
+const IAT_SKEW_MS: Millis = 60_000;
+
+/// The claims of an access token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    pub iss: String,
+    /// The agent's id, or `token:<id>` for a credential of no agent (an operator's).
+    pub sub: String,
+    pub aud: String,
+    /// Seconds since the epoch.
+    pub exp: i64,
+    pub iat: i64,
+    pub jti: String,
+    /// The tenant it acts in.
+    pub tenant: String,
+    /// Space-separated scopes (RFC 8693 §4.2, RFC 9068 §2.2.3).
+    pub scope: String,
+    /// The client that asked for it, when it said (RFC 9068 §2.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+}
+
+impl Claims {
+    pub fn scopes(&self) -> impl Iterator<Item = &str> {
+        self.scope.split_whitespace()
+    }
+}
+
+/// Whether a bearer credential has the shape of a JWT (our static tokens start with
+/// `sb_` and have no dots).
+pub fn looks_like_jwt(token: &str) -> bool {
+    token.starts_with("eyJ") && token.bytes().filter(|b| *b == b'.').count() == 2
+}
+
+/// Why a JWT was not accepted. The message is for the caller: it never repeats the
+/// token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejected {
+    #[error("the access token is not a well-formed JWT")]
+    Malformed,
+    #[error(
+        "the access token was signed with a key this server does not publish (kid {0:?}); \
+         it may have expired long ago: ask the token endpoint for a new one"
+    )]
+    UnknownKey(String),
+    #[error("the access token is not valid here: {0}")]
+    Invalid(String),
+    #[error("the access token has expired; ask the token endpoint for a new one")]
+    Expired,
+}
+
+/// The `kid` of a token's header, before any verification.
+pub fn kid_of(token: &str) -> Result<String, Rejected> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| Rejected::Malformed)?;
+    if header.alg != jsonwebtoken::Algorithm::EdDSA {
+        return Err(Rejected::Invalid(format!(
+            "its algorithm is {:?}; this server signs with EdDSA only",
+            header.alg
+        )));
+    }
+    header
+        .kid
+        .ok_or_else(|| Rejected::Invalid("its header names no key (kid)".to_owned()))
+}
+
+/// Verifies `token` with `key` for `issuer` (also its audience) at `now`. With
+/// `allow_expired`, an expired token passes (revoking one is harmless).
+pub fn verify(
+    token: &str,
+    key: &jsonwebtoken::DecodingKey,
+    issuer: &str,
+    now: Millis,
+    allow_expired: bool,
+) -> Result<Claims, Rejected> {
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::EdDSA);
+    // Time is checked below on the server's clock (a test's manual clock), not
+    // the library's system clock.
+    validation.validate_exp = false;
+    validation.validate_nbf = false;
+    validation.required_spec_claims.clear();
+    validation.set_issuer(&[issuer]);
+    validation.set_audience(&[issuer]);
+    let claims = jsonwebtoken::decode::<Claims>(token, key, &validation)
+        .map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind as K;
+            Rejected::Invalid(
+                match e.kind() {
+                    K::InvalidSignature => "its signature does not verify",
+                    K::InvalidIssuer => "it was issued for another server address (iss)",
+                    K::InvalidAudience => "it is meant for another server address (aud)",
+                    K::InvalidAlgorithm => "its algorithm is not EdDSA",
+                    K::Json(_) | K::MissingRequiredClaim(_) => "its claims are incomplete",
+                    _ => "it does not decode",
+                }
+                .to_owned(),
+            )
+        })?
+        .claims;
+    if claims.iat * 1000 > now + IAT_SKEW_MS {
+        return Err(Rejected::Invalid(
+            "it was issued in the future (iat)".to_owned(),
+        ));
+    }
+    if !allow_expired && claims.exp * 1000 <= now {
+        return Err(Rejected::Expired);
+    }
+    Ok(claims)
+}
