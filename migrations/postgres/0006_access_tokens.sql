@@ -25,3 +25,33 @@ CREATE TABLE access_tokens (
     revoked_at  BIGINT
 );
 CREATE INDEX access_tokens_expiry ON access_tokens (expires_at);
+
+-- Device login (RFC 8628): see the SQLite migration 0014 for what each column is.
+CREATE TABLE device_requests (
+    device_hash TEXT    PRIMARY KEY,
+    user_code   TEXT    NOT NULL UNIQUE,
+    tenant_id   TEXT,
+    client_id   TEXT    NOT NULL,
+    agent_name  TEXT    NOT NULL,
+    source      TEXT    NOT NULL,
+    user_agent  TEXT    NOT NULL,
+    created_at  BIGINT  NOT NULL,
+    expires_at  BIGINT  NOT NULL,
+    interval_ms BIGINT  NOT NULL,
+    polled_at   BIGINT,
+    status      TEXT    NOT NULL,
+    decided_by  TEXT,
+    decided_at  BIGINT,
+    agent_id    TEXT,
+    family_hash BYTEA
+);
+CREATE INDEX device_requests_tenant ON device_requests (tenant_id, expires_at);
+
+-- Refresh tokens (hashes only), each of one login's family (`tokens.hash`).
+CREATE TABLE refresh_tokens (
+    hash        BYTEA   PRIMARY KEY,
+    family_hash BYTEA   NOT NULL,
+    created_at  BIGINT  NOT NULL,
+    used_at     BIGINT
+);
+CREATE INDEX refresh_tokens_family ON refresh_tokens (family_hash);

@@ -343,3 +343,42 @@ pub struct Credential {
 pub struct Revoked {
     pub revoked: u64,
 }
+
+/// A device login request (RFC 8628) as `GET /api/v1/ops/device-requests` lists it:
+/// who asked, for which agent, from where; never the device code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeviceRequest {
+    /// What the device shows its user (`XXXX-XXXX`); it names the request in
+    /// `POST /api/v1/ops/device-requests/{user_code}/approve|deny`.
+    pub user_code: String,
+    /// The client that asked (`switchboard-cli`, …), as it said.
+    pub client_id: String,
+    /// The agent it asks to log in as (`scope=agent:<name>`).
+    pub agent_name: String,
+    /// The address the request came from (and `X-Forwarded-For`, when a proxy said).
+    pub source: String,
+    pub user_agent: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// `pending`, `approved`, `denied`, or `used` (approved, and its tokens taken).
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub decided_at: Option<OffsetDateTime>,
+    /// The agent the approval logged it in as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<AgentId>,
+}
+
+/// `POST /api/v1/ops/device-requests/{user_code}/approve`: the agent to log the
+/// device in as (created when it does not exist); the one it asked for when absent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApproveDevice {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}

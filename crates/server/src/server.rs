@@ -198,6 +198,8 @@ impl Server {
     ) -> std::io::Result<()>
     where
         L: axum::serve::Listener<Addr = std::net::SocketAddr>,
+        crate::http::PeerAddr:
+            for<'a> axum::extract::connect_info::Connected<axum::serve::IncomingStream<'a, L>>,
     {
         let state = self.state.clone();
         crate::webhooks::check_listen(&state.webhooks.config, listener.local_addr()?)
@@ -234,7 +236,12 @@ impl Server {
             }
         });
         let cancel = state.shutdown.clone();
-        let result = axum::serve(listener, self.router())
+        // The peer's address reaches handlers as `ConnectInfo` (device logins show
+        // operators where a request came from).
+        let app = self
+            .router()
+            .into_make_service_with_connect_info::<crate::http::PeerAddr>();
+        let result = axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 tracing::info!("shutting down: closing streams, finishing requests");

@@ -39,6 +39,8 @@ struct Ids {
     fencing_token: u64,
     token_id: String,
     room: String,
+    /// A pending device login request's user code.
+    user_code: String,
 }
 
 impl Ids {
@@ -57,6 +59,7 @@ impl Ids {
             fencing_token: 1,
             token_id: "0123456789abcdef".into(),
             room: "no-such-room-at-all".into(),
+            user_code: "BBBB-BBBB".into(),
         }
     }
 
@@ -74,6 +77,7 @@ impl Ids {
             "lease_id" => self.lease_id.clone(),
             "token_id" => self.token_id.clone(),
             "room" => self.room.clone(),
+            "user_code" => self.user_code.clone(),
             // Not an id: the same in every request.
             "action" => "replay".into(),
             _ => return None,
@@ -93,6 +97,7 @@ impl Ids {
             "lease_id",
             "token_id",
             "room",
+            "user_code",
         ]
         .into_iter()
         .filter_map(|name| Some((name, self.param(name)?)))
@@ -145,6 +150,7 @@ fn request(method: &Method, template: &str, ids: &Ids) -> Option<(Request, bool)
         | ("DELETE", "/api/v1/ops/client-settings")
         | ("GET", "/api/v1/ops/fencing-rejections")
         | ("GET", "/api/v1/ops/tokens")
+        | ("GET", "/api/v1/ops/device-requests")
         | ("GET", "/api/v1/ops/callbacks")
         | ("GET", "/api/v1/ops/history")
         | ("GET", "/api/v1/ops/jobs")
@@ -193,6 +199,8 @@ fn request(method: &Method, template: &str, ids: &Ids) -> Option<(Request, bool)
         | ("POST", "/api/v1/ops/callbacks/{callback_id}/test")
         | ("POST", "/api/v1/ops/leases/{lease_id}/force-release")
         | ("POST", "/api/v1/ops/tokens/{token_id}/revoke")
+        | ("POST", "/api/v1/ops/device-requests/{user_code}/approve")
+        | ("POST", "/api/v1/ops/device-requests/{user_code}/deny")
         | ("GET", "/api/v1/memories/{memory_id}")
         | ("GET", "/api/v1/memories/{memory_id}/lineage")
         | ("PUT", "/api/v1/memories/{memory_id}/subscribers/{agent}")
@@ -491,6 +499,19 @@ async fn world(server: &TestServer, receiver: &Receiver) -> Ids {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    // A device asks to log in as alice, in this (the default) tenant.
+    let device = call(
+        reqwest::Client::new()
+            .post(format!("{}/oauth/device_authorization", server.url))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("client_id=bola-cli&scope=agent%3Aalice"),
+    )
+    .await;
+    assert_eq!(device.status, 200, "{}", device.text());
+    let user_code = device.json()["user_code"]
+        .as_str()
+        .expect("user_code")
+        .to_owned();
     let tokens = op.tokens().await.expect("tokens");
     let token_id = tokens
         .iter()
@@ -500,6 +521,7 @@ async fn world(server: &TestServer, receiver: &Receiver) -> Ids {
         .clone();
     Ids {
         agent: "alice".into(),
+        user_code,
         event_id: held.event.event_id.to_string(),
         claim_token: held.claim_token.to_string(),
         callback_id,
@@ -523,6 +545,7 @@ async fn state_of(op: &Client, ids: &Ids) -> Map<String, Value> {
         "ops/callbacks".to_owned(),
         "ops/leases".to_owned(),
         "ops/client-settings".to_owned(),
+        "ops/device-requests".to_owned(),
         format!("ops/agents/{}/client-settings", ids.agent),
         format!("memories/{}", ids.memory_id),
         format!("rooms/{}", ids.room),

@@ -3,6 +3,7 @@
 mod bola;
 mod client_settings;
 mod credentials;
+mod devices;
 mod errors;
 mod idempotency;
 mod isolation;

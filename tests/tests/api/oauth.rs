@@ -18,14 +18,19 @@ const EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ACCESS: &str = "urn:ietf:params:oauth:token-type:access_token";
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-fn form(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
     url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(pairs)
         .finish()
 }
 
 /// A form POST to `path` (outside `/api/v1`) with `body` as it is.
-async fn post_raw(server: &TestServer, path: &str, content_type: &str, body: String) -> Reply {
+pub(crate) async fn post_raw(
+    server: &TestServer,
+    path: &str,
+    content_type: &str,
+    body: String,
+) -> Reply {
     call(
         reqwest::Client::new()
             .post(format!("{}{path}", server.url))
@@ -35,7 +40,7 @@ async fn post_raw(server: &TestServer, path: &str, content_type: &str, body: Str
     .await
 }
 
-async fn post_form(server: &TestServer, path: &str, pairs: &[(&str, &str)]) -> Reply {
+pub(crate) async fn post_form(server: &TestServer, path: &str, pairs: &[(&str, &str)]) -> Reply {
     post_raw(
         server,
         path,
@@ -69,7 +74,7 @@ async fn access_token(server: &TestServer, token: &str) -> String {
 }
 
 /// Part `i` of a JWT (0 the header, 1 the claims), decoded without verifying.
-fn part(jwt: &str, i: usize) -> Value {
+pub(crate) fn part(jwt: &str, i: usize) -> Value {
     let text = jwt.split('.').nth(i).expect("three parts");
     serde_json::from_slice(&B64.decode(text).expect("base64url")).expect("JSON")
 }
@@ -83,7 +88,7 @@ async fn get_json(url: &str) -> Value {
 /// Asserts an OAuth error answer (RFC 6749 §5.2): JSON with `error` and a
 /// description, kept by no cache.
 #[track_caller]
-fn oauth_error(reply: &Reply, status: u16, error: &str) {
+pub(crate) fn oauth_error(reply: &Reply, status: u16, error: &str) {
     assert_eq!(reply.status, status, "{}", reply.text());
     assert!(
         reply
@@ -104,7 +109,7 @@ fn oauth_error(reply: &Reply, status: u16, error: &str) {
 }
 
 /// GET `/api/v1/{path}` with `bearer`.
-async fn get_with(server: &TestServer, bearer: &str, path: &str) -> Reply {
+pub(crate) async fn get_with(server: &TestServer, bearer: &str, path: &str) -> Reply {
     call(
         Client::new(&server.url, bearer)
             .unwrap()
@@ -131,7 +136,18 @@ async fn discovery_names_this_servers_endpoints_and_keys() {
         format!("{}/oauth/revoke", server.url)
     );
     assert_eq!(meta["jwks_uri"], format!("{}/oauth/jwks.json", server.url));
-    assert_eq!(meta["grant_types_supported"], json!([EXCHANGE]));
+    assert_eq!(
+        meta["grant_types_supported"],
+        json!([
+            "urn:ietf:params:oauth:grant-type:device_code",
+            "refresh_token",
+            EXCHANGE
+        ])
+    );
+    assert_eq!(
+        meta["device_authorization_endpoint"],
+        format!("{}/oauth/device_authorization", server.url)
+    );
     assert_eq!(
         meta["token_endpoint_auth_methods_supported"],
         json!(["none"])

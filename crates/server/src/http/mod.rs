@@ -9,6 +9,7 @@ mod client_report;
 mod client_settings;
 mod console;
 mod credentials;
+mod devices;
 pub use console::embedded as console_embedded;
 pub mod extract;
 #[cfg(test)]
@@ -64,6 +65,29 @@ use utoipa_axum::router::OpenApiRouter;
 )]
 struct ApiDoc;
 
+/// The address of the peer of a connection, whatever the listener (plain TCP or
+/// TLS): what `ConnectInfo` carries to handlers.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
+impl
+    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>>
+    for PeerAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+        Self(*stream.remote_addr())
+    }
+}
+
+impl
+    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, crate::tls::TlsListener>>
+    for PeerAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, crate::tls::TlsListener>) -> Self {
+        Self(*stream.remote_addr())
+    }
+}
+
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Builds the whole application: API, system endpoints and the console.
@@ -77,6 +101,7 @@ pub fn router(state: AppState) -> Router {
         .merge(messages::routes())
         .merge(ops::routes())
         .merge(credentials::routes())
+        .merge(devices::routes())
         .merge(jobs::routes())
         .merge(leases::routes())
         .merge(memories::routes())

@@ -14,7 +14,7 @@ use super::auth::{self, Principal, hash_token, token_digest};
 use super::notes::Notes;
 use crate::error::ApiError;
 use crate::oauth::{self, Claims, Rejected};
-use crate::store::{NewAccessToken, TokenRecord};
+use crate::store::{DevicePoll, Issue, NewAccessToken, NewDeviceRequest, Refreshed, TokenRecord};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -29,6 +29,9 @@ pub(super) const METADATA_PATH: &str = "/.well-known/oauth-authorization-server"
 pub(super) const JWKS_PATH: &str = "/oauth/jwks.json";
 pub(super) const TOKEN_PATH: &str = "/oauth/token";
 pub(super) const REVOKE_PATH: &str = "/oauth/revoke";
+pub(super) const DEVICE_PATH: &str = "/oauth/device_authorization";
+/// The console page where operators approve device logins.
+pub(super) const DEVICES_PAGE: &str = "/devices";
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -36,6 +39,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route(JWKS_PATH, get(jwks))
         .route(TOKEN_PATH, post(token))
         .route(REVOKE_PATH, post(revoke))
+        .route(DEVICE_PATH, post(device_authorization))
 }
 
 /// This server's issuer identifier as the request reached it.
@@ -185,7 +189,10 @@ async fn metadata(State(state): State<AppState>, headers: HeaderMap) -> Response
         "token_endpoint": format!("{issuer}{TOKEN_PATH}"),
         "revocation_endpoint": format!("{issuer}{REVOKE_PATH}"),
         "jwks_uri": format!("{issuer}{JWKS_PATH}"),
-        "grant_types_supported": [oauth::GRANT_TOKEN_EXCHANGE],
+        "device_authorization_endpoint": format!("{issuer}{DEVICE_PATH}"),
+        "grant_types_supported": [
+            oauth::GRANT_DEVICE_CODE, oauth::GRANT_REFRESH_TOKEN, oauth::GRANT_TOKEN_EXCHANGE,
+        ],
         // No authorization endpoint yet: no response types.
         "response_types_supported": [],
         "token_endpoint_auth_methods_supported": ["none"],
@@ -214,9 +221,88 @@ async fn jwks(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-/// The token endpoint. One grant: token exchange (RFC 8693) of a static
-/// credential (`subject_token`, of type access token) for a JWT access token with
-/// its scopes or fewer.
+/// When an access token is minted, in whole seconds as `exp` and `expires_in` say.
+struct Minted {
+    jti: String,
+    now: i64,
+    exp: i64,
+    expires_in: i64,
+}
+
+impl Minted {
+    fn new(state: &AppState) -> Self {
+        let now = state.now();
+        let ttl = state
+            .config
+            .access_token_ttl
+            .min(oauth::MAX_ACCESS_TOKEN_TTL)
+            .as_millis() as i64;
+        let exp = (now + ttl) / 1000;
+        Self {
+            jti: base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(rand::random::<[u8; 16]>()),
+            now,
+            exp,
+            expires_in: exp - now / 1000,
+        }
+    }
+
+    fn expires_at(&self) -> i64 {
+        self.exp * 1000
+    }
+
+    /// The signed access token of `record` (the credential `parent_hash` names).
+    fn sign(
+        &self,
+        state: &AppState,
+        issuer: &str,
+        record: &TokenRecord,
+        parent_hash: &[u8],
+        scopes: &[String],
+        client_id: Option<String>,
+    ) -> Result<String, OAuthError> {
+        let claims = Claims {
+            iss: issuer.to_owned(),
+            sub: match record.agent_id {
+                Some(agent) => agent.to_string(),
+                None => format!("token:{}", super::credentials::token_id(parent_hash)),
+            },
+            aud: issuer.to_owned(),
+            exp: self.exp,
+            iat: self.now / 1000,
+            jti: self.jti.clone(),
+            tenant: record.tenant_id.to_string(),
+            scope: scopes.join(" "),
+            client_id,
+        };
+        state.signing.sign(&claims).map_err(|e| {
+            tracing::error!(error = %e, "an access token could not be signed");
+            OAuthError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                "this instance cannot sign access tokens right now (see its log); try again",
+            )
+        })
+    }
+
+    /// The token endpoint's answer (RFC 6749 §5.1).
+    fn answer(&self, access_token: String, scopes: &[String], refresh: Option<String>) -> Response {
+        let mut body = json!({
+            "access_token": access_token,
+            "issued_token_type": oauth::TOKEN_TYPE_ACCESS,
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+            "scope": scopes.join(" "),
+        });
+        if let Some(refresh) = refresh {
+            body["refresh_token"] = json!(refresh);
+        }
+        (StatusCode::OK, no_store(), axum::Json(body)).into_response()
+    }
+}
+
+/// The token endpoint: the token exchange (RFC 8693) of a static credential, the
+/// device code grant (RFC 8628) and refresh tokens (rotated on every use).
 async fn token(
     State(state): State<AppState>,
     axum::Extension(notes): axum::Extension<Notes>,
@@ -225,19 +311,44 @@ async fn token(
 ) -> Result<Response, OAuthError> {
     let params = form(&headers, &body)?;
     let grant_type = required(&params, "grant_type")?;
-    if grant_type != oauth::GRANT_TOKEN_EXCHANGE {
-        return Err(OAuthError::new(
+    let issuer = issuer(&state, &headers)?;
+    let client_id = params.get("client_id").cloned();
+    if client_id
+        .as_ref()
+        .is_some_and(|c| c.chars().count() > 200 || c.chars().any(char::is_control))
+    {
+        return Err(OAuthError::request(
+            "client_id must be at most 200 printable characters",
+        ));
+    }
+    match grant_type {
+        oauth::GRANT_TOKEN_EXCHANGE => exchange(&state, &notes, &params, &issuer, client_id).await,
+        oauth::GRANT_DEVICE_CODE => device_code(&state, &notes, &params, &issuer, client_id).await,
+        oauth::GRANT_REFRESH_TOKEN => refresh(&state, &notes, &params, &issuer, client_id).await,
+        other => Err(OAuthError::new(
             StatusCode::BAD_REQUEST,
             "unsupported_grant_type",
             format!(
-                "the grant type {grant_type:?} is not supported; this server supports {:?}",
-                oauth::GRANT_TOKEN_EXCHANGE
+                "the grant type {other:?} is not supported; this server supports {:?}, {:?} \
+                 and {:?}",
+                oauth::GRANT_TOKEN_EXCHANGE,
+                oauth::GRANT_DEVICE_CODE,
+                oauth::GRANT_REFRESH_TOKEN
             ),
-        ));
+        )),
     }
-    let issuer = issuer(&state, &headers)?;
-    let subject = required(&params, "subject_token")?;
-    let subject_type = required(&params, "subject_token_type")?;
+}
+
+/// RFC 8693: a static credential for an access token with its scopes or fewer.
+async fn exchange(
+    state: &AppState,
+    notes: &Notes,
+    params: &BTreeMap<String, String>,
+    issuer: &str,
+    client_id: Option<String>,
+) -> Result<Response, OAuthError> {
+    let subject = required(params, "subject_token")?;
+    let subject_type = required(params, "subject_token_type")?;
     if subject_type != oauth::TOKEN_TYPE_ACCESS {
         return Err(OAuthError::request(format!(
             "subject_token_type must be {:?} (a static Switchboard token)",
@@ -270,15 +381,15 @@ async fn token(
             ));
         }
     }
-    if oauth::looks_like_jwt(subject) {
+    if oauth::looks_like_jwt(subject) || subject.starts_with(oauth::REFRESH_PREFIX) {
         return Err(invalid_grant(
-            "an access token cannot be exchanged for another; exchange the static token \
-             it came from",
+            "only a static token can be exchanged; an access token comes from one, a \
+             refresh token is used with grant_type=refresh_token",
         ));
     }
     // The subject's own bucket, before any database work.
     let digest = token_digest(subject);
-    auth::limit(&state, Some(&notes), state.limiter.credential(&digest))?;
+    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
     let hash = digest.to_vec();
     let record = match state.lookups.token(&hash) {
         Some(record) => record,
@@ -290,74 +401,303 @@ async fn token(
             record
         }
     };
-    auth::limit(&state, Some(&notes), state.limiter.tenant(record.tenant_id))?;
+    auth::limit(state, Some(notes), state.limiter.tenant(record.tenant_id))?;
     let scopes = granted(&record, params.get("scope").map(String::as_str))?;
-    let client_id = params.get("client_id").cloned();
-    if client_id
-        .as_ref()
-        .is_some_and(|c| c.chars().count() > 200 || c.chars().any(char::is_control))
-    {
-        return Err(OAuthError::request(
-            "client_id must be at most 200 printable characters",
-        ));
-    }
-    let now = state.now();
-    let ttl = state
-        .config
-        .access_token_ttl
-        .min(oauth::MAX_ACCESS_TOKEN_TTL)
-        .as_millis() as i64;
-    // Whole seconds, as `exp` and `expires_in` say it.
-    let exp = (now + ttl) / 1000;
-    let expires_in = exp - now / 1000;
-    let expires_at = exp * 1000;
-    let jti = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 16]>());
-    let claims = Claims {
-        iss: issuer.clone(),
-        sub: match record.agent_id {
-            Some(agent) => agent.to_string(),
-            None => format!("token:{}", super::credentials::token_id(&hash)),
-        },
-        aud: issuer,
-        exp,
-        iat: now / 1000,
-        jti: jti.clone(),
-        tenant: record.tenant_id.to_string(),
-        scope: scopes.join(" "),
-        client_id,
-    };
-    let access_token = state.signing.sign(&claims).map_err(|e| {
-        tracing::error!(error = %e, "an access token could not be signed");
-        OAuthError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "temporarily_unavailable",
-            "this instance cannot sign access tokens right now (see its log); try again",
-        )
-    })?;
+    let minted = Minted::new(state);
+    let access_token = minted.sign(state, issuer, &record, &hash, &scopes, client_id)?;
     state
         .store
         .insert_access_token(&NewAccessToken {
-            jti: &jti,
+            jti: &minted.jti,
             tenant: record.tenant_id,
             parent_hash: &hash,
-            issued_at: now,
-            expires_at,
+            issued_at: minted.now,
+            expires_at: minted.expires_at(),
         })
         .await?;
     tracing::info!(
         agent = record.agent_name.as_deref().unwrap_or("-"),
-        expires_in,
+        expires_in = minted.expires_in,
         "access token issued by token exchange"
     );
+    Ok(minted.answer(access_token, &scopes, None))
+}
+
+/// A new refresh token and its hash.
+fn new_refresh() -> (String, Vec<u8>) {
+    let token = auth::generate_token(oauth::REFRESH_PREFIX);
+    let hash = hash_token(&token);
+    (token, hash)
+}
+
+/// RFC 8628 §3.4: the device polls with its device code until an operator decided.
+async fn device_code(
+    state: &AppState,
+    notes: &Notes,
+    params: &BTreeMap<String, String>,
+    issuer: &str,
+    client_id: Option<String>,
+) -> Result<Response, OAuthError> {
+    let code = required(params, "device_code")?;
+    let client = client_id
+        .clone()
+        .ok_or_else(|| OAuthError::request("the parameter \"client_id\" is missing"))?;
+    let digest = token_digest(code);
+    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let (refresh_token, refresh_hash) = new_refresh();
+    let minted = Minted::new(state);
+    let polled = state
+        .store
+        .poll_device_request(
+            &hex(&digest),
+            &client,
+            minted.now,
+            &Issue {
+                refresh_hash: &refresh_hash,
+                jti: &minted.jti,
+                expires_at: minted.expires_at(),
+            },
+        )
+        .await?;
+    let pending = |error: &'static str, description: &str| {
+        Err(OAuthError::new(StatusCode::BAD_REQUEST, error, description))
+    };
+    match polled {
+        DevicePoll::Unknown => Err(invalid_grant(
+            "the device code is unknown, another client's, or its tokens were taken \
+             already; start a new login",
+        )),
+        DevicePoll::Expired => pending(
+            "expired_token",
+            "the device code expired before an operator approved it; start a new login",
+        ),
+        DevicePoll::SlowDown => pending(
+            "slow_down",
+            "polling too often: wait 5 seconds longer between polls from now on",
+        ),
+        DevicePoll::Pending => pending(
+            "authorization_pending",
+            "waiting for an operator to approve the request in the console (Devices)",
+        ),
+        DevicePoll::Denied => pending("access_denied", "an operator denied the request"),
+        DevicePoll::Approved(grant) => {
+            let scopes = grant.record.scopes.clone();
+            let access_token = minted.sign(
+                state,
+                issuer,
+                &grant.record,
+                &grant.parent_hash,
+                &scopes,
+                client_id,
+            )?;
+            tracing::info!(
+                agent = grant.record.agent_name.as_deref().unwrap_or("-"),
+                "device login completed: tokens issued"
+            );
+            Ok(minted.answer(access_token, &scopes, Some(refresh_token)))
+        }
+    }
+}
+
+/// RFC 6749 §6: a refresh token for new tokens, once (it rotates); a second use
+/// of one revokes its login.
+async fn refresh(
+    state: &AppState,
+    notes: &Notes,
+    params: &BTreeMap<String, String>,
+    issuer: &str,
+    client_id: Option<String>,
+) -> Result<Response, OAuthError> {
+    let old = required(params, "refresh_token")?;
+    let digest = token_digest(old);
+    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let (refresh_token, refresh_hash) = new_refresh();
+    let minted = Minted::new(state);
+    let refreshed = state
+        .store
+        .refresh(
+            &digest,
+            minted.now,
+            &Issue {
+                refresh_hash: &refresh_hash,
+                jti: &minted.jti,
+                expires_at: minted.expires_at(),
+            },
+        )
+        .await?;
+    match refreshed {
+        Refreshed::Unknown => Err(invalid_grant("the refresh token is unknown; log in again")),
+        Refreshed::Revoked => Err(invalid_grant("this login was revoked; log in again")),
+        Refreshed::Reused => {
+            // Every instance drops the login's tokens within the cache's TTL.
+            state.lookups.forget_tokens();
+            tracing::warn!("a rotated refresh token was used again: its login is revoked");
+            Err(invalid_grant(
+                "this refresh token was used before, so it may be stolen: the whole login \
+                 is revoked now; log in again",
+            ))
+        }
+        Refreshed::Rotated(grant) => {
+            let scopes = granted(&grant.record, params.get("scope").map(String::as_str))?;
+            let access_token = minted.sign(
+                state,
+                issuer,
+                &grant.record,
+                &grant.parent_hash,
+                &scopes,
+                client_id,
+            )?;
+            Ok(minted.answer(access_token, &scopes, Some(refresh_token)))
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The address a request came from, as the listener saw it (absent when the
+/// router runs without one, as in unit tests).
+pub(super) struct Peer(Option<std::net::SocketAddr>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Peer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Self(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<super::PeerAddr>>()
+                .map(|c| c.0.0),
+        ))
+    }
+}
+
+/// How long a device code lives, and how often its device may poll.
+const DEVICE_CODE_TTL_MS: i64 = 600_000;
+const DEVICE_INTERVAL_MS: i64 = 5_000;
+/// RFC 8628 §6.1: consonants only (no vowels, so no words; no look-alikes).
+const USER_CODE_LETTERS: &[u8] = b"BCDFGHJKLMNPQRSTVWXZ";
+
+fn user_code() -> String {
+    let letters: String = (0..8)
+        .map(|_| {
+            let i = rand::random_range(0..USER_CODE_LETTERS.len());
+            USER_CODE_LETTERS[i] as char
+        })
+        .collect();
+    format!("{}-{}", &letters[..4], &letters[4..])
+}
+
+/// RFC 8628 §3.1: a device asks to log in as an agent (`scope=agent:<name>`), in
+/// the tenant it names (`tenant`, else the default tenant). An operator of that
+/// tenant approves or denies it by its user code.
+async fn device_authorization(
+    State(state): State<AppState>,
+    axum::Extension(notes): axum::Extension<Notes>,
+    Peer(peer): Peer,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, OAuthError> {
+    let params = form(&headers, &body)?;
+    let issuer = issuer(&state, &headers)?;
+    // One bucket per source address, before any database work.
+    let source_ip = peer.map_or_else(|| "unknown".to_owned(), |p| p.ip().to_string());
+    auth::limit(
+        &state,
+        Some(&notes),
+        state
+            .limiter
+            .credential(&token_digest(&format!("device-authorization:{source_ip}"))),
+    )?;
+    let client_id = required(&params, "client_id")?;
+    if client_id.chars().count() > 200 || client_id.chars().any(char::is_control) {
+        return Err(OAuthError::request(
+            "client_id must be at most 200 printable characters",
+        ));
+    }
+    let scope = required(&params, "scope")?;
+    let agent = scope
+        .strip_prefix("agent:")
+        .filter(|name| super::limits::name("scope", name).is_ok())
+        .ok_or_else(|| {
+            OAuthError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_scope",
+                "scope must be agent:<name>, the agent to log in as (1 to 64 of A-Z a-z 0-9 . _ -)",
+            )
+        })?;
+    let tenant = match params.get("tenant") {
+        None => Some(state.tenant),
+        // A name that is no tenant's is not told apart: nobody will see the request.
+        Some(name) => state
+            .store
+            .tenants()
+            .await?
+            .into_iter()
+            .find(|t| &t.name == name)
+            .map(|t| t.id),
+    };
+    let forwarded = headers
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.chars()
+                .filter(|c| !c.is_control())
+                .take(40)
+                .collect::<String>()
+        });
+    let source = match forwarded {
+        Some(f) => format!("{source_ip} (for {f})"),
+        None => source_ip,
+    };
+    let user_agent: String = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(255)
+        .collect();
+    let now = state.now();
+    let device_code = auth::generate_token(oauth::DEVICE_CODE_PREFIX);
+    let device_hash = hex(&token_digest(&device_code));
+    let mut code = user_code();
+    // A user code already in use (about one in 2.5e10 per pending request) is
+    // drawn again.
+    while !state
+        .store
+        .insert_device_request(&NewDeviceRequest {
+            device_hash: &device_hash,
+            user_code: &code,
+            tenant,
+            client_id,
+            agent_name: agent,
+            source: &source,
+            user_agent: &user_agent,
+            created_at: now,
+            expires_at: now + DEVICE_CODE_TTL_MS,
+            interval_ms: DEVICE_INTERVAL_MS,
+        })
+        .await?
+    {
+        code = user_code();
+    }
+    tracing::info!(agent, client_id, "device login requested");
+    let verification_uri = format!("{issuer}{DEVICES_PAGE}");
     Ok((
         StatusCode::OK,
         no_store(),
         axum::Json(json!({
-            "access_token": access_token,
-            "issued_token_type": oauth::TOKEN_TYPE_ACCESS,
-            "token_type": "Bearer",
-            "expires_in": expires_in,
-            "scope": claims.scope,
+            "device_code": device_code,
+            "user_code": code,
+            "verification_uri_complete": format!("{verification_uri}?user_code={code}"),
+            "verification_uri": verification_uri,
+            "expires_in": DEVICE_CODE_TTL_MS / 1000,
+            "interval": DEVICE_INTERVAL_MS / 1000,
         })),
     )
         .into_response())
@@ -427,6 +767,11 @@ async fn revoke(
                 .await?
         {
             tracing::info!(sub = %claims.sub, "access token revoked by its holder");
+        }
+    } else if token.starts_with(oauth::REFRESH_PREFIX) {
+        // A refresh token ends its whole login, and every access token of it.
+        if state.store.revoke_refresh_family(&digest, now).await? {
+            tracing::info!("a device login was ended by its holder (refresh token revoked)");
         }
     } else {
         let hash = hash_token(token);

@@ -18,6 +18,14 @@ use std::time::Duration;
 pub const MAX_ACCESS_TOKEN_TTL: Duration = Duration::from_secs(30 * 60);
 /// RFC 8693 §2.1: the grant type of a token exchange.
 pub const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// RFC 8628 §3.4: the grant type of a device's poll.
+pub const GRANT_DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+/// RFC 6749 §6.
+pub const GRANT_REFRESH_TOKEN: &str = "refresh_token";
+/// What refresh tokens start with (opaque; stored hashed).
+pub const REFRESH_PREFIX: &str = "sb_rt_";
+/// What device codes start with (opaque; stored hashed).
+pub const DEVICE_CODE_PREFIX: &str = "sb_dc_";
 /// RFC 8693 §3: an access token, as a subject or an issued token.
 pub const TOKEN_TYPE_ACCESS: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// RFC 8693 §3: a JWT (asked for as `requested_token_type`, we issue access tokens

@@ -39,6 +39,88 @@ pub struct AccessGrant {
     pub parent_hash: Vec<u8>,
 }
 
+/// A device login request to store (RFC 8628). Only the device code's hash.
+#[derive(Debug, Clone)]
+pub struct NewDeviceRequest<'a> {
+    /// SHA-256 of the device code, in hex.
+    pub device_hash: &'a str,
+    pub user_code: &'a str,
+    /// The tenant whose operators may decide it; `None`: the name the client gave
+    /// is no tenant's, and nobody sees the request.
+    pub tenant: Option<TenantId>,
+    pub client_id: &'a str,
+    pub agent_name: &'a str,
+    pub source: &'a str,
+    pub user_agent: &'a str,
+    pub created_at: Millis,
+    pub expires_at: Millis,
+    pub interval_ms: Millis,
+}
+
+/// A device login request as operators see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceRequestRow {
+    pub user_code: String,
+    pub client_id: String,
+    pub agent_name: String,
+    pub source: String,
+    pub user_agent: String,
+    pub created_at: Millis,
+    pub expires_at: Millis,
+    /// `pending`, `approved`, `denied` or `used` (approved, and its tokens taken).
+    pub status: String,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<Millis>,
+    pub agent_id: Option<AgentId>,
+}
+
+/// An operator's approval of a device request.
+#[derive(Debug, Clone)]
+pub struct Approval<'a> {
+    /// The agent the login is for (created in the tenant when it does not exist).
+    pub agent_name: &'a str,
+    /// The login's credential: a new `tokens` row of the agent, which every
+    /// refresh and access token of the login hangs from.
+    pub family_hash: &'a [u8],
+    /// The agent token scopes (`{agent_id}` filled in by the store).
+    pub scopes: &'a [String],
+}
+
+/// What a grant that succeeds records at once, in its transaction: the next
+/// refresh token (hash) and the access token (by `jti`).
+#[derive(Debug, Clone, Copy)]
+pub struct Issue<'a> {
+    pub refresh_hash: &'a [u8],
+    pub jti: &'a str,
+    pub expires_at: Millis,
+}
+
+/// What polling the token endpoint with a device code found (RFC 8628 §3.5).
+#[derive(Debug, Clone)]
+pub enum DevicePoll {
+    /// No such device code, another client's, or its tokens were taken already.
+    Unknown,
+    Expired,
+    /// Polled sooner than its interval: the interval is now this (5 s more).
+    SlowDown,
+    Pending,
+    Denied,
+    /// Approved: the tokens of [`Issue`] were recorded for this login.
+    Approved(AccessGrant),
+}
+
+/// What a refresh token's use found.
+#[derive(Debug, Clone)]
+pub enum Refreshed {
+    Unknown,
+    /// It had been used before: its whole family is revoked now.
+    Reused,
+    /// Its family (the login) was revoked.
+    Revoked,
+    /// Used, and the tokens of [`Issue`] recorded.
+    Rotated(AccessGrant),
+}
+
 #[async_trait]
 pub trait IdentityStore: Send + Sync {
     /// Every stored signing key, oldest first.
@@ -58,6 +140,42 @@ pub trait IdentityStore: Send + Sync {
         jti: &str,
         now: Millis,
     ) -> StoreResult<bool>;
-    /// Forgets the records of access tokens expired before `before`; how many.
+    /// Forgets the records of access tokens expired before `before`, and device
+    /// requests expired a day before it; how many access tokens.
     async fn forget_access_tokens(&self, before: Millis) -> StoreResult<u64>;
+
+    // --- device login (RFC 8628) and refresh tokens ---
+    /// Stores a device request; `false` when its user code is taken (make another).
+    async fn insert_device_request(&self, request: &NewDeviceRequest<'_>) -> StoreResult<bool>;
+    /// `tenant`'s device requests that have not expired at `now`, newest first.
+    async fn device_requests(
+        &self,
+        tenant: TenantId,
+        now: Millis,
+    ) -> StoreResult<Vec<DeviceRequestRow>>;
+    /// Approves (`Some`) or denies `tenant`'s pending, unexpired request with this
+    /// user code, once: `None` when there is none (another tenant's, decided
+    /// already, expired, unknown). An approval makes the agent when it does not
+    /// exist, and the login's credential, in the same transaction.
+    async fn decide_device_request(
+        &self,
+        tenant: TenantId,
+        user_code: &str,
+        approval: Option<&Approval<'_>>,
+        decided_by: &str,
+        now: Millis,
+    ) -> StoreResult<Option<DeviceRequestRow>>;
+    /// The token endpoint's poll with a device code by `client_id`.
+    async fn poll_device_request(
+        &self,
+        device_hash: &str,
+        client_id: &str,
+        now: Millis,
+        issue: &Issue<'_>,
+    ) -> StoreResult<DevicePoll>;
+    /// Uses the refresh token with this hash: once.
+    async fn refresh(&self, hash: &[u8], now: Millis, issue: &Issue<'_>) -> StoreResult<Refreshed>;
+    /// Revokes the login (family) the refresh token with this hash belongs to;
+    /// whether it was live.
+    async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool>;
 }

@@ -28,6 +28,7 @@ pub(crate) trait Cols {
     fn int(&self, col: &str) -> StoreResult<i64>;
     fn opt_int(&self, col: &str) -> StoreResult<Option<i64>>;
     fn bytes(&self, col: &str) -> StoreResult<Vec<u8>>;
+    fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>>;
 }
 
 macro_rules! cols_for {
@@ -46,6 +47,9 @@ macro_rules! cols_for {
                 Ok(sqlx::Row::try_get(self, col)?)
             }
             fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
+                Ok(sqlx::Row::try_get(self, col)?)
+            }
+            fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>> {
                 Ok(sqlx::Row::try_get(self, col)?)
             }
         }
@@ -449,4 +453,28 @@ impl AgentRecord {
             .collect();
         (scopes, format!("agent:{}", self.name))
     }
+}
+
+/// The columns of a device request as operators see it.
+pub(crate) const DEVICE_COLS: &str = "user_code, client_id, agent_name, source, user_agent, \
+     created_at, expires_at, status, decided_by, decided_at, agent_id";
+
+pub(crate) fn device_request(r: &impl Cols) -> StoreResult<crate::store::DeviceRequestRow> {
+    Ok(crate::store::DeviceRequestRow {
+        user_code: r.text("user_code")?,
+        client_id: r.text("client_id")?,
+        agent_name: r.text("agent_name")?,
+        source: r.text("source")?,
+        user_agent: r.text("user_agent")?,
+        created_at: r.int("created_at")?,
+        expires_at: r.int("expires_at")?,
+        status: r.text("status")?,
+        decided_by: r.opt_text("decided_by")?,
+        decided_at: r.opt_int("decided_at")?,
+        agent_id: r
+            .opt_text("agent_id")?
+            .as_deref()
+            .map(parse_id)
+            .transpose()?,
+    })
 }

@@ -66,6 +66,7 @@ macro_rules! identity_statements {
 
             async fn insert_access_token_row(
                 &self,
+                tx: &mut Self::Tx,
                 token: &$crate::store::NewAccessToken<'_>,
             ) -> $crate::store::StoreResult<()> {
                 sqlx::query($crate::store::dialect::sql!(
@@ -79,7 +80,7 @@ macro_rules! identity_statements {
                 .bind(token.parent_hash)
                 .bind(token.issued_at)
                 .bind(token.expires_at)
-                .execute(self.write_pool())
+                .execute(&mut **tx)
                 .await?;
                 Ok(())
             }
@@ -143,6 +144,268 @@ macro_rules! identity_statements {
                 .execute(self.write_pool())
                 .await?;
                 Ok(done.rows_affected())
+            }
+
+            async fn delete_device_requests_before(
+                &self,
+                before: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<u64> {
+                let done = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "DELETE FROM device_requests WHERE expires_at < $1"
+                ))
+                .bind(before)
+                .execute(self.write_pool())
+                .await?;
+                Ok(done.rows_affected())
+            }
+
+            async fn insert_device_row(
+                &self,
+                tx: &mut Self::Tx,
+                r: &$crate::store::NewDeviceRequest<'_>,
+            ) -> $crate::store::StoreResult<bool> {
+                let inserted = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO device_requests (device_hash, user_code, tenant_id, client_id, \
+                     agent_name, source, user_agent, created_at, expires_at, interval_ms, status) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending')"
+                ))
+                .bind(r.device_hash)
+                .bind(r.user_code)
+                .bind(r.tenant.map(|t| t.to_string()))
+                .bind(r.client_id)
+                .bind(r.agent_name)
+                .bind(r.source)
+                .bind(r.user_agent)
+                .bind(r.created_at)
+                .bind(r.expires_at)
+                .bind(r.interval_ms)
+                .execute(&mut **tx)
+                .await
+                .map(|done| done.rows_affected());
+                // A user code already taken is told by the unique index.
+                $crate::store::dialect::inserted(inserted)
+            }
+
+            async fn device_rows(
+                &self,
+                tenant: switchboard_proto::TenantId,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Vec<$crate::store::DeviceRequestRow>> {
+                let rows = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {DEVICE_COLS} FROM device_requests \
+                     WHERE tenant_id = $1 AND expires_at > $2 \
+                     ORDER BY created_at DESC, user_code",
+                    DEVICE_COLS = $crate::store::rows::DEVICE_COLS
+                ))
+                .bind(tenant.to_string())
+                .bind(now)
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter().map($crate::store::rows::device_request).collect()
+            }
+
+            async fn pending_device_for_update(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                user_code: &str,
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<Option<(String, String)>> {
+                use $crate::store::rows::Cols;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT device_hash, agent_name FROM device_requests \
+                     WHERE tenant_id = $1 AND user_code = $2 AND status = 'pending' \
+                     AND expires_at > $3 @FOR_UPDATE"
+                ))
+                .bind(tenant.to_string())
+                .bind(user_code)
+                .bind(now)
+                .fetch_optional(&mut **tx)
+                .await?;
+                row.map(|r| Ok((r.text("device_hash")?, r.text("agent_name")?)))
+                    .transpose()
+            }
+
+            async fn device_for_update(
+                &self,
+                tx: &mut Self::Tx,
+                device_hash: &str,
+            ) -> $crate::store::StoreResult<Option<$crate::store::engine::identity::DeviceRow>>
+            {
+                use $crate::store::rows::Cols;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT client_id, expires_at, interval_ms, polled_at, status, family_hash \
+                     FROM device_requests WHERE device_hash = $1 @FOR_UPDATE"
+                ))
+                .bind(device_hash)
+                .fetch_optional(&mut **tx)
+                .await?;
+                row.map(|r| {
+                    Ok($crate::store::engine::identity::DeviceRow {
+                        client_id: r.text("client_id")?,
+                        expires_at: r.int("expires_at")?,
+                        interval_ms: r.int("interval_ms")?,
+                        polled_at: r.opt_int("polled_at")?,
+                        status: r.text("status")?,
+                        family_hash: r.opt_bytes("family_hash")?,
+                    })
+                })
+                .transpose()
+            }
+
+            async fn device_by_code(
+                &self,
+                tx: &mut Self::Tx,
+                user_code: &str,
+            ) -> $crate::store::StoreResult<Option<$crate::store::DeviceRequestRow>> {
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {DEVICE_COLS} FROM device_requests WHERE user_code = $1",
+                    DEVICE_COLS = $crate::store::rows::DEVICE_COLS
+                ))
+                .bind(user_code)
+                .fetch_optional(&mut **tx)
+                .await?;
+                row.as_ref().map($crate::store::rows::device_request).transpose()
+            }
+
+            async fn set_device_polled(
+                &self,
+                tx: &mut Self::Tx,
+                device_hash: &str,
+                polled_at: $crate::clock::Millis,
+                interval_ms: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE device_requests SET polled_at = $1, interval_ms = $2 \
+                     WHERE device_hash = $3"
+                ))
+                .bind(polled_at)
+                .bind(interval_ms)
+                .bind(device_hash)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn set_device_status(
+                &self,
+                tx: &mut Self::Tx,
+                device_hash: &str,
+                from: &str,
+                to: &str,
+                decided: Option<(&str, $crate::clock::Millis)>,
+                agent: Option<switchboard_proto::AgentId>,
+                family_hash: Option<&[u8]>,
+            ) -> $crate::store::StoreResult<bool> {
+                let done = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE device_requests SET status = $1, \
+                     decided_by = COALESCE($2, decided_by), decided_at = COALESCE($3, decided_at), \
+                     agent_id = COALESCE($4, agent_id), family_hash = COALESCE($5, family_hash) \
+                     WHERE device_hash = $6 AND status = $7"
+                ))
+                .bind(to)
+                .bind(decided.map(|(by, _)| by))
+                .bind(decided.map(|(_, at)| at))
+                .bind(agent.map(|a| a.to_string()))
+                .bind(family_hash)
+                .bind(device_hash)
+                .bind(from)
+                .execute(&mut **tx)
+                .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn refresh_for_update(
+                &self,
+                tx: &mut Self::Tx,
+                hash: &[u8],
+            ) -> $crate::store::StoreResult<Option<(Vec<u8>, Option<$crate::clock::Millis>)>> {
+                use $crate::store::rows::Cols;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT family_hash, used_at FROM refresh_tokens WHERE hash = $1 @FOR_UPDATE"
+                ))
+                .bind(hash)
+                .fetch_optional(&mut **tx)
+                .await?;
+                row.map(|r| Ok((r.bytes("family_hash")?, r.opt_int("used_at")?)))
+                    .transpose()
+            }
+
+            async fn insert_refresh_row(
+                &self,
+                tx: &mut Self::Tx,
+                hash: &[u8],
+                family_hash: &[u8],
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "INSERT INTO refresh_tokens (hash, family_hash, created_at) VALUES ($1, $2, $3)"
+                ))
+                .bind(hash)
+                .bind(family_hash)
+                .bind(now)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn mark_refresh_used(
+                &self,
+                tx: &mut Self::Tx,
+                hash: &[u8],
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<bool> {
+                let done = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE refresh_tokens SET used_at = $1 WHERE hash = $2 AND used_at IS NULL"
+                ))
+                .bind(now)
+                .bind(hash)
+                .execute(&mut **tx)
+                .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn revoke_family(
+                &self,
+                tx: &mut Self::Tx,
+                family_hash: &[u8],
+                now: $crate::clock::Millis,
+            ) -> $crate::store::StoreResult<bool> {
+                let done = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE tokens SET revoked_at = $1 WHERE hash = $2 AND revoked_at IS NULL"
+                ))
+                .bind(now)
+                .bind(family_hash)
+                .execute(&mut **tx)
+                .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn family_tenant(
+                &self,
+                tx: &mut Self::Tx,
+                family_hash: &[u8],
+            ) -> $crate::store::StoreResult<Option<switchboard_proto::TenantId>> {
+                let tenant: Option<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT tenant_id FROM tokens WHERE hash = $1 AND revoked_at IS NULL"
+                ))
+                .bind(family_hash)
+                .fetch_optional(&mut **tx)
+                .await?;
+                tenant.as_deref().map($crate::store::rows::parse_id).transpose()
             }
         }
     };

@@ -1,0 +1,159 @@
+//! Device login requests (RFC 8628) as the operators of a tenant see and decide
+//! them: the list, approve (naming the agent, created when it does not exist) and
+//! deny. A request belongs to the tenant the client named (the default tenant
+//! when it named none); another tenant's operators see nothing of it, and its user
+//! code answers them as one that does not exist (I9).
+
+use super::AppState;
+use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE, agent_scopes};
+use super::extract::Path;
+use super::limits::name;
+use crate::clock::to_timestamp;
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Approval, DeviceRequestRow};
+use axum::extract::State;
+use switchboard_proto::*;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(approve))
+        .routes(routes!(deny))
+}
+
+fn request(row: DeviceRequestRow) -> DeviceRequest {
+    DeviceRequest {
+        user_code: row.user_code,
+        client_id: row.client_id,
+        agent_name: row.agent_name,
+        source: row.source,
+        user_agent: row.user_agent,
+        created_at: to_timestamp(row.created_at),
+        expires_at: to_timestamp(row.expires_at),
+        status: row.status,
+        decided_by: row.decided_by,
+        decided_at: row.decided_at.map(to_timestamp),
+        agent_id: row.agent_id,
+    }
+}
+
+/// The tenant's device login requests that have not expired, newest first:
+/// pending ones wait for approve or deny.
+#[utoipa::path(get, path = "/api/v1/ops/device-requests", tag = "ops",
+    responses((status = 200, body = Vec<DeviceRequest>)))]
+async fn list(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> ApiResult<axum::Json<Vec<DeviceRequest>>> {
+    principal.require(SCOPE_OPS_READ)?;
+    let rows = state
+        .store
+        .device_requests(principal.tenant_id, state.now())
+        .await?;
+    Ok(axum::Json(rows.into_iter().map(request).collect()))
+}
+
+/// The user code as the device shows it, upper case, with or without its dash.
+fn normalized(code: &str) -> ApiResult<String> {
+    let letters: String = code
+        .chars()
+        .filter(|c| *c != '-')
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    if letters.len() == 8 && letters.bytes().all(|b| b.is_ascii_uppercase()) {
+        Ok(format!("{}-{}", &letters[..4], &letters[4..]))
+    } else {
+        Err(
+            ApiError::validation("user_code is the 8 letters the device shows, as XXXX-XXXX")
+                .with("field", "user_code"),
+        )
+    }
+}
+
+fn nothing_pending() -> ApiError {
+    ApiError::not_found("a pending device request with this user code")
+}
+
+/// Approve a pending device request: the device gets its tokens at its next poll.
+/// The agent (`{"agent": name}`, or the one it asked for) is created in this
+/// tenant when it does not exist; the login is a credential of that agent, listed
+/// and revoked like its tokens.
+#[utoipa::path(post, path = "/api/v1/ops/device-requests/{user_code}/approve", tag = "ops",
+    params(("user_code" = String, Path, description = "XXXX-XXXX, as the device shows it")),
+    request_body = ApproveDevice,
+    responses((status = 200, body = DeviceRequest), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn approve(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(code): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<axum::Json<DeviceRequest>> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    let code = normalized(&code)?;
+    let asked = state
+        .store
+        .device_requests(principal.tenant_id, state.now())
+        .await?
+        .into_iter()
+        .find(|r| r.user_code == code && r.status == "pending")
+        .ok_or_else(nothing_pending)?;
+    // The body is optional: none approves the agent the device asked for.
+    let body: ApproveDevice = if body.iter().all(u8::is_ascii_whitespace) {
+        ApproveDevice::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::validation(format!(
+                "the body must be {{\"agent\": \"name\"}} or empty: {e}"
+            ))
+        })?
+    };
+    let agent = body.agent.unwrap_or(asked.agent_name);
+    name("agent", &agent)?;
+    let family = super::auth::hash_token(&super::auth::generate_token("sb_fam_"));
+    let scopes = agent_scopes();
+    let row = state
+        .store
+        .decide_device_request(
+            principal.tenant_id,
+            &code,
+            Some(&Approval {
+                agent_name: &agent,
+                family_hash: &family,
+                scopes: &scopes,
+            }),
+            &principal.actor().to_string(),
+            state.now(),
+        )
+        .await?
+        .ok_or_else(nothing_pending)?;
+    tracing::info!(agent = %agent, client = %row.client_id, "device login approved");
+    Ok(axum::Json(request(row)))
+}
+
+/// Deny a pending device request: the device's next poll answers `access_denied`.
+#[utoipa::path(post, path = "/api/v1/ops/device-requests/{user_code}/deny", tag = "ops",
+    params(("user_code" = String, Path, description = "XXXX-XXXX, as the device shows it")),
+    responses((status = 200, body = DeviceRequest), (status = 404, body = Problem)))]
+async fn deny(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(code): Path<String>,
+) -> ApiResult<axum::Json<DeviceRequest>> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    let code = normalized(&code)?;
+    let row = state
+        .store
+        .decide_device_request(
+            principal.tenant_id,
+            &code,
+            None,
+            &principal.actor().to_string(),
+            state.now(),
+        )
+        .await?
+        .ok_or_else(nothing_pending)?;
+    tracing::info!(client = %row.client_id, "device login denied");
+    Ok(axum::Json(request(row)))
+}
