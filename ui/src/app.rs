@@ -138,7 +138,7 @@ fn Login() -> impl IntoView {
 }
 
 /// Navigation entries: path and label.
-const SECTIONS: [(&str, &str); 8] = [
+const SECTIONS: [(&str, &str); 9] = [
     ("/", "Overview"),
     ("/agents", "Agents"),
     ("/inbox", "Inbox"),
@@ -147,6 +147,7 @@ const SECTIONS: [(&str, &str); 8] = [
     ("/leases", "Leases"),
     ("/fencing", "Fencing"),
     ("/webhooks", "Webhooks"),
+    ("/devices", "Devices"),
 ];
 
 #[component]
@@ -216,6 +217,7 @@ fn Shell() -> impl IntoView {
                 Route::Leases => view! { <pages::leases::LeasesPage /> }.into_any(),
                 Route::Fencing => view! { <pages::fencing::FencingPage /> }.into_any(),
                 Route::Webhooks => view! { <pages::webhooks::WebhooksPage /> }.into_any(),
+                Route::Devices(marked) => view! { <pages::devices::DevicesPage marked=marked /> }.into_any(),
                 Route::NotFound(path) => view! { <pages::Placeholder what="Not found" detail=format!("The console has no page at {path}. Use the navigation above.") /> }.into_any(),
             }}
         </div>

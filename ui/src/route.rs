@@ -12,6 +12,7 @@
 //! | `/leases` | leases and memory lineage |
 //! | `/fencing` | fencing rejections |
 //! | `/webhooks` | webhook callbacks and their attempts |
+//! | `/devices?user_code=` | device login requests (the link a device shows) |
 
 /// Which events a list shows: the operator API's filter, as the URL carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,6 +84,8 @@ pub(crate) enum Route {
     Leases,
     Fencing,
     Webhooks,
+    /// Device login requests, with the user code the link named.
+    Devices(Option<String>),
     NotFound(String),
 }
 
@@ -100,6 +103,7 @@ impl Route {
             "/leases" => Self::Leases,
             "/fencing" => Self::Fencing,
             "/webhooks" => Self::Webhooks,
+            "/devices" => Self::Devices(marked_code(query)),
             _ => match path.strip_prefix("/events/") {
                 Some(id) if !id.is_empty() && !id.contains('/') => Self::Event(decode(id)),
                 _ => Self::NotFound(path.to_owned()),
@@ -118,9 +122,29 @@ impl Route {
             Self::Leases => "/leases",
             Self::Fencing => "/fencing",
             Self::Webhooks => "/webhooks",
+            Self::Devices(_) => "/devices",
             Self::NotFound(_) => "",
         }
     }
+}
+
+/// The user code a link names (`?user_code=XXXX-XXXX`), upper case with its dash.
+pub(crate) fn marked_code(query: &str) -> Option<String> {
+    parse_pairs(query)
+        .into_iter()
+        .find(|(k, _)| k == "user_code")
+        .map(|(_, v)| {
+            let letters: String = v
+                .chars()
+                .filter(|c| c.is_ascii_alphabetic())
+                .map(|c| c.to_ascii_uppercase())
+                .collect();
+            match letters.len() {
+                8 => format!("{}-{}", &letters[..4], &letters[4..]),
+                _ => letters,
+            }
+        })
+        .filter(|c| !c.is_empty())
 }
 
 /// The operator API's path for one page of events matching `query`.
@@ -206,6 +230,16 @@ mod tests {
         assert_eq!(Route::parse("/agents/"), Route::Agents);
         assert_eq!(Route::parse("/audit"), Route::Audit);
         assert_eq!(Route::parse("/webhooks"), Route::Webhooks);
+        assert_eq!(Route::parse("/devices"), Route::Devices(None));
+        // The link a device shows, and the code typed loosely.
+        assert_eq!(
+            Route::parse("/devices?user_code=BCDF-GHJK"),
+            Route::Devices(Some("BCDF-GHJK".into()))
+        );
+        assert_eq!(
+            Route::parse("/devices?user_code=bcdfghjk"),
+            Route::Devices(Some("BCDF-GHJK".into()))
+        );
         assert_eq!(
             Route::parse("/events/0193-ab"),
             Route::Event("0193-ab".into())

@@ -17,6 +17,7 @@
 mod client_settings;
 mod console;
 mod credentials;
+mod devices;
 mod driver;
 mod filters;
 mod installed;

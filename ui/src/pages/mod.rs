@@ -6,6 +6,7 @@ pub(crate) mod charts;
 pub(crate) mod client;
 pub(crate) mod confirm;
 pub(crate) mod credentials;
+pub(crate) mod devices;
 pub(crate) mod fencing;
 pub(crate) mod inbox;
 pub(crate) mod inspector;
