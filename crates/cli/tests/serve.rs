@@ -446,6 +446,85 @@ async fn no_credential_reaches_the_trace_logs() {
     assert_eq!(revoke(jwt.clone()).await.expect("revoke").status(), 200);
     assert!(as_a1.poll("a1", 0, None).await.is_err(), "revoked");
 
+    // A device login of beta's b2: asked, approved by beta's operator, polled,
+    // refreshed (rotating), then ended with its refresh token; a repeated device
+    // code and a reused refresh token are refused.
+    let form = |path: &str, body: String| {
+        http.post(format!("{url}{path}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    let device: serde_json::Value = form(
+        "/oauth/device_authorization",
+        "client_id=trace-test&scope=agent%3Ab2&tenant=beta".to_owned(),
+    )
+    .await
+    .expect("device authorization")
+    .json()
+    .await
+    .expect("JSON");
+    let device_code = device["device_code"]
+        .as_str()
+        .expect("device_code")
+        .to_owned();
+    secrets.push(device_code.clone());
+    let poll = || {
+        form(
+            "/oauth/token",
+            format!(
+                "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code\
+                 &client_id=trace-test&device_code={device_code}"
+            ),
+        )
+    };
+    let user_code = device["user_code"].as_str().expect("user_code");
+    let approved = beta_op
+        .request(
+            reqwest::Method::POST,
+            &format!("ops/device-requests/{user_code}/approve"),
+        )
+        .send()
+        .await
+        .expect("approve");
+    assert_eq!(approved.status(), 200);
+    let tokens: serde_json::Value = poll().await.expect("poll").json().await.expect("JSON");
+    let first_refresh = tokens["refresh_token"]
+        .as_str()
+        .expect("refresh")
+        .to_owned();
+    secrets.push(first_refresh.clone());
+    secrets.push(tokens["access_token"].as_str().expect("access").to_owned());
+    let refreshed: serde_json::Value = form(
+        "/oauth/token",
+        format!("grant_type=refresh_token&refresh_token={first_refresh}"),
+    )
+    .await
+    .expect("refresh")
+    .json()
+    .await
+    .expect("JSON");
+    let second_refresh = refreshed["refresh_token"]
+        .as_str()
+        .expect("refresh")
+        .to_owned();
+    secrets.push(second_refresh.clone());
+    secrets.push(
+        refreshed["access_token"]
+            .as_str()
+            .expect("access")
+            .to_owned(),
+    );
+    assert_eq!(poll().await.expect("poll").status(), 400, "taken once");
+    assert_eq!(revoke(second_refresh).await.expect("revoke").status(), 200);
+    let reused = form(
+        "/oauth/token",
+        format!("grant_type=refresh_token&refresh_token={first_refresh}"),
+    )
+    .await
+    .expect("reuse");
+    assert_eq!(reused.status(), 400);
+
     // Revoked, then refused; and a token that never was.
     let prometheus = beta_op
         .tokens()
