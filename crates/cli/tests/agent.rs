@@ -594,6 +594,133 @@ async fn login_keeps_the_token_in_the_kernel_keyring_and_logout_removes_it() {
     );
 }
 
+/// Device login from the CLI (issue 15): `agent login --server` without a token
+/// prints the code and the link and waits; an operator approves it; the login's
+/// refresh token goes to a real (kernel) keyring, rotates on every use across
+/// processes (two `agent send`s, each a process of its own, each renewing), and
+/// `agent logout` revokes it on the server before removing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_login_keeps_a_rotating_login_in_the_keyring_and_logout_revokes_it() {
+    if Command::new("keyctl").arg("--version").output().is_err() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "keyctl (Debian package keyutils) is required in CI"
+        );
+        eprintln!("SKIPPED: keyctl is not installed (apt-get install keyutils)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), "127.0.0.1:0");
+    let bob = agent(&server, "bob").await;
+    let home = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let script = format!(
+        "set -e
+         {bin} agent login --server {url} --agent dana 2> {home}/login.err
+         {bin} agent send --to bob '{{\"text\": \"one\"}}'
+         {bin} agent send --to bob '{{\"text\": \"two\"}}'
+         {bin} agent logout 2> {home}/logout.err
+         if {bin} agent send --to bob '{{\"text\": \"no login\"}}' 2> {home}/err; then exit 9; fi",
+        url = server.url,
+        home = home.path().display(),
+    );
+    let child = tokio::process::Command::new("keyctl")
+        .args(["session", "-", "sh", "-c", &script])
+        .env("SWITCHBOARD_KEYRING", "keyutils")
+        .env("SWITCHBOARD_STATE", home.path().join("agent.db"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env_remove("SWITCHBOARD_SERVER")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // The operator approves the request once it shows.
+    let op = Client::new(&server.url, server.operator.as_str()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let code = loop {
+        assert!(Instant::now() < deadline, "no device request showed");
+        let list: serde_json::Value = op
+            .request(switchboard_sdk::reqwest::Method::GET, "ops/device-requests")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(r) = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["agent_name"] == "dana" && r["status"] == "pending")
+        {
+            break r["user_code"].as_str().unwrap().to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let approved = op
+        .request(
+            switchboard_sdk::reqwest::Method::POST,
+            &format!("ops/device-requests/{code}/approve"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), 200);
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the script ends")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let login_err = std::fs::read_to_string(home.path().join("login.err")).unwrap();
+    assert!(
+        login_err.contains(&code) && login_err.contains("/devices?user_code="),
+        "shows the code and the link: {login_err}"
+    );
+    let logout_err = std::fs::read_to_string(home.path().join("logout.err")).unwrap();
+    assert!(logout_err.contains("revoked"), "{logout_err}");
+    let err = std::fs::read_to_string(home.path().join("err")).unwrap();
+    assert!(err.contains("switchboard agent login"), "{err}");
+    for file in [&login_err, &logout_err, &err] {
+        assert!(
+            !file.contains("sb_rt_") && !file.contains("sb_dc_"),
+            "{file}"
+        );
+    }
+    let profiles = std::fs::read_to_string(home.path().join("config/switchboard/profiles.toml"))
+        .unwrap_or_default();
+    assert!(!profiles.contains("sb_rt_"), "{profiles}");
+
+    let page = Client::new(&server.url, bob.as_str())
+        .unwrap()
+        .poll("bob", 0, None)
+        .await
+        .unwrap();
+    let texts: Vec<_> = page
+        .events
+        .iter()
+        .map(|e| e.payload.as_ref().unwrap()["text"].clone())
+        .collect();
+    assert_eq!(
+        texts,
+        ["one", "two"],
+        "both sends of the login, nothing after"
+    );
+    // The login is revoked on the server.
+    let tokens = op.tokens().await.unwrap();
+    let login = tokens
+        .iter()
+        .find(|c| c.label == "device login: dana")
+        .expect("the login's credential");
+    assert!(login.revoked_at.is_some(), "{login:?}");
+}
+
 /// The server publishes the key TTL it is configured with; the agent learns it on a
 /// send; an entry whose answer never came and that is still unsent past that window
 /// is EXPIRED, not resent, and `agent status` shows it with its reason.

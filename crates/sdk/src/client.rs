@@ -66,6 +66,9 @@ struct Inner {
     api: Url,
     /// `Bearer <token>`, marked sensitive so `Debug` of requests hides it.
     authorization: HeaderValue,
+    /// A login that renews access tokens from a refresh token (`login.rs`);
+    /// `authorization` is unused then.
+    session: Option<Arc<crate::login::Session>>,
     /// Applied per request (not client-wide) so SSE streams are not cut off by it.
     request_timeout: Duration,
     /// The per-call retry budget and backoff.
@@ -163,7 +166,32 @@ impl ClientBuilder {
     /// for a token a header cannot carry, and [`Error::Transport`] when the TLS
     /// backend cannot be set up.
     pub fn build(self, base_url: &str, token: impl Into<Token>) -> Result<Client, Error> {
+        let authorization = bearer(&token.into())?;
+        self.build_inner(base_url, authorization, |_| Ok(None))
+    }
+
+    /// Builds a client for a login that refreshes (a device login): it gets access
+    /// tokens with the refresh token in `store`, renews them ahead of their expiry
+    /// and on a 401, and saves every rotated refresh token there (`login.rs`).
+    pub fn build_with_login(
+        self,
+        base_url: &str,
+        store: Arc<dyn crate::login::RefreshTokenStore>,
+    ) -> Result<Client, Error> {
+        let placeholder = HeaderValue::from_static("Bearer -");
+        self.build_inner(base_url, placeholder, |root| {
+            Ok(Some(Arc::new(crate::login::Session::new(root, store)?)))
+        })
+    }
+
+    fn build_inner(
+        self,
+        base_url: &str,
+        authorization: HeaderValue,
+        session: impl FnOnce(&Url) -> Result<Option<Arc<crate::login::Session>>, Error>,
+    ) -> Result<Client, Error> {
         let root = parse_base_url(base_url)?;
+        let session = session(&root)?;
         let mut api = root.clone();
         api.path_segments_mut()
             .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
@@ -180,7 +208,8 @@ impl ClientBuilder {
                 http,
                 root,
                 api,
-                authorization: bearer(&token.into())?,
+                authorization,
+                session,
                 request_timeout: self.request_timeout,
                 quota: Arc::new(RetryQuota::new(self.retry.quota_capacity)),
                 retry: self.retry,
@@ -190,7 +219,7 @@ impl ClientBuilder {
     }
 }
 
-fn parse_base_url(base_url: &str) -> Result<Url, Error> {
+pub(crate) fn parse_base_url(base_url: &str) -> Result<Url, Error> {
     let mut url =
         Url::parse(base_url).map_err(|e| Error::InvalidUrl(format!("{base_url}: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -209,7 +238,7 @@ fn parse_base_url(base_url: &str) -> Result<Url, Error> {
     Ok(url)
 }
 
-fn bearer(token: &Token) -> Result<HeaderValue, Error> {
+pub(crate) fn bearer(token: &Token) -> Result<HeaderValue, Error> {
     let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
         Error::InvalidInput("the token has characters an HTTP header cannot carry".into())
     })?;
@@ -244,6 +273,7 @@ impl Client {
         let authorization = bearer(&token.into())?;
         Ok(self.derive(|inner| {
             inner.authorization = authorization;
+            inner.session = None;
             inner.settings = Arc::default();
         }))
     }
@@ -274,6 +304,12 @@ impl Client {
     /// Changes of [`Client::client_settings`], for the consumer's schedule.
     pub(crate) fn watch_client_settings(&self) -> watch::Receiver<EffectiveClientSettings> {
         self.inner.settings.subscribe()
+    }
+
+    /// The connection pool under this client (its TLS roots and connect timeout,
+    /// no credential): for the OAuth endpoints ([`crate::login`]).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.inner.http
     }
 
     /// The base URL, without a trailing slash.
@@ -348,11 +384,18 @@ impl Client {
         join(&self.inner.root, segments)
     }
 
+    /// A request with the client's credential: its static token, or a login's
+    /// last access token (fresh when a typed call just ran; `exchange` renews it).
     fn authorized(&self, method: Method, url: impl reqwest::IntoUrl) -> RequestBuilder {
-        self.inner
-            .http
-            .request(method, url)
-            .header(AUTHORIZATION, self.inner.authorization.clone())
+        let header = match &self.inner.session {
+            Some(session) => session.last_header(),
+            None => Some(self.inner.authorization.clone()),
+        };
+        let request = self.inner.http.request(method, url);
+        match header {
+            Some(header) => request.header(AUTHORIZATION, header),
+            None => request,
+        }
     }
 
     /// Sends a call, retrying as the policy allows, and checks the status: any
@@ -388,7 +431,33 @@ impl Client {
     }
 
     async fn exchange_unlogged(&self, call: &Call) -> Result<Response, Error> {
-        let mut request = self.authorized(call.method.clone(), call.url.clone());
+        let Some(session) = &self.inner.session else {
+            return self
+                .exchange_with(call, self.inner.authorization.clone())
+                .await;
+        };
+        let (header, generation) = session.authorization(&self.inner.http).await?;
+        match self.exchange_with(call, header).await {
+            // Refused: the access token expired early (another clock) or was
+            // revoked; renew it once and try again.
+            Err(Error::Api { status: 401, .. }) => {
+                let (header, _) = session.renew(&self.inner.http, Some(generation)).await?;
+                self.exchange_with(call, header).await
+            }
+            other => other,
+        }
+    }
+
+    async fn exchange_with(
+        &self,
+        call: &Call,
+        authorization: HeaderValue,
+    ) -> Result<Response, Error> {
+        let mut request = self
+            .inner
+            .http
+            .request(call.method.clone(), call.url.clone())
+            .header(AUTHORIZATION, authorization);
         request = if call.stream {
             request
                 .header(ACCEPT, "text/event-stream")

@@ -59,6 +59,10 @@ pub enum Error {
     /// A 2xx body (or an SSE event) was not what the API promises.
     #[error("could not decode the response: {0}")]
     Decode(String),
+    /// A login (device login, or renewing an access token from a refresh token)
+    /// failed or ended: the message says why and what to do. Never carries a token.
+    #[error("login: {0}")]
+    Login(String),
     /// The base URL cannot be used (not http(s), has a query, cannot be a base).
     #[error("invalid URL: {0}")]
     InvalidUrl(String),
@@ -79,8 +83,8 @@ fn api_message(status: u16, problem: &Problem) -> String {
 
 impl Error {
     /// What kind of failure this is, as a stable word for logs and metrics:
-    /// `api`, `incompatible`, `transport`, `timeout`, `decode`, `invalid_url` or
-    /// `invalid_input`.
+    /// `api`, `incompatible`, `transport`, `timeout`, `decode`, `login`,
+    /// `invalid_url` or `invalid_input`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Api { .. } => "api",
@@ -88,6 +92,7 @@ impl Error {
             Self::Transport(_) => "transport",
             Self::Timeout(_) => "timeout",
             Self::Decode(_) => "decode",
+            Self::Login(_) => "login",
             Self::InvalidUrl(_) => "invalid_url",
             Self::InvalidInput(_) => "invalid_input",
         }

@@ -57,6 +57,7 @@ pub mod credentials;
 mod error;
 mod leases;
 pub mod local;
+pub mod login;
 mod ops;
 pub mod outbox;
 pub mod privacy;

@@ -475,3 +475,85 @@ async fn one_refresh_token_used_at_once_by_many_rotates_at_most_once() {
         .count();
     assert_eq!(logins, 1, "{tokens}");
 }
+
+/// The SDK's side: a device login, then a client that renews its access token
+/// from the refresh token. The server's clock passes the token's expiry between
+/// claims; the next call is refused, renewed and retried, and no event is lost.
+#[tokio::test]
+async fn the_sdk_logs_in_by_device_and_renews_its_access_token_without_losing_work() {
+    use std::sync::Arc;
+    use switchboard_tests::sdk::login::{DeviceLogin, MemoryRefreshStore, RefreshTokenStore};
+    use switchboard_tests::sdk::proto::{ClaimRequest, SendMessage};
+
+    let server = TestServer::with(manual()).await;
+    let http = switchboard_tests::sdk::reqwest::Client::new();
+    let login = DeviceLogin::start(&http, &server.url, "sdk-test", "lena", None)
+        .await
+        .expect("device login");
+    assert!(!format!("{login:?}").contains("sb_dc_"), "{login:?}");
+    let approved = decide(
+        &server,
+        &server.operator_token,
+        &login.user_code,
+        "approve",
+        None,
+    )
+    .await;
+    assert_eq!(approved.status, 200, "{}", approved.text());
+    let first = login.wait(&http).await.expect("approved");
+    let store = Arc::new(MemoryRefreshStore::new(first.clone()));
+    let lena = switchboard_tests::sdk::Client::builder()
+        .build_with_login(&server.url, store.clone())
+        .expect("client");
+
+    let op = server.operator();
+    for n in 0..3 {
+        op.send_message(
+            "lena",
+            &SendMessage {
+                payload: json!({"n": n}),
+                ..Default::default()
+            },
+            &switchboard_tests::key(),
+        )
+        .await
+        .expect("send");
+    }
+    let one = ClaimRequest {
+        limit: Some(1),
+        ..ClaimRequest::default()
+    };
+    let mut handled = Vec::new();
+    for round in 0..3 {
+        if round > 0 {
+            // Past the access token's 15 minutes on the server's clock.
+            server.advance(Duration::from_secs(15 * 60 + 1));
+        }
+        let claimed = lena.claim("lena", &one).await.expect("claim after renewal");
+        let event = &claimed.events[0];
+        lena.ack("lena", event.event.event_id, event.claim_token)
+            .await
+            .expect("ack");
+        handled.push(
+            event.event.payload.as_ref().expect("payload")["n"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    assert_eq!(handled, [0, 1, 2], "every event, once, in order");
+    let snapshot = op.snapshot("lena").await.expect("snapshot");
+    assert_eq!(snapshot.counts.completed, 3, "{snapshot:?}");
+    // Each renewal rotated the refresh token the store keeps.
+    let now = store.load().unwrap();
+    assert_ne!(now.expose(), first.expose());
+
+    // The first refresh token used again ends the login: the client says so.
+    oauth_error(
+        &refresh(&server, first.expose()).await,
+        400,
+        "invalid_grant",
+    );
+    server.advance(Duration::from_secs(15 * 60 + 1));
+    let ended = lena.claim("lena", &one).await.expect_err("the login ended");
+    assert!(ended.to_string().contains("log in again"), "{ended}");
+}

@@ -9,6 +9,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use switchboard_sdk::consumer::{FollowerConfig, Mode, local_poison};
 use switchboard_sdk::credentials::TokenStore;
+use switchboard_sdk::login::{DeviceLogin, is_refresh_token};
 use switchboard_sdk::outbox::{self, EntryState, OutboxConfig};
 use switchboard_sdk::proto::{InboxEvent, SendMessage, Snapshot};
 use switchboard_sdk::{Consumer, Follower, Outbox, OutboxError, Target, Token};
@@ -21,18 +22,30 @@ pub(crate) struct LoginArgs {
     /// The server's base URL, e.g. http://127.0.0.1:7700.
     #[arg(long)]
     server: String,
-    /// The agent token; `-` reads it from stdin (keeps it out of the shell history).
+    /// A static agent token; `-` reads it from stdin (keeps it out of the shell
+    /// history). Without it: device login, which an operator approves in the
+    /// console (Devices), and which keeps a refresh token, not the agent's token.
     #[arg(long)]
-    token: String,
+    token: Option<String>,
+    /// Device login: the agent to log in as [default: the profile's name].
+    #[arg(long, conflicts_with = "token")]
+    agent: Option<String>,
+    /// Device login: the tenant whose operators approve it [default: the server's
+    /// default tenant].
+    #[arg(long, conflicts_with = "token")]
+    tenant: Option<String>,
 }
 
 pub(crate) async fn login(common: &Common, args: LoginArgs) -> anyhow::Result<u8> {
-    let token = if args.token == "-" {
+    let Some(token) = args.token else {
+        return device_login(common, &args.server, args.agent, args.tenant.as_deref()).await;
+    };
+    let token = if token == "-" {
         let mut token = String::new();
         std::io::stdin().read_to_string(&mut token)?;
         token.trim().to_owned()
     } else {
-        args.token
+        token
     };
     if token.is_empty() {
         bail!("the token is empty");
@@ -59,8 +72,59 @@ pub(crate) async fn login(common: &Common, args: LoginArgs) -> anyhow::Result<u8
     Ok(0)
 }
 
-pub(crate) fn logout(common: &Common) -> anyhow::Result<u8> {
-    let removed = TokenStore::os()?.sign_out(&common.profile)?;
+/// Device login (RFC 8628): prints the code and the link, waits for an operator,
+/// keeps the login's refresh token in the keyring.
+async fn device_login(
+    common: &Common,
+    server: &str,
+    agent: Option<String>,
+    tenant: Option<&str>,
+) -> anyhow::Result<u8> {
+    let agent = agent.unwrap_or_else(|| common.profile.clone());
+    let client = common.anonymous_client(server)?;
+    if let Err(error @ switchboard_sdk::Error::Incompatible { .. }) = client.check_server().await {
+        bail!("{error}");
+    }
+    let login =
+        DeviceLogin::start(client.http(), server, "switchboard-cli", &agent, tenant).await?;
+    eprintln!(
+        "To log in as agent {agent:?}, an operator approves this device in the console:\n  \
+         {}\n  (Devices, code {}). Waiting; the code expires in {} minutes…",
+        login.verification_uri_complete,
+        login.user_code,
+        login.expires_in / 60
+    );
+    let token = login.wait(client.http()).await?;
+    let store = TokenStore::os()?;
+    store.save(&common.profile, server, &token)?;
+    eprintln!(
+        "logged in to {server} as agent {agent:?} (profile {:?}); the login is in the {:?} \
+         keyring and renews itself",
+        common.profile,
+        store.backend()
+    );
+    Ok(0)
+}
+
+/// Signs out: a device login is revoked on the server first (its refresh token
+/// and every access token of it); then the keyring entry and the profile go. A
+/// static token stays valid (an operator revokes it).
+pub(crate) async fn logout(common: &Common) -> anyhow::Result<u8> {
+    let store = TokenStore::os()?;
+    if let Some(login) = store.load(&common.profile)?
+        && is_refresh_token(&login.token)
+    {
+        let client = common.anonymous_client(&login.server)?;
+        match switchboard_sdk::login::revoke(client.http(), &login.server, &login.token).await {
+            Ok(()) => eprintln!("the login was revoked on {}", login.server),
+            Err(e) => eprintln!(
+                "warning: could not revoke the login on {} ({e}); an operator can revoke it \
+                 (Agents → Credentials)",
+                login.server
+            ),
+        }
+    }
+    let removed = store.sign_out(&common.profile)?;
     if removed {
         eprintln!(
             "signed out of profile {:?}: keyring entry and profile removed",

@@ -17,7 +17,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use std::sync::Arc;
 use switchboard_sdk::credentials::{self, Credentials, TokenStore};
+use switchboard_sdk::login::{MemoryRefreshStore, RefreshTokenStore, is_refresh_token};
 use switchboard_sdk::privacy::{DEFAULT_SCHEMAS, Gate};
 use switchboard_sdk::{Client, LocalDb};
 
@@ -90,7 +92,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
     runtime.block_on(async move {
         match cli.args.command {
             AgentCommand::Login(args) => commands::login(&common, args).await,
-            AgentCommand::Logout => commands::logout(&common),
+            AgentCommand::Logout => commands::logout(&common).await,
             AgentCommand::Run(args) => run::run(&common, args).await,
             AgentCommand::Send(args) => commands::send(&common, args).await,
             AgentCommand::Tail(args) => commands::tail(&common, args).await,
@@ -123,10 +125,29 @@ impl Common {
             .builder()?
             .retry(switchboard_sdk::RetryPolicy::none())
             .request_timeout(std::time::Duration::from_secs(3))
-            .build(&credentials.server, credentials.token.clone())
+            // The capabilities are open: no credential goes to the check.
+            .build(&credentials.server, ANONYMOUS)
             .with_context(|| format!("cannot use the server URL {}", credentials.server))?;
         if let Err(e @ switchboard_sdk::Error::Incompatible { .. }) = check.check_server().await {
             return Err(e.into());
+        }
+        if is_refresh_token(&credentials.token) {
+            // A device login: access tokens renewed from the refresh token, which
+            // rotates in the keyring (or, from the environment, in memory).
+            let store: Arc<dyn RefreshTokenStore> = if credentials::from_env()?.is_some() {
+                Arc::new(MemoryRefreshStore::new(credentials.token))
+            } else {
+                Arc::new(KeyringLogin {
+                    store: TokenStore::os()?,
+                    profile: self.profile.clone(),
+                    server: credentials.server.clone(),
+                    lock: self.state_path().with_extension("login-lock"),
+                })
+            };
+            return self
+                .builder()?
+                .build_with_login(&credentials.server, store)
+                .with_context(|| format!("cannot use the server URL {}", credentials.server));
         }
         self.client_for(&credentials.server, credentials.token)
     }
@@ -136,6 +157,11 @@ impl Common {
         self.builder()?
             .build(server, token)
             .with_context(|| format!("cannot use the server URL {server}"))
+    }
+
+    /// A client for `server` with no credential (the open endpoints, OAuth).
+    fn anonymous_client(&self, server: &str) -> anyhow::Result<Client> {
+        self.client_for(server, switchboard_sdk::Token::from(ANONYMOUS))
     }
 
     /// The client settings every command shares: `--ca-file`.
@@ -178,6 +204,60 @@ impl Common {
         Gate::new()
             .load_schemas(&text)
             .map_err(|e| anyhow::anyhow!("{from}: {e}"))
+    }
+}
+
+/// The bearer of requests that need none (capabilities, the OAuth endpoints).
+const ANONYMOUS: &str = "anonymous";
+
+/// A device login's refresh token in the keyring profile. Every refresh takes an
+/// exclusive lock on a file beside the profile's local state, reads the newest
+/// token and saves its successor before letting go, so the processes of one login
+/// (`agent run` beside `agent send`) take turns: a refresh token used twice would
+/// end the login.
+struct KeyringLogin {
+    store: TokenStore,
+    profile: String,
+    server: String,
+    lock: PathBuf,
+}
+
+impl RefreshTokenStore for KeyringLogin {
+    fn lock(&self) -> Result<Box<dyn Send>, switchboard_sdk::Error> {
+        let failed = |e: std::io::Error| {
+            switchboard_sdk::Error::Login(format!(
+                "cannot lock {} for the login's turn: {e}",
+                self.lock.display()
+            ))
+        };
+        if let Some(dir) = self.lock.parent() {
+            std::fs::create_dir_all(dir).map_err(failed)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock)
+            .map_err(failed)?;
+        file.lock().map_err(failed)?;
+        Ok(Box::new(file))
+    }
+
+    fn load(&self) -> Result<switchboard_sdk::Token, switchboard_sdk::Error> {
+        match self.store.load(&self.profile) {
+            Ok(Some(login)) => Ok(login.token),
+            Ok(None) => Err(switchboard_sdk::Error::Login(format!(
+                "profile {:?} was logged out; log in again with `switchboard agent login`",
+                self.profile
+            ))),
+            Err(e) => Err(switchboard_sdk::Error::Login(e.to_string())),
+        }
+    }
+
+    fn save(&self, token: &switchboard_sdk::Token) -> Result<(), switchboard_sdk::Error> {
+        self.store
+            .save(&self.profile, &self.server, token)
+            .map_err(|e| switchboard_sdk::Error::Login(e.to_string()))
     }
 }
 

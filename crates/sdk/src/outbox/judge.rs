@@ -36,10 +36,13 @@ pub(super) fn judge(result: Result<serde_json::Value, Error>) -> Judged {
         }
         // An expired or revoked token: logging in again fixes it, so the message
         // waits instead of being thrown away.
-        Err(error) if error.status() == Some(401) => Judged::Unauthorized(format!(
-            "{}; log in again (`switchboard agent login`)",
-            describe(&error)
-        )),
+        // So is a device login that ended (revoked, or its refresh token refused).
+        Err(error) if error.status() == Some(401) || matches!(error, Error::Login(_)) => {
+            Judged::Unauthorized(format!(
+                "{}; log in again (`switchboard agent login`)",
+                describe(&error)
+            ))
+        }
         Err(error) if is_transient(&error) => Judged::Retry {
             retry_after: error.retry_after(),
             reason: describe(&error),
@@ -48,5 +51,19 @@ pub(super) fn judge(result: Result<serde_json::Value, Error>) -> Judged {
             never_left: matches!(&error, Error::Transport(e) if e.is_connect()),
         },
         Err(error) => Judged::Poison(describe(&error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_login_that_ended_keeps_the_message_waiting() {
+        let judged = judge(Err(Error::Login("the login ended".into())));
+        assert!(
+            matches!(&judged, Judged::Unauthorized(reason) if reason.contains("log in again")),
+            "{judged:?}"
+        );
     }
 }

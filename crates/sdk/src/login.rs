@@ -1,0 +1,415 @@
+//! Logins that refresh (issue 15): device login (RFC 8628) gives a refresh token
+//! (`sb_rt_…`); a [`Client`](crate::Client) built with one
+//! ([`ClientBuilder::build_with_login`](crate::ClientBuilder::build_with_login))
+//! gets short-lived access tokens from the token endpoint, renews them about
+//! 5 minutes before they expire and again when the server answers 401, and saves
+//! each rotated refresh token in its [`RefreshTokenStore`].
+//!
+//! Refresh tokens are used once: one used twice (two processes of one login each
+//! holding a copy) ends the whole login. So every refresh takes the store's lock,
+//! reads the newest token from the store, and saves its successor before letting
+//! go: processes sharing a login (the CLI's `agent run` and `agent send`) take
+//! turns instead of racing.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::Url;
+use reqwest::header::HeaderValue;
+use serde::Deserialize;
+
+use crate::{Error, Token};
+
+/// What refresh tokens start with.
+pub const REFRESH_PREFIX: &str = "sb_rt_";
+const GRANT_DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+/// How long before its expiry an access token is renewed (at most half its life).
+pub const RENEW_AHEAD: Duration = Duration::from_secs(300);
+
+/// Whether `token` is a refresh token (a device login) rather than a static token.
+pub fn is_refresh_token(token: &Token) -> bool {
+    token.expose().starts_with(REFRESH_PREFIX)
+}
+
+/// Where a login's refresh token lives between refreshes.
+pub trait RefreshTokenStore: Send + Sync + 'static {
+    /// Holds every other user of this login (other processes too) off until the
+    /// returned guard is dropped.
+    fn lock(&self) -> Result<Box<dyn Send>, Error>;
+    /// The newest refresh token.
+    fn load(&self) -> Result<Token, Error>;
+    /// Keeps `token`, the successor of the one loaded.
+    fn save(&self, token: &Token) -> Result<(), Error>;
+}
+
+/// A refresh token held in memory only (one process; tests).
+pub struct MemoryRefreshStore(Mutex<Token>);
+
+impl MemoryRefreshStore {
+    pub fn new(token: Token) -> Self {
+        Self(Mutex::new(token))
+    }
+}
+
+impl RefreshTokenStore for MemoryRefreshStore {
+    fn lock(&self) -> Result<Box<dyn Send>, Error> {
+        // The session's own mutex already serializes refreshes in this process.
+        Ok(Box::new(()))
+    }
+
+    fn load(&self) -> Result<Token, Error> {
+        Ok(self.0.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    fn save(&self, token: &Token) -> Result<(), Error> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = token.clone();
+        Ok(())
+    }
+}
+
+/// When an access token that lives `expires_in` from `issued` is renewed:
+/// [`RENEW_AHEAD`] before it expires, or half way for a short-lived one.
+pub fn renew_at(issued: Instant, expires_in: Duration) -> Instant {
+    issued + expires_in - RENEW_AHEAD.min(expires_in / 2)
+}
+
+/// The token endpoint's answer.
+#[derive(Deserialize)]
+struct Tokens {
+    access_token: String,
+    expires_in: u64,
+    #[serde(default)]
+    refresh_token: Option<String>,
+}
+
+/// An OAuth error answer.
+#[derive(Deserialize)]
+struct OAuthError {
+    error: String,
+    #[serde(default)]
+    error_description: String,
+}
+
+/// `application/x-www-form-urlencoded` of `pairs` (reqwest's `form` feature is
+/// not built).
+fn form_body(pairs: &[(&str, &str)]) -> String {
+    reqwest::Url::parse_with_params("http://form.invalid/", pairs)
+        .ok()
+        .and_then(|u| u.query().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// A form POST.
+fn post_form(http: &reqwest::Client, url: Url, pairs: &[(&str, &str)]) -> reqwest::RequestBuilder {
+    http.post(url)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(form_body(pairs))
+}
+
+/// POSTs `form` to `url`: the tokens, or the OAuth error (`Err(Ok(..))`), or a
+/// transport or decoding failure (`Err(Err(..))`).
+async fn token_request(
+    http: &reqwest::Client,
+    url: &Url,
+    form: &[(&str, &str)],
+) -> Result<Tokens, Result<OAuthError, Error>> {
+    let response = post_form(http, url.clone(), form)
+        .send()
+        .await
+        .map_err(|e| Err(Error::Transport(e)))?;
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| Err(Error::Transport(e)))?;
+    if status.is_success() {
+        serde_json::from_slice(&body)
+            .map_err(|e| Err(Error::Decode(format!("the token endpoint's answer: {e}"))))
+    } else {
+        Err(serde_json::from_slice::<OAuthError>(&body).map_err(|_| {
+            Error::Login(format!(
+                "the token endpoint answered HTTP {status} without an OAuth error"
+            ))
+        }))
+    }
+}
+
+/// The access tokens of a login, renewed from its refresh token.
+pub(crate) struct Session {
+    token_url: Url,
+    store: Arc<dyn RefreshTokenStore>,
+    current: Mutex<Option<Current>>,
+    /// One refresh at a time in this process (the store's lock covers the others).
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+#[derive(Clone)]
+struct Current {
+    header: HeaderValue,
+    renew_at: Instant,
+    generation: u64,
+}
+
+impl Session {
+    pub(crate) fn new(root: &Url, store: Arc<dyn RefreshTokenStore>) -> Result<Self, Error> {
+        let token_url = root
+            .join("oauth/token")
+            .map_err(|e| Error::InvalidUrl(e.to_string()))?;
+        Ok(Self {
+            token_url,
+            store,
+            current: Mutex::new(None),
+            refreshing: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn current(&self) -> Option<Current> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The last access token's header, fresh or not (for requests built by hand).
+    pub(crate) fn last_header(&self) -> Option<HeaderValue> {
+        self.current().map(|c| c.header)
+    }
+
+    /// An `Authorization` value that is not due for renewal, and its generation.
+    pub(crate) async fn authorization(
+        &self,
+        http: &reqwest::Client,
+    ) -> Result<(HeaderValue, u64), Error> {
+        match self.current() {
+            Some(c) if Instant::now() < c.renew_at => Ok((c.header, c.generation)),
+            stale => self.renew(http, stale.map(|c| c.generation)).await,
+        }
+    }
+
+    /// Renews the access token unless another task did since `stale` (the
+    /// generation that was refused or due).
+    pub(crate) async fn renew(
+        &self,
+        http: &reqwest::Client,
+        stale: Option<u64>,
+    ) -> Result<(HeaderValue, u64), Error> {
+        let _one = self.refreshing.lock().await;
+        if let Some(c) = self.current()
+            && Some(c.generation) != stale
+            && Instant::now() < c.renew_at
+        {
+            return Ok((c.header, c.generation));
+        }
+        let store = self.store.clone();
+        let guard = tokio::task::spawn_blocking(move || store.lock())
+            .await
+            .map_err(|e| Error::Login(format!("waiting for the login's lock failed: {e}")))??;
+        let refresh = self.store.load()?;
+        let issued = Instant::now();
+        let tokens = token_request(
+            http,
+            &self.token_url,
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh.expose()),
+            ],
+        )
+        .await;
+        let tokens = match tokens {
+            Ok(tokens) => tokens,
+            Err(Ok(e)) => {
+                return Err(Error::Login(format!(
+                    "the login ended ({}: {}); log in again with `switchboard agent login`",
+                    e.error, e.error_description
+                )));
+            }
+            Err(Err(e)) => return Err(e),
+        };
+        if let Some(next) = &tokens.refresh_token {
+            self.store.save(&Token::from(next.as_str()))?;
+        }
+        drop(guard);
+        let header = crate::client::bearer(&Token::from(tokens.access_token))?;
+        let generation = stale.map_or(1, |g| g + 1);
+        let current = Current {
+            header: header.clone(),
+            renew_at: renew_at(issued, Duration::from_secs(tokens.expires_in)),
+            generation,
+        };
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(current);
+        tracing::debug!(
+            expires_in = tokens.expires_in,
+            "access token renewed from the login's refresh token"
+        );
+        Ok((header, generation))
+    }
+}
+
+/// A device login in progress (RFC 8628 §3.2): show `user_code` and
+/// `verification_uri_complete` to the user, then [`DeviceLogin::wait`].
+#[derive(Clone, Deserialize)]
+#[non_exhaustive]
+pub struct DeviceLogin {
+    /// Secret until the login ends: never in `Debug` or logs.
+    device_code: String,
+    pub user_code: String,
+    pub verification_uri: String,
+    pub verification_uri_complete: String,
+    pub expires_in: u64,
+    pub interval: u64,
+    #[serde(skip)]
+    client_id: String,
+    #[serde(skip)]
+    token_url: Option<Url>,
+}
+
+impl DeviceLogin {
+    /// Asks `server` to log this device in as `agent` (in `tenant`, when named; the
+    /// server's default tenant otherwise). `client_id` names the program.
+    pub async fn start(
+        http: &reqwest::Client,
+        server: &str,
+        client_id: &str,
+        agent: &str,
+        tenant: Option<&str>,
+    ) -> Result<Self, Error> {
+        let root = crate::client::parse_base_url(server)?;
+        let url = root
+            .join("oauth/device_authorization")
+            .map_err(|e| Error::InvalidUrl(e.to_string()))?;
+        let scope = format!("agent:{agent}");
+        let mut form = vec![("client_id", client_id), ("scope", scope.as_str())];
+        if let Some(tenant) = tenant {
+            form.push(("tenant", tenant));
+        }
+        let response = post_form(http, url, &form).send().await?;
+        let status = response.status();
+        let body = response.bytes().await?;
+        if !status.is_success() {
+            let e: OAuthError = serde_json::from_slice(&body).map_err(|_| {
+                Error::Login(format!(
+                    "{server} answered HTTP {status} to a device login (is it a Switchboard server?)"
+                ))
+            })?;
+            return Err(Error::Login(format!(
+                "{server} refused the device login ({}: {})",
+                e.error, e.error_description
+            )));
+        }
+        let mut login: Self = serde_json::from_slice(&body)
+            .map_err(|e| Error::Decode(format!("the device authorization: {e}")))?;
+        login.client_id = client_id.to_owned();
+        login.token_url = Some(
+            root.join("oauth/token")
+                .map_err(|e| Error::InvalidUrl(e.to_string()))?,
+        );
+        Ok(login)
+    }
+
+    /// Polls until an operator decided, at the interval the server asks for
+    /// (`slow_down` adds 5 s): the login's refresh token once approved.
+    pub async fn wait(&self, http: &reqwest::Client) -> Result<Token, Error> {
+        let url = self
+            .token_url
+            .clone()
+            .ok_or_else(|| Error::Login("a device login not started with start()".into()))?;
+        let mut interval = Duration::from_secs(self.interval.max(1));
+        let deadline = Instant::now() + Duration::from_secs(self.expires_in);
+        loop {
+            let answer = token_request(
+                http,
+                &url,
+                &[
+                    ("grant_type", GRANT_DEVICE_CODE),
+                    ("device_code", self.device_code.as_str()),
+                    ("client_id", &self.client_id),
+                ],
+            )
+            .await;
+            match answer {
+                Ok(tokens) => {
+                    return tokens.refresh_token.map(Token::from).ok_or_else(|| {
+                        Error::Login("the server gave no refresh token for the device".into())
+                    });
+                }
+                Err(Ok(e)) if e.error == "authorization_pending" => {}
+                Err(Ok(e)) if e.error == "slow_down" => interval += Duration::from_secs(5),
+                Err(Ok(e)) if e.error == "access_denied" => {
+                    return Err(Error::Login("an operator denied the login".into()));
+                }
+                Err(Ok(e)) if e.error == "expired_token" => {
+                    return Err(Error::Login(
+                        "nobody approved the login in time; start it again".into(),
+                    ));
+                }
+                Err(Ok(e)) => {
+                    return Err(Error::Login(format!(
+                        "the device login failed ({}: {})",
+                        e.error, e.error_description
+                    )));
+                }
+                // The network comes and goes: keep polling until the code expires.
+                Err(Err(e)) if Instant::now() < deadline => {
+                    tracing::debug!(error = %e, "device login poll failed; polling again");
+                }
+                Err(Err(e)) => return Err(e),
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Login(
+                    "nobody approved the login in time; start it again".into(),
+                ));
+            }
+            tokio::time::sleep(interval).await;
+        }
+    }
+}
+
+impl std::fmt::Debug for DeviceLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceLogin")
+            .field("user_code", &self.user_code)
+            .field("verification_uri", &self.verification_uri)
+            .field("expires_in", &self.expires_in)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Revokes `token` (a refresh token ends its whole login) at `server` (RFC 7009).
+pub async fn revoke(http: &reqwest::Client, server: &str, token: &Token) -> Result<(), Error> {
+    let root = crate::client::parse_base_url(server)?;
+    let url = root
+        .join("oauth/revoke")
+        .map_err(|e| Error::InvalidUrl(e.to_string()))?;
+    let response = post_form(http, url, &[("token", token.expose())])
+        .send()
+        .await?;
+    if response.status().is_success() {
+        Ok(())
+    } else {
+        Err(Error::Login(format!(
+            "{server} did not revoke the login (HTTP {})",
+            response.status()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_access_token_is_renewed_five_minutes_ahead_or_half_way() {
+        let t = Instant::now();
+        assert_eq!(
+            renew_at(t, Duration::from_secs(900)),
+            t + Duration::from_secs(600)
+        );
+        assert_eq!(
+            renew_at(t, Duration::from_secs(120)),
+            t + Duration::from_secs(60)
+        );
+    }
+}
