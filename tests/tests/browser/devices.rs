@@ -128,3 +128,164 @@ async fn an_operator_approves_a_device_on_the_devices_page() {
         )
         .await;
 }
+
+/// Issue 15's whole journey: `switchboard agent login` (the real CLI, in a kernel
+/// keyring session) shows a code and a link; the operator approves it on the
+/// Devices page; the CLI keeps the refresh token in the keyring and `agent run`
+/// handles events; the server's clock passes the access token's expiry between
+/// two events, and the CLI renews it without losing the second. (The server is on
+/// a manual clock, which the test moves while the CLI polls for its tokens.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_logs_in_approved_in_the_console_and_runs_through_a_token_expiry() {
+    use std::time::Duration;
+    use switchboard_tests::sdk::proto::SendMessage;
+    let Some(dist) = console_and_browser() else {
+        return;
+    };
+    let Some(cli) = crate::support::cli_bin() else {
+        return;
+    };
+    if std::process::Command::new("keyctl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        crate::support::skip::<()>("keyctl is missing (Debian package keyutils)");
+        return;
+    }
+    let server = TestServer::with(switchboard_tests::Options {
+        manual_clock: true,
+        ui_dir: Some(dist),
+        ..Default::default()
+    })
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    let handled = home.path().join("handled");
+    let script = format!(
+        "set -e
+         {cli} agent login --server {url} --agent eve 2> {home}/login.err
+         exec {cli} agent run --name eve -- sh -c 'cat >> {handled}; echo >> {handled}' 2> {home}/run.err",
+        cli = cli.display(),
+        url = server.url,
+        home = home.path().display(),
+        handled = handled.display(),
+    );
+    let mut child = tokio::process::Command::new("keyctl")
+        .args(["session", "-", "sh", "-c", &script])
+        .env("SWITCHBOARD_KEYRING", "keyutils")
+        .env("SWITCHBOARD_STATE", home.path().join("agent.db"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env_remove("SWITCHBOARD_SERVER")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let err_file = home.path().join("login.err");
+    let link = wait_for("the CLI's link", || {
+        let text = std::fs::read_to_string(&err_file).ok()?;
+        let at = text.find("http")?;
+        Some(text[at..].split_whitespace().next()?.to_owned())
+    })
+    .await;
+
+    let browser = Browser::start().await;
+    browser.open_logged_in(&server, false).await;
+    let path = link
+        .strip_prefix(server.url.as_str())
+        .expect("this server's link");
+    browser.goto(&server, path).await;
+    browser
+        .click("#devices-table tr.marked button[data-approve]")
+        .await;
+    browser
+        .wait_text("#device-result", "the approval", |t| t.contains("eve"))
+        .await;
+    // The CLI polls every few seconds of real time; the server judges the
+    // interval on its own (manual) clock, so it moves on as the polls come.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&err_file)
+        .unwrap_or_default()
+        .contains("logged in")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CLI did not finish its login: {}",
+            std::fs::read_to_string(&err_file).unwrap_or_default()
+        );
+        server.advance(Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+
+    let op = server.operator();
+    let lines = || {
+        std::fs::read_to_string(&handled)
+            .map(|t| t.lines().filter(|l| !l.is_empty()).count())
+            .unwrap_or(0)
+    };
+    let send = |n: u32| {
+        let op = op.clone();
+        async move {
+            // The agent exists once the approval made it.
+            op.send_message(
+                "eve",
+                &SendMessage {
+                    payload: serde_json::json!({"n": n}),
+                    ..Default::default()
+                },
+                &switchboard_tests::key(),
+            )
+            .await
+            .expect("send to eve")
+        }
+    };
+    send(1).await;
+    let run_log = || std::fs::read_to_string(home.path().join("run.err")).unwrap_or_default();
+    wait_or(
+        "the first event handled",
+        || (lines() == 1).then_some(()),
+        run_log,
+    )
+    .await;
+    // Past the access token's 15 minutes on the server's clock: the next claim is
+    // refused, renewed from the refresh token, and made again.
+    server.advance(Duration::from_secs(16 * 60));
+    send(2).await;
+    wait_or(
+        "the second event handled",
+        || (lines() == 2).then_some(()),
+        run_log,
+    )
+    .await;
+    let snapshot = op.snapshot("eve").await.expect("snapshot");
+    assert_eq!(snapshot.counts.completed, 2, "{snapshot:?}");
+    let text = std::fs::read_to_string(&handled).unwrap();
+    assert!(
+        text.contains("\"n\":1") && text.contains("\"n\":2"),
+        "{text}"
+    );
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+}
+
+/// Waits (30 s at most) until `ok` finds something; returns it.
+async fn wait_for<T>(what: &str, ok: impl Fn() -> Option<T>) -> T {
+    wait_or(what, ok, String::new).await
+}
+
+/// Like [`wait_for`], with `why` in the panic (a log to read).
+async fn wait_or<T>(what: &str, ok: impl Fn() -> Option<T>, why: impl Fn() -> String) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(found) = ok() {
+            return found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 30 s for {what}\n{}",
+            why()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

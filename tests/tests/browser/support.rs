@@ -46,7 +46,17 @@ pub(crate) fn console_and_browser() -> Option<PathBuf> {
     Some(dir)
 }
 
-fn skip<T>(why: &str) -> Option<T> {
+/// The `switchboard` binary of the build (`cargo xtask test` sets
+/// `SWITCHBOARD_CLI_BIN`), or `None` (after saying why) when the tests must be
+/// skipped. Panics under `CI=true` instead of skipping.
+pub(crate) fn cli_bin() -> Option<PathBuf> {
+    match std::env::var_os("SWITCHBOARD_CLI_BIN").map(PathBuf::from) {
+        Some(bin) if bin.is_file() => Some(bin),
+        _ => skip("SWITCHBOARD_CLI_BIN does not name the built `switchboard` binary"),
+    }
+}
+
+pub(crate) fn skip<T>(why: &str) -> Option<T> {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!(
             "browser tests cannot run: {why}. Run them through `cargo xtask test`, or build \

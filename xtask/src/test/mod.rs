@@ -147,7 +147,9 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                 cmd::cargo()
                     .args(["test", "--workspace", "--no-fail-fast"])
                     .args(cargo_test_args)
-                    .env("SWITCHBOARD_UI_DIR", dist),
+                    .env("SWITCHBOARD_UI_DIR", dist)
+                    // The browser suite's CLI journey runs the build's `switchboard`.
+                    .env("SWITCHBOARD_CLI_BIN", &built.server),
                 &mut counts,
             )
         });
