@@ -195,6 +195,19 @@ async fn a_device_logs_in_once_an_operator_approves_and_refreshes_by_rotation() 
         "{listed}"
     );
 
+    // A scope on refresh is refused before the token is spent.
+    let scoped = post_form(
+        &server,
+        "/oauth/token",
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &first_refresh),
+            ("scope", "messages:send"),
+        ],
+    )
+    .await;
+    oauth_error(&scoped, 400, "invalid_scope");
+
     // Refresh rotates: a new pair each time.
     let reply = refresh(&server, &first_refresh).await;
     assert_eq!(reply.status, 200, "{}", reply.text());

@@ -509,6 +509,16 @@ async fn refresh(
     client_id: Option<String>,
 ) -> Result<Response, OAuthError> {
     let old = required(params, "refresh_token")?;
+    // Checked before the token is spent: a refusal after its rotation would lose
+    // the login.
+    if params.contains_key("scope") {
+        return Err(OAuthError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_scope",
+            "a refresh keeps the login's scopes; omit scope (a narrower token comes from \
+             the token exchange of a static token)",
+        ));
+    }
     let digest = token_digest(old);
     auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
     let (refresh_token, refresh_hash) = new_refresh();
@@ -538,7 +548,7 @@ async fn refresh(
             ))
         }
         Refreshed::Rotated(grant) => {
-            let scopes = granted(&grant.record, params.get("scope").map(String::as_str))?;
+            let scopes = grant.record.scopes.clone();
             let access_token = minted.sign(
                 state,
                 issuer,
