@@ -524,14 +524,22 @@ async fn kill_9_mid_handler_the_event_comes_back_after_the_lease_and_is_handled_
     assert_eq!(lines(&home.path().join("started")).len(), 1);
 }
 
+/// Whether `keyctl` is there for the kernel-keyring tests (in CI it must be).
+fn keyctl_present() -> bool {
+    if Command::new("keyctl").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "keyctl (Debian package keyutils) is required in CI"
+    );
+    eprintln!("SKIPPED: keyctl is not installed (apt-get install keyutils)");
+    false
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_keeps_the_token_in_the_kernel_keyring_and_logout_removes_it() {
-    if Command::new("keyctl").arg("--version").output().is_err() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "keyctl (Debian package keyutils) is required in CI"
-        );
-        eprintln!("SKIPPED: keyctl is not installed (apt-get install keyutils)");
+    if !keyctl_present() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -601,12 +609,7 @@ async fn login_keeps_the_token_in_the_kernel_keyring_and_logout_removes_it() {
 /// `agent logout` revokes it on the server before removing it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn device_login_keeps_a_rotating_login_in_the_keyring_and_logout_revokes_it() {
-    if Command::new("keyctl").arg("--version").output().is_err() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "keyctl (Debian package keyutils) is required in CI"
-        );
-        eprintln!("SKIPPED: keyctl is not installed (apt-get install keyutils)");
+    if !keyctl_present() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -81,6 +81,19 @@ async fn decide(
     .await
 }
 
+/// The default tenant's operator approves `device` as the agent it asked for.
+async fn approve(server: &TestServer, device: &Value) {
+    let reply = decide(
+        server,
+        &server.operator_token,
+        code(device),
+        "approve",
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+}
+
 /// An approved device's tokens: the access token and the refresh token.
 async fn tokens(server: &TestServer, device: &Value) -> (String, String) {
     let reply = poll(server, device).await;
@@ -333,36 +346,23 @@ async fn a_request_belongs_to_the_tenant_it_names_and_the_operator_names_the_age
 
     // The operator may log the device in as another agent, new or existing.
     let (_, _bob) = server.agent("bob").await;
-    let reply = decide(
-        &server,
-        &server.operator_token,
-        code(&ours),
-        "approve",
-        Some(json!({"agent": "bob"})),
-    )
-    .await;
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    let (access, _) = tokens(&server, &ours).await;
-    assert_eq!(
-        get_with(&server, &access, "agents/bob/inbox").await.status,
-        200
-    );
-    let reply = decide(
-        &server,
-        &research.operator_token,
-        code(&theirs),
-        "approve",
-        Some(json!({"agent": "gina-2"})),
-    )
-    .await;
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    let (access, _) = tokens(&server, &theirs).await;
-    assert_eq!(
-        get_with(&server, &access, "agents/gina-2/inbox")
-            .await
-            .status,
-        200
-    );
+    for (op_token, device, agent) in [
+        (&server.operator_token, &ours, "bob"),
+        (&research.operator_token, &theirs, "gina-2"),
+    ] {
+        let reply = decide(
+            &server,
+            op_token,
+            code(device),
+            "approve",
+            Some(json!({ "agent": agent })),
+        )
+        .await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let (access, _) = tokens(&server, device).await;
+        let inbox = get_with(&server, &access, &format!("agents/{agent}/inbox")).await;
+        assert_eq!(inbox.status, 200, "{agent}: {}", inbox.text());
+    }
     assert!(
         research_op
             .request(Method::GET, "ops/agents")
@@ -380,14 +380,7 @@ async fn a_request_belongs_to_the_tenant_it_names_and_the_operator_names_the_age
 async fn logging_out_or_revoking_the_agent_ends_the_login() {
     let server = TestServer::with(manual()).await;
     let device = ask(&server, "ivy", None).await;
-    decide(
-        &server,
-        &server.operator_token,
-        code(&device),
-        "approve",
-        None,
-    )
-    .await;
+    approve(&server, &device).await;
     let (access, refresh_token) = tokens(&server, &device).await;
     // RFC 7009 with the refresh token: the login and its access tokens end.
     let reply = post_form(
@@ -411,14 +404,7 @@ async fn logging_out_or_revoking_the_agent_ends_the_login() {
 
     // Another login of the same agent ends with the agent's credentials.
     let device = ask(&server, "ivy", None).await;
-    decide(
-        &server,
-        &server.operator_token,
-        code(&device),
-        "approve",
-        None,
-    )
-    .await;
+    approve(&server, &device).await;
     server.advance(Duration::from_secs(5));
     let (access, refresh_token) = tokens(&server, &device).await;
     assert_eq!(
@@ -443,14 +429,7 @@ async fn logging_out_or_revoking_the_agent_ends_the_login() {
 async fn one_refresh_token_used_at_once_by_many_rotates_at_most_once() {
     let server = TestServer::start().await;
     let device = ask(&server, "jo", None).await;
-    decide(
-        &server,
-        &server.operator_token,
-        code(&device),
-        "approve",
-        None,
-    )
-    .await;
+    approve(&server, &device).await;
     let (_, refresh_token) = tokens(&server, &device).await;
     let replies = futures::future::join_all((0..8).map(|_| refresh(&server, &refresh_token))).await;
     let won: Vec<&Reply> = replies.iter().filter(|r| r.status == 200).collect();

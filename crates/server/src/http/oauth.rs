@@ -171,6 +171,16 @@ fn form(headers: &HeaderMap, body: &Bytes) -> Result<BTreeMap<String, String>, O
     Ok(params)
 }
 
+/// A `client_id` names a program for people (we register none): short, printable.
+fn check_client_id(client_id: &str) -> Result<(), OAuthError> {
+    if client_id.chars().count() > 200 || client_id.chars().any(char::is_control) {
+        return Err(OAuthError::request(
+            "client_id must be at most 200 printable characters",
+        ));
+    }
+    Ok(())
+}
+
 fn required<'a>(params: &'a BTreeMap<String, String>, name: &str) -> Result<&'a str, OAuthError> {
     params
         .get(name)
@@ -285,6 +295,38 @@ impl Minted {
         })
     }
 
+    /// What the store records with a login's grant: its next refresh token and
+    /// this access token.
+    fn issue<'a>(&'a self, refresh_hash: &'a [u8]) -> Issue<'a> {
+        Issue {
+            refresh_hash,
+            jti: &self.jti,
+            expires_at: self.expires_at(),
+        }
+    }
+
+    /// The answer to a login's grant (device code, refresh): an access token with
+    /// the login's scopes, and its next refresh token.
+    fn login_answer(
+        &self,
+        state: &AppState,
+        issuer: &str,
+        grant: &crate::store::AccessGrant,
+        client_id: Option<String>,
+        refresh_token: String,
+    ) -> Result<Response, OAuthError> {
+        let scopes = &grant.record.scopes;
+        let access_token = self.sign(
+            state,
+            issuer,
+            &grant.record,
+            &grant.parent_hash,
+            scopes,
+            client_id,
+        )?;
+        Ok(self.answer(access_token, scopes, Some(refresh_token)))
+    }
+
     /// The token endpoint's answer (RFC 6749 §5.1).
     fn answer(&self, access_token: String, scopes: &[String], refresh: Option<String>) -> Response {
         let mut body = json!({
@@ -313,13 +355,8 @@ async fn token(
     let grant_type = required(&params, "grant_type")?;
     let issuer = issuer(&state, &headers)?;
     let client_id = params.get("client_id").cloned();
-    if client_id
-        .as_ref()
-        .is_some_and(|c| c.chars().count() > 200 || c.chars().any(char::is_control))
-    {
-        return Err(OAuthError::request(
-            "client_id must be at most 200 printable characters",
-        ));
+    if let Some(client_id) = &client_id {
+        check_client_id(client_id)?;
     }
     match grant_type {
         oauth::GRANT_TOKEN_EXCHANGE => exchange(&state, &notes, &params, &issuer, client_id).await,
@@ -452,11 +489,7 @@ async fn device_code(
             &hex(&digest),
             &client,
             minted.now,
-            &Issue {
-                refresh_hash: &refresh_hash,
-                jti: &minted.jti,
-                expires_at: minted.expires_at(),
-            },
+            &minted.issue(&refresh_hash),
         )
         .await?;
     let pending = |error: &'static str, description: &str| {
@@ -481,20 +514,12 @@ async fn device_code(
         ),
         DevicePoll::Denied => pending("access_denied", "an operator denied the request"),
         DevicePoll::Approved(grant) => {
-            let scopes = grant.record.scopes.clone();
-            let access_token = minted.sign(
-                state,
-                issuer,
-                &grant.record,
-                &grant.parent_hash,
-                &scopes,
-                client_id,
-            )?;
+            let answer = minted.login_answer(state, issuer, &grant, client_id, refresh_token);
             tracing::info!(
                 agent = grant.record.agent_name.as_deref().unwrap_or("-"),
                 "device login completed: tokens issued"
             );
-            Ok(minted.answer(access_token, &scopes, Some(refresh_token)))
+            answer
         }
     }
 }
@@ -525,15 +550,7 @@ async fn refresh(
     let minted = Minted::new(state);
     let refreshed = state
         .store
-        .refresh(
-            &digest,
-            minted.now,
-            &Issue {
-                refresh_hash: &refresh_hash,
-                jti: &minted.jti,
-                expires_at: minted.expires_at(),
-            },
-        )
+        .refresh(&digest, minted.now, &minted.issue(&refresh_hash))
         .await?;
     match refreshed {
         Refreshed::Unknown => Err(invalid_grant("the refresh token is unknown; log in again")),
@@ -548,16 +565,7 @@ async fn refresh(
             ))
         }
         Refreshed::Rotated(grant) => {
-            let scopes = grant.record.scopes.clone();
-            let access_token = minted.sign(
-                state,
-                issuer,
-                &grant.record,
-                &grant.parent_hash,
-                &scopes,
-                client_id,
-            )?;
-            Ok(minted.answer(access_token, &scopes, Some(refresh_token)))
+            minted.login_answer(state, issuer, &grant, client_id, refresh_token)
         }
     }
 }
@@ -624,11 +632,7 @@ async fn device_authorization(
             .credential(&token_digest(&format!("device-authorization:{source_ip}"))),
     )?;
     let client_id = required(&params, "client_id")?;
-    if client_id.chars().count() > 200 || client_id.chars().any(char::is_control) {
-        return Err(OAuthError::request(
-            "client_id must be at most 200 printable characters",
-        ));
-    }
+    check_client_id(client_id)?;
     let scope = required(&params, "scope")?;
     let agent = scope
         .strip_prefix("agent:")
