@@ -23,6 +23,9 @@ use crate::{Error, Token};
 /// What refresh tokens start with.
 pub const REFRESH_PREFIX: &str = "sb_rt_";
 const GRANT_DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+/// Why a device login gave up.
+const NOT_IN_TIME: &str = "nobody approved the login in time; start it again";
+
 /// How long before its expiry an access token is renewed (at most half its life).
 pub const RENEW_AHEAD: Duration = Duration::from_secs(300);
 
@@ -109,32 +112,36 @@ fn post_form(http: &reqwest::Client, url: Url, pairs: &[(&str, &str)]) -> reqwes
         .body(form_body(pairs))
 }
 
-/// POSTs `form` to `url`: the tokens, or the OAuth error (`Err(Ok(..))`), or a
-/// transport or decoding failure (`Err(Err(..))`).
-async fn token_request(
+/// What an OAuth endpoint answered: what was asked for, or its refusal.
+enum Answer<T> {
+    Granted(T),
+    Refused(OAuthError),
+}
+
+/// POSTs `form` to `url` (`what` names the answer in errors): the decoded answer or
+/// the OAuth error; a transport failure, an undecodable body or a non-OAuth error
+/// answer is the `Err`.
+async fn oauth_post<T: serde::de::DeserializeOwned>(
     http: &reqwest::Client,
     url: &Url,
     form: &[(&str, &str)],
-) -> Result<Tokens, Result<OAuthError, Error>> {
-    let response = post_form(http, url.clone(), form)
-        .send()
-        .await
-        .map_err(|e| Err(Error::Transport(e)))?;
+    what: &str,
+) -> Result<Answer<T>, Error> {
+    let response = post_form(http, url.clone(), form).send().await?;
     let status = response.status();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| Err(Error::Transport(e)))?;
+    let body = response.bytes().await?;
     if status.is_success() {
-        serde_json::from_slice(&body)
-            .map_err(|e| Err(Error::Decode(format!("the token endpoint's answer: {e}"))))
-    } else {
-        Err(serde_json::from_slice::<OAuthError>(&body).map_err(|_| {
-            Error::Login(format!(
-                "the token endpoint answered HTTP {status} without an OAuth error"
-            ))
-        }))
+        return serde_json::from_slice(&body)
+            .map(Answer::Granted)
+            .map_err(|e| Error::Decode(format!("{what}: {e}")));
     }
+    serde_json::from_slice(&body)
+        .map(Answer::Refused)
+        .map_err(|_| {
+            Error::Login(format!(
+                "{url} answered HTTP {status} without an OAuth error (is it a Switchboard server?)"
+            ))
+        })
 }
 
 /// The access tokens of a login, renewed from its refresh token.
@@ -209,24 +216,24 @@ impl Session {
             .map_err(|e| Error::Login(format!("waiting for the login's lock failed: {e}")))??;
         let refresh = self.store.load()?;
         let issued = Instant::now();
-        let tokens = token_request(
+        let answer = oauth_post::<Tokens>(
             http,
             &self.token_url,
             &[
                 ("grant_type", "refresh_token"),
                 ("refresh_token", refresh.expose()),
             ],
+            "the token endpoint's answer",
         )
-        .await;
-        let tokens = match tokens {
-            Ok(tokens) => tokens,
-            Err(Ok(e)) => {
+        .await?;
+        let tokens = match answer {
+            Answer::Granted(tokens) => tokens,
+            Answer::Refused(e) => {
                 return Err(Error::Login(format!(
                     "the login ended ({}: {}); log in again with `switchboard agent login`",
                     e.error, e.error_description
                 )));
             }
-            Err(Err(e)) => return Err(e),
         };
         if let Some(next) = &tokens.refresh_token {
             self.store.save(&Token::from(next.as_str()))?;
@@ -285,22 +292,16 @@ impl DeviceLogin {
         if let Some(tenant) = tenant {
             form.push(("tenant", tenant));
         }
-        let response = post_form(http, url, &form).send().await?;
-        let status = response.status();
-        let body = response.bytes().await?;
-        if !status.is_success() {
-            let e: OAuthError = serde_json::from_slice(&body).map_err(|_| {
-                Error::Login(format!(
-                    "{server} answered HTTP {status} to a device login (is it a Switchboard server?)"
-                ))
-            })?;
-            return Err(Error::Login(format!(
-                "{server} refused the device login ({}: {})",
-                e.error, e.error_description
-            )));
-        }
-        let mut login: Self = serde_json::from_slice(&body)
-            .map_err(|e| Error::Decode(format!("the device authorization: {e}")))?;
+        let mut login: Self =
+            match oauth_post(http, &url, &form, "the device authorization").await? {
+                Answer::Granted(login) => login,
+                Answer::Refused(e) => {
+                    return Err(Error::Login(format!(
+                        "{server} refused the device login ({}: {})",
+                        e.error, e.error_description
+                    )));
+                }
+            };
         login.client_id = client_id.to_owned();
         login.token_url = Some(
             root.join("oauth/token")
@@ -319,7 +320,7 @@ impl DeviceLogin {
         let mut interval = Duration::from_secs(self.interval.max(1));
         let deadline = Instant::now() + Duration::from_secs(self.expires_in);
         loop {
-            let answer = token_request(
+            let answer = oauth_post::<Tokens>(
                 http,
                 &url,
                 &[
@@ -327,40 +328,37 @@ impl DeviceLogin {
                     ("device_code", self.device_code.as_str()),
                     ("client_id", &self.client_id),
                 ],
+                "the token endpoint's answer",
             )
             .await;
             match answer {
-                Ok(tokens) => {
+                Ok(Answer::Granted(tokens)) => {
                     return tokens.refresh_token.map(Token::from).ok_or_else(|| {
                         Error::Login("the server gave no refresh token for the device".into())
                     });
                 }
-                Err(Ok(e)) if e.error == "authorization_pending" => {}
-                Err(Ok(e)) if e.error == "slow_down" => interval += Duration::from_secs(5),
-                Err(Ok(e)) if e.error == "access_denied" => {
-                    return Err(Error::Login("an operator denied the login".into()));
-                }
-                Err(Ok(e)) if e.error == "expired_token" => {
-                    return Err(Error::Login(
-                        "nobody approved the login in time; start it again".into(),
-                    ));
-                }
-                Err(Ok(e)) => {
-                    return Err(Error::Login(format!(
-                        "the device login failed ({}: {})",
-                        e.error, e.error_description
-                    )));
-                }
+                Ok(Answer::Refused(e)) => match e.error.as_str() {
+                    "authorization_pending" => {}
+                    "slow_down" => interval += Duration::from_secs(5),
+                    "access_denied" => {
+                        return Err(Error::Login("an operator denied the login".into()));
+                    }
+                    "expired_token" => return Err(Error::Login(NOT_IN_TIME.into())),
+                    _ => {
+                        return Err(Error::Login(format!(
+                            "the device login failed ({}: {})",
+                            e.error, e.error_description
+                        )));
+                    }
+                },
                 // The network comes and goes: keep polling until the code expires.
-                Err(Err(e)) if Instant::now() < deadline => {
+                Err(e) if Instant::now() < deadline => {
                     tracing::debug!(error = %e, "device login poll failed; polling again");
                 }
-                Err(Err(e)) => return Err(e),
+                Err(e) => return Err(e),
             }
             if Instant::now() >= deadline {
-                return Err(Error::Login(
-                    "nobody approved the login in time; start it again".into(),
-                ));
+                return Err(Error::Login(NOT_IN_TIME.into()));
             }
             tokio::time::sleep(interval).await;
         }

@@ -104,14 +104,14 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
 }
 
 impl Common {
-    /// The login: `SWITCHBOARD_SERVER` + `SWITCHBOARD_TOKEN` when set, else the
-    /// profile in the keyring.
-    fn credentials(&self) -> anyhow::Result<Credentials> {
+    /// The login: `SWITCHBOARD_SERVER` + `SWITCHBOARD_TOKEN` when set (`true`: from
+    /// the environment), else the profile in the keyring.
+    fn credentials(&self) -> anyhow::Result<(Credentials, bool)> {
         if let Some(credentials) = credentials::from_env()? {
-            return Ok(credentials);
+            return Ok((credentials, true));
         }
         let store = TokenStore::os().ok();
-        Ok(credentials::resolve(store.as_ref(), &self.profile)?)
+        Ok((credentials::resolve(store.as_ref(), &self.profile)?, false))
     }
 
     /// A client for the login, after checking that the server speaks this client's API
@@ -120,7 +120,7 @@ impl Common {
     /// pass: the commands retry, and the outbox keeps what is sent until it is
     /// reachable.
     async fn connected_client(&self) -> anyhow::Result<Client> {
-        let credentials = self.credentials()?;
+        let (credentials, from_env) = self.credentials()?;
         let check = self
             .builder()?
             .retry(switchboard_sdk::RetryPolicy::none())
@@ -134,7 +134,7 @@ impl Common {
         if is_refresh_token(&credentials.token) {
             // A device login: access tokens renewed from the refresh token, which
             // rotates in the keyring (or, from the environment, in memory).
-            let store: Arc<dyn RefreshTokenStore> = if credentials::from_env()?.is_some() {
+            let store: Arc<dyn RefreshTokenStore> = if from_env {
                 Arc::new(MemoryRefreshStore::new(credentials.token))
             } else {
                 Arc::new(KeyringLogin {

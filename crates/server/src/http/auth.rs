@@ -259,16 +259,9 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
     // or not.
     limit(state, notes, state.limiter.credential(&digest))?;
     let token_hash = digest.to_vec();
-    let record = match state.lookups.token(&token_hash) {
-        Some(record) => record,
-        None => {
-            let record = state.store.token(&token_hash).await?.ok_or_else(|| {
-                unauthorized("the bearer token is unknown or revoked; use a current token")
-            })?;
-            state.lookups.put_token(&token_hash, &record);
-            record
-        }
-    };
+    let record = static_token(state, &token_hash).await?.ok_or_else(|| {
+        unauthorized("the bearer token is unknown or revoked; use a current token")
+    })?;
     limit(state, notes, state.limiter.tenant(record.tenant_id))?;
     if record.agent_id.is_some()
         && let Some(notes) = notes
@@ -285,6 +278,21 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
     })
 }
 
+/// The live static token with this hash, read through the token cache.
+pub(super) async fn static_token(
+    state: &AppState,
+    hash: &[u8],
+) -> Result<Option<crate::store::TokenRecord>, ApiError> {
+    if let Some(record) = state.lookups.token(hash) {
+        return Ok(Some(record));
+    }
+    let record = state.store.token(hash).await?;
+    if let Some(record) = &record {
+        state.lookups.put_token(hash, record);
+    }
+    Ok(record)
+}
+
 /// The principal of an access token (a JWT from the token endpoint): verified with
 /// the published keys before any database work (the bucket of the token's string
 /// pays for the rare reload an unknown `kid` causes), then its record through the
@@ -298,13 +306,10 @@ async fn from_access_token(
     let issuer = super::oauth::issuer(state, &parts.headers).map_err(|_| {
         unauthorized("an access token needs the Host header naming this server (its issuer)")
     })?;
-    if crate::oauth::kid_of(token)
-        .ok()
-        .is_none_or(|kid| state.signing.decoding(&kid).is_none())
-    {
-        limit(state, notes, state.limiter.credential(&token_digest(token)))?;
-    }
-    let claims = super::oauth::verified(state, token, &issuer, false).await?;
+    let claims = super::oauth::verified(state, token, &issuer, false, || {
+        limit(state, notes, state.limiter.credential(&token_digest(token)))
+    })
+    .await?;
     super::oauth::principal(state, notes, &claims).await
 }
 

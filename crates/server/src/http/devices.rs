@@ -92,13 +92,6 @@ async fn approve(
 ) -> ApiResult<axum::Json<DeviceRequest>> {
     principal.require(SCOPE_OPS_WRITE)?;
     let code = normalized(&code)?;
-    let asked = state
-        .store
-        .device_requests(principal.tenant_id, state.now())
-        .await?
-        .into_iter()
-        .find(|r| r.user_code == code && r.status == "pending")
-        .ok_or_else(nothing_pending)?;
     // The body is optional: none approves the agent the device asked for.
     let body: ApproveDevice = if body.iter().all(u8::is_ascii_whitespace) {
         ApproveDevice::default()
@@ -109,8 +102,10 @@ async fn approve(
             ))
         })?
     };
-    let agent = body.agent.unwrap_or(asked.agent_name);
-    name("agent", &agent)?;
+    // The name the device asked for was checked when it asked.
+    if let Some(agent) = &body.agent {
+        name("agent", agent)?;
+    }
     let family = super::auth::hash_token(&super::auth::generate_token("sb_fam_"));
     let scopes = agent_scopes();
     let row = state
@@ -119,7 +114,7 @@ async fn approve(
             principal.tenant_id,
             &code,
             Some(&Approval {
-                agent_name: &agent,
+                agent_name: body.agent.as_deref(),
                 family_hash: &family,
                 scopes: &scopes,
             }),
@@ -128,7 +123,8 @@ async fn approve(
         )
         .await?
         .ok_or_else(nothing_pending)?;
-    tracing::info!(agent = %agent, client = %row.client_id, "device login approved");
+    let agent = body.agent.as_deref().unwrap_or(&row.agent_name);
+    tracing::info!(agent, client = %row.client_id, "device login approved");
     Ok(axum::Json(request(row)))
 }
 

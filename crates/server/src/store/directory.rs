@@ -163,6 +163,8 @@ pub trait DirectoryStore: Send + Sync {
     ) -> StoreResult<TenantRecord>;
     /// Every tenant with its number of agents, by name.
     async fn tenants(&self) -> StoreResult<Vec<TenantRecord>>;
+    /// The tenant called `name`, if any.
+    async fn tenant_by_name(&self, name: &str) -> StoreResult<Option<TenantId>>;
     /// Replaces a token's scopes (the start-up upgrade of the deployment admin's
     /// token, which predates the `admin` scope).
     async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()>;

@@ -78,7 +78,8 @@ pub struct DeviceRequestRow {
 #[derive(Debug, Clone)]
 pub struct Approval<'a> {
     /// The agent the login is for (created in the tenant when it does not exist).
-    pub agent_name: &'a str,
+    /// `None`: the one the request asked for.
+    pub agent_name: Option<&'a str>,
     /// The login's credential: a new `tokens` row of the agent, which every
     /// refresh and access token of the login hangs from.
     pub family_hash: &'a [u8],

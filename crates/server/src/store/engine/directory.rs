@@ -324,6 +324,10 @@ impl<D: DirectoryDriver> DirectoryStore for D {
             .await
     }
 
+    async fn tenant_by_name(&self, name: &str) -> StoreResult<Option<TenantId>> {
+        DirectoryStatements::tenant_named(self, name).await
+    }
+
     async fn tenants(&self) -> StoreResult<Vec<TenantRecord>> {
         self.tenants_with_counts().await
     }

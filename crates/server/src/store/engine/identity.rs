@@ -181,14 +181,8 @@ async fn decide<D: IdentityStatements>(
     decided_by: &str,
     now: Millis,
 ) -> StoreResult<Option<DeviceRequestRow>> {
-    // The agent, if it exists, is read before the transaction: agents are never
-    // deleted, and one created meanwhile meets the unique index below.
-    let existing = match approval {
-        Some(a) => d.agent_by_key(tenant, a.agent_name).await?,
-        None => None,
-    };
     let mut tx = d.begin_write().await?;
-    let Some((device_hash, _)) = d
+    let Some((device_hash, asked)) = d
         .pending_device_for_update(&mut tx, tenant, user_code, now)
         .await?
     else {
@@ -197,14 +191,16 @@ async fn decide<D: IdentityStatements>(
     let (to, agent_id, family) = match approval {
         None => ("denied", None, None),
         Some(a) => {
-            let agent = match existing {
+            let name = a.agent_name.unwrap_or(&asked);
+            // Agents are never deleted: one read now is there at commit, and one
+            // created meanwhile meets the unique index below.
+            let agent = match d.agent_by_key(tenant, name).await? {
                 Some(agent) => agent,
                 None => {
-                    let agent = AgentRecord::created(AgentId::new(), tenant, a.agent_name, now);
+                    let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
                     if !d.insert_agent(&mut tx, &agent).await? {
                         return Err(StoreError::Conflict(format!(
-                            "an agent named {:?} was created meanwhile; approve again",
-                            a.agent_name
+                            "an agent named {name:?} was created meanwhile; approve again"
                         )));
                     }
                     agent

@@ -20,6 +20,8 @@ pub(super) async fn tenants<D: DirectoryDriver + Store>(d: &D) -> (TenantId, Ten
     );
     drop(tx);
     assert_eq!(d.tenant_named("dir").await.unwrap(), Some(id));
+    assert_eq!(d.tenant_by_name("dir").await.unwrap(), Some(id));
+    assert_eq!(d.tenant_by_name("dir-none").await.unwrap(), None);
     // Ensuring finds it, or makes one.
     assert_eq!(d.ensure_tenant("dir", 3).await.unwrap(), id);
     let other = d.ensure_tenant("dir-other", 3).await.unwrap();

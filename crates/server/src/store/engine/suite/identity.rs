@@ -182,7 +182,7 @@ async fn devices<D: Store>(d: &D, tenant: TenantId, other: TenantId) {
 
     let scopes = vec!["agent:{agent_id}:inbox".to_owned()];
     let approval = Approval {
-        agent_name: "dev-agent",
+        agent_name: None,
         family_hash: &[0xc7; 32],
         scopes: &scopes,
     };

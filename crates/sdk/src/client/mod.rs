@@ -26,13 +26,14 @@ use crate::retry::{self, RetryPolicy, RetryQuota};
 use crate::settings::RemoteSettings;
 use crate::{Error, Token};
 
+mod builder;
+pub use builder::ClientBuilder;
+pub(crate) use builder::{bearer, parse_base_url};
+
 /// Request header carrying the idempotency key of a business write (invariant I8).
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Response header the server sets to `true` when it replays a stored response.
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
-
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A fresh idempotency key (a random UUIDv4). Keep it with the submission and send
 /// the same key again when retrying it.
@@ -93,157 +94,6 @@ pub struct Sent {
     /// with the same idempotency key (`Idempotent-Replayed: true`): nothing new
     /// was written.
     pub replayed: bool,
-}
-
-/// Builds a [`Client`] with non-default settings.
-#[derive(Debug, Clone)]
-pub struct ClientBuilder {
-    connect_timeout: Duration,
-    request_timeout: Duration,
-    user_agent: String,
-    retry: RetryPolicy,
-    roots: Vec<reqwest::Certificate>,
-}
-
-impl Default for ClientBuilder {
-    fn default() -> Self {
-        Self {
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            user_agent: concat!("switchboard-sdk/", env!("CARGO_PKG_VERSION")).to_owned(),
-            retry: RetryPolicy::standard(),
-            roots: Vec::new(),
-        }
-    }
-}
-
-impl ClientBuilder {
-    /// Time allowed to establish a connection (default 5 s). Also applies to SSE.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Time allowed for a whole request, body included (default 30 s). SSE streams,
-    /// which stay open, get it for their response head only ([`Error::Timeout`]).
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// The `User-Agent` header (default `switchboard-sdk/<version>`).
-    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
-        self.user_agent = user_agent.into();
-        self
-    }
-
-    /// How failed calls are retried (default [`RetryPolicy::standard`]: 5 attempts
-    /// within 30 s, decorrelated jitter, `Retry-After` honored, a client-wide quota).
-    /// [`RetryPolicy::none`] makes every call a single attempt.
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
-    /// Also trusts the certificates of `pem` (one or more `BEGIN CERTIFICATE`
-    /// blocks): a server whose certificate a private CA signed (`--ca-file`).
-    /// [`Error::InvalidInput`] when `pem` holds no certificate.
-    pub fn ca_pem(mut self, pem: &[u8]) -> Result<Self, Error> {
-        let certs = reqwest::Certificate::from_pem_bundle(pem)
-            .map_err(|e| Error::InvalidInput(format!("the CA file is not PEM: {e}")))?;
-        if certs.is_empty() {
-            return Err(Error::InvalidInput(
-                "the CA file holds no certificate (expected BEGIN CERTIFICATE blocks)".into(),
-            ));
-        }
-        self.roots.extend(certs);
-        Ok(self)
-    }
-
-    /// Builds the client for the server at `base_url` (`http` or `https`).
-    ///
-    /// Fails with [`Error::InvalidUrl`] for an unusable URL, [`Error::InvalidInput`]
-    /// for a token a header cannot carry, and [`Error::Transport`] when the TLS
-    /// backend cannot be set up.
-    pub fn build(self, base_url: &str, token: impl Into<Token>) -> Result<Client, Error> {
-        let authorization = bearer(&token.into())?;
-        self.build_inner(base_url, authorization, |_| Ok(None))
-    }
-
-    /// Builds a client for a login that refreshes (a device login): it gets access
-    /// tokens with the refresh token in `store`, renews them ahead of their expiry
-    /// and on a 401, and saves every rotated refresh token there (`login.rs`).
-    pub fn build_with_login(
-        self,
-        base_url: &str,
-        store: Arc<dyn crate::login::RefreshTokenStore>,
-    ) -> Result<Client, Error> {
-        let placeholder = HeaderValue::from_static("Bearer -");
-        self.build_inner(base_url, placeholder, |root| {
-            Ok(Some(Arc::new(crate::login::Session::new(root, store)?)))
-        })
-    }
-
-    fn build_inner(
-        self,
-        base_url: &str,
-        authorization: HeaderValue,
-        session: impl FnOnce(&Url) -> Result<Option<Arc<crate::login::Session>>, Error>,
-    ) -> Result<Client, Error> {
-        let root = parse_base_url(base_url)?;
-        let session = session(&root)?;
-        let mut api = root.clone();
-        api.path_segments_mut()
-            .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
-            .extend(["api", "v1"]);
-        let mut http = reqwest::Client::builder()
-            .connect_timeout(self.connect_timeout)
-            .user_agent(self.user_agent);
-        for root in self.roots {
-            http = http.add_root_certificate(root);
-        }
-        let http = http.build()?;
-        Ok(Client {
-            inner: Arc::new(Inner {
-                http,
-                root,
-                api,
-                authorization,
-                session,
-                request_timeout: self.request_timeout,
-                quota: Arc::new(RetryQuota::new(self.retry.quota_capacity)),
-                retry: self.retry,
-                settings: Arc::default(),
-            }),
-        })
-    }
-}
-
-pub(crate) fn parse_base_url(base_url: &str) -> Result<Url, Error> {
-    let mut url =
-        Url::parse(base_url).map_err(|e| Error::InvalidUrl(format!("{base_url}: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(Error::InvalidUrl(format!(
-            "{base_url}: scheme must be http or https"
-        )));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(Error::InvalidUrl(format!(
-            "{base_url}: must not have a query or fragment"
-        )));
-    }
-    url.path_segments_mut()
-        .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
-        .pop_if_empty();
-    Ok(url)
-}
-
-pub(crate) fn bearer(token: &Token) -> Result<HeaderValue, Error> {
-    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
-        Error::InvalidInput("the token has characters an HTTP header cannot carry".into())
-    })?;
-    value.set_sensitive(true);
-    Ok(value)
 }
 
 impl fmt::Debug for Client {

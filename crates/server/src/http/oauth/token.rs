@@ -1,0 +1,373 @@
+//! The token endpoint: the token exchange (RFC 8693) of a static credential, the
+//! device code grant (RFC 8628) and refresh tokens (rotated on every use).
+
+use super::{OAuthError, check_client_id, form, hex, invalid_grant, no_store, required};
+use crate::http::AppState;
+use crate::http::auth::{self, hash_token, token_digest};
+use crate::http::notes::Notes;
+use crate::oauth::{self, Claims};
+use crate::store::{DevicePoll, Issue, NewAccessToken, Refreshed, TokenRecord};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// When an access token is minted, in whole seconds as `exp` and `expires_in` say.
+struct Minted {
+    jti: String,
+    now: i64,
+    exp: i64,
+    expires_in: i64,
+}
+
+impl Minted {
+    fn new(state: &AppState) -> Self {
+        let now = state.now();
+        let ttl = state
+            .config
+            .access_token_ttl
+            .min(oauth::MAX_ACCESS_TOKEN_TTL)
+            .as_millis() as i64;
+        let exp = (now + ttl) / 1000;
+        Self {
+            jti: base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(rand::random::<[u8; 16]>()),
+            now,
+            exp,
+            expires_in: exp - now / 1000,
+        }
+    }
+
+    fn expires_at(&self) -> i64 {
+        self.exp * 1000
+    }
+
+    /// The signed access token of `record` (the credential `parent_hash` names).
+    fn sign(
+        &self,
+        state: &AppState,
+        issuer: &str,
+        record: &TokenRecord,
+        parent_hash: &[u8],
+        scopes: &[String],
+        client_id: Option<String>,
+    ) -> Result<String, OAuthError> {
+        let claims = Claims {
+            iss: issuer.to_owned(),
+            sub: match record.agent_id {
+                Some(agent) => agent.to_string(),
+                None => format!("token:{}", crate::http::credentials::token_id(parent_hash)),
+            },
+            aud: issuer.to_owned(),
+            exp: self.exp,
+            iat: self.now / 1000,
+            jti: self.jti.clone(),
+            tenant: record.tenant_id.to_string(),
+            scope: scopes.join(" "),
+            client_id,
+        };
+        state.signing.sign(&claims).map_err(|e| {
+            tracing::error!(error = %e, "an access token could not be signed");
+            OAuthError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                "this instance cannot sign access tokens right now (see its log); try again",
+            )
+        })
+    }
+
+    /// What the store records with a login's grant: its next refresh token and
+    /// this access token.
+    fn issue<'a>(&'a self, refresh_hash: &'a [u8]) -> Issue<'a> {
+        Issue {
+            refresh_hash,
+            jti: &self.jti,
+            expires_at: self.expires_at(),
+        }
+    }
+
+    /// The answer to a login's grant (device code, refresh): an access token with
+    /// the login's scopes, and its next refresh token.
+    fn login_answer(
+        &self,
+        state: &AppState,
+        issuer: &str,
+        grant: &crate::store::AccessGrant,
+        client_id: Option<String>,
+        refresh_token: String,
+    ) -> Result<Response, OAuthError> {
+        let scopes = &grant.record.scopes;
+        let access_token = self.sign(
+            state,
+            issuer,
+            &grant.record,
+            &grant.parent_hash,
+            scopes,
+            client_id,
+        )?;
+        Ok(self.answer(access_token, scopes, Some(refresh_token)))
+    }
+
+    /// The token endpoint's answer (RFC 6749 §5.1).
+    fn answer(&self, access_token: String, scopes: &[String], refresh: Option<String>) -> Response {
+        let mut body = json!({
+            "access_token": access_token,
+            "issued_token_type": oauth::TOKEN_TYPE_ACCESS,
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+            "scope": scopes.join(" "),
+        });
+        if let Some(refresh) = refresh {
+            body["refresh_token"] = json!(refresh);
+        }
+        (StatusCode::OK, no_store(), axum::Json(body)).into_response()
+    }
+}
+
+/// The token endpoint: the token exchange (RFC 8693) of a static credential, the
+/// device code grant (RFC 8628) and refresh tokens (rotated on every use).
+pub(super) async fn token(
+    State(state): State<AppState>,
+    axum::Extension(notes): axum::Extension<Notes>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, OAuthError> {
+    let params = form(&headers, &body)?;
+    let grant_type = required(&params, "grant_type")?;
+    let issuer = super::issuer(&state, &headers)?;
+    let client_id = params.get("client_id").cloned();
+    if let Some(client_id) = &client_id {
+        check_client_id(client_id)?;
+    }
+    match grant_type {
+        oauth::GRANT_TOKEN_EXCHANGE => exchange(&state, &notes, &params, &issuer, client_id).await,
+        oauth::GRANT_DEVICE_CODE => device_code(&state, &notes, &params, &issuer, client_id).await,
+        oauth::GRANT_REFRESH_TOKEN => refresh(&state, &notes, &params, &issuer, client_id).await,
+        other => Err(OAuthError::new(
+            StatusCode::BAD_REQUEST,
+            "unsupported_grant_type",
+            format!(
+                "the grant type {other:?} is not supported; this server supports {:?}, {:?} \
+                 and {:?}",
+                oauth::GRANT_TOKEN_EXCHANGE,
+                oauth::GRANT_DEVICE_CODE,
+                oauth::GRANT_REFRESH_TOKEN
+            ),
+        )),
+    }
+}
+
+/// RFC 8693: a static credential for an access token with its scopes or fewer.
+async fn exchange(
+    state: &AppState,
+    notes: &Notes,
+    params: &BTreeMap<String, String>,
+    issuer: &str,
+    client_id: Option<String>,
+) -> Result<Response, OAuthError> {
+    let subject = required(params, "subject_token")?;
+    let subject_type = required(params, "subject_token_type")?;
+    if subject_type != oauth::TOKEN_TYPE_ACCESS {
+        return Err(OAuthError::request(format!(
+            "subject_token_type must be {:?} (a static Switchboard token)",
+            oauth::TOKEN_TYPE_ACCESS
+        )));
+    }
+    if params.contains_key("actor_token") {
+        return Err(OAuthError::request(
+            "delegation (actor_token) is not supported; exchange the subject's own token",
+        ));
+    }
+    if let Some(requested) = params.get("requested_token_type")
+        && requested != oauth::TOKEN_TYPE_ACCESS
+        && requested != oauth::TOKEN_TYPE_JWT
+    {
+        return Err(OAuthError::request(format!(
+            "requested_token_type may be {:?} or {:?} (both give a JWT access token)",
+            oauth::TOKEN_TYPE_ACCESS,
+            oauth::TOKEN_TYPE_JWT
+        )));
+    }
+    for target in ["audience", "resource"] {
+        if let Some(asked) = params.get(target)
+            && asked.trim_end_matches('/') != issuer
+        {
+            return Err(OAuthError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_target",
+                format!("this server issues tokens only for itself ({issuer}), not for {asked:?}"),
+            ));
+        }
+    }
+    if oauth::looks_like_jwt(subject) || subject.starts_with(oauth::REFRESH_PREFIX) {
+        return Err(invalid_grant(
+            "only a static token can be exchanged; an access token comes from one, a \
+             refresh token is used with grant_type=refresh_token",
+        ));
+    }
+    // The subject's own bucket, before any database work.
+    let digest = token_digest(subject);
+    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let hash = digest.to_vec();
+    let record = auth::static_token(state, &hash).await?.ok_or_else(|| {
+        invalid_grant("the subject token is unknown or revoked; use a current token")
+    })?;
+    auth::limit(state, Some(notes), state.limiter.tenant(record.tenant_id))?;
+    let scopes = granted(&record, params.get("scope").map(String::as_str))?;
+    let minted = Minted::new(state);
+    let access_token = minted.sign(state, issuer, &record, &hash, &scopes, client_id)?;
+    state
+        .store
+        .insert_access_token(&NewAccessToken {
+            jti: &minted.jti,
+            tenant: record.tenant_id,
+            parent_hash: &hash,
+            issued_at: minted.now,
+            expires_at: minted.expires_at(),
+        })
+        .await?;
+    tracing::info!(
+        agent = record.agent_name.as_deref().unwrap_or("-"),
+        expires_in = minted.expires_in,
+        "access token issued by token exchange"
+    );
+    Ok(minted.answer(access_token, &scopes, None))
+}
+
+/// A new refresh token and its hash.
+fn new_refresh() -> (String, Vec<u8>) {
+    let token = auth::generate_token(oauth::REFRESH_PREFIX);
+    let hash = hash_token(&token);
+    (token, hash)
+}
+
+/// RFC 8628 §3.4: the device polls with its device code until an operator decided.
+async fn device_code(
+    state: &AppState,
+    notes: &Notes,
+    params: &BTreeMap<String, String>,
+    issuer: &str,
+    client_id: Option<String>,
+) -> Result<Response, OAuthError> {
+    let code = required(params, "device_code")?;
+    let client = client_id
+        .clone()
+        .ok_or_else(|| OAuthError::request("the parameter \"client_id\" is missing"))?;
+    let digest = token_digest(code);
+    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let (refresh_token, refresh_hash) = new_refresh();
+    let minted = Minted::new(state);
+    let polled = state
+        .store
+        .poll_device_request(
+            &hex(&digest),
+            &client,
+            minted.now,
+            &minted.issue(&refresh_hash),
+        )
+        .await?;
+    let pending = |error: &'static str, description: &str| {
+        Err(OAuthError::new(StatusCode::BAD_REQUEST, error, description))
+    };
+    match polled {
+        DevicePoll::Unknown => Err(invalid_grant(
+            "the device code is unknown, another client's, or its tokens were taken \
+             already; start a new login",
+        )),
+        DevicePoll::Expired => pending(
+            "expired_token",
+            "the device code expired before an operator approved it; start a new login",
+        ),
+        DevicePoll::SlowDown => pending(
+            "slow_down",
+            "polling too often: wait 5 seconds longer between polls from now on",
+        ),
+        DevicePoll::Pending => pending(
+            "authorization_pending",
+            "waiting for an operator to approve the request in the console (Devices)",
+        ),
+        DevicePoll::Denied => pending("access_denied", "an operator denied the request"),
+        DevicePoll::Approved(grant) => {
+            let answer = minted.login_answer(state, issuer, &grant, client_id, refresh_token);
+            tracing::info!(
+                agent = grant.record.agent_name.as_deref().unwrap_or("-"),
+                "device login completed: tokens issued"
+            );
+            answer
+        }
+    }
+}
+
+/// RFC 6749 §6: a refresh token for new tokens, once (it rotates); a second use
+/// of one revokes its login.
+async fn refresh(
+    state: &AppState,
+    notes: &Notes,
+    params: &BTreeMap<String, String>,
+    issuer: &str,
+    client_id: Option<String>,
+) -> Result<Response, OAuthError> {
+    let old = required(params, "refresh_token")?;
+    // Checked before the token is spent: a refusal after its rotation would lose
+    // the login.
+    if params.contains_key("scope") {
+        return Err(OAuthError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_scope",
+            "a refresh keeps the login's scopes; omit scope (a narrower token comes from \
+             the token exchange of a static token)",
+        ));
+    }
+    let digest = token_digest(old);
+    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let (refresh_token, refresh_hash) = new_refresh();
+    let minted = Minted::new(state);
+    let refreshed = state
+        .store
+        .refresh(&digest, minted.now, &minted.issue(&refresh_hash))
+        .await?;
+    match refreshed {
+        Refreshed::Unknown => Err(invalid_grant("the refresh token is unknown; log in again")),
+        Refreshed::Revoked => Err(invalid_grant("this login was revoked; log in again")),
+        Refreshed::Reused => {
+            // Every instance drops the login's tokens within the cache's TTL.
+            state.lookups.forget_tokens();
+            tracing::warn!("a rotated refresh token was used again: its login is revoked");
+            Err(invalid_grant(
+                "this refresh token was used before, so it may be stolen: the whole login \
+                 is revoked now; log in again",
+            ))
+        }
+        Refreshed::Rotated(grant) => {
+            minted.login_answer(state, issuer, &grant, client_id, refresh_token)
+        }
+    }
+}
+
+/// The scopes a token exchange grants: what was asked (space-separated), each one
+/// the subject has, or all of the subject's.
+fn granted(record: &TokenRecord, asked: Option<&str>) -> Result<Vec<String>, OAuthError> {
+    let Some(asked) = asked else {
+        return Ok(record.scopes.clone());
+    };
+    let mut scopes: Vec<String> = Vec::new();
+    for scope in asked.split_whitespace() {
+        if !record.scopes.iter().any(|s| s == scope) {
+            return Err(OAuthError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_scope",
+                format!(
+                    "the subject token does not have the scope {scope:?}; it has {:?}",
+                    record.scopes
+                ),
+            ));
+        }
+        if !scopes.iter().any(|s| s == scope) {
+            scopes.push(scope.to_owned());
+        }
+    }
+    Ok(scopes)
+}
