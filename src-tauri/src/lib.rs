@@ -18,6 +18,7 @@ mod embedded;
 mod notify;
 mod options;
 mod pause;
+mod signin;
 mod smoke;
 mod status;
 mod tray;
@@ -95,17 +96,28 @@ fn try_run() -> anyhow::Result<i32> {
     tauri::async_runtime::set(runtime.handle().clone());
 
     if let Some(remote) = options.server_url {
-        // A remote console: no embedded server, no tray status; the console's own
-        // login page takes the token (or `remote` is a one-time link).
+        // A remote console: no embedded server, no tray status. A one-time link
+        // opens as it is; any other address signs in through the system browser
+        // (authorization code + PKCE), and the sign-in ends when the app quits.
         let home = remote.join("/").context("the server URL's root")?;
         tracing::info!(url = %home, "opening a remote console");
-        let smoke = options.smoke.map(|smoke| smoke.require_ready(true));
-        let urls = ConsoleUrls {
-            home,
-            entry: remote,
+        let signed_in = if is_login_link(&remote) {
+            None
+        } else {
+            Some(runtime.block_on(signin::sign_in(&home))?)
         };
-        return run_app(tauri::Builder::default(), urls, smoke, None)
-            .context("running the desktop app");
+        let entry = signed_in.as_ref().map_or(remote, |s| s.entry.clone());
+        let smoke = options.smoke.map(|smoke| smoke.require_ready(true));
+        let result = run_app(
+            tauri::Builder::default(),
+            ConsoleUrls { home, entry },
+            smoke,
+            None,
+        );
+        if let Some(signed_in) = signed_in {
+            runtime.block_on(signed_in.sign_out());
+        }
+        return result.context("running the desktop app");
     }
 
     let config = switchboard_server::Config {
@@ -233,6 +245,11 @@ fn console_window<R: Runtime, M: Manager<R>>(
         .title("Switchboard")
         .inner_size(1200.0, 760.0)
         .min_inner_size(480.0, 320.0)
+}
+
+/// Whether `url` is a one-time console link (`/login?ticket=…`).
+fn is_login_link(url: &Url) -> bool {
+    url.path() == "/login" && url.query_pairs().any(|(k, _)| k == "ticket")
 }
 
 fn has_display() -> bool {

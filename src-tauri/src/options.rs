@@ -12,8 +12,9 @@ const USAGE: &str = "\
 usage: switchboard-desktop [--server-url URL] [--smoke-test [SCREENSHOT.png]]
 
   --server-url URL     open the console of a remote `switchboard serve` instead of
-                       starting the embedded server; log in there with the operator
-                       token, or pass the one-time link it printed as URL
+                       starting the embedded server: sign in through your browser
+                       (the server asks you to allow the app), or pass a one-time
+                       link (/login?ticket=...) it printed as URL
   --smoke-test [PATH]  open the window, wait for the console to render, save a
                        screenshot of the X root window to PATH (if given and
                        ImageMagick's `import` exists), then quit; exit 0 on success

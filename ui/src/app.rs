@@ -218,6 +218,7 @@ fn Shell() -> impl IntoView {
                 Route::Fencing => view! { <pages::fencing::FencingPage /> }.into_any(),
                 Route::Webhooks => view! { <pages::webhooks::WebhooksPage /> }.into_any(),
                 Route::Devices(marked) => view! { <pages::devices::DevicesPage marked=marked /> }.into_any(),
+                Route::Authorize(request) => view! { <pages::authorize::AuthorizePage request=request /> }.into_any(),
                 Route::NotFound(path) => view! { <pages::Placeholder what="Not found" detail=format!("The console has no page at {path}. Use the navigation above.") /> }.into_any(),
             }}
         </div>

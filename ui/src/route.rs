@@ -13,6 +13,7 @@
 //! | `/fencing` | fencing rejections |
 //! | `/webhooks` | webhook callbacks and their attempts |
 //! | `/devices?user_code=` | device login requests (the link a device shows) |
+//! | `/oauth/authorize?…` | an app's sign-in: the consent page (the server checked the request) |
 
 /// Which events a list shows: the operator API's filter, as the URL carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,6 +87,8 @@ pub(crate) enum Route {
     Webhooks,
     /// Device login requests, with the user code the link named.
     Devices(Option<String>),
+    /// An app's sign-in (the authorization request's query string).
+    Authorize(SignInRequest),
     NotFound(String),
 }
 
@@ -104,6 +107,7 @@ impl Route {
             "/fencing" => Self::Fencing,
             "/webhooks" => Self::Webhooks,
             "/devices" => Self::Devices(marked_code(query)),
+            "/oauth/authorize" => Self::Authorize(SignInRequest::parse(query)),
             _ => match path.strip_prefix("/events/") {
                 Some(id) if !id.is_empty() && !id.contains('/') => Self::Event(decode(id)),
                 _ => Self::NotFound(path.to_owned()),
@@ -123,7 +127,49 @@ impl Route {
             Self::Fencing => "/fencing",
             Self::Webhooks => "/webhooks",
             Self::Devices(_) => "/devices",
-            Self::NotFound(_) => "",
+            Self::Authorize(_) | Self::NotFound(_) => "",
+        }
+    }
+}
+
+/// What an app's sign-in asks for, as the consent page shows it. The server
+/// checked the request before it served this page, and checks it again when the
+/// operator decides (the query travels back as it came).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SignInRequest {
+    /// The query string, as it came (without `?`).
+    pub(crate) query: String,
+    pub(crate) client_id: String,
+    /// Where the app listens: `127.0.0.1:PORT`.
+    pub(crate) listener: String,
+    pub(crate) scopes: Vec<String>,
+}
+
+impl SignInRequest {
+    pub(crate) fn parse(query: &str) -> Self {
+        let pairs = parse_pairs(query);
+        let get = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, v)| k == name && !v.is_empty())
+                .map(|(_, v)| v.clone())
+        };
+        let redirect = get("redirect_uri").unwrap_or_default();
+        let listener = redirect
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split(['/', '?']).next())
+            .unwrap_or_default()
+            .to_owned();
+        let scopes = get("scope")
+            .unwrap_or_else(|| switchboard_proto::SIGN_IN_DEFAULT_SCOPE.to_owned())
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        Self {
+            query: query.trim_start_matches('?').to_owned(),
+            client_id: get("client_id").unwrap_or_default(),
+            listener,
+            scopes,
         }
     }
 }
@@ -249,6 +295,24 @@ mod tests {
             Route::NotFound("/agents/anything".into())
         );
         assert_eq!(Route::parse("/events/"), Route::NotFound("/events".into()));
+    }
+
+    #[test]
+    fn a_sign_in_request_shows_its_app_listener_and_scopes() {
+        let query = "response_type=code&client_id=switchboard-desktop&redirect_uri=\
+                     http%3A%2F%2F127.0.0.1%3A49152%2Fcallback&code_challenge=x&state=y";
+        let Route::Authorize(r) = Route::parse(&format!("/oauth/authorize?{query}")) else {
+            panic!("not the consent page");
+        };
+        assert_eq!(r.client_id, "switchboard-desktop");
+        assert_eq!(r.listener, "127.0.0.1:49152");
+        assert_eq!(r.scopes, ["ops:read", "ops:write"], "the default");
+        assert_eq!(r.query, query, "sent back as it came");
+        let r = SignInRequest::parse(
+            "?scope=ops%3Aread&redirect_uri=http%3A%2F%2F%5B%3A%3A1%5D%3A80%2F",
+        );
+        assert_eq!(r.scopes, ["ops:read"]);
+        assert_eq!(r.listener, "[::1]:80");
     }
 
     #[test]

@@ -382,3 +382,25 @@ pub struct ApproveDevice {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
 }
+
+/// What a sign-in (`/oauth/authorize`) asks for when its request names no scope.
+pub const SIGN_IN_DEFAULT_SCOPE: &str = "ops:read ops:write";
+
+/// The signed-in operator's answer on the consent page of a sign-in
+/// (`/oauth/authorize`): `request` is that page's query string as the browser got
+/// it (without `?`); the server checks it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AuthorizeDecision {
+    pub request: String,
+    pub allow: bool,
+}
+
+/// Where the browser goes next: the app's loopback redirect URI with `code` and
+/// `state` (allowed), or with `error=access_denied` (denied).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AuthorizeRedirect {
+    pub redirect_to: String,
+}

@@ -65,6 +65,7 @@ pub mod report;
 pub mod retry;
 mod room;
 mod settings;
+pub mod signin;
 mod sse;
 mod token;
 

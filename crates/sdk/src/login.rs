@@ -78,19 +78,21 @@ pub fn renew_at(issued: Instant, expires_in: Duration) -> Instant {
 
 /// The token endpoint's answer.
 #[derive(Deserialize)]
-struct Tokens {
-    access_token: String,
-    expires_in: u64,
+pub(crate) struct Tokens {
+    pub(crate) access_token: String,
+    pub(crate) expires_in: u64,
     #[serde(default)]
-    refresh_token: Option<String>,
+    pub(crate) refresh_token: Option<String>,
+    #[serde(default)]
+    pub(crate) scope: String,
 }
 
 /// An OAuth error answer.
 #[derive(Deserialize)]
-struct OAuthError {
-    error: String,
+pub(crate) struct OAuthError {
+    pub(crate) error: String,
     #[serde(default)]
-    error_description: String,
+    pub(crate) error_description: String,
 }
 
 /// `application/x-www-form-urlencoded` of `pairs` (reqwest's `form` feature is
@@ -113,7 +115,7 @@ fn post_form(http: &reqwest::Client, url: Url, pairs: &[(&str, &str)]) -> reqwes
 }
 
 /// What an OAuth endpoint answered: what was asked for, or its refusal.
-enum Answer<T> {
+pub(crate) enum Answer<T> {
     Granted(T),
     Refused(OAuthError),
 }
@@ -121,7 +123,7 @@ enum Answer<T> {
 /// POSTs `form` to `url` (`what` names the answer in errors): the decoded answer or
 /// the OAuth error; a transport failure, an undecodable body or a non-OAuth error
 /// answer is the `Err`.
-async fn oauth_post<T: serde::de::DeserializeOwned>(
+pub(crate) async fn oauth_post<T: serde::de::DeserializeOwned>(
     http: &reqwest::Client,
     url: &Url,
     form: &[(&str, &str)],

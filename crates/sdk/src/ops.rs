@@ -10,7 +10,9 @@ use switchboard_proto::{
     EventListQuery, Job, JobPage, OpsEventPage, OpsHistory, Overview, ReceivedReport, StartJob,
     StoredClientSettings,
 };
-use switchboard_proto::{CreateTenant, Credential, Revoked, TenantCreated, TenantSummary};
+use switchboard_proto::{
+    CreateLoginLink, CreateTenant, Credential, LoginLink, Revoked, TenantCreated, TenantSummary,
+};
 
 use crate::call::Call;
 use crate::{Client, Error, SseStream};
@@ -34,6 +36,16 @@ impl Client {
     pub async fn tenants(&self) -> Result<Vec<TenantSummary>, Error> {
         self.fetch(Call::get(self.api_url(&["admin", "tenants"])?))
             .await
+    }
+
+    /// `POST /ops/login-links`: a one-time console login link (two minutes, single
+    /// use) for this operator; `path` is relative to the server's URL. Opening it
+    /// in a browser sets the console's session cookie. A read-only link opens a
+    /// session without `ops:write`.
+    pub async fn login_link(&self, read_only: bool) -> Result<LoginLink, Error> {
+        let body = CreateLoginLink { read_only };
+        let call = Call::new(Method::POST, self.api_url(&["ops", "login-links"])?).json(&body)?;
+        self.fetch(call).await
     }
 
     /// `GET /ops/tokens`: the tenant's tokens (static credentials), live and revoked,

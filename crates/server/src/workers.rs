@@ -77,6 +77,7 @@ impl Workers {
             .await?
         {
             self.state.store.forget_access_tokens(now).await?;
+            self.state.store.forget_authorization_codes(now).await?;
         }
         if self.state.history.due(now) {
             let depth = self.state.store.depth(None).await?;

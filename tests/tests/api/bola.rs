@@ -167,6 +167,17 @@ fn request(method: &Method, template: &str, ids: &Ids) -> Option<(Request, bool)
         ),
         ("PUT", "/api/v1/ops/client-settings") => (Some(settings), vec![], false),
         ("POST", "/api/v1/ops/login-links") => (Some(json!({"read_only": true})), vec![], false),
+        // A sign-in's consent, denied: no code is made.
+        ("POST", "/api/v1/ops/authorizations") => (
+            Some(json!({
+                "request": "response_type=code&client_id=bola&redirect_uri=http%3A%2F%2F127.0.0.1%3A4%2Fcb\
+                            &code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM\
+                            &code_challenge_method=S256",
+                "allow": false
+            })),
+            vec![],
+            false,
+        ),
         ("POST", "/api/v1/ops/names/import") => (
             Some(
                 json!({"names": [{"name": "bola-import", "created_at": "2026-01-01T00:00:00Z"}], "dry_run": true}),

@@ -16,6 +16,7 @@ mod rate_limits;
 mod records;
 mod rooms;
 mod seed_leases;
+mod signin;
 mod support;
 mod system;
 mod tenants;

@@ -139,6 +139,7 @@ async fn discovery_names_this_servers_endpoints_and_keys() {
     assert_eq!(
         meta["grant_types_supported"],
         json!([
+            "authorization_code",
             "urn:ietf:params:oauth:grant-type:device_code",
             "refresh_token",
             EXCHANGE

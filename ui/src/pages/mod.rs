@@ -2,6 +2,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod audit;
+pub(crate) mod authorize;
 pub(crate) mod charts;
 pub(crate) mod client;
 pub(crate) mod confirm;

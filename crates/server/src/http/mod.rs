@@ -102,6 +102,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(credentials::routes())
         .merge(devices::routes())
+        .merge(oauth::api_routes())
         .merge(jobs::routes())
         .merge(leases::routes())
         .merge(memories::routes())

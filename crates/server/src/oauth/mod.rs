@@ -9,6 +9,7 @@
 //! instance within 2 s, as a static token's does.
 
 pub mod keys;
+pub mod pkce;
 
 use crate::clock::Millis;
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,10 @@ pub const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-e
 pub const GRANT_DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
 /// RFC 6749 §6.
 pub const GRANT_REFRESH_TOKEN: &str = "refresh_token";
+/// RFC 6749 §4.1.3: the grant type of an authorization code (with PKCE).
+pub const GRANT_AUTHORIZATION_CODE: &str = "authorization_code";
+/// What authorization codes start with (opaque; stored hashed).
+pub const AUTHORIZATION_CODE_PREFIX: &str = "sb_ac_";
 /// What refresh tokens start with (opaque; stored hashed).
 pub const REFRESH_PREFIX: &str = "sb_rt_";
 /// What device codes start with (opaque; stored hashed).

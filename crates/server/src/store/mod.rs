@@ -20,6 +20,7 @@ mod ops;
 pub mod postgres;
 pub(crate) mod rows;
 mod sending;
+mod signin;
 pub mod sqlite;
 mod statements;
 
@@ -31,6 +32,7 @@ pub use jobs::*;
 pub use leasing::*;
 pub use ops::*;
 pub use sending::*;
+pub use signin::*;
 
 use crate::clock::Millis;
 use async_trait::async_trait;
@@ -194,6 +196,7 @@ pub trait Store:
     + DirectoryStore
     + IdemStore
     + IdentityStore
+    + SignInStore
     + InboxStore
     + JobStore
     + LeaseStore

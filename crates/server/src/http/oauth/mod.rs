@@ -11,13 +11,17 @@
 
 //!
 //! Parts: `token.rs` (the token endpoint's grants), `device.rs` (device
-//! authorization), `access.rs` (access tokens on the API, and revocation).
+//! authorization), `authorize.rs` (the authorization endpoint and its consent,
+//! for the sign-in of native apps), `access.rs` (access tokens on the API, and
+//! revocation).
 
 mod access;
+mod authorize;
 mod device;
 mod token;
 
 pub(super) use access::{principal, verified};
+pub(super) use authorize::api_routes;
 
 use super::AppState;
 use super::auth;
@@ -37,6 +41,7 @@ pub(super) const JWKS_PATH: &str = "/oauth/jwks.json";
 pub(super) const TOKEN_PATH: &str = "/oauth/token";
 pub(super) const REVOKE_PATH: &str = "/oauth/revoke";
 pub(super) const DEVICE_PATH: &str = "/oauth/device_authorization";
+pub(super) const AUTHORIZE_PATH: &str = "/oauth/authorize";
 /// The console page where operators approve device logins.
 pub(super) const DEVICES_PAGE: &str = "/devices";
 
@@ -47,6 +52,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route(TOKEN_PATH, post(token::token))
         .route(REVOKE_PATH, post(access::revoke))
         .route(DEVICE_PATH, post(device::device_authorization))
+        .route(AUTHORIZE_PATH, get(authorize::authorize))
 }
 
 /// This server's issuer identifier as the request reached it.
@@ -171,18 +177,7 @@ pub(super) fn form(
             "send the parameters as application/x-www-form-urlencoded (RFC 6749 §4.1.3)",
         ));
     }
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(body)
-        .map_err(|_| OAuthError::request("the form does not decode as URL-encoded pairs"))?;
-    let mut params = BTreeMap::new();
-    for (name, value) in pairs {
-        if params.insert(name.clone(), value).is_some() {
-            return Err(OAuthError::request(format!(
-                "the parameter {name:?} is given more than once; give it once"
-            )));
-        }
-    }
-    params.retain(|_, v| !v.is_empty());
-    Ok(params)
+    authorize::unique_pairs(body).map_err(OAuthError::request)
 }
 
 /// A `client_id` names a program for people (we register none): short, printable.
@@ -217,11 +212,13 @@ async fn metadata(State(state): State<AppState>, headers: HeaderMap) -> Response
         "revocation_endpoint": format!("{issuer}{REVOKE_PATH}"),
         "jwks_uri": format!("{issuer}{JWKS_PATH}"),
         "device_authorization_endpoint": format!("{issuer}{DEVICE_PATH}"),
+        "authorization_endpoint": format!("{issuer}{AUTHORIZE_PATH}"),
         "grant_types_supported": [
-            oauth::GRANT_DEVICE_CODE, oauth::GRANT_REFRESH_TOKEN, oauth::GRANT_TOKEN_EXCHANGE,
+            oauth::GRANT_AUTHORIZATION_CODE, oauth::GRANT_DEVICE_CODE,
+            oauth::GRANT_REFRESH_TOKEN, oauth::GRANT_TOKEN_EXCHANGE,
         ],
-        // No authorization endpoint yet: no response types.
-        "response_types_supported": [],
+        "response_types_supported": ["code"],
+        "code_challenge_methods_supported": [oauth::pkce::METHOD_S256],
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "scopes_supported": [

@@ -1,12 +1,15 @@
 //! The token endpoint: the token exchange (RFC 8693) of a static credential, the
-//! device code grant (RFC 8628) and refresh tokens (rotated on every use).
+//! device code grant (RFC 8628), the authorization code grant with PKCE (RFC 6749
+//! §4.1.3, RFC 7636) and refresh tokens (rotated on every use).
 
 use super::{OAuthError, check_client_id, form, hex, invalid_grant, no_store, required};
 use crate::http::AppState;
 use crate::http::auth::{self, hash_token, token_digest};
 use crate::http::notes::Notes;
 use crate::oauth::{self, Claims};
-use crate::store::{DevicePoll, Issue, NewAccessToken, Refreshed, TokenRecord};
+use crate::store::{
+    DevicePoll, Issue, NewAccessToken, Redeemed, Redemption, Refreshed, TokenRecord,
+};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -146,12 +149,16 @@ pub(super) async fn token(
         oauth::GRANT_TOKEN_EXCHANGE => exchange(&state, &notes, &params, &issuer, client_id).await,
         oauth::GRANT_DEVICE_CODE => device_code(&state, &notes, &params, &issuer, client_id).await,
         oauth::GRANT_REFRESH_TOKEN => refresh(&state, &notes, &params, &issuer, client_id).await,
+        oauth::GRANT_AUTHORIZATION_CODE => {
+            authorization_code(&state, &notes, &params, &issuer, client_id).await
+        }
         other => Err(OAuthError::new(
             StatusCode::BAD_REQUEST,
             "unsupported_grant_type",
             format!(
-                "the grant type {other:?} is not supported; this server supports {:?}, {:?} \
-                 and {:?}",
+                "the grant type {other:?} is not supported; this server supports {:?}, {:?}, \
+                 {:?} and {:?}",
+                oauth::GRANT_AUTHORIZATION_CODE,
                 oauth::GRANT_TOKEN_EXCHANGE,
                 oauth::GRANT_DEVICE_CODE,
                 oauth::GRANT_REFRESH_TOKEN
@@ -297,6 +304,72 @@ async fn device_code(
                 "device login completed: tokens issued"
             );
             answer
+        }
+    }
+}
+
+/// RFC 6749 §4.1.3 with RFC 7636 §4.5: the code a sign-in's consent made, with the
+/// app's code verifier, for the sign-in's first tokens. Any attempt spends the
+/// code; one redeemed twice ends the sign-in it made.
+async fn authorization_code(
+    state: &AppState,
+    notes: &Notes,
+    params: &BTreeMap<String, String>,
+    issuer: &str,
+    client_id: Option<String>,
+) -> Result<Response, OAuthError> {
+    let code = required(params, "code")?;
+    let redirect_uri = required(params, "redirect_uri")?;
+    let client = client_id
+        .clone()
+        .ok_or_else(|| OAuthError::request("the parameter \"client_id\" is missing"))?;
+    // A missing verifier is a mismatch (RFC 7636 §4.6): it spends the code too.
+    let verifier = params
+        .get("code_verifier")
+        .map(String::as_str)
+        .unwrap_or("");
+    let digest = token_digest(code);
+    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let family = hash_token(&auth::generate_token("sb_fam_"));
+    let (refresh_token, refresh_hash) = new_refresh();
+    let minted = Minted::new(state);
+    let redeemed = state
+        .store
+        .redeem_authorization_code(
+            &Redemption {
+                code_hash: &digest,
+                client_id: &client,
+                redirect_uri,
+                code_verifier: verifier,
+                family_hash: &family,
+            },
+            minted.now,
+            &minted.issue(&refresh_hash),
+        )
+        .await?;
+    match redeemed {
+        Redeemed::Unknown => Err(invalid_grant(
+            "the authorization code is unknown; sign in again",
+        )),
+        Redeemed::Expired => Err(invalid_grant(
+            "the authorization code expired (it lives one minute); sign in again",
+        )),
+        Redeemed::Mismatch => Err(invalid_grant(
+            "the code was made for another client_id or redirect_uri, or code_verifier is \
+             not the one its code_challenge came from (RFC 7636 S256); the code is spent, \
+             sign in again",
+        )),
+        Redeemed::Reused => {
+            state.lookups.forget_tokens();
+            tracing::warn!("an authorization code was redeemed again: its sign-in is revoked");
+            Err(invalid_grant(
+                "this authorization code was redeemed before: the sign-in it made is \
+                 revoked now; sign in again",
+            ))
+        }
+        Redeemed::Issued(grant) => {
+            tracing::info!(client = %client, "sign-in completed: tokens issued");
+            minted.login_answer(state, issuer, &grant, client_id, refresh_token)
         }
     }
 }

@@ -141,7 +141,7 @@ pub(crate) trait IdentityStatements: DirectoryStatements {
 
 /// Records what a successful grant issues: the next refresh token of `family` and
 /// the access token.
-async fn record_issue<D: IdentityStatements>(
+pub(crate) async fn record_issue<D: IdentityStatements>(
     d: &D,
     tx: &mut D::Tx,
     family: &[u8],
@@ -166,7 +166,10 @@ async fn record_issue<D: IdentityStatements>(
 
 /// The grant of a family, after the commit that issued its tokens; `None` when
 /// the family was revoked in between (a reuse racing this use revokes it at once).
-async fn grant_of<D: IdentityStatements>(d: &D, family: &[u8]) -> StoreResult<Option<AccessGrant>> {
+pub(crate) async fn grant_of<D: IdentityStatements>(
+    d: &D,
+    family: &[u8],
+) -> StoreResult<Option<AccessGrant>> {
     Ok(d.live_token(family).await?.map(|record| AccessGrant {
         record,
         parent_hash: family.to_vec(),

@@ -38,6 +38,7 @@ pub(crate) mod memories;
 pub(crate) mod ops;
 pub(crate) mod records;
 pub(crate) mod send;
+pub(crate) mod signin;
 #[cfg(test)]
 pub(crate) mod suite;
 

@@ -29,6 +29,7 @@ mod memories;
 mod ops;
 mod records;
 mod send;
+mod signin;
 
 pub(crate) use bulk::bulk_statements;
 pub(crate) use callbacks::callback_statements;
@@ -46,6 +47,7 @@ pub(crate) use memories::memory_statements;
 pub(crate) use ops::ops_statements;
 pub(crate) use records::record_statements;
 pub(crate) use send::send_statements;
+pub(crate) use signin::signin_statements;
 
 /// Implements every shared statement trait for `$store`.
 macro_rules! shared_statements {
@@ -61,6 +63,7 @@ macro_rules! shared_statements {
         $crate::store::statements::instance_statements!($store);
         $crate::store::statements::idem_statements!($store);
         $crate::store::statements::identity_statements!($store);
+        $crate::store::statements::signin_statements!($store);
         $crate::store::statements::send_statements!($store);
         $crate::store::statements::ops_statements!($store);
         $crate::store::statements::bulk_statements!($store);

@@ -22,6 +22,7 @@ mod ops;
 mod records;
 mod send;
 pub(crate) mod server_db;
+mod signin;
 
 use crate::hooks::Hooks;
 use crate::store::mysql::MySqlStore;
@@ -58,6 +59,7 @@ where
     leases::check(d).await;
     idempotency::check(d).await;
     identity::check(d).await;
+    signin::check(d).await;
     instances::check(d).await;
     send::check(d).await;
     directory::check(d).await;
