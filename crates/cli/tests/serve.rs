@@ -525,6 +525,59 @@ async fn no_credential_reaches_the_trace_logs() {
     .expect("reuse");
     assert_eq!(reused.status(), 400);
 
+    // An app's sign-in (authorization code + PKCE) allowed by beta's operator: the
+    // code verifier, the code and the tokens it gave; the code redeemed twice.
+    let verifier = "trace-test-code-verifier-0123456789-abcdefghijklmn";
+    secrets.push(verifier.to_owned());
+    let challenge = switchboard_sdk::signin::code_challenge(verifier);
+    let redirect = "http%3A%2F%2F127.0.0.1%3A9%2Fcb";
+    let request = format!(
+        "response_type=code&client_id=trace-test&redirect_uri={redirect}\
+         &code_challenge={challenge}&code_challenge_method=S256&state=st"
+    );
+    let page = http
+        .get(format!("{url}/oauth/authorize?{request}"))
+        .send()
+        .await
+        .expect("authorize");
+    assert_eq!(page.status(), 200);
+    let allowed: serde_json::Value = beta_op
+        .request(reqwest::Method::POST, "ops/authorizations")
+        .json(&serde_json::json!({"request": request, "allow": true}))
+        .send()
+        .await
+        .expect("consent")
+        .json()
+        .await
+        .expect("JSON");
+    let to =
+        reqwest::Url::parse(allowed["redirect_to"].as_str().expect("redirect_to")).expect("a URL");
+    let code = to
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .expect("a code")
+        .1
+        .into_owned();
+    secrets.push(code.clone());
+    let redeem = || {
+        form(
+            "/oauth/token",
+            format!(
+                "grant_type=authorization_code&code={code}&redirect_uri={redirect}\
+                 &client_id=trace-test&code_verifier={verifier}"
+            ),
+        )
+    };
+    let signed_in: serde_json::Value = redeem().await.expect("redeem").json().await.expect("JSON");
+    for token in ["refresh_token", "access_token"] {
+        secrets.push(signed_in[token].as_str().expect("a token").to_owned());
+    }
+    assert_eq!(
+        redeem().await.expect("redeem").status(),
+        400,
+        "redeemed once"
+    );
+
     // Revoked, then refused; and a token that never was.
     let prometheus = beta_op
         .tokens()

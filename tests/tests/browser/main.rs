@@ -26,6 +26,7 @@ mod journey;
 mod leases;
 mod package;
 mod session;
+mod signin;
 mod support;
 mod tenants;
 mod webhooks;

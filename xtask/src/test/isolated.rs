@@ -25,8 +25,8 @@ pub(super) fn smoke_screenshot() -> PathBuf {
 /// ([`Installed`]); the installed binary starts with `--smoke-test` under Xvfb and a
 /// private D-Bus session, with its own HOME and XDG_RUNTIME_DIR so it touches
 /// nothing of the user's, and no `SWITCHBOARD_UI_DIR`: it shows the console it
-/// carries.
-pub(super) fn desktop_smoke(built: &Path) -> Result<()> {
+/// carries. Then the same app signs in to a remote `server` ([`remote_sign_in_smoke`]).
+pub(super) fn desktop_smoke(built: &Path, server: &Path) -> Result<()> {
     let deb = crate::dist::desktop_deb(built, &package::out_dir())?;
     let installed = Installed::new(&deb, "switchboard-desktop", None, None)?;
     let root = installed.root();
@@ -40,17 +40,26 @@ pub(super) fn desktop_smoke(built: &Path) -> Result<()> {
     let _ = std::fs::remove_file(&shot);
 
     let scratch = Scratch::new("switchboard-smoke")?;
+    let mut smoke = smoke_command(&bin, &scratch)?;
+    smoke.arg("--smoke-test").arg(&shot);
+    cmd::run(&mut smoke).context("the desktop smoke test failed (exit 124 means it timed out)")?;
+    if shot.is_file() {
+        eprintln!("desktop smoke: screenshot at {}", shot.display());
+    }
+    remote_sign_in_smoke(&bin, server, &scratch)
+}
+
+/// The desktop binary `bin` under Xvfb and a private D-Bus session, with its own
+/// HOME and XDG dirs in `scratch`; arguments to add.
+fn smoke_command(bin: &Path, scratch: &Scratch) -> Result<Command> {
     let home = scratch.dir("home", 0o755)?;
     let runtime = scratch.dir("runtime", 0o700)?;
-
     let mut smoke = Command::new("timeout");
     smoke
         .args(["-k", "10", SMOKE_TIMEOUT_SECS])
         .args(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24"])
         .args(["dbus-run-session", "--"])
-        .arg(&bin)
-        .arg("--smoke-test")
-        .arg(&shot)
+        .arg(bin)
         .current_dir(cmd::root());
     keep_toolchain(&mut smoke);
     smoke
@@ -69,10 +78,76 @@ pub(super) fn desktop_smoke(built: &Path) -> Result<()> {
         .env_remove("SWITCHBOARD_UI_DIR")
         .env_remove("WAYLAND_DISPLAY")
         .env_remove("DBUS_SESSION_BUS_ADDRESS");
-    cmd::run(&mut smoke).context("the desktop smoke test failed (exit 124 means it timed out)")?;
-    if shot.is_file() {
-        eprintln!("desktop smoke: screenshot at {}", shot.display());
+    Ok(smoke)
+}
+
+/// A `switchboard serve` of the test build, killed when dropped.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
+}
+
+/// The desktop signing in to a remote server (`--server-url`): a real `switchboard
+/// serve` on SQLite; the app opens the authorization page with `BROWSER`, a
+/// script that plays the operator allowing the sign-in (`smoke_browser.py`); the
+/// app redeems the code (PKCE), its window opens the console with the one-time
+/// link it minted and must render the logged-in overview, as in the embedded run.
+fn remote_sign_in_smoke(desktop: &Path, server: &Path, scratch: &Scratch) -> Result<()> {
+    use std::io::BufRead as _;
+    let data = scratch.dir("remote", 0o700)?;
+    let token_file = data.join("operator-token");
+    let mut child = Command::new(server)
+        .args(["serve", "--listen", "127.0.0.1:0", "--database-url"])
+        .arg(format!(
+            "sqlite://{}",
+            data.join("switchboard.db").display()
+        ))
+        .arg("--operator-token-file")
+        .arg(&token_file)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {}", server.display()))?;
+    let stdout = child.stdout.take().context("serve's stdout")?;
+    let serving = Serving(child);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .context("reading serve's ready line")?;
+    let ready: serde_json::Value =
+        serde_json::from_str(&line).with_context(|| format!("serve's ready line: {line:?}"))?;
+    let url = ready["url"]
+        .as_str()
+        .with_context(|| format!("no url in serve's ready line: {line}"))?;
+
+    let browser = data.join("smoke-browser.py");
+    std::fs::write(&browser, include_str!("smoke_browser.py"))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let browser_log = data.join("browser.log");
+    let mut smoke = smoke_command(desktop, scratch)?;
+    smoke
+        .arg("--server-url")
+        .arg(format!("{url}/"))
+        .arg("--smoke-test")
+        .env("BROWSER", &browser)
+        .env("SWITCHBOARD_SMOKE_TOKEN_FILE", &token_file)
+        .env("SWITCHBOARD_SMOKE_BROWSER_LOG", &browser_log);
+    let result = cmd::run(&mut smoke);
+    let said = std::fs::read_to_string(&browser_log).unwrap_or_default();
+    drop(serving);
+    result.with_context(|| {
+        format!("the desktop's remote sign-in smoke test failed; the browser script said: {said}")
+    })?;
+    eprintln!(
+        "desktop smoke: remote sign-in through the browser: {}",
+        said.trim()
+    );
     Ok(())
 }
 

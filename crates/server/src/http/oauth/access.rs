@@ -52,7 +52,7 @@ pub(super) async fn revoke(
     } else if token.starts_with(oauth::REFRESH_PREFIX) {
         // A refresh token ends its whole login, and every access token of it.
         if state.store.revoke_refresh_family(&digest, now).await? {
-            tracing::info!("a device login was ended by its holder (refresh token revoked)");
+            tracing::info!("a login was ended by its holder (refresh token revoked)");
         }
     } else {
         let hash = digest.to_vec();
