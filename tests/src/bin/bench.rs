@@ -5,6 +5,9 @@
 //! Terms:
 //! - *W1*: enqueue over HTTP with a fresh Idempotency-Key per message. Baseline: a
 //!   minimal axum route that parses the same JSON body and answers 201.
+//! - *AUTH*: W1's sender with the rate limiter on (buckets far above the rate) against
+//!   off, and with a JWT access token against its static token: the cost of each, as
+//!   a ratio (goal ≥ 0.9: under 10%). See `bench/auth.rs`.
 //! - *W2*: drain a pre-loaded inbox with claim(limit = batch) + ack per event over
 //!   HTTP. Baseline: a raw sqlx loop running the store's SQL with no HTTP.
 //! - *R1*: bulk replay of 10,000 quarantined events as a server job, with a prober's
@@ -42,11 +45,13 @@
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
 //! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
 //! consumers, 2,000 events with `--quick`), `--postgres URL`, `--mysql URL`,
-//! `--only W1|W2|R1|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
+//! `--only W1|AUTH|W2|R1|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
 //! is the same as `--quick`. A full run takes about 1.5 minutes on 2 cores, plus
 //! about 4.5 for the PostgreSQL parts.
 
 // A crate root looks for modules next to itself; these live in `bench/`.
+#[path = "bench/auth.rs"]
+mod auth;
 #[path = "bench/drain.rs"]
 mod drain;
 #[path = "bench/my.rs"]
@@ -106,8 +111,8 @@ struct Settings {
 }
 
 /// The `--only` values; `PG` runs `PG-W1` and `PG-W2`, `MY` both MY parts.
-const WORKLOADS: [&str; 11] = [
-    "W1", "W2", "R1", "W4", "WH", "PG", "PG-W1", "PG-W2", "MY", "MY-W1", "MY-W2",
+const WORKLOADS: [&str; 12] = [
+    "W1", "AUTH", "W2", "R1", "W4", "WH", "PG", "PG-W1", "PG-W2", "MY", "MY-W1", "MY-W2",
 ];
 
 impl Settings {
@@ -146,7 +151,7 @@ impl Settings {
                          PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
                          --mysql URL  admin URL of a MariaDB / MySQL server for MY-W1 and \
                          MY-W2 (default: $SWITCHBOARD_BENCH_MYSQL; none: skipped)\n  \
-                         --only W     run only W1, W2, R1, W4, WH, PG-W1, PG-W2, PG (both), \
+                         --only W     run only W1, AUTH, W2, R1, W4, WH, PG-W1, PG-W2, PG (both), \
                          MY-W1, MY-W2 or MY (both)"
                     );
                     std::process::exit(0);
@@ -213,6 +218,11 @@ async fn main() -> Result<()> {
         let w1 = w1::run(&settings).await.context("W1")?;
         report::write_json(&dir.join("w1.json"), std::slice::from_ref(&w1))?;
         rows.push(w1);
+    }
+    if runs("AUTH") {
+        let auth = auth::run(&settings).await.context("AUTH")?;
+        report::write_json(&dir.join("auth.json"), &auth)?;
+        rows.extend(auth);
     }
     if runs("W2") {
         let w2 = w2::run(&settings).await.context("W2")?;

@@ -16,6 +16,7 @@
 //! expired when full".
 
 use crate::clock::{Clock, Millis};
+use crate::oauth::Claims;
 use crate::store::{AccessGrant, AgentRecord, TokenRecord};
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -74,6 +75,11 @@ pub struct Lookups {
     tokens: Ttl<Vec<u8>, TokenRecord>,
     /// Access tokens (JWTs) by `jti`.
     access: Ttl<String, AccessGrant>,
+    /// Access tokens whose signature verified, by the SHA-256 of the whole token,
+    /// with the issuer they verified for: a client sends one token many times, and
+    /// the signature is what an access token costs (bench AUTH). Expiry is checked
+    /// on every use; revocation is the `jti` lookup's, which runs every time.
+    verified: Ttl<[u8; 32], (String, Claims)>,
     agents: Ttl<(TenantId, String), AgentRecord>,
     clock: Arc<dyn Clock>,
 }
@@ -83,6 +89,7 @@ impl Lookups {
         Self {
             tokens: Ttl::new(),
             access: Ttl::new(),
+            verified: Ttl::new(),
             agents: Ttl::new(),
             clock,
         }
@@ -104,6 +111,23 @@ impl Lookups {
     pub fn put_access(&self, jti: &str, grant: &AccessGrant) {
         self.access
             .put(jti.to_owned(), grant.clone(), self.clock.now_ms());
+    }
+
+    /// The claims of the access token with this digest, if it verified for
+    /// `issuer` within the TTL.
+    pub fn verified(&self, digest: &[u8; 32], issuer: &str) -> Option<Claims> {
+        self.verified
+            .get(digest, self.clock.now_ms())
+            .filter(|(iss, _)| iss == issuer)
+            .map(|(_, claims)| claims)
+    }
+
+    pub fn put_verified(&self, digest: [u8; 32], issuer: &str, claims: &Claims) {
+        self.verified.put(
+            digest,
+            (issuer.to_owned(), claims.clone()),
+            self.clock.now_ms(),
+        );
     }
 
     /// Forgets every cached token (static and access tokens), so the next request

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 /// Compatibility: fields are only ever added, so scripts reading old files keep working.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Row {
-    /// `W1`, `W2`, `R1`, `W4`, `WH`, `PG-W1`, `PG-W2`, `MY-W1` or `MY-W2`.
+    /// `W1`, `AUTH`, `W2`, `R1`, `W4`, `WH`, `PG-W1`, `PG-W2`, `MY-W1` or `MY-W2`.
     pub(crate) workload: &'static str,
     /// Machine-friendly name of the variant (`batch_16` …).
     pub(crate) variant: String,
@@ -63,6 +63,8 @@ pub(crate) fn print_table(rows: &[Row]) {
     println!("{}", "-".repeat(144));
     let label = |row: &Row| match row.workload {
         "W1" | "PG-W1" | "MY-W1" => "enqueue HTTP + Idempotency-Key".to_owned(),
+        "AUTH" if row.variant == "jwt" => "W1, JWT access token".to_owned(),
+        "AUTH" => "W1, rate limiter on".to_owned(),
         "R1" => format!("bulk replay job, {} events", row.messages),
         "W4" => format!("leases: {}", row.variant),
         "WH" => "webhook deliveries, HTTPS".to_owned(),
@@ -70,6 +72,8 @@ pub(crate) fn print_table(rows: &[Row]) {
     };
     let base = |row: &Row| match row.workload {
         "W1" | "PG-W1" | "MY-W1" => "minimal axum route",
+        "AUTH" if row.variant == "jwt" => "W1, static token",
+        "AUTH" => "W1, limiter off",
         "PG-W2" if row.variant.ends_with("pgmq") => "pgmq read + delete",
         "R1" => "raw sqlx batches",
         "W4" => "store, no HTTP",

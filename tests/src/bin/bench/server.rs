@@ -47,6 +47,19 @@ impl BenchServer {
         Self::serve(config, dir).await
     }
 
+    /// [`start`](Self::start) with `limit` as every credential's and every tenant's
+    /// token bucket (the other workloads run without).
+    pub(crate) async fn start_limited(dir: tempfile::TempDir, limit: RateLimit) -> Result<Self> {
+        let config = Config {
+            database_url: format!("sqlite://{}", dir.path().join(DB_FILE).display()),
+            operator_token_file: None,
+            rate_limit: limit,
+            tenant_rate_limit: limit,
+            ..Config::default()
+        };
+        Self::listen(config, Some(dir)).await
+    }
+
     /// [`start`](Self::start) with these webhook settings.
     pub(crate) async fn open_with(
         dir: tempfile::TempDir,
@@ -63,9 +76,13 @@ impl BenchServer {
 
     async fn serve(mut config: Config, dir: Option<tempfile::TempDir>) -> Result<Self> {
         // The workloads drive one credential past a deployment's default limit
-        // (1,000/s): they measure the queue, not the rate limiter.
+        // (1,000/s): they measure the queue, not the rate limiter (AUTH measures it).
         config.rate_limit = RateLimit::OFF;
         config.tenant_rate_limit = RateLimit::OFF;
+        Self::listen(config, dir).await
+    }
+
+    async fn listen(config: Config, dir: Option<tempfile::TempDir>) -> Result<Self> {
         let server = Server::open(config).await.context("opening the server")?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);

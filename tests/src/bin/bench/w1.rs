@@ -21,18 +21,25 @@ use switchboard_sdk::proto::{AgentId, EventId, SendMessage, SendReceipt};
 use switchboard_sdk::{Client, new_idempotency_key};
 use tokio::task::JoinSet;
 
-const RECIPIENT: &str = "w1-inbox";
+pub(crate) const RECIPIENT: &str = "w1-inbox";
 
 /// Completed operations over a wall-clock span.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rate {
     pub(crate) messages: u64,
     pub(crate) seconds: f64,
+    /// CPU seconds of this process (server, client, SQLite) over the span.
+    pub(crate) cpu_seconds: f64,
 }
 
 impl Rate {
     pub(crate) fn per_sec(&self) -> f64 {
         self.messages as f64 / self.seconds
+    }
+
+    /// CPU microseconds per message.
+    pub(crate) fn cpu_us_per_msg(&self) -> f64 {
+        self.cpu_seconds * 1e6 / self.messages.max(1) as f64
     }
 }
 
@@ -99,7 +106,7 @@ pub(crate) async fn run_on(
 }
 
 /// Warm-up (not counted), then the measured run, both with `client`.
-async fn measure(s: &Settings, client: &Client) -> Result<Rate> {
+pub(crate) async fn measure(s: &Settings, client: &Client) -> Result<Rate> {
     let message = Arc::new(SendMessage {
         payload: payload(0),
         ..SendMessage::default()
@@ -129,6 +136,7 @@ where
     Fut: Future<Output = Result<()>> + Send + 'static,
 {
     let op = Arc::new(op);
+    let cpu = crate::report::cpu_seconds();
     let start = Instant::now();
     let deadline = start + duration;
     let mut set = JoinSet::new();
@@ -150,6 +158,7 @@ where
     Ok(Rate {
         messages,
         seconds: start.elapsed().as_secs_f64(),
+        cpu_seconds: crate::report::cpu_seconds() - cpu,
     })
 }
 

@@ -84,6 +84,13 @@ pub(in crate::http) async fn verified(
     allow_expired: bool,
     before_reload: impl FnOnce() -> Result<(), ApiError>,
 ) -> Result<Claims, ApiError> {
+    let digest = token_digest(token);
+    if let Some(claims) = state.lookups.verified(&digest, issuer) {
+        if !allow_expired && claims.exp * 1000 <= state.now() {
+            return Err(unauthorized(Rejected::Expired));
+        }
+        return Ok(claims);
+    }
     let kid = oauth::kid_of(token).map_err(unauthorized)?;
     let key = match state.signing.decoding(&kid) {
         Some(key) => key,
@@ -99,7 +106,10 @@ pub(in crate::http) async fn verified(
                 .ok_or_else(|| unauthorized(Rejected::UnknownKey(kid)))?
         }
     };
-    oauth::verify(token, &key, issuer, state.now(), allow_expired).map_err(unauthorized)
+    let claims =
+        oauth::verify(token, &key, issuer, state.now(), allow_expired).map_err(unauthorized)?;
+    state.lookups.put_verified(digest, issuer, &claims);
+    Ok(claims)
 }
 
 fn unauthorized(rejected: Rejected) -> ApiError {
