@@ -133,6 +133,12 @@ pub(crate) async fn send_empty(method: &str, path: &str) -> ApiResult<()> {
     call(method, path, None).await.map(drop)
 }
 
+/// A `DELETE`, answering `T`.
+pub(crate) async fn delete<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
+    let (_, text) = call("DELETE", path, None).await?;
+    parse(path, &text)
+}
+
 /// A `POST` that takes no body, answering `T`.
 pub(crate) async fn post<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
     let (_, text) = call("POST", path, None).await?;

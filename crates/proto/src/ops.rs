@@ -344,6 +344,17 @@ pub struct Revoked {
     pub revoked: u64,
 }
 
+/// The answer to deleting an agent: who it was, how many of its credentials were
+/// live (now revoked) and how many of its events were open (now purged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AgentDeleted {
+    pub agent_id: AgentId,
+    pub name: String,
+    pub revoked: u64,
+    pub purged: u64,
+}
+
 /// A device login request (RFC 8628) as `GET /api/v1/ops/device-requests` lists it:
 /// who asked, for which agent, from where; never the device code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,8 +5,8 @@
 use reqwest::Method;
 use serde_json::Value;
 use switchboard_proto::{
-    AgentClientSettings, AgentCreated, AgentSummary, AuditPage, BulkAction, BulkRequest,
-    BulkResult, ClientSettings, ClientSettingsList, CreateAgent, EventDetail, EventId,
+    AgentClientSettings, AgentCreated, AgentDeleted, AgentSummary, AuditPage, BulkAction,
+    BulkRequest, BulkResult, ClientSettings, ClientSettingsList, CreateAgent, EventDetail, EventId,
     EventListQuery, Job, JobPage, OpsEventPage, OpsHistory, Overview, ReceivedReport, StartJob,
     StoredClientSettings,
 };
@@ -66,6 +66,14 @@ impl Client {
     pub async fn revoke_agent(&self, agent: &str) -> Result<Revoked, Error> {
         let url = self.api_url(&["ops", "agents", agent, "revoke"])?;
         self.fetch(Call::new(Method::POST, url)).await
+    }
+
+    /// `DELETE /ops/agents/{agent}`: deletes an agent: its credentials are revoked,
+    /// its open events purged, it leaves its rooms and subscriptions, and its name
+    /// is free again. Errors: `not_found`.
+    pub async fn delete_agent(&self, agent: &str) -> Result<AgentDeleted, Error> {
+        let url = self.api_url(&["ops", "agents", agent])?;
+        self.fetch(Call::new(Method::DELETE, url)).await
     }
 
     /// `POST /ops/agents`: creates an agent and its token. The token is in the

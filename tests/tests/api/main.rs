@@ -3,6 +3,7 @@
 mod bola;
 mod client_settings;
 mod credentials;
+mod delete_agent;
 mod devices;
 mod errors;
 mod idempotency;

@@ -1,8 +1,10 @@
 //! Agents and credentials in the console (issue 15): an operator creates an agent
 //! and is shown its `switchboard agent login` line once; the token works; revoking
 //! the agent (asked once more in the row) refuses its token from the next request;
-//! a scraper's token is revoked from the credentials table. A read-only session
-//! sees the tables without the forms and buttons.
+//! a scraper's token is revoked from the credentials table. Deleting an agent asks
+//! for its name to be typed, then removes it: its row goes, its work is purged,
+//! sends to it answer 404. A read-only session sees the tables without the forms
+//! and buttons.
 
 use serde_json::json;
 use switchboard_tests::sdk::Client;
@@ -104,13 +106,54 @@ async fn operators_create_agents_and_revoke_credentials() {
         .expect("scrape");
     assert_eq!(scrape.status(), 401);
 
+    // Delete dave: the button asks for the name, enabled only when it is typed.
+    let (_, dave) = server.agent("dave").await;
+    operator
+        .send_message(
+            "dave",
+            &switchboard_tests::sdk::proto::SendMessage {
+                payload: json!("left over"),
+                ..Default::default()
+            },
+            &switchboard_tests::key(),
+        )
+        .await
+        .expect("send");
+    browser.goto(&server, "/agents").await;
+    browser
+        .click(r#"#agents-table button[data-delete="dave"]"#)
+        .await;
+    browser.type_into("#delete-name", "dav").await;
+    assert_eq!(
+        browser.attr("#delete-confirm", "disabled").await.as_deref(),
+        Some("true"),
+        "not until the whole name is typed"
+    );
+    browser.type_into("#delete-name", "e").await;
+    browser.click("#delete-confirm").await;
+    browser
+        .wait_text("#delete-result", "the deleted notice", |t| {
+            t.contains("Deleted dave: 1 credential revoked, 1 open event purged")
+        })
+        .await;
+    browser
+        .wait_count(r#"#agents-table tr[data-agent="dave"]"#, 0)
+        .await;
+    assert_eq!(
+        dave.poll("dave", 0, None).await.expect_err("gone").status(),
+        Some(401)
+    );
+
     // Read-only: the tables, no forms or buttons.
     let viewer = Browser::start().await;
     viewer.open_logged_in(&server, true).await;
     viewer.goto(&server, "/agents").await;
     viewer
-        .wait_count("#credentials-table tr[data-token]", 3)
+        // The operator's, carol's, the scraper's and dave's (revoked, its agent
+        // shown as `deleted:<id>`).
+        .wait_count("#credentials-table tr[data-token]", 4)
         .await;
     assert!(!viewer.exists("#agent-form").await);
     assert!(!viewer.exists("button[data-revoke]").await);
+    assert!(!viewer.exists("button[data-delete]").await);
 }

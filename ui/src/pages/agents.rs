@@ -1,18 +1,19 @@
 //! Agents: one row per agent with its inbox depth by status; click through to its
 //! inbox or quarantine. Operators who may write create agents (the token is shown
-//! once, as the `switchboard agent login` line to paste) and revoke every token of
-//! one. Below: the tenant's credentials (`credentials.rs`), each agent's client side
+//! once, as the `switchboard agent login` line to paste), revoke every token of
+//! one, and delete one (typing its name to confirm). Below: the tenant's credentials (`credentials.rs`), each agent's client side
 //! (`client.rs`), the remote client settings (`settings.rs`), and for the
 //! deployment admin the tenants (`tenants.rs`).
 //!
 //! Hooks: `#agents-table`, `tr[data-agent]`, `button[data-revoke]` (the agent's
 //! name), `#revoke-confirm`, `#revoke-result`, `#revoke-error`, `#agent-form`,
 //! `#agent-name`, `#agent-create`, `#agent-created` with `code#agent-login`,
-//! `#agent-error`.
+//! `#agent-error`, `button[data-delete]` (the agent's name), `#delete-name`,
+//! `#delete-confirm`, `#delete-cancel`, `#delete-result`, `#delete-error`.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use switchboard_proto::{AgentCreated, AgentSummary, CreateAgent};
+use switchboard_proto::{AgentCreated, AgentDeleted, AgentSummary, CreateAgent};
 
 use super::client::ClientSide;
 use super::credentials::{CredentialsPanel, Revoker};
@@ -25,7 +26,97 @@ use crate::format;
 use crate::live::Live;
 use crate::route::{EventQuery, href};
 
-fn row(a: AgentSummary, revoker: Option<Revoker>) -> AnyView {
+/// Deleting an agent: the row asks for its name to be typed, then deletes.
+#[derive(Clone, Copy)]
+struct Deleter {
+    /// The agent waiting for confirmation, and what has been typed.
+    asking: RwSignal<Option<(String, String)>>,
+    outcome: RwSignal<Option<Result<String, String>>>,
+}
+
+impl Deleter {
+    fn new() -> Self {
+        Self {
+            asking: RwSignal::new(None),
+            outcome: RwSignal::new(None),
+        }
+    }
+
+    fn confirm(self, live: Live) {
+        let Some((name, typed)) = self.asking.get_untracked() else {
+            return;
+        };
+        if typed != name {
+            return;
+        }
+        spawn_local(async move {
+            let path = format!("/api/v1/ops/agents/{}", crate::route::encode(&name));
+            let r = api::delete::<AgentDeleted>(&path).await;
+            self.asking.set(None);
+            self.outcome.set(Some(match r {
+                Ok(d) => Ok(format!(
+                    "Deleted {}: {} credential{} revoked, {} open event{} purged; the name is \
+                     free for a new agent",
+                    d.name,
+                    d.revoked,
+                    if d.revoked == 1 { "" } else { "s" },
+                    d.purged,
+                    if d.purged == 1 { "" } else { "s" },
+                )),
+                Err(e) => Err(e.detail),
+            }));
+            live.version.update(|v| *v += 1);
+        });
+    }
+
+    /// The row's delete button, or the typed confirmation.
+    fn buttons(self, name: String) -> AnyView {
+        let live = expect_context::<Live>();
+        let asking_this = {
+            let name = name.clone();
+            move || {
+                self.asking
+                    .with(|a| a.as_ref().is_some_and(|(n, _)| *n == name))
+            }
+        };
+        view! {
+            {move || if asking_this() {
+                let expected = name.clone();
+                let matches = move || {
+                    self.asking.with(|a| a.as_ref().is_some_and(|(_, t)| *t == expected))
+                };
+                view! {
+                    <input id="delete-name" type="text" autocomplete="off" spellcheck="false"
+                        placeholder="type the agent's name" aria-label="Type the agent's name to delete it"
+                        on:input=move |ev| {
+                            let typed = event_target_value(&ev);
+                            self.asking.update(|a| if let Some((_, t)) = a { *t = typed });
+                        } />
+                    <button type="button" id="delete-confirm" class="danger"
+                        disabled=move || !matches()
+                        on:click=move |_| self.confirm(live)>"Delete now"</button>
+                    <button type="button" id="delete-cancel"
+                        on:click=move |_| self.asking.set(None)>"Cancel"</button>
+                }.into_any()
+            } else {
+                let name = name.clone();
+                view! {
+                    <button type="button" class="danger" data-delete=name.clone()
+                        title="Delete this agent: revoke its tokens, purge its open events, free its name"
+                        on:click=move |_| {
+                            self.outcome.set(None);
+                            self.asking.set(Some((name.clone(), String::new())));
+                        }>
+                        "Delete…"
+                    </button>
+                }.into_any()
+            }}
+        }
+        .into_any()
+    }
+}
+
+fn row(a: AgentSummary, revoker: Option<Revoker>, deleter: Option<Deleter>) -> AnyView {
     let q = EventQuery {
         agent: Some(a.name.clone()),
         ..EventQuery::default()
@@ -63,7 +154,7 @@ fn row(a: AgentSummary, revoker: Option<Revoker>) -> AnyView {
             <td data-col="last-seen">
                 {a.last_seen_at.map(format::when).unwrap_or_else(|| "never".to_owned())}
             </td>
-            <td class="row-actions" title="Revoke every token of this agent">{buttons}</td>
+            <td class="row-actions">{buttons}{deleter.map(|d| d.buttons(a.name.clone()))}</td>
         </tr>
     }
     .into_any()
@@ -128,11 +219,19 @@ pub(crate) fn AgentsPage() -> impl IntoView {
         api::get::<Vec<AgentSummary>>("/api/v1/ops/agents")
     });
     let revoker = Revoker::new();
+    let deleter = Deleter::new();
+    let deleted = move || {
+        deleter.outcome.get().map(|o| match o {
+            Ok(m) => view! { <p id="delete-result" class="ok" role="status">{m}</p> }.into_any(),
+            Err(m) => view! { <p id="delete-error" class="error" role="alert">{m}</p> }.into_any(),
+        })
+    };
     view! {
         <section id="agents">
             <h1>"Agents"</h1>
             {move || auth.can_write().then(|| view! { <CreateAgentForm/> })}
             {revoker.outcome_view("revoke")}
+            {deleted}
             {move || match data.get() {
                 None => loading(),
                 Some(Err(e)) => error_box(&e),
@@ -153,7 +252,7 @@ pub(crate) fn AgentsPage() -> impl IntoView {
                                 <th>"Oldest pending"</th><th>"Last seen"</th><th></th>
                             </tr>
                         </thead>
-                        <tbody>{agents.into_iter().map(|a| row(a, auth.can_write().then_some(revoker))).collect::<Vec<_>>()}</tbody>
+                        <tbody>{agents.into_iter().map(|a| row(a, auth.can_write().then_some(revoker), auth.can_write().then_some(deleter))).collect::<Vec<_>>()}</tbody>
                     </table>
                 }.into_any(),
             }}

@@ -137,6 +137,12 @@ impl Lookups {
         self.access.clear();
     }
 
+    /// Forgets every cached agent (one was deleted: its id and name answer 404
+    /// from the next request on this instance, within the TTL on the others).
+    pub fn forget_agents(&self) {
+        self.agents.clear();
+    }
+
     pub fn agent(&self, tenant: TenantId, key: &str) -> Option<AgentRecord> {
         self.agents
             .get(&(tenant, key.to_owned()), self.clock.now_ms())

@@ -26,6 +26,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(create_token, list_tokens))
         .routes(routes!(revoke_token))
         .routes(routes!(revoke_agent))
+        .routes(routes!(delete_agent))
 }
 
 /// The public id of a stored token: the first 8 bytes of its SHA-256, in hex. It
@@ -208,4 +209,40 @@ pub(super) fn secret_created<T>(body: T) -> SecretCreated<T> {
         [(axum::http::header::CACHE_CONTROL, "no-store")],
         axum::Json(body),
     )
+}
+
+/// Delete an agent: its credentials are revoked, its open events purged, it leaves
+/// its rooms and memory subscriptions, its webhook callback goes, and its name is
+/// free for a new agent. Sends to it answer 404 from then on; nothing is delivered
+/// to it after this answer. Its history (completed and purged events, audit) stays.
+#[utoipa::path(delete, path = "/api/v1/ops/agents/{agent}", tag = "ops",
+    params(("agent" = String, Path, description = "agent id or name")),
+    responses((status = 200, body = AgentDeleted), (status = 404, body = Problem)))]
+async fn delete_agent(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(agent): Path<String>,
+) -> ApiResult<axum::Json<AgentDeleted>> {
+    principal.require(SCOPE_OPS_WRITE)?;
+    let agent = state.store.agent(principal.tenant_id, &agent).await?;
+    let deleted = state
+        .store
+        .delete_agent(principal.tenant_id, agent.id, state.now())
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("agent {:?}", agent.name)))?;
+    state.lookups.forget_agents();
+    state.lookups.forget_tokens();
+    tracing::info!(
+        agent = %agent.name,
+        agent_id = %agent.id,
+        revoked = deleted.revoked,
+        purged = deleted.purged,
+        "agent deleted"
+    );
+    Ok(axum::Json(AgentDeleted {
+        agent_id: agent.id,
+        name: agent.name,
+        revoked: deleted.revoked,
+        purged: deleted.purged,
+    }))
 }

@@ -7,6 +7,7 @@
 //! ([`Wake`]) the caller sends **after** the method returned, i.e. after commit (I1).
 
 mod callbacks;
+mod deletion;
 pub(crate) mod dialect;
 mod directory;
 pub(crate) mod engine;
@@ -25,6 +26,7 @@ pub mod sqlite;
 mod statements;
 
 pub use callbacks::*;
+pub use deletion::*;
 pub use directory::*;
 pub use identity::*;
 pub use inbox::*;
@@ -193,6 +195,7 @@ pub struct Acked {
 #[async_trait]
 pub trait Store:
     CallbackStore
+    + DeletionStore
     + DirectoryStore
     + IdemStore
     + IdentityStore

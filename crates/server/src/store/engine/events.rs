@@ -98,6 +98,26 @@ pub(crate) trait EventDriver: EventStatements {
     }
 }
 
+/// [`deliver`] to one member of a fan-out (a room's members, a memory's
+/// subscribers): `None` when the agent was deleted after the members were read
+/// (its sequence no longer advances), so a deletion never fails the send.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn deliver_member<D: EventDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    tenant: TenantId,
+    to: AgentId,
+    from: &Actor,
+    room: Option<(RoomId, u64)>,
+    msg: &NewMessage,
+    now: Millis,
+) -> StoreResult<Option<Delivery>> {
+    match deliver(d, tx, tenant, to, from, room, msg, now).await {
+        Err(crate::store::StoreError::NotFound) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
 /// Puts one event into `to`'s inbox, numbered next in its sequence (I2).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn deliver<D: EventDriver>(

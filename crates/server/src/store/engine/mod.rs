@@ -22,6 +22,7 @@ use std::time::Duration;
 
 pub(crate) mod bulk;
 pub(crate) mod callbacks;
+pub(crate) mod deletion;
 pub(crate) mod directory;
 pub(crate) mod events;
 pub(crate) mod idempotency;

@@ -10,7 +10,7 @@
 //! renewal waits for the call, and calls on one memory (and their record versions)
 //! are serialized. On SQLite the single writer gives all of this at once.
 
-use super::events::{EventDriver, deliver};
+use super::events::{EventDriver, deliver_member};
 use super::lease_audit::{self, LeaseAuditStatements};
 use crate::clock::Millis;
 use crate::store::lease_rules::*;
@@ -242,8 +242,11 @@ async fn record<D: RecordStatements>(
     if let Some((version, deleted)) = change {
         let msg = memory_updated(call, version, deleted, now);
         for agent in d.subscribers(&mut tx, call.memory).await? {
-            let delivered =
-                deliver(d, &mut tx, call.tenant, agent, call.who, None, &msg, now).await?;
+            let Some(delivered) =
+                deliver_member(d, &mut tx, call.tenant, agent, call.who, None, &msg, now).await?
+            else {
+                continue;
+            };
             wakes.push(Wake {
                 tenant_id: call.tenant,
                 agent_id: delivered.agent_id,

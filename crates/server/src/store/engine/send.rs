@@ -9,7 +9,7 @@
 //! lock shared members in the same order. On SQLite the single writer gives all of
 //! this at once.
 
-use super::events::{EventDriver, deliver};
+use super::events::{EventDriver, deliver, deliver_member};
 use super::idempotency::{self, IdemStatements};
 use crate::clock::{Millis, to_timestamp};
 use crate::store::rows::room_sender;
@@ -150,7 +150,7 @@ async fn send_room<D: SendStatements>(
     let mut deliveries = Vec::with_capacity(members.len());
     for member in members.into_iter().filter(|m| Some(*m) != sender) {
         let at = Some((room, room_seq));
-        deliveries.push(deliver(d, &mut tx, tenant, member, from, at, msg, now).await?);
+        deliveries.extend(deliver_member(d, &mut tx, tenant, member, from, at, msg, now).await?);
     }
     let receipt = RoomReceipt {
         room_id: room,

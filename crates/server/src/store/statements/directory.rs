@@ -49,7 +49,7 @@ macro_rules! directory_statements {
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT t.id, t.name, t.created_at, COUNT(a.id) AS agents \
-                     FROM tenants t LEFT JOIN agents a ON a.tenant_id = t.id \
+                     FROM tenants t LEFT JOIN agents a ON a.tenant_id = t.id AND a.deleted_at IS NULL \
                      GROUP BY t.id, t.name, t.created_at ORDER BY t.name"
                 ))
                 .fetch_all(self.read_pool())
@@ -110,7 +110,8 @@ macro_rules! directory_statements {
                 use $crate::store::rows::TOKEN_SELECT;
                 let row = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "{TOKEN_SELECT} WHERE t.hash = $1 AND t.revoked_at IS NULL"
+                    "{TOKEN_SELECT} WHERE t.hash = $1 AND t.revoked_at IS NULL \
+                     AND a.deleted_at IS NULL"
                 ))
                 .bind(hash)
                 .fetch_optional(self.read_pool())
@@ -312,12 +313,14 @@ macro_rules! directory_statements {
                 let sql = if column == "id" {
                     $crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
-                        "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND id = $2"
+                        "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND id = $2 \
+                         AND deleted_at IS NULL"
                     )
                 } else {
                     $crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
-                        "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND name = $2"
+                        "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND name = $2 \
+                         AND deleted_at IS NULL"
                     )
                 };
                 let row = sqlx::query(sql)
@@ -337,7 +340,8 @@ macro_rules! directory_statements {
                 use $crate::store::rows::AGENT_COLS;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 ORDER BY name"
+                    "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND deleted_at IS NULL \
+                     ORDER BY name"
                 ))
                 .bind(tenant.to_string())
                 .fetch_all(self.read_pool())
@@ -379,14 +383,15 @@ macro_rules! directory_statements {
                 const COUNTS: &str = "SELECT a.id, a.tenant_id, a.name, e.status, \
                      COUNT(e.id) AS n, \
                      MIN(CASE WHEN e.status = 'pending' THEN e.available_at END) AS oldest \
-                     FROM agents a LEFT JOIN events e ON e.agent_id = a.id";
+                     FROM agents a LEFT JOIN events e ON e.agent_id = a.id \
+                     WHERE a.deleted_at IS NULL";
                 const GROUPS: &str = "GROUP BY a.id, a.tenant_id, a.name, e.status";
                 let dialect = <Self as $crate::store::engine::Driver>::DIALECT;
                 let rows = match tenant {
                     Some(tenant) => {
                         sqlx::query($crate::store::dialect::sql!(
                             dialect,
-                            "{COUNTS} WHERE a.tenant_id = $1 {GROUPS}"
+                            "{COUNTS} AND a.tenant_id = $1 {GROUPS}"
                         ))
                         .bind(tenant.to_string())
                         .fetch_all(self.read_pool())

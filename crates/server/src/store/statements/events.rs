@@ -12,7 +12,8 @@ macro_rules! event_statements {
             ) -> $crate::store::StoreResult<bool> {
                 let done = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2"
+                    "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
+                     AND deleted_at IS NULL"
                 ))
                 .bind(agent.to_string())
                 .bind(tenant.to_string())
@@ -45,6 +46,7 @@ macro_rules! event_statements {
                 let seq: i64 = sqlx::query_scalar($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
+                     AND deleted_at IS NULL \
                      RETURNING head_seq"
                 ))
                 .bind(agent.to_string())

@@ -96,7 +96,8 @@ macro_rules! identity_statements {
                     "SELECT t.hash AS parent_hash, {} \
                      JOIN access_tokens x ON x.parent_hash = t.hash \
                      WHERE x.jti = $1 AND x.revoked_at IS NULL AND x.expires_at > $2 \
-                     AND x.tenant_id = t.tenant_id AND t.revoked_at IS NULL",
+                     AND x.tenant_id = t.tenant_id AND t.revoked_at IS NULL \
+                     AND a.deleted_at IS NULL",
                     TOKEN_SELECT.trim_start_matches("SELECT ")
                 ))
                 .bind(jti)

@@ -15,6 +15,7 @@
 
 mod bulk;
 mod callbacks;
+mod deletion;
 mod directory;
 mod events;
 mod idempotency;
@@ -33,6 +34,7 @@ mod signin;
 
 pub(crate) use bulk::bulk_statements;
 pub(crate) use callbacks::callback_statements;
+pub(crate) use deletion::deletion_statements;
 pub(crate) use directory::directory_statements;
 pub(crate) use events::{bind_new_event, event_statements};
 pub(crate) use idempotency::idem_statements;
@@ -69,6 +71,7 @@ macro_rules! shared_statements {
         $crate::store::statements::bulk_statements!($store);
         $crate::store::statements::job_statements!($store);
         $crate::store::statements::callback_statements!($store);
+        $crate::store::statements::deletion_statements!($store);
     };
 }
 pub(crate) use shared_statements;

@@ -10,6 +10,7 @@
 
 mod callbacks;
 mod credentials;
+mod deletion;
 mod directory;
 mod idempotency;
 mod identity;
@@ -59,6 +60,7 @@ where
     leases::check(d).await;
     idempotency::check(d).await;
     identity::check(d).await;
+    deletion::check(d).await;
     signin::check(d).await;
     instances::check(d).await;
     send::check(d).await;
