@@ -39,6 +39,23 @@ fn no_redirects() -> reqwest::Client {
         .unwrap()
 }
 
+/// Opens the one-time console link `path`: the session cookie it sets.
+async fn open_link(server: &TestServer, path: &str) -> String {
+    let opened = no_redirects()
+        .get(format!("{}{path}", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 303);
+    opened.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 /// An authorization request's query for `challenge` (and `extra` pairs).
 fn request_query(challenge: &str, extra: &[(&str, &str)]) -> String {
     let mut pairs = vec![
@@ -196,19 +213,7 @@ async fn an_app_signs_in_through_the_browser_and_opens_a_console_session() {
         .build_with_login(&server.url, store.clone())
         .unwrap();
     let link = client.login_link(false).await.unwrap();
-    let opened = no_redirects()
-        .get(format!("{}{}", server.url, link.path))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(opened.status(), 303);
-    let cookie = opened.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = open_link(&server, &link.path).await;
     let session = |cookie: String| {
         let url = format!("{}/api/v1/session", server.url);
         async move {
@@ -421,22 +426,7 @@ async fn consent_is_the_operators_and_never_more_than_they_hold() {
     )
     .await;
     assert_eq!(link.status, 201, "{}", link.text());
-    let opened = no_redirects()
-        .get(format!(
-            "{}{}",
-            server.url,
-            link.json()["path"].as_str().unwrap()
-        ))
-        .send()
-        .await
-        .unwrap();
-    let cookie = opened.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = open_link(&server, link.json()["path"].as_str().unwrap()).await;
     let narrow = request_query(&challenge, &[("scope", "ops:read")]);
     let reply = Reply::read(
         reqwest::Client::new()

@@ -260,9 +260,7 @@ async fn device_code(
     client_id: Option<String>,
 ) -> Result<Response, OAuthError> {
     let code = required(params, "device_code")?;
-    let client = client_id
-        .clone()
-        .ok_or_else(|| OAuthError::request("the parameter \"client_id\" is missing"))?;
+    let client = required(params, "client_id")?;
     let digest = token_digest(code);
     auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
     let (refresh_token, refresh_hash) = new_refresh();
@@ -271,7 +269,7 @@ async fn device_code(
         .store
         .poll_device_request(
             &hex(&digest),
-            &client,
+            client,
             minted.now,
             &minted.issue(&refresh_hash),
         )
@@ -320,9 +318,7 @@ async fn authorization_code(
 ) -> Result<Response, OAuthError> {
     let code = required(params, "code")?;
     let redirect_uri = required(params, "redirect_uri")?;
-    let client = client_id
-        .clone()
-        .ok_or_else(|| OAuthError::request("the parameter \"client_id\" is missing"))?;
+    let client = required(params, "client_id")?;
     // A missing verifier is a mismatch (RFC 7636 §4.6): it spends the code too.
     let verifier = params
         .get("code_verifier")
@@ -338,7 +334,7 @@ async fn authorization_code(
         .redeem_authorization_code(
             &Redemption {
                 code_hash: &digest,
-                client_id: &client,
+                client_id: client,
                 redirect_uri,
                 code_verifier: verifier,
                 family_hash: &family,
