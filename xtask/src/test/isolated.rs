@@ -40,7 +40,7 @@ pub(super) fn desktop_smoke(built: &Path, server: &Path) -> Result<()> {
     let _ = std::fs::remove_file(&shot);
 
     let scratch = Scratch::new("switchboard-smoke")?;
-    let mut smoke = smoke_command(&bin, &scratch)?;
+    let mut smoke = smoke_command(&bin, &scratch, "embedded")?;
     smoke.arg("--smoke-test").arg(&shot);
     cmd::run(&mut smoke).context("the desktop smoke test failed (exit 124 means it timed out)")?;
     if shot.is_file() {
@@ -50,10 +50,10 @@ pub(super) fn desktop_smoke(built: &Path, server: &Path) -> Result<()> {
 }
 
 /// The desktop binary `bin` under Xvfb and a private D-Bus session, with its own
-/// HOME and XDG dirs in `scratch`; arguments to add.
-fn smoke_command(bin: &Path, scratch: &Scratch) -> Result<Command> {
-    let home = scratch.dir("home", 0o755)?;
-    let runtime = scratch.dir("runtime", 0o700)?;
+/// HOME and XDG dirs in `scratch` (named after `run`); arguments to add.
+fn smoke_command(bin: &Path, scratch: &Scratch, run: &str) -> Result<Command> {
+    let home = scratch.dir(&format!("{run}-home"), 0o755)?;
+    let runtime = scratch.dir(&format!("{run}-runtime"), 0o700)?;
     let mut smoke = Command::new("timeout");
     smoke
         .args(["-k", "10", SMOKE_TIMEOUT_SECS])
@@ -130,7 +130,7 @@ fn remote_sign_in_smoke(desktop: &Path, server: &Path, scratch: &Scratch) -> Res
         std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755))?;
     }
     let browser_log = data.join("browser.log");
-    let mut smoke = smoke_command(desktop, scratch)?;
+    let mut smoke = smoke_command(desktop, scratch, "remote")?;
     smoke
         .arg("--server-url")
         .arg(format!("{url}/"))
