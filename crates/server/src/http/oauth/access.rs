@@ -33,8 +33,7 @@ pub(super) async fn revoke(
             format!("token_type_hint {hint:?} is not a type this server has; omit it"),
         ));
     }
-    let digest = token_digest(token);
-    auth::limit(&state, Some(&notes), state.limiter.credential(&digest))?;
+    let digest = super::draw(&state, &notes, token)?;
     let now = state.now();
     if oauth::looks_like_jwt(token) {
         let issuer = super::issuer(&state, &headers)?;

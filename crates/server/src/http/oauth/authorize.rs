@@ -20,7 +20,7 @@
 //!    (`token.rs`): a new credential of the tenant ("sign-in: <client>", listed
 //!    and revocable) with a rotating refresh token and an access token.
 
-use super::check_client_id;
+use super::{check_client_id, unique_pairs};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 use crate::http::auth::{
@@ -108,22 +108,6 @@ impl Refusal {
             Self::Redirect(r) => Ok(redirect_answer(r.url())),
         }
     }
-}
-
-/// The parameters of `query`, each at most once (RFC 6749 §3.1), empty as absent.
-pub(super) fn unique_pairs(query: &[u8]) -> Result<BTreeMap<String, String>, String> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(query)
-        .map_err(|_| "the parameters do not decode as URL-encoded pairs".to_owned())?;
-    let mut params = BTreeMap::new();
-    for (name, value) in pairs {
-        if params.insert(name.clone(), value).is_some() {
-            return Err(format!(
-                "the parameter {name:?} is given more than once; give it once"
-            ));
-        }
-    }
-    params.retain(|_, v| !v.is_empty());
-    Ok(params)
 }
 
 /// RFC 8252 §7.3: `http://127.0.0.1:PORT/…` or `http://[::1]:PORT/…`, with the port

@@ -177,7 +177,35 @@ pub(super) fn form(
             "send the parameters as application/x-www-form-urlencoded (RFC 6749 §4.1.3)",
         ));
     }
-    authorize::unique_pairs(body).map_err(OAuthError::request)
+    unique_pairs(body).map_err(OAuthError::request)
+}
+
+/// The parameters of `query`, each at most once (RFC 6749 §3.1), empty as absent.
+fn unique_pairs(query: &[u8]) -> Result<BTreeMap<String, String>, String> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(query)
+        .map_err(|_| "the parameters do not decode as URL-encoded pairs".to_owned())?;
+    let mut params = BTreeMap::new();
+    for (name, value) in pairs {
+        if params.insert(name.clone(), value).is_some() {
+            return Err(format!(
+                "the parameter {name:?} is given more than once; give it once"
+            ));
+        }
+    }
+    params.retain(|_, v| !v.is_empty());
+    Ok(params)
+}
+
+/// Draws from the bucket of the secret a request presents (a token, a code),
+/// before any database work; its digest.
+pub(super) fn draw(
+    state: &AppState,
+    notes: &crate::http::notes::Notes,
+    secret: &str,
+) -> Result<[u8; 32], OAuthError> {
+    let digest = auth::token_digest(secret);
+    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    Ok(digest)
 }
 
 /// A `client_id` names a program for people (we register none): short, printable.

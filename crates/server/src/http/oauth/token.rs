@@ -2,9 +2,9 @@
 //! device code grant (RFC 8628), the authorization code grant with PKCE (RFC 6749
 //! §4.1.3, RFC 7636) and refresh tokens (rotated on every use).
 
-use super::{OAuthError, check_client_id, form, hex, invalid_grant, no_store, required};
+use super::{OAuthError, check_client_id, draw, form, hex, invalid_grant, no_store, required};
 use crate::http::AppState;
-use crate::http::auth::{self, hash_token, token_digest};
+use crate::http::auth::{self, hash_token};
 use crate::http::notes::Notes;
 use crate::oauth::{self, Claims};
 use crate::store::{
@@ -130,8 +130,16 @@ impl Minted {
     }
 }
 
-/// The token endpoint: the token exchange (RFC 8693) of a static credential, the
-/// device code grant (RFC 8628) and refresh tokens (rotated on every use).
+/// One token request as every grant reads it.
+struct Grant<'a> {
+    state: &'a AppState,
+    notes: &'a Notes,
+    params: &'a BTreeMap<String, String>,
+    issuer: &'a str,
+    client_id: Option<String>,
+}
+
+/// The token endpoint: its grants, as the module says.
 pub(super) async fn token(
     State(state): State<AppState>,
     axum::Extension(notes): axum::Extension<Notes>,
@@ -145,13 +153,18 @@ pub(super) async fn token(
     if let Some(client_id) = &client_id {
         check_client_id(client_id)?;
     }
+    let grant = Grant {
+        state: &state,
+        notes: &notes,
+        params: &params,
+        issuer: &issuer,
+        client_id,
+    };
     match grant_type {
-        oauth::GRANT_TOKEN_EXCHANGE => exchange(&state, &notes, &params, &issuer, client_id).await,
-        oauth::GRANT_DEVICE_CODE => device_code(&state, &notes, &params, &issuer, client_id).await,
-        oauth::GRANT_REFRESH_TOKEN => refresh(&state, &notes, &params, &issuer, client_id).await,
-        oauth::GRANT_AUTHORIZATION_CODE => {
-            authorization_code(&state, &notes, &params, &issuer, client_id).await
-        }
+        oauth::GRANT_TOKEN_EXCHANGE => exchange(grant).await,
+        oauth::GRANT_DEVICE_CODE => device_code(grant).await,
+        oauth::GRANT_REFRESH_TOKEN => refresh(grant).await,
+        oauth::GRANT_AUTHORIZATION_CODE => authorization_code(grant).await,
         other => Err(OAuthError::new(
             StatusCode::BAD_REQUEST,
             "unsupported_grant_type",
@@ -168,13 +181,14 @@ pub(super) async fn token(
 }
 
 /// RFC 8693: a static credential for an access token with its scopes or fewer.
-async fn exchange(
-    state: &AppState,
-    notes: &Notes,
-    params: &BTreeMap<String, String>,
-    issuer: &str,
-    client_id: Option<String>,
-) -> Result<Response, OAuthError> {
+async fn exchange(grant: Grant<'_>) -> Result<Response, OAuthError> {
+    let Grant {
+        state,
+        notes,
+        params,
+        issuer,
+        client_id,
+    } = grant;
     let subject = required(params, "subject_token")?;
     let subject_type = required(params, "subject_token_type")?;
     if subject_type != oauth::TOKEN_TYPE_ACCESS {
@@ -216,8 +230,7 @@ async fn exchange(
         ));
     }
     // The subject's own bucket, before any database work.
-    let digest = token_digest(subject);
-    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let digest = draw(state, notes, subject)?;
     let hash = digest.to_vec();
     let record = auth::static_token(state, &hash).await?.ok_or_else(|| {
         invalid_grant("the subject token is unknown or revoked; use a current token")
@@ -252,17 +265,17 @@ fn new_refresh() -> (String, Vec<u8>) {
 }
 
 /// RFC 8628 §3.4: the device polls with its device code until an operator decided.
-async fn device_code(
-    state: &AppState,
-    notes: &Notes,
-    params: &BTreeMap<String, String>,
-    issuer: &str,
-    client_id: Option<String>,
-) -> Result<Response, OAuthError> {
+async fn device_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
+    let Grant {
+        state,
+        notes,
+        params,
+        issuer,
+        client_id,
+    } = grant;
     let code = required(params, "device_code")?;
     let client = required(params, "client_id")?;
-    let digest = token_digest(code);
-    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let digest = draw(state, notes, code)?;
     let (refresh_token, refresh_hash) = new_refresh();
     let minted = Minted::new(state);
     let polled = state
@@ -309,13 +322,14 @@ async fn device_code(
 /// RFC 6749 §4.1.3 with RFC 7636 §4.5: the code a sign-in's consent made, with the
 /// app's code verifier, for the sign-in's first tokens. Any attempt spends the
 /// code; one redeemed twice ends the sign-in it made.
-async fn authorization_code(
-    state: &AppState,
-    notes: &Notes,
-    params: &BTreeMap<String, String>,
-    issuer: &str,
-    client_id: Option<String>,
-) -> Result<Response, OAuthError> {
+async fn authorization_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
+    let Grant {
+        state,
+        notes,
+        params,
+        issuer,
+        client_id,
+    } = grant;
     let code = required(params, "code")?;
     let redirect_uri = required(params, "redirect_uri")?;
     let client = required(params, "client_id")?;
@@ -324,8 +338,7 @@ async fn authorization_code(
         .get("code_verifier")
         .map(String::as_str)
         .unwrap_or("");
-    let digest = token_digest(code);
-    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let digest = draw(state, notes, code)?;
     let family = hash_token(&auth::generate_token("sb_fam_"));
     let (refresh_token, refresh_hash) = new_refresh();
     let minted = Minted::new(state);
@@ -372,13 +385,14 @@ async fn authorization_code(
 
 /// RFC 6749 §6: a refresh token for new tokens, once (it rotates); a second use
 /// of one revokes its login.
-async fn refresh(
-    state: &AppState,
-    notes: &Notes,
-    params: &BTreeMap<String, String>,
-    issuer: &str,
-    client_id: Option<String>,
-) -> Result<Response, OAuthError> {
+async fn refresh(grant: Grant<'_>) -> Result<Response, OAuthError> {
+    let Grant {
+        state,
+        notes,
+        params,
+        issuer,
+        client_id,
+    } = grant;
     let old = required(params, "refresh_token")?;
     // Checked before the token is spent: a refusal after its rotation would lose
     // the login.
@@ -390,8 +404,7 @@ async fn refresh(
              the token exchange of a static token)",
         ));
     }
-    let digest = token_digest(old);
-    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    let digest = draw(state, notes, old)?;
     let (refresh_token, refresh_hash) = new_refresh();
     let minted = Minted::new(state);
     let refreshed = state

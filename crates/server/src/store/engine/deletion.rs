@@ -13,13 +13,14 @@
 //!   approval never works).
 
 use super::callbacks::CallbackStatements;
+use super::directory::DirectoryStatements;
 use crate::clock::Millis;
 use crate::store::*;
 use async_trait::async_trait;
 
 /// The statements of deleting an agent (`store/statements/deletion.rs`), in `tx`.
 #[async_trait]
-pub(crate) trait DeletionStatements: CallbackStatements {
+pub(crate) trait DeletionStatements: CallbackStatements + DirectoryStatements {
     /// Marks the agent deleted and frees its name; false when it is no live agent
     /// of `tenant`.
     async fn mark_agent_deleted(
@@ -29,13 +30,6 @@ pub(crate) trait DeletionStatements: CallbackStatements {
         agent: AgentId,
         now: Millis,
     ) -> StoreResult<bool>;
-    /// Revokes every live credential of the agent; how many.
-    async fn revoke_tokens_of(
-        &self,
-        tx: &mut Self::Tx,
-        agent: AgentId,
-        now: Millis,
-    ) -> StoreResult<u64>;
     /// Purges the agent's open events (pending, claimed, quarantined); how many.
     async fn purge_events_of(
         &self,
@@ -57,7 +51,7 @@ async fn delete<D: DeletionStatements>(
     if !d.mark_agent_deleted(&mut tx, tenant, agent, now).await? {
         return Ok(None);
     }
-    let revoked = d.revoke_tokens_of(&mut tx, agent, now).await?;
+    let revoked = d.revoke_agent_tokens(&mut tx, tenant, agent, now).await?;
     let purged = d.purge_events_of(&mut tx, agent, now).await?;
     d.leave_everything(&mut tx, agent).await?;
     d.delete_agent_callback(&mut tx, agent).await?;

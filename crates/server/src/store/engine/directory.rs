@@ -65,9 +65,10 @@ pub(crate) trait DirectoryStatements: Driver {
     async fn live_token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
     /// Revokes `tenant`'s token with this hash (write pool); whether it was live.
     async fn revoke_token(&self, tenant: TenantId, hash: &[u8], now: Millis) -> StoreResult<bool>;
-    /// Revokes every live token of `agent` (write pool); how many.
+    /// Revokes every live token of `agent`; how many.
     async fn revoke_agent_tokens(
         &self,
+        tx: &mut Self::Tx,
         tenant: TenantId,
         agent: AgentId,
         now: Millis,
@@ -351,8 +352,15 @@ impl<D: DirectoryDriver> DirectoryStore for D {
         agent: AgentId,
         now: Millis,
     ) -> StoreResult<u64> {
-        self.retrying(|| self.revoke_agent_tokens(tenant, agent, now))
-            .await
+        self.retrying(|| async {
+            let mut tx = self.begin_write().await?;
+            let revoked = self
+                .revoke_agent_tokens(&mut tx, tenant, agent, now)
+                .await?;
+            self.commit(tx, &[]).await?;
+            Ok(revoked)
+        })
+        .await
     }
 
     async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()> {

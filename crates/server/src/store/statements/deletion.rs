@@ -26,23 +26,6 @@ macro_rules! deletion_statements {
                 Ok(done.rows_affected() > 0)
             }
 
-            async fn revoke_tokens_of(
-                &self,
-                tx: &mut Self::Tx,
-                agent: switchboard_proto::AgentId,
-                now: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<u64> {
-                let done = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "UPDATE tokens SET revoked_at = $1 WHERE agent_id = $2 AND revoked_at IS NULL"
-                ))
-                .bind(now)
-                .bind(agent.to_string())
-                .execute(&mut **tx)
-                .await?;
-                Ok(done.rows_affected())
-            }
-
             async fn purge_events_of(
                 &self,
                 tx: &mut Self::Tx,

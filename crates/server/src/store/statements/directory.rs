@@ -142,6 +142,7 @@ macro_rules! directory_statements {
 
             async fn revoke_agent_tokens(
                 &self,
+                tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
@@ -154,7 +155,7 @@ macro_rules! directory_statements {
                 .bind(now)
                 .bind(tenant.to_string())
                 .bind(agent.to_string())
-                .execute(self.write_pool())
+                .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected())
             }
