@@ -46,6 +46,10 @@ pub struct Config {
     /// SQLite `synchronous` pragma: `full` or `normal` (WAL makes `normal` safe
     /// against corruption; `full` also survives power loss without losing commits).
     pub sqlite_synchronous: String,
+    /// SQLite: write transactions that queue for the single writer while a commit is
+    /// in flight share the next commit (`store/sqlite/group.rs`). On by default; off
+    /// only to compare (the bench).
+    pub sqlite_group_commit: bool,
     /// Webhook callbacks: targets, the key that seals their secrets, retries.
     pub webhooks: WebhookConfig,
     /// The listener serves HTTPS itself (`--tls-cert`): session cookies are always
@@ -136,6 +140,7 @@ impl Default for Config {
                 burst: 20_000,
             },
             sqlite_synchronous: "full".to_owned(),
+            sqlite_group_commit: true,
             webhooks: WebhookConfig::default(),
             https: false,
             access_token_ttl: Duration::from_secs(15 * 60),
@@ -167,6 +172,7 @@ impl std::fmt::Debug for Config {
             .field("access_token_ttl", &self.access_token_ttl)
             .field("signing_key_rotation", &self.signing_key_rotation)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
+            .field("sqlite_group_commit", &self.sqlite_group_commit)
             .field("webhooks", &self.webhooks)
             .finish_non_exhaustive()
     }

@@ -59,9 +59,10 @@ impl Server {
                     source,
                 })?;
             }
-            Arc::new(
-                SqliteStore::open(&url, &config.sqlite_synchronous, config.hooks.clone()).await?,
-            )
+            let store =
+                SqliteStore::open(&url, &config.sqlite_synchronous, config.hooks.clone()).await?;
+            store.set_group_commit(config.sqlite_group_commit);
+            Arc::new(store)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Arc::new(
                 PgStore::open(&url, config.database_max_connections, config.hooks.clone()).await?,

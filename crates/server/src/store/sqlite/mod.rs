@@ -6,6 +6,7 @@
 //! Reads use a separate pool; in WAL mode they run concurrently with the writer and
 //! each read transaction sees one consistent snapshot.
 
+mod group;
 mod leases;
 
 use super::*;
@@ -19,6 +20,8 @@ use std::time::Duration;
 pub struct SqliteStore {
     /// The single writer connection. One connection, so writes never contend.
     write: SqlitePool,
+    /// Write transactions on `write`, committed in groups (`group.rs`).
+    group: std::sync::Arc<group::Group>,
     /// Readers (WAL snapshots). The same pool as `write` for an in-memory database.
     read: SqlitePool,
     hooks: Hooks,
@@ -102,6 +105,7 @@ impl SqliteStore {
                 .await?
         };
         Ok(Self {
+            group: group::Group::new(write.clone()),
             write,
             read,
             hooks,
@@ -110,10 +114,20 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) async fn begin_write(
-        &self,
-    ) -> StoreResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
+    /// One write transaction: a member of the writer's next group commit.
+    pub(crate) async fn begin_write(&self) -> StoreResult<SqliteTx> {
+        Ok(SqliteTx::Write(self.group.begin().await?))
+    }
+
+    /// Off: every write transaction commits alone (for comparisons; on by default).
+    pub fn set_group_commit(&self, on: bool) {
+        self.group.set_enabled(on);
+    }
+
+    /// Physical commits of the writer since the store opened (group commit makes
+    /// them fewer than write transactions).
+    pub fn commits(&self) -> u64 {
+        self.group.commits()
     }
 
     pub(crate) fn read(&self) -> &SqlitePool {
@@ -185,11 +199,45 @@ impl Store for SqliteStore {
         self.read.close().await;
         self.write.close().await;
     }
+
+    /// Nobody else writes this file; but the group commit hands the wake-ups of a
+    /// request that went away while its commit was pending to the hub here.
+    async fn listen(&self, remote: RemoteWakes, stop: tokio_util::sync::CancellationToken) {
+        self.group.set_orphans(Some(remote));
+        stop.cancelled().await;
+        self.group.set_orphans(None);
+    }
+}
+
+/// A SQLite transaction: a read snapshot on the read pool, or a member of the
+/// writer's group commit. Both deref to their connection.
+pub(crate) enum SqliteTx {
+    Read(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Write(group::Member),
+}
+
+impl std::ops::Deref for SqliteTx {
+    type Target = sqlx::SqliteConnection;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Self::Read(tx) => tx,
+            Self::Write(member) => member,
+        }
+    }
+}
+
+impl std::ops::DerefMut for SqliteTx {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Self::Read(tx) => tx,
+            Self::Write(member) => member,
+        }
+    }
 }
 
 #[async_trait::async_trait]
 impl crate::store::engine::Driver for SqliteStore {
-    type Tx = sqlx::Transaction<'static, sqlx::Sqlite>;
+    type Tx = SqliteTx;
     const DIALECT: crate::store::dialect::Dialect = crate::store::dialect::Dialect::Sqlite;
 
     fn hooks(&self) -> &Hooks {
@@ -202,12 +250,17 @@ impl crate::store::engine::Driver for SqliteStore {
 
     /// In WAL mode a read transaction sees one snapshot and never blocks the writer.
     async fn begin_read(&self) -> StoreResult<Self::Tx> {
-        Ok(self.read.begin().await?)
+        Ok(SqliteTx::Read(self.read.begin().await?))
     }
 
-    /// One process owns the file: nobody else needs to hear of `wakes`.
-    async fn commit(&self, tx: Self::Tx, _wakes: &[Wake]) -> StoreResult<()> {
-        Ok(tx.commit().await?)
+    /// One process owns the file: nobody else needs to hear of `wakes`, unless the
+    /// caller goes away while its commit waits for its group (then the group sends
+    /// them).
+    async fn commit(&self, tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()> {
+        match tx {
+            SqliteTx::Read(tx) => Ok(tx.commit().await?),
+            SqliteTx::Write(member) => member.commit(wakes).await,
+        }
     }
 
     /// One attempt (the single writer never deadlocks); a failure to write the
