@@ -214,12 +214,20 @@ pub struct AckRequest {
 /// `POST /agents/{agent}/inbox/ack`: acks several claimed events in one
 /// transaction (one commit), as SQS's `DeleteMessageBatch`. At most 100 entries,
 /// each event at most once.
+///
+/// With `claim`, the same transaction then claims the next events, as
+/// `POST …/inbox/claim` with that body would: a consumer's ack of one batch and
+/// its claim of the next cost one commit. `acks` may then be empty. Give the claim
+/// an `attempt_id` to make the call safe to retry as a whole.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AckBatch {
-    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 100))]
+    /// 1..=100 entries (0..=100 with `claim`).
+    #[cfg_attr(feature = "openapi", schema(max_items = 100))]
     pub acks: Vec<AckEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<ClaimRequest>,
 }
 
 /// One entry of an [`AckBatch`].
@@ -237,6 +245,9 @@ pub struct AckEntry {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AckBatchResult {
     pub results: Vec<AckResult>,
+    /// What the request's `claim` took (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed: Option<ClaimResponse>,
 }
 
 /// One entry's outcome: its new `state`, or the `problem` a single ack would have

@@ -140,8 +140,42 @@ impl Client {
         let call = Call::new(Method::POST, url)
             .json(&AckBatch {
                 acks: acks.to_vec(),
+                claim: None,
             })?
             .repeat(Repeat::Safe);
+        self.fetch(call).await
+    }
+
+    /// `POST /agents/{agent}/inbox/ack` with a claim: acks `acks` (up to 100, may be
+    /// empty) and claims as [`claim`](Self::claim) with `claim` would, in one
+    /// transaction: a consumer's ack of one batch and its claim of the next cost one
+    /// commit. The answer has each ack's result (as [`ack_batch`](Self::ack_batch))
+    /// and the claim's in `claimed`.
+    ///
+    /// Retried like [`claim`](Self::claim): safe to repeat with an `attempt_id` (acks
+    /// repeat as before, the claim returns the same events).
+    ///
+    /// Errors: `validation_failed` (more than 100 acks, an event twice, a limit or
+    /// lease out of range), `not_found`.
+    pub async fn ack_and_claim(
+        &self,
+        agent: impl Display,
+        acks: &[AckEntry],
+        claim: &ClaimRequest,
+    ) -> Result<AckBatchResult, Error> {
+        let agent = agent.to_string();
+        let url = self.api_url(&["agents", &agent, "inbox", "ack"])?;
+        let repeat = if claim.attempt_id.is_some() {
+            Repeat::Safe
+        } else {
+            Repeat::Claim
+        };
+        let call = Call::new(Method::POST, url)
+            .json(&AckBatch {
+                acks: acks.to_vec(),
+                claim: Some(claim.clone()),
+            })?
+            .repeat(repeat);
         self.fetch(call).await
     }
 

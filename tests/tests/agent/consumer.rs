@@ -373,3 +373,65 @@ async fn a_long_handler_keeps_its_lease_by_extending_it() {
         "the ack was accepted: the claim was never lost"
     );
 }
+
+/// Acks ride with the next claim: while the consumer handles a batch, the events it
+/// handled before in that batch are still claimed (their acks wait), and the first
+/// event of the next batch finds the previous batch completed (acked by the claim
+/// that brought it). At the end every event is completed.
+#[tokio::test]
+async fn the_consumer_acks_a_batch_with_its_next_claim() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let (_, bob) = server.agent("bob").await;
+    send_numbered(&bob, "alice", 0, 6).await;
+    let (db, _dir) = local_db().await;
+    let mut config = polling();
+    config.batch = 3;
+    let consumer = Consumer::new(alice.clone(), "alice", db, config);
+    // For each event n > 0: the status of event n - 1 when n's handler ran.
+    let before: Arc<Mutex<Vec<(u64, EventStatus)>>> = Arc::default();
+    let handler = {
+        let (alice, before) = (alice.clone(), before.clone());
+        move |delivery: Delivery| {
+            let (alice, before) = (alice.clone(), before.clone());
+            async move {
+                let n = n_of(&delivery.event);
+                if n > 0 {
+                    let page = alice.poll("alice", 0, None).await.expect("poll");
+                    // Sent in order to a fresh inbox: event n has sequence n + 1
+                    // (a completed event's payload is gone, its sequence stays).
+                    let previous = page
+                        .events
+                        .iter()
+                        .find(|e| e.seq == n)
+                        .map(|e| e.status)
+                        .expect("the previous event");
+                    before.lock().unwrap().push((n, previous));
+                }
+                Outcome::Ack
+            }
+        }
+    };
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { consumer.run(handler, cancel).await }
+    });
+    eventually(Duration::from_secs(30), "6 events completed", || async {
+        completed(&alice, "alice").await == 6
+    })
+    .await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    use EventStatus::{Claimed, Completed};
+    assert_eq!(
+        *before.lock().unwrap(),
+        [
+            (1, Claimed),
+            (2, Claimed),
+            (3, Completed),
+            (4, Claimed),
+            (5, Claimed)
+        ]
+    );
+}

@@ -1,11 +1,13 @@
 //! Batched acks: one request, one transaction, a result per entry. A stale or
 //! unknown entry fails alone; a repeated batch answers as the first did; bad
-//! batches are refused whole.
+//! batches are refused whole. With a `claim`, the same transaction claims the next
+//! batch.
 
 use serde_json::json;
+use std::collections::HashSet;
 use switchboard_tests::TestServer;
 use switchboard_tests::sdk::proto::{
-    AckEntry, ClaimToken, ErrorCode, EventId, EventStatus, ReleaseRequest,
+    AckEntry, ClaimToken, ClaimedEvent, ErrorCode, EventId, EventStatus, ReleaseRequest,
 };
 
 use crate::common::*;
@@ -124,4 +126,157 @@ async fn bad_batches_are_refused_whole() {
     let (_, bob) = server.agent("bob").await;
     let foreign = bob.ack_batch("alice", &[entry]).await;
     expect_api_error(foreign, 404, ErrorCode::NotFound, "another agent's inbox");
+}
+
+fn entries(claimed: &[ClaimedEvent]) -> Vec<AckEntry> {
+    claimed
+        .iter()
+        .map(|c| AckEntry {
+            event_id: c.event.event_id,
+            claim_token: c.claim_token,
+        })
+        .collect()
+}
+
+/// An ack with a claim: the acks complete, the claim takes the next events in order
+/// (never those just acked); a repeat with the claim's attempt id answers the same;
+/// a stale entry fails alone; a bad claim refuses the whole request.
+#[tokio::test]
+async fn an_ack_carries_the_next_claim() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let op = server.operator();
+    let sent = send_n(&op, "alice", 7).await;
+    // With nothing to ack, it is a claim.
+    let mut request = claim_req(3, 60);
+    request.attempt_id = Some(uuid::Uuid::new_v4());
+    let first = alice
+        .ack_and_claim("alice", &[], &request)
+        .await
+        .expect("claim alone");
+    assert!(first.results.is_empty());
+    let first = first.claimed.expect("claimed").events;
+    let seqs = |c: &[ClaimedEvent]| c.iter().map(|c| c.event.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(&first), [sent[0].seq, sent[1].seq, sent[2].seq]);
+
+    let mut request = claim_req(3, 60);
+    request.attempt_id = Some(uuid::Uuid::new_v4());
+    let mut acks = entries(&first);
+    acks.push(AckEntry {
+        event_id: EventId::new(),
+        claim_token: ClaimToken::new(),
+    });
+    let answer = alice
+        .ack_and_claim("alice", &acks, &request)
+        .await
+        .expect("ack and claim");
+    for r in &answer.results[..3] {
+        assert_eq!(
+            r.state.as_ref().map(|s| s.status),
+            Some(EventStatus::Completed)
+        );
+    }
+    let unknown = answer.results[3].problem.as_ref().expect("unknown event");
+    assert_eq!(unknown.status, 404);
+    let second = answer.claimed.expect("claimed").events;
+    assert_eq!(seqs(&second), [sent[3].seq, sent[4].seq, sent[5].seq]);
+
+    // Its answer was lost: the same request again answers the same.
+    let again = alice
+        .ack_and_claim("alice", &acks, &request)
+        .await
+        .expect("repeat");
+    assert!(
+        again.results[..3]
+            .iter()
+            .all(|r| r.state.as_ref().map(|s| s.status) == Some(EventStatus::Completed))
+    );
+    let again = again.claimed.expect("claimed").events;
+    assert_eq!(
+        again
+            .iter()
+            .map(|c| (c.event.event_id, c.claim_token))
+            .collect::<Vec<_>>(),
+        second
+            .iter()
+            .map(|c| (c.event.event_id, c.claim_token))
+            .collect::<Vec<_>>(),
+        "the same events, the same tokens"
+    );
+
+    // A bad claim refuses the whole request: nothing acked.
+    let bad = alice
+        .ack_and_claim("alice", &entries(&second), &claim_req(101, 60))
+        .await;
+    expect_api_error(bad, 422, ErrorCode::ValidationFailed, "a limit of 101");
+    let page = alice
+        .poll("alice", sent[3].seq - 1, None)
+        .await
+        .expect("poll");
+    assert_eq!(page.events[0].status, EventStatus::Claimed);
+
+    let last = alice
+        .ack_and_claim("alice", &entries(&second), &claim_req(3, 60))
+        .await
+        .expect("ack and claim the rest");
+    let last = last.claimed.expect("claimed").events;
+    assert_eq!(seqs(&last), [sent[6].seq]);
+    let done = alice
+        .ack_and_claim("alice", &entries(&last), &claim_req(3, 60))
+        .await
+        .expect("ack the last");
+    assert!(done.claimed.expect("claimed").events.is_empty());
+    let totals = op.overview().await.expect("overview").totals;
+    assert_eq!(
+        (totals.completed, totals.pending, totals.claimed),
+        (7, 0, 0)
+    );
+}
+
+/// Consumers that each ack their last batch with their next claim, all at once:
+/// every event is handed to exactly one of them and completed once, and no ack is
+/// lost (the inbox ends with every event completed).
+#[tokio::test]
+async fn consumers_acking_with_their_next_claim_drain_the_inbox_once() {
+    const EVENTS: u64 = 120;
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let op = server.operator();
+    send_n(&op, "alice", EVENTS).await;
+    let mut consumers = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let alice = alice.clone();
+        consumers.spawn(async move {
+            let mut mine = Vec::new();
+            let mut held: Vec<ClaimedEvent> = Vec::new();
+            loop {
+                let mut request = claim_req(5, 60);
+                request.attempt_id = Some(uuid::Uuid::new_v4());
+                let answer = alice
+                    .ack_and_claim("alice", &entries(&held), &request)
+                    .await
+                    .expect("ack and claim");
+                assert!(
+                    answer.results.iter().all(|r| r.state.is_some()),
+                    "every ack holds: {:?}",
+                    answer.results
+                );
+                held = answer.claimed.expect("claimed").events;
+                if held.is_empty() {
+                    return mine;
+                }
+                mine.extend(held.iter().map(|c| c.event.event_id));
+            }
+        });
+    }
+    let mut handed = Vec::new();
+    while let Some(mine) = consumers.join_next().await {
+        handed.extend(mine.expect("consumer"));
+    }
+    let unique: HashSet<_> = handed.iter().collect();
+    assert_eq!(unique.len(), handed.len(), "an event went to two consumers");
+    assert_eq!(handed.len() as u64, EVENTS);
+    let totals = op.overview().await.expect("overview").totals;
+    assert_eq!(totals.completed, EVENTS);
+    assert_eq!((totals.pending, totals.claimed), (0, 0));
 }

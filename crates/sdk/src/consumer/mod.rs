@@ -17,6 +17,12 @@
 //! `handled` or `acked` is acked again **without** running the handler: that is the
 //! dedup. The table is bounded by age ([`ConsumerConfig::dedup_ttl`]) and size.
 //!
+//! Acks ride with the next claim: once a batch's events are handled, one
+//! `POST …/inbox/ack` with a `claim` acks them and claims the next batch in one
+//! server transaction (one commit for both). An ack waits no longer than half a
+//! lease: before a handler starts, acks whose leases are past half are sent alone;
+//! so are the last ones when the consumer stops.
+//!
 //! While a handler runs, its lease is extended before it expires (at half the time
 //! left), so long handlers keep their claim. The handler's [`Outcome`]:
 //! - `Ack`: done.
@@ -43,7 +49,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_proto::{
-    ClaimRequest, ClaimedEvent, ErrorCode, ExtendRequest, InboxEvent, ReleaseRequest,
+    AckEntry, AckResult, ClaimRequest, ClaimResponse, ClaimedEvent, ErrorCode, ExtendRequest,
+    InboxEvent, ReleaseRequest,
 };
 use time::OffsetDateTime;
 use tokio::sync::watch;
@@ -79,6 +86,9 @@ pub struct Consumer {
     /// available (a scheduled message, a release with a delay): no wake-up marks
     /// that moment, so the reader claims again then.
     next_due: std::sync::Mutex<Option<time::OffsetDateTime>>,
+    /// Handled events whose acks wait for the next claim (or a flush), with their
+    /// local failure counts.
+    pending_acks: std::sync::Mutex<Vec<(ClaimedEvent, u32)>>,
     /// Test seam: simulate a crash right after an event is marked handled.
     crash_after_handled: Option<CrashSeam>,
 }
@@ -127,6 +137,7 @@ impl Consumer {
             status,
             unanswered_claim: std::sync::Mutex::default(),
             next_due: std::sync::Mutex::default(),
+            pending_acks: std::sync::Mutex::default(),
             crash_after_handled: None,
         }
     }
@@ -170,6 +181,7 @@ impl Consumer {
         );
         let mut schedule = PollSchedule::new(self.config.min_poll, self.config.max_poll);
         let mut settings = self.client.watch_client_settings();
+        let mut crashed = false;
         let result = loop {
             if cancel.is_cancelled() {
                 break Ok(());
@@ -181,7 +193,11 @@ impl Consumer {
             match self.drain(&handler, &cancel).await {
                 Ok(Drained::Empty(0)) => schedule.idle(),
                 Ok(Drained::Empty(_)) => schedule.activity(),
-                Ok(Drained::Cancelled | Drained::Crashed) => break Ok(()),
+                Ok(Drained::Cancelled) => break Ok(()),
+                Ok(Drained::Crashed) => {
+                    crashed = true;
+                    break Ok(());
+                }
                 Err(DrainError::Local(e)) => break Err(e.into()),
                 Err(DrainError::Server(error)) if is_fatal(&error) => {
                     break Err(ConsumerError::Refused(error));
@@ -201,6 +217,9 @@ impl Consumer {
             self.set_mode(mode).await;
         };
         stop_waker.cancel();
+        if !crashed {
+            self.flush_acks().await;
+        }
         self.set_mode(Mode::Stopped).await;
         result
     }
@@ -239,7 +258,7 @@ impl Consumer {
                 attempt_id: Some(attempt),
             };
             self.status.send_modify(|s| s.claims += 1);
-            let answer = self.client.claim(&self.agent, &request).await;
+            let answer = self.claim(&request).await;
             // An answered claim frees its attempt id; after any failure the next
             // claim asks again with it (harmless if the failed one took nothing:
             // it then claims afresh).
@@ -267,8 +286,10 @@ impl Consumer {
                     for not_started in std::iter::once(event).chain(claimed) {
                         self.release(&not_started, Some(0), None, false).await;
                     }
+                    self.flush_acks().await;
                     return Ok(Drained::Cancelled);
                 }
+                self.flush_due_acks().await;
                 if !self.process(handler, event).await? {
                     return Ok(Drained::Crashed);
                 }
@@ -287,7 +308,8 @@ impl Consumer {
         let seen = self.seen(event_id).await?;
         match seen.as_ref().map(|s| s.state.as_str()) {
             Some("handled" | "acked") => {
-                self.ack(&claimed).await;
+                let failures = seen.map_or(0, |s| s.failures);
+                self.defer_ack(claimed, failures);
                 self.status.send_modify(|s| s.deduplicated += 1);
                 return Ok(true);
             }
@@ -319,9 +341,7 @@ impl Consumer {
                 {
                     return Ok(false);
                 }
-                if self.ack(&claimed).await {
-                    self.mark(&claimed.event, "acked", failures, None).await?;
-                }
+                self.defer_ack(claimed, failures);
             }
             Outcome::RetryLater(after) => {
                 self.mark(&claimed.event, "delivered", failures, None)
@@ -408,21 +428,94 @@ impl Consumer {
         Ok(())
     }
 
-    /// Acks; `true` when the server confirmed. A failure is logged: the event comes
-    /// back after its lease and is then acked by dedup.
-    async fn ack(&self, claimed: &ClaimedEvent) -> bool {
-        match self
+    /// Claims; with acks waiting, acks them in the same call (one transaction on the
+    /// server). They stay waiting if the call fails (acks are safe to repeat).
+    async fn claim(&self, request: &ClaimRequest) -> Result<ClaimResponse, Error> {
+        let waiting = self.waiting_acks();
+        if waiting.is_empty() {
+            return self.client.claim(&self.agent, request).await;
+        }
+        let entries: Vec<AckEntry> = waiting.iter().map(|(c, _)| entry(c)).collect();
+        let answer = self
             .client
-            .ack(&self.agent, claimed.event.event_id, claimed.claim_token)
-            .await
-        {
-            Ok(_) => {
-                self.status.send_modify(|s| s.acked += 1);
-                true
+            .ack_and_claim(&self.agent, &entries, request)
+            .await?;
+        self.take_acks(waiting.len());
+        self.settle_acks(&waiting, &answer.results).await;
+        Ok(answer.claimed.unwrap_or(ClaimResponse {
+            events: Vec::new(),
+            next_available_at: None,
+        }))
+    }
+
+    /// Leaves `claimed`'s ack for the next claim.
+    fn defer_ack(&self, claimed: ClaimedEvent, failures: u32) {
+        self.pending_acks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((claimed, failures));
+    }
+
+    fn waiting_acks(&self) -> Vec<(ClaimedEvent, u32)> {
+        self.pending_acks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn take_acks(&self, n: usize) {
+        let mut pending = self.pending_acks.lock().unwrap_or_else(|e| e.into_inner());
+        let n = n.min(pending.len());
+        pending.drain(..n);
+    }
+
+    /// Sends the waiting acks alone when the first of them has used half its lease
+    /// (a handler about to run may take long), or when 100 wait.
+    async fn flush_due_acks(&self) {
+        let half = time::Duration::try_from(self.config.lease / 2).unwrap_or_default();
+        let due = {
+            let pending = self.pending_acks.lock().unwrap_or_else(|e| e.into_inner());
+            pending.len() >= 100
+                || pending
+                    .iter()
+                    .any(|(c, _)| c.lease_expires_at - OffsetDateTime::now_utc() < half)
+        };
+        if due {
+            self.flush_acks().await;
+        }
+    }
+
+    /// Sends the waiting acks in one batch. A failure is logged: the events come
+    /// back after their leases and are then acked by dedup.
+    async fn flush_acks(&self) {
+        let waiting = self.waiting_acks();
+        if waiting.is_empty() {
+            return;
+        }
+        self.take_acks(waiting.len());
+        for chunk in waiting.chunks(100) {
+            let entries: Vec<AckEntry> = chunk.iter().map(|(c, _)| entry(c)).collect();
+            match self.client.ack_batch(&self.agent, &entries).await {
+                Ok(answer) => self.settle_acks(chunk, &answer.results).await,
+                Err(error) => {
+                    tracing::warn!(%error, "acks failed; they will be acked on redelivery");
+                }
             }
-            Err(error) => {
-                tracing::warn!(%error, event = %claimed.event.event_id, "ack failed; it will be acked on redelivery");
-                false
+        }
+    }
+
+    /// Marks the confirmed acks locally; a refused one is logged (its event comes
+    /// back, and dedup acks it then).
+    async fn settle_acks(&self, sent: &[(ClaimedEvent, u32)], results: &[AckResult]) {
+        for ((claimed, failures), result) in sent.iter().zip(results) {
+            if result.state.is_some() {
+                self.status.send_modify(|s| s.acked += 1);
+                if let Err(error) = self.mark(&claimed.event, "acked", *failures, None).await {
+                    tracing::warn!(%error, "cannot mark an acked event");
+                }
+            } else {
+                let problem = result.problem.as_ref().and_then(|p| p.detail.clone());
+                tracing::warn!(event = %claimed.event.event_id, ?problem, "ack refused; it will be acked on redelivery");
             }
         }
     }
@@ -461,6 +554,13 @@ impl Consumer {
             delay = jitter.next_delay();
         }
         delay
+    }
+}
+
+fn entry(claimed: &ClaimedEvent) -> AckEntry {
+    AckEntry {
+        event_id: claimed.event.event_id,
+        claim_token: claimed.claim_token,
     }
 }
 

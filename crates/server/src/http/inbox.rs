@@ -5,7 +5,7 @@ use super::auth::{Principal, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, Query};
 use super::limits::*;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{AgentRecord, ReleaseArgs, StoreError};
+use crate::store::{AgentRecord, ClaimArgs, Claimed, ReleaseArgs, StoreError};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use std::convert::Infallible;
@@ -175,6 +175,16 @@ async fn claim(
     Json(req): Json<ClaimRequest>,
 ) -> ApiResult<axum::Json<ClaimResponse>> {
     let agent = inbox_agent(&state, &principal, &agent).await?;
+    let args = claim_args(&req)?;
+    let done = state
+        .store
+        .claim(&agent, args.limit, args.lease_ms, args.attempt, state.now())
+        .await?;
+    Ok(axum::Json(claimed(&state, &agent, done)))
+}
+
+/// A claim request's bounds checked.
+fn claim_args(req: &ClaimRequest) -> ApiResult<ClaimArgs> {
     let limit = bounded("limit", req.limit, 1, 1, MAX_CLAIM)?;
     let lease = bounded(
         "lease_seconds",
@@ -183,23 +193,22 @@ async fn claim(
         MIN_LEASE_S,
         MAX_LEASE_S,
     )?;
-    let done = state
-        .store
-        .claim(
-            &agent,
-            limit,
-            i64::from(lease) * 1000,
-            req.attempt_id,
-            state.now(),
-        )
-        .await?;
-    // Leases this claim found expired count as the scavenger's would.
+    Ok(ClaimArgs {
+        limit,
+        lease_ms: i64::from(lease) * 1000,
+        attempt: req.attempt_id,
+    })
+}
+
+/// The answer to a committed claim; its expired leases count as the scavenger's
+/// would, and the console hears of it.
+fn claimed(state: &AppState, agent: &AgentRecord, done: Claimed) -> ClaimResponse {
     state.reaped(&done.reaped);
     state.hub.changed(agent.wake(agent.head_seq));
-    Ok(axum::Json(ClaimResponse {
+    ClaimResponse {
         events: done.events,
         next_available_at: done.next_available.map(crate::clock::to_timestamp),
-    }))
+    }
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
@@ -235,7 +244,9 @@ async fn ack(
 
 /// Acknowledge several claimed events in one transaction (at most 100, each once).
 /// Every entry gets its own result, in order: the event's state, or the problem a
-/// single ack would have answered. A stale entry does not fail the others.
+/// single ack would have answered. A stale entry does not fail the others. With
+/// `claim`, the same transaction then claims the next events (one commit for a
+/// consumer's ack and its next claim); `acks` may then be empty.
 #[utoipa::path(post, path = "/api/v1/agents/{agent}/inbox/ack", tag = "agent",
     params(("agent" = String, Path, description = "Agent id or name")),
     request_body = AckBatch,
@@ -250,9 +261,10 @@ async fn ack_batch(
 ) -> ApiResult<axum::Json<AckBatchResult>> {
     let agent = inbox_agent(&state, &principal, &agent).await?;
     let n = req.acks.len();
-    if n == 0 || n > MAX_CLAIM as usize {
+    let least = usize::from(req.claim.is_none());
+    if n < least || n > MAX_CLAIM as usize {
         return Err(ApiError::unprocessable(format!(
-            "acks must have 1 to {MAX_CLAIM} entries, not {n}; split a larger batch"
+            "acks must have {least} to {MAX_CLAIM} entries, not {n}; split a larger batch"
         )));
     }
     let mut seen = std::collections::HashSet::with_capacity(n);
@@ -267,7 +279,20 @@ async fn ack_batch(
         .iter()
         .map(|a| (a.event_id, a.claim_token))
         .collect();
-    let outcomes = state.store.ack_batch(&agent, &entries, state.now()).await?;
+    let (outcomes, next) = match &req.claim {
+        Some(claim) => {
+            let args = claim_args(claim)?;
+            let (outcomes, done) = state
+                .store
+                .ack_and_claim(&agent, &entries, args, state.now())
+                .await?;
+            (outcomes, Some(done))
+        }
+        None => (
+            state.store.ack_batch(&agent, &entries, state.now()).await?,
+            None,
+        ),
+    };
     let results = entries
         .iter()
         .zip(outcomes)
@@ -287,8 +312,14 @@ async fn ack_batch(
             },
         })
         .collect();
-    state.hub.changed(agent.wake(agent.head_seq));
-    Ok(axum::Json(AckBatchResult { results }))
+    let claimed = match next {
+        Some(done) => Some(claimed(&state, &agent, done)),
+        None => {
+            state.hub.changed(agent.wake(agent.head_seq));
+            None
+        }
+    };
+    Ok(axum::Json(AckBatchResult { results, claimed }))
 }
 
 /// Give a claimed event back: pending again after `delay_seconds`, or quarantined when

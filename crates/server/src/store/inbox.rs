@@ -2,6 +2,7 @@
 //! calls them (written once, in `engine/inbox.rs` and `engine/maintenance.rs`).
 
 use crate::clock::Millis;
+pub use crate::store::engine::inbox_transactions::ClaimArgs;
 use crate::store::{
     Acked, AgentRecord, Claimed, Committed, ReapStats, ReleaseArgs, RetentionStats, StoreResult,
 };
@@ -23,6 +24,16 @@ pub trait InboxStore: Send + Sync {
         attempt: Option<uuid::Uuid>,
         now: Millis,
     ) -> StoreResult<Claimed>;
+    /// Acks `entries` (as [`InboxStore::ack_batch`]) and claims (as
+    /// [`InboxStore::claim`]) in one transaction: one commit for both. `entries`
+    /// may be empty.
+    async fn ack_and_claim(
+        &self,
+        agent: &AgentRecord,
+        entries: &[(EventId, ClaimToken)],
+        args: ClaimArgs,
+        now: Millis,
+    ) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)>;
     async fn ack(
         &self,
         agent: &AgentRecord,

@@ -229,19 +229,31 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
         now: Millis,
     ) -> StoreResult<Vec<EventState>> {
         let mut tx = self.begin_write().await?;
+        let done = self
+            .complete_claims_in(&mut tx, agent, entries, now)
+            .await?;
+        self.commit(tx, &[]).await?;
+        Ok(done)
+    }
+
+    /// [`complete_claims`](Self::complete_claims) in the caller's transaction `tx`.
+    /// PostgreSQL: the same one statement.
+    async fn complete_claims_in(
+        &self,
+        tx: &mut Self::Tx,
+        agent: &AgentRecord,
+        entries: &[(EventId, ClaimToken)],
+        now: Millis,
+    ) -> StoreResult<Vec<EventState>> {
         let actor = agent.actor();
         let mut done = Vec::with_capacity(entries.len());
         for &(event, token) in entries {
-            if let Some(state) = self
-                .complete_claim(&mut tx, agent.id, event, token, now)
-                .await?
-            {
-                self.history(&mut tx, &event.to_string(), now, "acked", &actor, None)
+            if let Some(state) = self.complete_claim(tx, agent.id, event, token, now).await? {
+                self.history(tx, &event.to_string(), now, "acked", &actor, None)
                     .await?;
                 done.push(state);
             }
         }
-        self.commit(tx, &[]).await?;
         Ok(done)
     }
 

@@ -54,30 +54,49 @@ async fn poll<D: InboxDriver>(
     })
 }
 
+/// What a claim asks for: how many, the lease, the attempt id of a retry.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimArgs {
+    pub limit: u32,
+    pub lease_ms: Millis,
+    pub attempt: Option<uuid::Uuid>,
+}
+
 async fn claim<D: InboxDriver>(
     d: &D,
     agent: &AgentRecord,
-    limit: u32,
-    lease_ms: Millis,
-    attempt: Option<uuid::Uuid>,
+    args: ClaimArgs,
     now: Millis,
 ) -> StoreResult<Claimed> {
     let mut tx = d.begin_write().await?;
     // Behind any unfinished claim of this agent, so its events go out in order.
     d.order_claims(&mut tx, agent.id).await?;
+    let claimed = claim_in(d, &mut tx, agent, args, now).await?;
+    d.commit(tx, &claimed.reaped.wakes).await?;
+    Ok(claimed)
+}
+
+/// A claim's steps in `tx`, after [`InboxDriver::order_claims`]; the caller commits
+/// with `reaped.wakes`.
+async fn claim_in<D: InboxDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    agent: &AgentRecord,
+    args: ClaimArgs,
+    now: Millis,
+) -> StoreResult<Claimed> {
     // Expired leases of this agent are claimable again now, not at the next scavenger
     // pass (as with SQS's visibility timeout).
-    let reaped = maintenance::return_expired(d, &mut tx, now, Some(agent.id)).await?;
+    let reaped = maintenance::return_expired(d, tx, now, Some(agent.id)).await?;
     // A retry of a claim that took events (its answer was lost): the same events.
-    if let Some(attempt) = attempt {
+    if let Some(attempt) = args.attempt {
         let again: Vec<ClaimedEvent> = d
-            .claims_held(&mut tx, agent.id, now)
+            .claims_held(tx, agent.id, now)
             .await?
             .into_iter()
             .filter(|c| c.claim_token == attempt_token(attempt, c.event.event_id, c.event.attempts))
             .collect();
         if !again.is_empty() {
-            d.commit(tx, &reaped.wakes).await?;
             return Ok(Claimed {
                 events: again,
                 reaped,
@@ -86,12 +105,19 @@ async fn claim<D: InboxDriver>(
         }
     }
     let events = d
-        .claim_batch(&mut tx, agent, limit, now + lease_ms, attempt, now)
+        .claim_batch(
+            tx,
+            agent,
+            args.limit,
+            now + args.lease_ms,
+            args.attempt,
+            now,
+        )
         .await?;
     // Nothing more to take now: say when the next waiting event becomes available,
     // since no wake-up marks that moment.
-    let next_available = if (events.len() as u32) < limit {
-        d.next_available(&mut tx, agent.id, now).await?
+    let next_available = if (events.len() as u32) < args.limit {
+        d.next_available(tx, agent.id, now).await?
     } else {
         None
     };
@@ -100,14 +126,37 @@ async fn claim<D: InboxDriver>(
         0 => Millis::MAX,
         every => now - every,
     };
-    d.note_seen(Some(&mut tx), agent.id, now, seen_after)
-        .await?;
-    d.commit(tx, &reaped.wakes).await?;
+    d.note_seen(Some(tx), agent.id, now, seen_after).await?;
     Ok(Claimed {
         events,
         reaped,
         next_available,
     })
+}
+
+/// Acks a batch and claims the next in one transaction (one commit for both): the
+/// consumer's steady state. The claim is ordered behind other claims of the agent
+/// first (the lock order of a plain claim), then the acks complete, then the claim
+/// takes events (those just acked are no longer claimable). Entries not completed
+/// are explained afterwards, as [`ack_batch`] does.
+async fn ack_and_claim<D: InboxDriver>(
+    d: &D,
+    agent: &AgentRecord,
+    entries: &[(EventId, ClaimToken)],
+    args: ClaimArgs,
+    now: Millis,
+) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
+    let mut tx = d.begin_write().await?;
+    d.order_claims(&mut tx, agent.id).await?;
+    let completed = if entries.is_empty() {
+        Vec::new()
+    } else {
+        d.complete_claims_in(&mut tx, agent, entries, now).await?
+    };
+    let claimed = claim_in(d, &mut tx, agent, args, now).await?;
+    d.commit(tx, &claimed.reaped.wakes).await?;
+    let acked = explain_acks(d, agent, entries, completed, now).await?;
+    Ok((acked, claimed))
 }
 
 /// Acks a batch: what holds is completed in one transaction (one commit), then each
@@ -120,9 +169,20 @@ async fn ack_batch<D: InboxDriver>(
     entries: &[(EventId, ClaimToken)],
     now: Millis,
 ) -> StoreResult<Vec<StoreResult<Acked>>> {
-    let mut done: HashMap<EventId, EventState> = d
-        .complete_claims(agent, entries, now)
-        .await?
+    let completed = d.complete_claims(agent, entries, now).await?;
+    explain_acks(d, agent, entries, completed, now).await
+}
+
+/// Each entry's result, in order, from the states of those an ack batch completed:
+/// the completed ones, then for the rest what a single ack would answer.
+async fn explain_acks<D: InboxStatements>(
+    d: &D,
+    agent: &AgentRecord,
+    entries: &[(EventId, ClaimToken)],
+    completed: Vec<EventState>,
+    now: Millis,
+) -> StoreResult<Vec<StoreResult<Acked>>> {
+    let mut done: HashMap<EventId, EventState> = completed
         .into_iter()
         .map(|state| (state.event_id, state))
         .collect();
@@ -260,7 +320,22 @@ impl<D: InboxDriver> InboxStore for D {
         attempt: Option<uuid::Uuid>,
         now: Millis,
     ) -> StoreResult<Claimed> {
-        self.retrying(|| claim(self, agent, limit, lease_ms, attempt, now))
+        let args = ClaimArgs {
+            limit,
+            lease_ms,
+            attempt,
+        };
+        self.retrying(|| claim(self, agent, args, now)).await
+    }
+
+    async fn ack_and_claim(
+        &self,
+        agent: &AgentRecord,
+        entries: &[(EventId, ClaimToken)],
+        args: ClaimArgs,
+        now: Millis,
+    ) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
+        self.retrying(|| ack_and_claim(self, agent, entries, args, now))
             .await
     }
 

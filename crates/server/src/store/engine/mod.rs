@@ -28,7 +28,7 @@ pub(crate) mod events;
 pub(crate) mod idempotency;
 pub(crate) mod identity;
 pub(crate) mod inbox;
-mod inbox_transactions;
+pub(crate) mod inbox_transactions;
 pub(crate) mod instances;
 pub(crate) mod jobs;
 pub(crate) mod lease_audit;

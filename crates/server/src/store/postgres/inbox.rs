@@ -99,27 +99,23 @@ impl InboxDriver for PgStore {
         entries: &[(EventId, ClaimToken)],
         now: Millis,
     ) -> StoreResult<Vec<EventState>> {
-        let ids: Vec<String> = entries.iter().map(|(e, _)| e.to_string()).collect();
-        let tokens: Vec<String> = entries.iter().map(|(_, t)| t.to_string()).collect();
-        let rows = sqlx::query(sql!(
-            Self::DIALECT,
-            "WITH a AS (UPDATE events e SET status = 'completed', payload = NULL, \
-               lease_expires_at = NULL, updated_at = $1 \
-               FROM UNNEST($2::text[], $3::text[]) AS x(id, token) \
-               WHERE e.id = x.id AND e.agent_id = $4 AND e.claim_token = x.token \
-                 AND e.status = 'claimed' AND e.lease_expires_at > $1 \
-               RETURNING e.id, e.status, e.attempts, e.lease_expires_at, e.available_at), \
-             h AS (INSERT INTO event_history (event_id, at, action, actor) \
-               SELECT id, $1, 'acked', $5 FROM a) \
-             SELECT {STATE_COLS} FROM a"
-        ))
-        .bind(now)
-        .bind(&ids)
-        .bind(&tokens)
-        .bind(agent.id.to_string())
-        .bind(agent.actor().to_string())
-        .fetch_all(self.pool())
-        .await?;
+        let rows = complete_claims(agent, entries, now)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(state_from_row).collect()
+    }
+
+    /// The same statement in the caller's transaction (an ack with a claim).
+    async fn complete_claims_in(
+        &self,
+        tx: &mut Self::Tx,
+        agent: &AgentRecord,
+        entries: &[(EventId, ClaimToken)],
+        now: Millis,
+    ) -> StoreResult<Vec<EventState>> {
+        let rows = complete_claims(agent, entries, now)
+            .fetch_all(&mut **tx)
+            .await?;
         rows.iter().map(state_from_row).collect()
     }
 
@@ -157,4 +153,32 @@ impl InboxDriver for PgStore {
         let seq = row.try_get::<i64, _>("seq")? as u64;
         Ok(Some((state_from_row(&row)?, seq)))
     }
+}
+
+/// Completes every entry whose token holds its claim, with its `acked` history step:
+/// one statement, for [`InboxDriver::complete_claims`] and its in-transaction form.
+fn complete_claims(
+    agent: &AgentRecord,
+    entries: &[(EventId, ClaimToken)],
+    now: Millis,
+) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let ids: Vec<String> = entries.iter().map(|(e, _)| e.to_string()).collect();
+    let tokens: Vec<String> = entries.iter().map(|(_, t)| t.to_string()).collect();
+    sqlx::query(sql!(
+        PgStore::DIALECT,
+        "WITH a AS (UPDATE events e SET status = 'completed', payload = NULL, \
+           lease_expires_at = NULL, updated_at = $1 \
+           FROM UNNEST($2::text[], $3::text[]) AS x(id, token) \
+           WHERE e.id = x.id AND e.agent_id = $4 AND e.claim_token = x.token \
+             AND e.status = 'claimed' AND e.lease_expires_at > $1 \
+           RETURNING e.id, e.status, e.attempts, e.lease_expires_at, e.available_at), \
+         h AS (INSERT INTO event_history (event_id, at, action, actor) \
+           SELECT id, $1, 'acked', $5 FROM a) \
+         SELECT {STATE_COLS} FROM a"
+    ))
+    .bind(now)
+    .bind(ids)
+    .bind(tokens)
+    .bind(agent.id.to_string())
+    .bind(agent.actor().to_string())
 }
