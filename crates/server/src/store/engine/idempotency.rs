@@ -1,6 +1,8 @@
 //! Idempotency keys (I8), once for every backend.
 //!
-//! Phase 1 ([`begin`]) records a key as in flight in its own short transaction.
+//! Phase 1 ([`begin`]) records a key as in flight in its own short transaction
+//! (on SQLite, committed with the writer's next group, usually the business
+//! change's: [`Driver::commit_later`](super::Driver::commit_later)).
 //! Insert first: of two requests with the same key (on any instance), exactly one
 //! inserts, and the other waits on the row and then reads it, locked. A key that
 //! vanished in between (a failed attempt's release) is free again and phase 1 starts
@@ -169,7 +171,10 @@ async fn begin_once<D: IdemStatements>(
             Found::Answer(answer) => answer,
         }
     };
-    d.commit(tx, &[]).await?;
+    // Only the business change's commit answers the request; phase 1 need not wait
+    // for its own where one process owns the database (SQLite: the key and the
+    // change share one commit).
+    d.commit_later(tx).await?;
     Ok(Some(outcome))
 }
 

@@ -69,6 +69,14 @@ pub(crate) trait Driver: Send + Sync + 'static {
     /// returns).
     async fn commit(&self, tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()>;
 
+    /// Commits work whose durability the caller need not wait for: an idempotency
+    /// key recorded in flight on a database one process owns (SQLite: it joins the
+    /// writer's next group commit, usually the one of the request's own business
+    /// change; a key in flight at start is forgotten anyway). Elsewhere a commit.
+    async fn commit_later(&self, tx: Self::Tx) -> StoreResult<()> {
+        self.commit(tx, &[]).await
+    }
+
     /// Runs `attempt`, one whole transaction, again while the backend says a retry
     /// may cure its failure (PostgreSQL: serialization failures and deadlocks;
     /// MySQL: deadlocks and lock wait timeouts), in [`retry_transaction`]'s loop.

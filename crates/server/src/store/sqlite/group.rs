@@ -40,6 +40,10 @@ use tokio::sync::{Mutex, OwnedMutexGuard, oneshot};
 /// At most this many members wait in one batch; the next one commits it.
 const MAX_MEMBERS: usize = 256;
 
+/// How long the closer of a batch that only [`Member::commit_later`] left open waits
+/// before it queues: time for the same request's next transaction to join it.
+const LATER: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// The single writer with group commit.
 pub(crate) struct Group {
     /// The pool of the one writer connection.
@@ -204,8 +208,12 @@ impl Group {
         }
     }
 
-    /// Commits batch `generation` if it is still open when the closer's turn comes.
-    async fn close(self: Arc<Self>, generation: u64) {
+    /// Commits batch `generation` if it is still open when the closer's turn comes
+    /// (after `delay`).
+    async fn close(self: Arc<Self>, generation: u64, delay: std::time::Duration) {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
         let mut batch = self.lock(false).await;
         if batch.generation == generation {
             let _ = self.commit(&mut batch).await;
@@ -250,7 +258,8 @@ impl Member {
         });
         if !batch.closer {
             batch.closer = true;
-            tokio::spawn(group.clone().close(batch.generation));
+            let generation = batch.generation;
+            tokio::spawn(group.clone().close(generation, std::time::Duration::ZERO));
         }
         drop(batch);
         told.await.unwrap_or_else(|_| {
@@ -258,6 +267,33 @@ impl Member {
                 "the group commit ended without an answer".into(),
             ))
         })
+    }
+
+    /// Leaves this member's work to its batch without waiting for the commit: for
+    /// work whose durability buys nothing because one process owns the file (an
+    /// idempotency key in flight, forgotten at start anyway). The request's next
+    /// transaction usually joins the same batch, so both cost one commit; if none
+    /// comes, the batch's closer commits it shortly ([`LATER`]). Off (group commit
+    /// disabled): commits now.
+    pub(crate) async fn commit_later(mut self) -> StoreResult<()> {
+        let group = self.group.clone();
+        if !group.enabled.load(Ordering::SeqCst) {
+            return self.commit(&[]).await;
+        }
+        let mut batch = self.batch.take().expect("a member commits once");
+        // Nobody waits for the answer: a failed commit fails the request's own next
+        // transaction, which shares it, or loses only the key's in-flight mark.
+        let (tell, _) = oneshot::channel();
+        batch.done.push(Done {
+            tell,
+            wakes: Vec::new(),
+        });
+        if !batch.closer {
+            batch.closer = true;
+            let generation = batch.generation;
+            tokio::spawn(group.clone().close(generation, LATER));
+        }
+        Ok(())
     }
 
     fn tx(&self) -> &Transaction<'static, Sqlite> {
@@ -508,5 +544,28 @@ mod tests {
         insert(&mut d, 4).await;
         d.commit(&[]).await.unwrap();
         assert_eq!(ids(&read).await, [1, 4]);
+    }
+
+    /// Work left with `commit_later` shares the next member's commit; alone, the
+    /// closer commits it soon after.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_committed_later_joins_the_next_commit_or_is_closed_soon() {
+        let dir = tempfile::tempdir().unwrap();
+        let (write, read) = file(&dir).await;
+        let group = Group::new(write);
+        let mut key = group.begin().await.unwrap();
+        insert(&mut key, 1).await;
+        key.commit_later().await.unwrap();
+        let mut change = group.begin().await.unwrap();
+        insert(&mut change, 2).await;
+        change.commit(&[]).await.unwrap();
+        assert_eq!(ids(&read).await, [1, 2]);
+        assert_eq!(group.commits(), 1, "one commit for both");
+
+        let mut alone = group.begin().await.unwrap();
+        insert(&mut alone, 3).await;
+        alone.commit_later().await.unwrap();
+        until(|| group.commits() == 2).await;
+        assert_eq!(ids(&read).await, [1, 2, 3]);
     }
 }

@@ -263,6 +263,14 @@ impl crate::store::engine::Driver for SqliteStore {
         }
     }
 
+    /// The writer's next group commit takes it; the caller goes on at once.
+    async fn commit_later(&self, tx: Self::Tx) -> StoreResult<()> {
+        match tx {
+            SqliteTx::Read(tx) => Ok(tx.commit().await?),
+            SqliteTx::Write(member) => member.commit_later().await,
+        }
+    }
+
     /// One attempt (the single writer never deadlocks); a failure to write the
     /// file marks the writer for replacement.
     async fn retrying<T, F, Fut>(&self, mut attempt: F) -> StoreResult<T>
