@@ -19,7 +19,7 @@
 use crate::Settings;
 use crate::report::{Row, progress};
 use crate::server::{BenchServer, temp_dir};
-use crate::w1::{RECIPIENT, Rate, measure};
+use crate::w1::{Rate, measure, recipients};
 use anyhow::{Context, Result, bail};
 use switchboard_sdk::Client;
 use switchboard_sdk::reqwest;
@@ -50,7 +50,7 @@ async fn one(s: &Settings, side: Side) -> Result<Rate> {
         Side::Limited | Side::Jwt => BenchServer::start_limited(dir, UNREACHED).await?,
     };
     let (created, sender) = server.agent("w1-sender").await?;
-    server.agent(RECIPIENT).await?;
+    recipients(&server).await?;
     let client = match side {
         Side::Jwt => Client::new(&server.url, exchange(&server.url, &created.token).await?)?,
         _ => sender,
@@ -102,6 +102,7 @@ fn best(rates: &[Rate]) -> Rate {
             messages: 0,
             seconds: 1.0,
             cpu_seconds: 0.0,
+            latency: Default::default(),
         })
 }
 
@@ -158,6 +159,7 @@ pub(crate) async fn run(s: &Settings) -> Result<Vec<Row>> {
             samples: side.iter().map(Rate::per_sec).collect(),
             baseline_samples: base.iter().map(Rate::per_sec).collect(),
             quick: s.quick,
+            latency: None,
         }
     };
     Ok(vec![

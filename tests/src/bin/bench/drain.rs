@@ -2,8 +2,9 @@
 //! over HTTP (on SQLite or PostgreSQL), a raw sqlx loop, or pgmq.
 //!
 //! `consumers` tasks each claim up to `batch` messages from one queue (an agent's
-//! inbox), ack them one by one, and claim again; when a claim comes back empty the
-//! task moves to the next queue nobody has taken yet. Consumer `c` starts on queue
+//! inbox), ack them, and claim again (where the side can, the ack and the next
+//! claim are one request and one transaction, as the SDK's consumer does); when a
+//! claim comes back empty the task moves to the next queue nobody has taken yet. Consumer `c` starts on queue
 //! `c mod queues`, so with one queue every consumer drains it together, and with
 //! many each mostly drains a queue of its own.
 
@@ -61,6 +62,20 @@ pub(crate) trait Queues: Send + Sync + 'static {
         queue: usize,
         claimed: Vec<Self::Claimed>,
     ) -> impl Future<Output = Result<()>> + Send;
+    /// Acks `claimed`, then claims up to `batch` more from the same queue: in one
+    /// request and transaction where the side has that (Switchboard's ack with a
+    /// `claim`), else [`ack`](Self::ack) then [`claim`](Self::claim).
+    fn ack_and_claim(
+        &self,
+        queue: usize,
+        claimed: Vec<Self::Claimed>,
+        batch: u32,
+    ) -> impl Future<Output = Result<Vec<Self::Claimed>>> + Send {
+        async move {
+            self.ack(queue, claimed).await?;
+            self.claim(queue, batch).await
+        }
+    }
 }
 
 /// Drains every queue with `consumers` concurrent tasks; fails unless exactly
@@ -80,17 +95,18 @@ pub(crate) async fn run<Q: Queues>(
         let (queues, next) = (queues.clone(), next.clone());
         set.spawn(async move {
             let (mut queue, mut done) = (c % count, 0u64);
+            let mut claimed = queues.claim(queue, batch).await?;
             loop {
-                let claimed = queues.claim(queue, batch).await?;
                 if claimed.is_empty() {
                     queue = next.fetch_add(1, Ordering::Relaxed);
                     if queue >= count {
                         return anyhow::Ok(done);
                     }
+                    claimed = queues.claim(queue, batch).await?;
                     continue;
                 }
                 done += claimed.len() as u64;
-                queues.ack(queue, claimed).await?;
+                claimed = queues.ack_and_claim(queue, claimed, batch).await?;
             }
         });
     }
@@ -114,6 +130,9 @@ pub(crate) async fn run<Q: Queues>(
 /// that agent's own token (default lease, 60 s).
 pub(crate) struct Http {
     agents: Vec<(String, Client)>,
+    /// Acks ride with the next claim (`POST …/inbox/ack` with `claim`); off: an ack
+    /// request, then a claim request (before issue 16).
+    with_claim: bool,
 }
 
 impl Http {
@@ -123,7 +142,35 @@ impl Http {
             .iter()
             .map(|(name, token)| Ok((name.clone(), Client::new(url, token.as_str())?)))
             .collect::<Result<_>>()?;
-        Ok(Arc::new(Self { agents }))
+        Ok(Arc::new(Self {
+            agents,
+            with_claim: true,
+        }))
+    }
+
+    /// [`new`](Self::new) with acks and claims as separate requests.
+    pub(crate) fn separate(url: &str, agents: &[(String, String)]) -> Result<Arc<Self>> {
+        let mut http = Arc::into_inner(Self::new(url, agents)?).expect("just made");
+        http.with_claim = false;
+        Ok(Arc::new(http))
+    }
+}
+
+fn entries(claimed: &[(EventId, ClaimToken)]) -> Vec<AckEntry> {
+    claimed
+        .iter()
+        .map(|&(event_id, claim_token)| AckEntry {
+            event_id,
+            claim_token,
+        })
+        .collect()
+}
+
+fn request(batch: u32) -> ClaimRequest {
+    ClaimRequest {
+        limit: Some(batch),
+        lease_seconds: None,
+        attempt_id: None,
     }
 }
 
@@ -136,12 +183,7 @@ impl Queues for Http {
 
     async fn claim(&self, queue: usize, batch: u32) -> Result<Vec<Self::Claimed>> {
         let (name, client) = &self.agents[queue];
-        let request = ClaimRequest {
-            limit: Some(batch),
-            lease_seconds: None,
-            attempt_id: None,
-        };
-        let claimed = client.claim(name, &request).await?;
+        let claimed = client.claim(name, &request(batch)).await?;
         Ok(claimed
             .events
             .into_iter()
@@ -155,20 +197,42 @@ impl Queues for Http {
             client.ack(name, event, token).await?;
             return Ok(());
         }
-        let entries: Vec<AckEntry> = claimed
-            .iter()
-            .map(|&(event_id, claim_token)| AckEntry {
-                event_id,
-                claim_token,
-            })
-            .collect();
+        let entries = entries(&claimed);
         let result = client.ack_batch(name, &entries).await?;
-        let failed = result.results.iter().filter(|r| r.state.is_none()).count();
-        ensure!(
-            failed == 0,
-            "{failed} of {} acks were refused",
-            entries.len()
-        );
-        Ok(())
+        refused(&result.results)
     }
+
+    async fn ack_and_claim(
+        &self,
+        queue: usize,
+        claimed: Vec<Self::Claimed>,
+        batch: u32,
+    ) -> Result<Vec<Self::Claimed>> {
+        if !self.with_claim {
+            self.ack(queue, claimed).await?;
+            return self.claim(queue, batch).await;
+        }
+        let (name, client) = &self.agents[queue];
+        let answer = client
+            .ack_and_claim(name, &entries(&claimed), &request(batch))
+            .await?;
+        refused(&answer.results)?;
+        Ok(answer
+            .claimed
+            .map(|c| c.events)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.event.event_id, e.claim_token))
+            .collect())
+    }
+}
+
+fn refused(results: &[switchboard_sdk::proto::AckResult]) -> Result<()> {
+    let failed = results.iter().filter(|r| r.state.is_none()).count();
+    ensure!(
+        failed == 0,
+        "{failed} of {} acks were refused",
+        results.len()
+    );
+    Ok(())
 }

@@ -275,5 +275,6 @@ fn row(s: &Settings, t: &Template, batch: u32, server: &[Drain], raw: &[Drain]) 
         samples: server.iter().map(Drain::per_sec).collect(),
         baseline_samples: raw.iter().map(Drain::per_sec).collect(),
         quick: s.quick,
+        latency: None,
     }
 }

@@ -111,9 +111,44 @@ impl Queues for Inboxes {
     }
 
     async fn claim(&self, queue: usize, batch: u32) -> Result<Vec<Self::Claimed>> {
+        let mut tx = self.pool.begin().await?;
+        let claimed = self.claim_in(&mut tx, queue, batch).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    async fn ack(&self, queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        self.ack_in(&mut tx, queue, &claimed).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The server's ack with a claim: both in one transaction.
+    async fn ack_and_claim(
+        &self,
+        queue: usize,
+        claimed: Vec<Self::Claimed>,
+        batch: u32,
+    ) -> Result<Vec<Self::Claimed>> {
+        let mut tx = self.pool.begin().await?;
+        self.ack_in(&mut tx, queue, &claimed).await?;
+        let claimed = self.claim_in(&mut tx, queue, batch).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+}
+
+impl Inboxes {
+    /// A claim's statements in the caller's transaction.
+    async fn claim_in(
+        &self,
+        tx: &mut sqlx::MySqlConnection,
+        queue: usize,
+        batch: u32,
+    ) -> Result<Vec<(String, String)>> {
         let (agent, actor) = &self.agents[queue];
         let now = now_ms();
-        let mut tx = self.pool.begin().await?;
         let reaped = sqlx::query(REAP_LEASES)
             .bind(now)
             .bind(agent)
@@ -160,15 +195,19 @@ impl Queues for Inboxes {
             .bind(i64::MAX)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
         Ok(claimed)
     }
 
-    async fn ack(&self, queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
+    /// An ack batch's statements in the caller's transaction.
+    async fn ack_in(
+        &self,
+        tx: &mut sqlx::MySqlConnection,
+        queue: usize,
+        claimed: &[(String, String)],
+    ) -> Result<()> {
         let (agent, actor) = &self.agents[queue];
         let now = now_ms();
-        let mut tx = self.pool.begin().await?;
-        for (id, token) in &claimed {
+        for (id, token) in claimed {
             let done = sqlx::query(COMPLETE)
                 .bind(now)
                 .bind(id)
@@ -188,7 +227,6 @@ impl Queues for Inboxes {
                 .execute(&mut *tx)
                 .await?;
         }
-        tx.commit().await?;
         Ok(())
     }
 }

@@ -127,6 +127,8 @@ fn best(drains: &[PgDrain]) -> PgDrain {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
     Server,
+    /// The server with acks and claims as separate requests (before issue 16).
+    Separate,
     Raw,
     Pgmq,
 }
@@ -135,6 +137,7 @@ impl Side {
     fn name(self) -> &'static str {
         match self {
             Side::Server => "switchboard HTTP",
+            Side::Separate => "switchboard, acks apart",
             Side::Raw => "raw sqlx loop",
             Side::Pgmq => "pgmq",
         }
@@ -163,7 +166,7 @@ async fn run_w2(s: &Settings, pg: &Pg) -> Result<(Vec<Row>, Vec<Cost>)> {
     let (mut rows, mut costs) = (Vec::new(), Vec::new());
     for batch in [1, 16] {
         let mut runs: HashMap<&str, Vec<PgDrain>> = HashMap::new();
-        let mut order = [Side::Raw, Side::Server, Side::Pgmq];
+        let mut order = [Side::Raw, Side::Server, Side::Pgmq, Side::Separate];
         for _ in 0..reps {
             for side in order {
                 let d = drain_once(pg, &t, side, batch).await?;
@@ -181,7 +184,14 @@ async fn run_w2(s: &Settings, pg: &Pg) -> Result<(Vec<Row>, Vec<Cost>)> {
         let server = side(Side::Server);
         rows.push(row(s, &t, batch, server, side(Side::Raw), "raw"));
         rows.push(row(s, &t, batch, server, side(Side::Pgmq), "pgmq"));
-        for which in [Side::Server, Side::Raw, Side::Pgmq] {
+        let mut apart = row(s, &t, batch, side(Side::Separate), side(Side::Pgmq), "pgmq");
+        apart.variant = format!("batch_{batch}_acks_apart_vs_pgmq");
+        apart.description = format!(
+            "{} (acks and claims as separate requests, as before issue 16)",
+            apart.description
+        );
+        rows.push(apart);
+        for which in [Side::Server, Side::Separate, Side::Raw, Side::Pgmq] {
             costs.push(Cost::new(batch, which, best(side(which))));
         }
     }
@@ -235,9 +245,13 @@ async fn drain_once(pg: &Pg, t: &Templates, side: Side, batch: u32) -> Result<Pg
     };
     let db = pg.create(Some(template)).await?;
     match side {
-        Side::Server => {
+        Side::Server | Side::Separate => {
             let server = BenchServer::open(db.url.clone(), None).await?;
-            let queues = Http::new(&server.url, &t.tokens)?;
+            let queues = if side == Side::Server {
+                Http::new(&server.url, &t.tokens)?
+            } else {
+                Http::separate(&server.url, &t.tokens)?
+            };
             metered(pg, &db, queues, batch, t.events, server.stop()).await
         }
         Side::Raw => {
@@ -317,6 +331,7 @@ fn row(
         samples: server.iter().map(|d| d.drain.per_sec()).collect(),
         baseline_samples: base.iter().map(|d| d.drain.per_sec()).collect(),
         quick: s.quick,
+        latency: None,
     }
 }
 

@@ -124,15 +124,48 @@ impl Queues for Inboxes {
     }
 
     async fn claim(&self, queue: usize, batch: u32) -> Result<Vec<Self::Claimed>> {
+        let mut tx = self.pool.begin().await?;
+        let claimed = self.claim_in(&mut tx, queue, batch).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    async fn ack(&self, queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        self.ack_in(&mut conn, queue, claimed).await
+    }
+
+    /// The server's ack with a claim: both in one transaction.
+    async fn ack_and_claim(
+        &self,
+        queue: usize,
+        claimed: Vec<Self::Claimed>,
+        batch: u32,
+    ) -> Result<Vec<Self::Claimed>> {
+        let mut tx = self.pool.begin().await?;
+        self.ack_in(&mut tx, queue, claimed).await?;
+        let claimed = self.claim_in(&mut tx, queue, batch).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+}
+
+impl Inboxes {
+    /// A claim's statements on `conn` (in the caller's transaction).
+    async fn claim_in(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        queue: usize,
+        batch: u32,
+    ) -> Result<Vec<(String, String)>> {
         let (agent, actor) = &self.agents[queue];
         let now = now_ms();
-        let mut tx = self.pool.begin().await?;
         let reaped = sqlx::query(REAP_LEASES)
             .bind(now)
             .bind(agent)
             .bind(REAP_BATCH)
             .bind(SCAVENGER)
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut *conn)
             .await?;
         ensure!(reaped.is_empty(), "a 60 s lease expired during the bench");
         let rows = sqlx::query(CLAIM)
@@ -141,20 +174,25 @@ impl Queues for Inboxes {
             .bind(now + LEASE_MS)
             .bind(i64::from(batch))
             .bind(actor)
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut *conn)
             .await?;
         sqlx::query(TOUCH_AGENT)
             .bind(now)
             .bind(agent)
-            .execute(&mut *tx)
+            .execute(&mut *conn)
             .await?;
-        tx.commit().await?;
         rows.iter()
             .map(|row| Ok((row.try_get("id")?, row.try_get("claim_token")?)))
             .collect()
     }
 
-    async fn ack(&self, queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
+    /// The ack statement on `conn` (autocommitted, or in the caller's transaction).
+    async fn ack_in(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        queue: usize,
+        claimed: Vec<(String, String)>,
+    ) -> Result<()> {
         let (agent, actor) = &self.agents[queue];
         let (ids, tokens): (Vec<String>, Vec<String>) = claimed.into_iter().unzip();
         let rows = sqlx::query(ACK)
@@ -163,7 +201,7 @@ impl Queues for Inboxes {
             .bind(&tokens)
             .bind(agent)
             .bind(actor)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *conn)
             .await?;
         ensure!(
             rows.len() == ids.len(),

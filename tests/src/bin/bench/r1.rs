@@ -106,6 +106,7 @@ pub(crate) async fn run(s: &Settings) -> Result<(Row, Responsiveness)> {
         samples: vec![per_sec],
         baseline_samples: vec![base_per_sec],
         quick: s.quick,
+        latency: None,
     };
     Ok((row, responsiveness))
 }

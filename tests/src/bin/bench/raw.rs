@@ -83,6 +83,20 @@ impl Queues for Agent {
     async fn ack(&self, _queue: usize, claimed: Vec<Self::Claimed>) -> Result<()> {
         ack(&self.pool, self, &claimed).await
     }
+
+    /// The server's ack with a claim: both in one transaction.
+    async fn ack_and_claim(
+        &self,
+        _queue: usize,
+        claimed: Vec<Self::Claimed>,
+        batch: u32,
+    ) -> Result<Vec<Self::Claimed>> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        ack_in(&mut tx, self, &claimed).await?;
+        let claimed = claim_in(&mut tx, self, batch).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
 }
 
 /// Drains the database `DB_FILE` in `dir` (a copy of the pre-loaded template) with
@@ -126,8 +140,19 @@ pub(crate) async fn writer(url: &str) -> Result<SqlitePool> {
 
 /// One claim transaction: up to `limit` (id, claim token) pairs.
 async fn claim(pool: &SqlitePool, agent: &Agent, limit: u32) -> Result<Vec<(String, String)>> {
-    let now = now_ms();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let claimed = claim_in(&mut tx, agent, limit).await?;
+    tx.commit().await?;
+    Ok(claimed)
+}
+
+/// A claim's statements in the caller's transaction.
+async fn claim_in(
+    tx: &mut sqlx::SqliteConnection,
+    agent: &Agent,
+    limit: u32,
+) -> Result<Vec<(String, String)>> {
+    let now = now_ms();
     let reaped = sqlx::query(REAP_LEASES)
         .bind(now)
         .bind(&agent.id)
@@ -169,14 +194,24 @@ async fn claim(pool: &SqlitePool, agent: &Agent, limit: u32) -> Result<Vec<(Stri
         .bind(&agent.id)
         .execute(&mut *tx)
         .await?;
-    tx.commit().await?;
     Ok(claimed)
 }
 
 /// One ack transaction for `claimed` (id, claim token) events.
 async fn ack(pool: &SqlitePool, agent: &Agent, claimed: &[(String, String)]) -> Result<()> {
-    let now = now_ms();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    ack_in(&mut tx, agent, claimed).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// An ack batch's statements in the caller's transaction.
+async fn ack_in(
+    tx: &mut sqlx::SqliteConnection,
+    agent: &Agent,
+    claimed: &[(String, String)],
+) -> Result<()> {
+    let now = now_ms();
     for (id, token) in claimed {
         let row = sqlx::query(ACK)
             .bind(now)
@@ -196,6 +231,5 @@ async fn ack(pool: &SqlitePool, agent: &Agent, claimed: &[(String, String)]) -> 
             .execute(&mut *tx)
             .await?;
     }
-    tx.commit().await?;
     Ok(())
 }

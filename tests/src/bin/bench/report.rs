@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 /// One result row; the JSON files hold an array of these.
 ///
 /// Compatibility: fields are only ever added, so scripts reading old files keep working.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Row {
     /// `W1`, `AUTH`, `W2`, `R1`, `W4`, `WH`, `PG-W1`, `PG-W2`, `MY-W1` or `MY-W2`.
     pub(crate) workload: &'static str,
@@ -38,6 +38,45 @@ pub(crate) struct Row {
     pub(crate) samples: Vec<f64>,
     pub(crate) baseline_samples: Vec<f64>,
     pub(crate) quick: bool,
+    /// The server side's latency per operation, where measured (W1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) latency: Option<Latency>,
+}
+
+impl Row {
+    /// The server side's figures as a [`Rate`](crate::w1::Rate).
+    pub(crate) fn rate(&self) -> crate::w1::Rate {
+        crate::w1::Rate {
+            messages: self.messages,
+            seconds: self.seconds,
+            cpu_seconds: self.cpu_us_per_msg.unwrap_or(0.0) * self.messages as f64 / 1e6,
+            latency: self.latency.unwrap_or_default(),
+        }
+    }
+}
+
+/// Latency percentiles of a run's operations, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub(crate) struct Latency {
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) max_ms: f64,
+}
+
+impl Latency {
+    /// Of `took` (sorted here); zeros for none.
+    pub(crate) fn of(took: &mut [std::time::Duration]) -> Self {
+        took.sort_unstable();
+        let at = |q: f64| {
+            let i = ((took.len() as f64 * q).ceil() as usize).clamp(1, took.len().max(1)) - 1;
+            took.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+        };
+        Self {
+            p50_ms: at(0.50),
+            p99_ms: at(0.99),
+            max_ms: at(1.0),
+        }
+    }
 }
 
 /// A progress line on stderr (the table goes to stdout).
@@ -62,6 +101,8 @@ pub(crate) fn print_table(rows: &[Row]) {
     );
     println!("{}", "-".repeat(144));
     let label = |row: &Row| match row.workload {
+        "W1" if row.variant == "vs_raw_commit" => "W1, group commit (default)".to_owned(),
+        "W1" if row.variant == "vs_raw_commit_ungrouped" => "W1, group commit off".to_owned(),
         "W1" | "PG-W1" | "MY-W1" => "enqueue HTTP + Idempotency-Key".to_owned(),
         "AUTH" if row.variant == "jwt" => "W1, JWT access token".to_owned(),
         "AUTH" => "W1, rate limiter on".to_owned(),
@@ -71,6 +112,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         _ => format!("drain claim+ack, {}", row.variant.replace('_', " ")),
     };
     let base = |row: &Row| match row.workload {
+        "W1" if row.variant.starts_with("vs_raw_commit") => "raw 1-row commits",
         "W1" | "PG-W1" | "MY-W1" => "minimal axum route",
         "AUTH" if row.variant == "jwt" => "W1, static token",
         "AUTH" => "W1, limiter off",

@@ -47,6 +47,18 @@ impl BenchServer {
         Self::serve(config, dir).await
     }
 
+    /// [`start`](Self::start) with SQLite's group commit off: every write transaction
+    /// commits alone, as before issue 16 (W1 shows what grouping gains).
+    pub(crate) async fn start_ungrouped(dir: tempfile::TempDir) -> Result<Self> {
+        let config = Config {
+            database_url: format!("sqlite://{}", dir.path().join(DB_FILE).display()),
+            operator_token_file: None,
+            sqlite_group_commit: false,
+            ..Config::default()
+        };
+        Self::serve(config, Some(dir)).await
+    }
+
     /// [`start`](Self::start) with `limit` as every credential's and every tenant's
     /// token bucket (the other workloads run without).
     pub(crate) async fn start_limited(dir: tempfile::TempDir, limit: RateLimit) -> Result<Self> {

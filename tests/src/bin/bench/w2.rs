@@ -91,6 +91,7 @@ fn row(s: &Settings, batch: u32, server: &[Drain], raw: &[Drain]) -> Row {
         samples: server.iter().map(Drain::per_sec).collect(),
         baseline_samples: raw.iter().map(Drain::per_sec).collect(),
         quick: s.quick,
+        latency: None,
     }
 }
 

@@ -104,6 +104,7 @@ fn row(
         samples: vec![per(srv)],
         baseline_samples: vec![per(base)],
         quick: s.quick,
+        latency: None,
     }
 }
 

@@ -125,6 +125,7 @@ pub(crate) async fn run(s: &Settings) -> Result<Row> {
         samples: vec![rate],
         baseline_samples: vec![base_rate],
         quick: s.quick,
+        latency: None,
     })
 }
 
