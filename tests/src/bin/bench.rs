@@ -50,7 +50,8 @@
 //! Options: `--quick` (smoke run), `--dir PATH` (where the temp databases go; its
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
 //! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
-//! consumers, 2,000 events with `--quick`), `--postgres URL`, `--mysql URL`,
+//! consumers, 2,000 events with `--quick`), `--rate R` (W3 sends/s, default 200),
+//! `--postgres URL`, `--mysql URL`,
 //! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
 //! is the same as `--quick`. A full run takes about 1.5 minutes on 2 cores, plus
 //! about 4.5 for the PostgreSQL parts.
@@ -112,6 +113,8 @@ struct Settings {
     w2_events: usize,
     /// W2: concurrent consumers (claim, then ack each claimed event).
     w2_consumers: usize,
+    /// W3: sends per second (open loop).
+    w3_rate: f64,
     /// `--only W1` or `--only W2`: run one workload.
     only: Option<String>,
     /// Admin URL of the PostgreSQL server for the PG parts.
@@ -131,7 +134,7 @@ impl Settings {
         let mut args = std::env::args().skip(1);
         let mut quick = std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
         let (mut dir, mut seconds, mut events) = (None, None, None);
-        let (mut consumers, mut only) = (None, None);
+        let (mut consumers, mut only, mut rate) = (None, None, None);
         let env = |var: &str| std::env::var(var).ok().filter(|u| !u.is_empty());
         let mut postgres = env("SWITCHBOARD_BENCH_POSTGRES");
         let mut mysql = env("SWITCHBOARD_BENCH_MYSQL");
@@ -147,17 +150,19 @@ impl Settings {
                 "--events" => events = Some(value("--events")?.parse::<usize>()?),
                 "--consumers" => consumers = Some(value("--consumers")?.parse::<usize>()?),
                 "--only" => only = Some(value("--only")?.to_ascii_uppercase()),
+                "--rate" => rate = Some(value("--rate")?.parse::<f64>()?),
                 "--postgres" => postgres = Some(value("--postgres")?),
                 "--mysql" => mysql = Some(value("--mysql")?),
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--dir PATH] [--seconds S] [--events N] \
-                         [--consumers N] [--postgres URL] [--mysql URL] [--only W]\n  \
+                         [--consumers N] [--rate R] [--postgres URL] [--mysql URL] [--only W]\n  \
                          --quick      small counts (smoke run, a few seconds)\n  \
                          --dir PATH   parent dir of the temp databases (default: $TMPDIR)\n  \
                          --seconds S  W1 measuring time per side (default 8, quick 1)\n  \
                          --events N   W2 events pre-loaded per drain (default 5000, quick 1000)\n  \
                          --consumers N  W2 concurrent consumers, both sides (default 4)\n  \
+                         --rate R     W3 sends per second (default 200)\n  \
                          --postgres URL  admin URL of a PostgreSQL server for PG-W1 and \
                          PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
                          --mysql URL  admin URL of a MariaDB / MySQL server for MY-W1 and \
@@ -174,8 +179,13 @@ impl Settings {
         if !(seconds.is_finite() && seconds > 0.0) {
             bail!("--seconds must be a positive number of seconds");
         }
+        let w3_rate = rate.unwrap_or(200.0);
+        if !(w3_rate.is_finite() && w3_rate > 0.0) {
+            bail!("--rate must be a positive number of sends per second");
+        }
         Ok(Self {
             quick,
+            w3_rate,
             dir: dir.unwrap_or_else(std::env::temp_dir),
             w1_tasks: 16,
             w1_warmup: Duration::from_secs_f64(if quick { 0.3 } else { 1.0 }),

@@ -1,7 +1,8 @@
 //! W3: wake-up latency with 1,000 subscribers. Every agent holds one SSE connection
 //! on its `subscribe` stream (opened by this process, all SDK clients sharing one
-//! connection pool); one sender agent sends at a fixed rate (open loop: a send that
-//! is slow does not delay the next) to an agent picked at random, for a fixed time.
+//! connection pool); one sender agent sends at a fixed rate (200/s, `--rate`; open
+//! loop: a send that is slow does not delay the next) to an agent picked at random
+//! (fixed seed), for 10 s (2 s with `--quick`).
 //! Each subscriber has two tasks: a reader that timestamps every `inbox_updated` the
 //! moment it is parsed, and a worker that, woken by the reader, claims
 //! (`limit` 16, until a claim comes back short) and acks what it claimed in one batch
@@ -27,7 +28,10 @@
 //!   of `t_201` (must be 0); **unclaimed**: events no claim returned within it.
 //!
 //! Server, sender and the 1,000 subscribers share this process and its CPUs (2 on
-//! the reference machine), so scheduling delays of the client count too.
+//! the reference machine), so scheduling delays of the client count too. Each send
+//! costs the single SQLite writer three transactions (send, claim, ack), each with
+//! its fsync: past the writer's capacity (W1's rate divided by about 3, less on a
+//! busy machine) the sends queue and every latency grows with the queue.
 
 use crate::Settings;
 use crate::report::progress;
@@ -210,7 +214,7 @@ struct Sent {
 
 pub(crate) async fn run(s: &Settings) -> Result<W3> {
     let subscribers = 1_000;
-    let rate = 200.0;
+    let rate = s.w3_rate;
     let seconds = if s.quick { 2.0 } else { 10.0 };
     progress(format_args!(
         "W3: seeding {subscribers} agents, then {subscribers} SSE subscribers, \
