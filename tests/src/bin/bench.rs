@@ -53,8 +53,9 @@
 //! consumers, 2,000 events with `--quick`), `--rate R` (W3 sends/s, default 200),
 //! `--postgres URL`, `--mysql URL`,
 //! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
-//! is the same as `--quick`. A full run takes about 1.5 minutes on 2 cores, plus
-//! about 4.5 for the PostgreSQL parts.
+//! is the same as `--quick`. A full run takes about 3 minutes on 2 cores (W3I alone
+//! about 1.5: 10,000 connections and a 30 s idle window), plus about 4.5 for the
+//! PostgreSQL parts.
 
 // A crate root looks for modules next to itself; these live in `bench/`.
 #[path = "bench/auth.rs"]
