@@ -21,6 +21,12 @@
 //! - *W4*: name + memory leases: renew throughput (1,000 leases × 16 renewers) and
 //!   one name × 16 contenders under a 200 ms TTL, checked for overlapping holders.
 //!   Baseline: the same calls through the store (same SQL and driver, no HTTP).
+//! - *W3*: wake-up latency: 1,000 agents each holding an SSE stream, sends at 200/s
+//!   to random ones; commit → `inbox_updated` and commit → claim as p50/p99/max, and
+//!   missed wake-ups (goals: p99 ≤ 3 ms, ≤ 10 ms, none missed). See `bench/w3.rs`.
+//! - *W3I*: 10,000 idle SSE connections on a server child process: its PSS per
+//!   connection and its idle CPU (goals: ≤ 8 KiB, < 2% of one core). See
+//!   `bench/w3idle.rs`.
 //! - *PG-W1*, *PG-W2*: W1, and W2 over 100 agents (20,000 events, 8 consumers), with
 //!   the server on PostgreSQL. PG-W2 has two baselines on the same PostgreSQL server:
 //!   the store's SQL in a raw sqlx loop, and pgmq; and a second table of commits
@@ -50,10 +56,12 @@
 //! Options: `--quick` (smoke run), `--dir PATH` (where the temp databases go; its
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
 //! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
-//! consumers, 2,000 events with `--quick`), `--postgres URL`, `--mysql URL`,
-//! `--only W1|AUTH|W2|R1|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
-//! is the same as `--quick`. A full run takes about 1.5 minutes on 2 cores, plus
-//! about 4.5 for the PostgreSQL parts.
+//! consumers, 2,000 events with `--quick`), `--rate R` (W3 sends/s, default 200),
+//! `--postgres URL`, `--mysql URL`,
+//! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
+//! is the same as `--quick`. A full run takes about 3 minutes on 2 cores (W3I alone
+//! about 1.5: 10,000 connections and a 30 s idle window), plus about 4.5 for the
+//! PostgreSQL parts.
 
 // A crate root looks for modules next to itself; these live in `bench/`.
 #[path = "bench/auth.rs"]
@@ -84,6 +92,10 @@ mod server;
 mod w1;
 #[path = "bench/w2.rs"]
 mod w2;
+#[path = "bench/w3.rs"]
+mod w3;
+#[path = "bench/w3idle.rs"]
+mod w3idle;
 #[path = "bench/w4.rs"]
 mod w4;
 #[path = "bench/wh.rs"]
@@ -108,6 +120,8 @@ struct Settings {
     w2_events: usize,
     /// W2: concurrent consumers (claim, then ack each claimed event).
     w2_consumers: usize,
+    /// W3: sends per second (open loop).
+    w3_rate: f64,
     /// `--only W1` or `--only W2`: run one workload.
     only: Option<String>,
     /// Admin URL of the PostgreSQL server for the PG parts.
@@ -117,8 +131,9 @@ struct Settings {
 }
 
 /// The `--only` values; `PG` runs `PG-W1` and `PG-W2`, `MY` both MY parts.
-const WORKLOADS: [&str; 12] = [
-    "W1", "AUTH", "W2", "R1", "W4", "WH", "PG", "PG-W1", "PG-W2", "MY", "MY-W1", "MY-W2",
+const WORKLOADS: [&str; 14] = [
+    "W1", "AUTH", "W2", "R1", "W3", "W3I", "W4", "WH", "PG", "PG-W1", "PG-W2", "MY", "MY-W1",
+    "MY-W2",
 ];
 
 impl Settings {
@@ -126,7 +141,7 @@ impl Settings {
         let mut args = std::env::args().skip(1);
         let mut quick = std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
         let (mut dir, mut seconds, mut events) = (None, None, None);
-        let (mut consumers, mut only) = (None, None);
+        let (mut consumers, mut only, mut rate) = (None, None, None);
         let env = |var: &str| std::env::var(var).ok().filter(|u| !u.is_empty());
         let mut postgres = env("SWITCHBOARD_BENCH_POSTGRES");
         let mut mysql = env("SWITCHBOARD_BENCH_MYSQL");
@@ -142,22 +157,24 @@ impl Settings {
                 "--events" => events = Some(value("--events")?.parse::<usize>()?),
                 "--consumers" => consumers = Some(value("--consumers")?.parse::<usize>()?),
                 "--only" => only = Some(value("--only")?.to_ascii_uppercase()),
+                "--rate" => rate = Some(value("--rate")?.parse::<f64>()?),
                 "--postgres" => postgres = Some(value("--postgres")?),
                 "--mysql" => mysql = Some(value("--mysql")?),
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--dir PATH] [--seconds S] [--events N] \
-                         [--consumers N] [--postgres URL] [--mysql URL] [--only W]\n  \
+                         [--consumers N] [--rate R] [--postgres URL] [--mysql URL] [--only W]\n  \
                          --quick      small counts (smoke run, a few seconds)\n  \
                          --dir PATH   parent dir of the temp databases (default: $TMPDIR)\n  \
                          --seconds S  W1 measuring time per side (default 8, quick 1)\n  \
                          --events N   W2 events pre-loaded per drain (default 5000, quick 1000)\n  \
                          --consumers N  W2 concurrent consumers, both sides (default 4)\n  \
+                         --rate R     W3 sends per second (default 200)\n  \
                          --postgres URL  admin URL of a PostgreSQL server for PG-W1 and \
                          PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
                          --mysql URL  admin URL of a MariaDB / MySQL server for MY-W1 and \
                          MY-W2 (default: $SWITCHBOARD_BENCH_MYSQL; none: skipped)\n  \
-                         --only W     run only W1, AUTH, W2, R1, W4, WH, PG-W1, PG-W2, PG (both), \
+                         --only W     run only W1, AUTH, W2, R1, W3, W3I, W4, WH, PG-W1, PG-W2, PG (both), \
                          MY-W1, MY-W2 or MY (both)"
                     );
                     std::process::exit(0);
@@ -169,8 +186,13 @@ impl Settings {
         if !(seconds.is_finite() && seconds > 0.0) {
             bail!("--seconds must be a positive number of seconds");
         }
+        let w3_rate = rate.unwrap_or(200.0);
+        if !(w3_rate.is_finite() && w3_rate > 0.0) {
+            bail!("--rate must be a positive number of sends per second");
+        }
         Ok(Self {
             quick,
+            w3_rate,
             dir: dir.unwrap_or_else(std::env::temp_dir),
             w1_tasks: 16,
             w1_warmup: Duration::from_secs_f64(if quick { 0.3 } else { 1.0 }),
@@ -186,6 +208,12 @@ impl Settings {
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    // W3I starts this binary again as its server child.
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some(w3idle::SERVE_CHILD) {
+        let url = args.next().context("--serve-child needs a database URL")?;
+        return w3idle::serve_child(url).await;
+    }
     let settings = Settings::parse()?;
     if cfg!(debug_assertions) {
         eprintln!(
@@ -246,6 +274,18 @@ async fn main() -> Result<()> {
         rows.push(wh);
     }
     let mut notes = Vec::new();
+    let mut wakeups = None;
+    if runs("W3") {
+        let w3 = w3::run(&settings).await.context("W3")?;
+        report::write_json(&dir.join("w3.json"), &w3)?;
+        wakeups = Some(w3);
+    }
+    let mut idle = None;
+    if runs("W3I") {
+        let w3i = w3idle::run(&settings).await.context("W3I")?;
+        report::write_json(&dir.join("w3idle.json"), &w3i)?;
+        idle = Some(w3i);
+    }
     if runs("R1") {
         let (r1, responsiveness) = r1::run(&settings).await.context("R1")?;
         report::write_json(&dir.join("r1.json"), std::slice::from_ref(&r1))?;
@@ -289,10 +329,18 @@ async fn main() -> Result<()> {
         _ => {}
     }
     println!();
-    report::print_table(&rows);
+    if !rows.is_empty() {
+        report::print_table(&rows);
+    }
     pg::print_costs(&costs);
     for note in &notes {
         note.print();
+    }
+    if let Some(w3) = &wakeups {
+        w3.print();
+    }
+    if let Some(w3i) = &idle {
+        w3i.print();
     }
     println!("\nJSON results in {}", dir.display());
     match failed {

@@ -147,7 +147,8 @@ pub(crate) fn print_table(rows: &[Row]) {
     }
 }
 
-pub(crate) fn write_json(path: &Path, rows: &[Row]) -> Result<()> {
+/// Writes `rows` (a slice of [`Row`]s, or a workload's own result) as pretty JSON.
+pub(crate) fn write_json<T: Serialize + ?Sized>(path: &Path, rows: &T) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -185,6 +186,14 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// The 1-, 5- and 15-minute load averages (from `/proc/loadavg`): how busy the
+/// machine was, for latency figures that other processes can spoil.
+pub(crate) fn load_average() -> Option<[f64; 3]> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().ok());
+    Some([fields.next()??, fields.next()??, fields.next()??])
 }
 
 /// User + system CPU time of this process so far, in seconds (0 where `/proc` is
