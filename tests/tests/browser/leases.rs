@@ -47,6 +47,8 @@ async fn leases_lineage_fencing_and_force_release_live() {
     browser.find("#overview").await;
     browser.click("a[data-nav='/leases']").await;
     let row = format!("tr[data-lease='{}']", lease.lease_id);
+    // The page renders its list after its own fetch: wait for the row.
+    browser.find(&row).await;
     assert_eq!(
         browser.text(&format!("{row} td[data-col='name']")).await,
         "planner"
