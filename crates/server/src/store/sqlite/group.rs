@@ -208,6 +208,16 @@ impl Group {
         }
     }
 
+    /// Leaves a member's work in the open batch, to be told at its commit; the first
+    /// to do so spawns the batch's closer (queuing after `delay`).
+    fn leave(self: &Arc<Self>, batch: &mut Batch, done: Done, delay: std::time::Duration) {
+        batch.done.push(done);
+        if !batch.closer {
+            batch.closer = true;
+            tokio::spawn(self.clone().close(batch.generation, delay));
+        }
+    }
+
     /// Commits batch `generation` if it is still open when the closer's turn comes
     /// (after `delay`).
     async fn close(self: Arc<Self>, generation: u64, delay: std::time::Duration) {
@@ -252,15 +262,14 @@ impl Member {
             return group.commit(&mut batch).await;
         }
         let (tell, told) = oneshot::channel();
-        batch.done.push(Done {
-            tell,
-            wakes: wakes.to_vec(),
-        });
-        if !batch.closer {
-            batch.closer = true;
-            let generation = batch.generation;
-            tokio::spawn(group.clone().close(generation, std::time::Duration::ZERO));
-        }
+        group.leave(
+            &mut batch,
+            Done {
+                tell,
+                wakes: wakes.to_vec(),
+            },
+            std::time::Duration::ZERO,
+        );
         drop(batch);
         told.await.unwrap_or_else(|_| {
             Err(StoreError::Aborted(
@@ -284,15 +293,11 @@ impl Member {
         // Nobody waits for the answer: a failed commit fails the request's own next
         // transaction, which shares it, or loses only the key's in-flight mark.
         let (tell, _) = oneshot::channel();
-        batch.done.push(Done {
+        let done = Done {
             tell,
             wakes: Vec::new(),
-        });
-        if !batch.closer {
-            batch.closer = true;
-            let generation = batch.generation;
-            tokio::spawn(group.clone().close(generation, LATER));
-        }
+        };
+        group.leave(&mut batch, done, LATER);
         Ok(())
     }
 
