@@ -16,7 +16,8 @@
 //! SQLite with `synchronous = OFF` (what `SqliteStorage::setup` sets), PostgreSQL
 //! with `synchronous_commit = off` on the database; the drain then opens new
 //! connections with our durability: SQLite WAL + `synchronous = FULL`, PostgreSQL
-//! the cluster default (`synchronous_commit = on`).
+//! the cluster default (`synchronous_commit = on`). SQLite connections wait up to
+//! 60 s for the write lock (sqlx's default is 5 s).
 //!
 //! apalis 1.0's SQL backends are on sqlx 0.9 as we are, so they share our driver.
 
@@ -123,7 +124,10 @@ pub(crate) async fn sqlite_drain(
     let file = dir.join("apalis.db");
     let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", file.display()))?
         .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal);
+        .journal_mode(SqliteJournalMode::Wal)
+        // Its workers write from several connections; sqlx's 5 s wait for the
+        // write lock ran out once on a loaded machine ("database is locked").
+        .busy_timeout(std::time::Duration::from_secs(60));
     let config = || {
         apalis_sqlite::Config::default()
             .queue(QUEUE)
