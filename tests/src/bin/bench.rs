@@ -53,25 +53,47 @@
 //! The MariaDB parts run likewise on the server `--mysql URL` or
 //! `SWITCHBOARD_BENCH_MYSQL` gives (`cargo xtask bench` starts the test MariaDB).
 //!
+//! *Peers* (`--peers`, only in a build with the `peers` feature, which `cargo xtask
+//! bench --peers` makes and provisions): pg-boss, graphile-worker, apalis (PostgreSQL
+//! and SQLite), NATS JetStream and etcd, measured after ours in the same run, each
+//! figure as ours ÷ peer, in a table of their own and `peers.json`. See
+//! `bench/peers.rs`.
+//!
 //! Options: `--quick` (smoke run), `--dir PATH` (where the temp databases go; its
 //! filesystem sets the fsync cost), `--seconds S` (W1 measuring time), `--events N`
 //! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
 //! consumers, 2,000 events with `--quick`), `--rate R` (W3 sends/s, default 200),
 //! `--postgres URL`, `--mysql URL`,
-//! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2` (`PG`, `MY`: both parts). `BENCH_QUICK=1`
-//! is the same as `--quick`. A full run takes about 3 minutes on 2 cores (W3I alone
-//! about 1.5: 10,000 connections and a 30 s idle window), plus about 4.5 for the
-//! PostgreSQL parts.
+//! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2|PEERS` (`PG`, `MY`:
+//! both parts; `PEERS`: `--peers` with only the workloads they are compared with),
+//! `--peers`. `BENCH_QUICK=1` is the same as `--quick`. A full run takes about 3 minutes
+//! on 2 cores (W3I alone about 1.5: 10,000 connections and a 30 s idle window), plus
+//! about 4.5 for the PostgreSQL parts.
 
 // A crate root looks for modules next to itself; these live in `bench/`.
+#[cfg(feature = "peers")]
+#[path = "bench/apalis.rs"]
+mod apalis;
 #[path = "bench/auth.rs"]
 mod auth;
 #[path = "bench/drain.rs"]
 mod drain;
+#[cfg(feature = "peers")]
+#[path = "bench/etcd.rs"]
+mod etcd;
 #[path = "bench/my.rs"]
 mod my;
 #[path = "bench/myraw.rs"]
 mod myraw;
+#[cfg(feature = "peers")]
+#[path = "bench/nats.rs"]
+mod nats;
+#[cfg(feature = "peers")]
+#[path = "bench/node.rs"]
+mod node;
+#[cfg(feature = "peers")]
+#[path = "bench/peers.rs"]
+mod peers;
 #[path = "bench/pg.rs"]
 mod pg;
 #[path = "bench/pgdb.rs"]
@@ -128,20 +150,26 @@ struct Settings {
     postgres: Option<String>,
     /// Admin URL of the MariaDB / MySQL server for the MY parts.
     mysql: Option<String>,
+    /// `--peers`: measure the peers too (`bench/peers.rs`).
+    peers: bool,
 }
 
-/// The `--only` values; `PG` runs `PG-W1` and `PG-W2`, `MY` both MY parts.
-const WORKLOADS: [&str; 14] = [
+/// The `--only` values; `PG` runs `PG-W1` and `PG-W2`, `MY` both MY parts,
+/// `PEERS` the peers and [`PEERS_OURS`].
+const WORKLOADS: [&str; 15] = [
     "W1", "AUTH", "W2", "R1", "W3", "W3I", "W4", "WH", "PG", "PG-W1", "PG-W2", "MY", "MY-W1",
-    "MY-W2",
+    "MY-W2", "PEERS",
 ];
+
+/// Our workloads the peers are compared with.
+const PEERS_OURS: [&str; 4] = ["W1", "W2", "W4", "PG-W2"];
 
 impl Settings {
     fn parse() -> Result<Self> {
         let mut args = std::env::args().skip(1);
         let mut quick = std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
         let (mut dir, mut seconds, mut events) = (None, None, None);
-        let (mut consumers, mut only, mut rate) = (None, None, None);
+        let (mut consumers, mut only, mut rate, mut peers) = (None, None, None, false);
         let env = |var: &str| std::env::var(var).ok().filter(|u| !u.is_empty());
         let mut postgres = env("SWITCHBOARD_BENCH_POSTGRES");
         let mut mysql = env("SWITCHBOARD_BENCH_MYSQL");
@@ -160,10 +188,12 @@ impl Settings {
                 "--rate" => rate = Some(value("--rate")?.parse::<f64>()?),
                 "--postgres" => postgres = Some(value("--postgres")?),
                 "--mysql" => mysql = Some(value("--mysql")?),
+                "--peers" => peers = true,
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--dir PATH] [--seconds S] [--events N] \
-                         [--consumers N] [--rate R] [--postgres URL] [--mysql URL] [--only W]\n  \
+                         [--consumers N] [--rate R] [--postgres URL] [--mysql URL] [--only W] \
+                         [--peers]\n  \
                          --quick      small counts (smoke run, a few seconds)\n  \
                          --dir PATH   parent dir of the temp databases (default: $TMPDIR)\n  \
                          --seconds S  W1 measuring time per side (default 8, quick 1)\n  \
@@ -174,8 +204,11 @@ impl Settings {
                          PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
                          --mysql URL  admin URL of a MariaDB / MySQL server for MY-W1 and \
                          MY-W2 (default: $SWITCHBOARD_BENCH_MYSQL; none: skipped)\n  \
-                         --only W     run only W1, AUTH, W2, R1, W3, W3I, W4, WH, PG-W1, PG-W2, PG (both), \
-                         MY-W1, MY-W2 or MY (both)"
+                         --only W     run only W1, AUTH, W2, R1, W3, W3I, W4, WH, PG-W1, PG-W2, \
+                         PG (both), MY-W1, MY-W2, MY (both) or PEERS (the peers and what they \
+                         are compared with)\n  \
+                         --peers      also measure the peers (pg-boss, graphile-worker, apalis, \
+                         NATS JetStream, etcd); needs `cargo xtask bench --peers`"
                     );
                     std::process::exit(0);
                 }
@@ -199,6 +232,7 @@ impl Settings {
             w1_measure: Duration::from_secs_f64(seconds),
             w2_events: events.unwrap_or(if quick { 1_000 } else { 5_000 }).max(1),
             w2_consumers: consumers.unwrap_or(4).max(1),
+            peers: peers || only.as_deref() == Some("PEERS"),
             only,
             postgres,
             mysql,
@@ -221,9 +255,18 @@ async fn main() -> Result<()> {
              run `cargo xtask bench` (release)"
         );
     }
+    if settings.peers && !cfg!(feature = "peers") {
+        bail!(
+            "--peers needs the bench built with the `peers` feature and the peers' tools \
+             installed: run `cargo xtask bench --peers`"
+        );
+    }
     let runs = |w: &str| {
-        (settings.only.as_deref())
-            .is_none_or(|only| only == w || w.split_once('-').is_some_and(|(db, _)| db == only))
+        (settings.only.as_deref()).is_none_or(|only| {
+            only == w
+                || w.split_once('-').is_some_and(|(db, _)| db == only)
+                || (only == "PEERS" && PEERS_OURS.contains(&w))
+        })
     };
     if settings
         .only
@@ -233,7 +276,8 @@ async fn main() -> Result<()> {
         bail!("--only takes one of {}", WORKLOADS.join(", "));
     }
     let postgres_parts = runs("PG-W1") || runs("PG-W2");
-    if postgres_parts && settings.only.is_some() && settings.postgres.is_none() {
+    let only_pg = settings.only.as_deref().is_some_and(|w| w != "PEERS");
+    if postgres_parts && only_pg && settings.postgres.is_none() {
         bail!("the PG parts need --postgres URL or SWITCHBOARD_BENCH_POSTGRES");
     }
     let mysql_parts = runs("MY-W1") || runs("MY-W2");
@@ -328,6 +372,19 @@ async fn main() -> Result<()> {
         }
         _ => {}
     }
+    #[cfg(feature = "peers")]
+    let peer_rows = if settings.peers {
+        match peers::run(&settings, &rows, &dir).await {
+            Ok(peer_rows) => peer_rows,
+            Err(e) => {
+                eprintln!("Peers failed: {e:#}");
+                failed.get_or_insert(e.context("peers"));
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
     println!();
     if !rows.is_empty() {
         report::print_table(&rows);
@@ -342,6 +399,8 @@ async fn main() -> Result<()> {
     if let Some(w3i) = &idle {
         w3i.print();
     }
+    #[cfg(feature = "peers")]
+    peers::print_table(&peer_rows);
     println!("\nJSON results in {}", dir.display());
     match failed {
         Some(e) => Err(e),

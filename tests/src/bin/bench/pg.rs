@@ -40,10 +40,10 @@ use std::time::Instant;
 use switchboard_server::Hooks;
 use switchboard_server::store::postgres::PgStore;
 
-const W2_EVENTS: usize = 20_000;
-const W2_EVENTS_QUICK: usize = 2_000;
-const W2_AGENTS: usize = 100;
-const W2_CONSUMERS: usize = 8;
+pub(crate) const W2_EVENTS: usize = 20_000;
+pub(crate) const W2_EVENTS_QUICK: usize = 2_000;
+pub(crate) const W2_AGENTS: usize = 100;
+pub(crate) const W2_CONSUMERS: usize = 8;
 /// The goals for batch 16: ratios to the raw limit and to pgmq, and commits
 /// per message.
 const GOAL_VS_RAW: f64 = 0.8;
