@@ -127,23 +127,16 @@ impl Browser {
         );
     }
 
-    /// The text of the element `css` matches, which must already be on the page.
+    /// The text of the element `css` matches, waiting for it: a page renders after
+    /// its own fetch, so an element read right after navigating may not exist yet.
     pub(crate) async fn text(&self, css: &str) -> String {
-        let element = bounded(
-            &format!("finding {css}"),
-            self.client.find(Locator::Css(css)),
-        )
-        .await;
+        let element = self.find(css).await;
         bounded(&format!("reading the text of {css}"), element.text()).await
     }
 
-    /// An attribute of the element `css` matches, which must already be on the page.
+    /// An attribute of the element `css` matches, waiting for it (as [`Self::text`]).
     pub(crate) async fn attr(&self, css: &str, name: &str) -> Option<String> {
-        let element = bounded(
-            &format!("finding {css}"),
-            self.client.find(Locator::Css(css)),
-        )
-        .await;
+        let element = self.find(css).await;
         bounded(&format!("reading {name} of {css}"), element.attr(name)).await
     }
 }
