@@ -23,11 +23,51 @@ pub enum OpsSignal {
     /// The tenant's remote client settings changed.
     ClientSettings(TenantId),
 }
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
-/// Capacity of each channel. A subscriber that falls this far behind gets one
-/// catch-up wake-up instead of every missed one.
+/// Capacity of the operator stream's channel. A console that falls this far behind
+/// gets one catch-up signal instead of every missed one.
 const CAPACITY: usize = 256;
+
+/// What an agent's subscribers watch: one value per agent, not a queue per
+/// subscriber (an idle SSE connection costs a receiver, 16 bytes, instead of a share
+/// of a 256-slot ring). Wake-ups that come faster than a subscriber writes them
+/// coalesce into one carrying the highest hint, as a subscriber that fell behind
+/// the ring got before: they carry no payload, and the subscriber reads from its own
+/// cursor or claims.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Latest {
+    /// The last wake-up's cursor hint (a release's is its event's, below the head).
+    pub hint: u64,
+    /// The highest cursor hint notified.
+    pub max: u64,
+    /// How many wake-ups there were.
+    pub notified: u64,
+    /// How many "look again" wake-ups ([`Hub::wake_all`]) there were: a subscriber
+    /// that sees this change answers with hint 0, as the wake-up that changed it.
+    pub look_again: u64,
+}
+
+impl Latest {
+    /// The hint to send a subscriber that last saw `seen`: 0 ("look again") if a
+    /// look-again wake-up came since; the wake-up's own hint if one came; the
+    /// highest if several did.
+    pub fn hint_since(&self, seen: &Latest) -> u64 {
+        if self.look_again != seen.look_again {
+            0
+        } else if self.notified == seen.notified + 1 {
+            self.hint
+        } else {
+            self.max
+        }
+    }
+
+    fn notify(&mut self, hint: u64) {
+        self.hint = hint;
+        self.max = self.max.max(hint);
+        self.notified += 1;
+    }
+}
 
 #[derive(Clone)]
 pub struct Hub {
@@ -43,13 +83,13 @@ struct HubInner {
 }
 
 struct AgentChannel {
-    tx: broadcast::Sender<u64>,
+    tx: watch::Sender<Latest>,
     count: u64,
 }
 
 /// Decrements the subscriber count when an SSE stream ends.
 pub struct Subscription {
-    pub rx: broadcast::Receiver<u64>,
+    pub rx: watch::Receiver<Latest>,
     hub: Hub,
     agent: AgentId,
 }
@@ -95,7 +135,7 @@ impl Hub {
         let agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
         for wake in wakes {
             if let Some(ch) = agents.get(&wake.agent_id) {
-                let _ = ch.tx.send(wake.cursor_hint);
+                ch.tx.send_modify(|latest| latest.notify(wake.cursor_hint));
             }
             let _ = self.inner.ops.send(OpsSignal::Changed(*wake));
         }
@@ -106,7 +146,7 @@ impl Hub {
     pub fn wake_all(&self) {
         let agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
         for ch in agents.values() {
-            let _ = ch.tx.send(0);
+            ch.tx.send_modify(|latest| latest.look_again += 1);
         }
     }
 
@@ -163,7 +203,7 @@ impl Hub {
     pub fn subscribe(&self, agent: AgentId) -> Subscription {
         let mut agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
         let ch = agents.entry(agent).or_insert_with(|| AgentChannel {
-            tx: broadcast::channel(CAPACITY).0,
+            tx: watch::Sender::new(Latest::default()),
             count: 0,
         });
         ch.count += 1;
@@ -182,5 +222,97 @@ impl Hub {
     pub fn subscribers(&self, agent: AgentId) -> u64 {
         let agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
         agents.get(&agent).map_or(0, |c| c.count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wake(agent: AgentId, cursor_hint: u64) -> Wake {
+        Wake {
+            tenant_id: TenantId::new(),
+            agent_id: agent,
+            cursor_hint,
+        }
+    }
+
+    #[tokio::test]
+    async fn wakeups_a_subscriber_has_not_written_coalesce_into_the_highest_hint() {
+        let hub = Hub::new();
+        let agent = AgentId::new();
+        let mut sub = hub.subscribe(agent);
+        let seen = *sub.rx.borrow_and_update();
+        // Two commits whose wake-ups arrive out of order (or a send, then a
+        // release of an older event), and another agent's.
+        hub.notify(&[wake(agent, 10)]);
+        hub.notify(&[wake(agent, 5), wake(AgentId::new(), 99)]);
+        sub.rx.changed().await.expect("the hub is alive");
+        let mut latest = *sub.rx.borrow_and_update();
+        assert_eq!(latest.hint_since(&seen), 10);
+        // One write covered both: nothing else is pending.
+        assert!(!sub.rx.has_changed().expect("the hub is alive"));
+        // One wake-up alone keeps its own hint, even below the highest.
+        let seen = latest;
+        hub.notify(&[wake(agent, 3)]);
+        sub.rx.changed().await.expect("the hub is alive");
+        latest = *sub.rx.borrow_and_update();
+        assert_eq!(latest.hint_since(&seen), 3);
+    }
+
+    #[tokio::test]
+    async fn a_look_again_wakeup_is_not_hidden_by_later_hints() {
+        let hub = Hub::new();
+        let agent = AgentId::new();
+        let mut sub = hub.subscribe(agent);
+        let mut seen = *sub.rx.borrow_and_update();
+        hub.notify(&[wake(agent, 4)]);
+        hub.wake_all();
+        hub.notify(&[wake(agent, 9)]);
+        sub.rx.changed().await.expect("the hub is alive");
+        let latest = *sub.rx.borrow_and_update();
+        assert_eq!(latest.hint_since(&seen), 0, "look again");
+        seen = latest;
+        hub.notify(&[wake(agent, 12)]);
+        sub.rx.changed().await.expect("the hub is alive");
+        assert_eq!(sub.rx.borrow_and_update().hint_since(&seen), 12);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_subscriber_writing_while_commits_notify_ends_on_the_last_hint() {
+        let hub = Hub::new();
+        let agent = AgentId::new();
+        let mut sub = hub.subscribe(agent);
+        let mut seen = *sub.rx.borrow_and_update();
+        const LAST: u64 = 20_000;
+        let notifier = {
+            let hub = hub.clone();
+            tokio::spawn(async move {
+                for hint in 1..=LAST {
+                    hub.notify(&[wake(agent, hint)]);
+                    if hint % 64 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            })
+        };
+        let (mut writes, mut last) = (0u64, 0u64);
+        while last < LAST {
+            tokio::time::timeout(std::time::Duration::from_secs(10), sub.rx.changed())
+                .await
+                .expect("a wake-up for every change")
+                .expect("the hub is alive");
+            let latest = *sub.rx.borrow_and_update();
+            let hint = latest.hint_since(&seen);
+            seen = latest;
+            assert!(hint > last, "hints only grow: {hint} after {last}");
+            (writes, last) = (writes + 1, hint);
+        }
+        notifier.await.expect("the notifier ends");
+        assert_eq!(last, LAST);
+        assert!(writes <= LAST);
+        assert_eq!(hub.subscribers(agent), 1);
+        drop(sub);
+        assert_eq!(hub.subscribers(agent), 0);
     }
 }

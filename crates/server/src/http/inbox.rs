@@ -6,12 +6,11 @@ use super::extract::{Json, Path, Query};
 use super::limits::*;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{AgentRecord, ClaimArgs, Claimed, ReleaseArgs, StoreError};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{Event, Sse};
 use futures::Stream;
 use std::convert::Infallible;
 use std::time::Duration;
 use switchboard_proto::*;
-use tokio::sync::broadcast::error::RecvError;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -108,22 +107,27 @@ async fn subscribe(
         let _guard = SubscriberGauge(metrics);
         yield Ok(updated(head).retry(Duration::from_secs(3)));
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
-        let mut last = head;
+        let mut seen = *sub.rx.borrow_and_update();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = ticks.tick() => yield Ok(Event::default().event("heartbeat").data("{}")),
-                msg = sub.rx.recv() => match msg {
-                    Ok(hint) => { last = last.max(hint); yield Ok(updated(hint)); }
-                    // Fell behind: one wake-up covers everything missed.
-                    Err(RecvError::Lagged(_)) => yield Ok(updated(last)),
-                    Err(RecvError::Closed) => break,
-                },
+                changed = sub.rx.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    // Every wake-up since the last one written, in one.
+                    let latest = *sub.rx.borrow_and_update();
+                    let hint = latest.hint_since(&seen);
+                    seen = latest;
+                    yield Ok(updated(hint));
+                }
             }
         }
     };
-    Ok(Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(heartbeat.max(Duration::from_secs(15)))))
+    // No `KeepAlive`: the heartbeat events above already come every `heartbeat`, so
+    // its timer (at least as long, and reset by every event) could never fire.
+    Ok(Sse::new(stream))
 }
 
 fn updated(hint: u64) -> Event {
