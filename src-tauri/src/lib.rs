@@ -65,6 +65,7 @@ impl ConsoleUrls {
 
 /// Runs the desktop app and exits the process with its status.
 pub fn run() {
+    smoke::mark_start();
     let code = match try_run() {
         Ok(code) => code,
         Err(error) => {

@@ -1,16 +1,19 @@
 //! Smoke mode (`--smoke-test`): proves the whole desktop path works on a real display
 //! (Xvfb in CI). It waits for the console page to load and, when a console UI is being
 //! served, for the UI's `#app-ready` element *and* the logged-in overview (`#overview`,
-//! which only an authenticated console renders: the one-time login link worked); then
+//! which only an authenticated console renders: the one-time login link worked), and
+//! prints `smoke: ready <secs>s after start, pid <pid>` at once (W5 of `cargo xtask
+//! bench` reads it, then measures the process tree's memory while the rest runs); then
 //! it screenshots the X root window, closes the window and checks that it was only
 //! hidden (the app stays in the tray), prints one `smoke:` line and quits through the
 //! app handle (exit 0 on success).
 //!
 //! It can never hang: a watchdog thread ends the process after [`HARD_TIMEOUT`].
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -33,6 +36,18 @@ const HARD_TIMEOUT: Duration = Duration::from_secs(90);
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(15);
 /// Exit status when the watchdog fires (the same as coreutils `timeout`).
 const EXIT_TIMED_OUT: i32 = 124;
+
+/// How often the driver asks the page whether the console is ready: the granularity
+/// of the start → ready time it reports.
+const READY_POLL: Duration = Duration::from_millis(25);
+
+/// When the app's `run` began ([`mark_start`]).
+static STARTED: OnceLock<Instant> = OnceLock::new();
+
+/// Notes the moment the app starts, for the `smoke: ready` line's start → ready time.
+pub(crate) fn mark_start() {
+    STARTED.get_or_init(Instant::now);
+}
 
 /// Returns the text of `#server-info` once `#app-ready` and the logged-in overview
 /// exist, else `null`.
@@ -122,6 +137,17 @@ impl Smoke {
         let loaded_after = started.elapsed();
         let ready = wait_ready(app, READY_TIMEOUT);
         let ready_after = started.elapsed();
+        if ready.is_some() {
+            // At once, while the app still runs: `cargo xtask bench`'s W5 reads this
+            // line, then sums the memory of this process's tree.
+            let since_start = STARTED.get().map_or(ready_after, Instant::elapsed);
+            println!(
+                "smoke: ready {:.3}s after start, pid {}",
+                since_start.as_secs_f64(),
+                std::process::id()
+            );
+            let _ = std::io::stdout().flush();
+        }
         thread::sleep(SETTLE);
         let shot = self.screenshot_if_asked();
         let shot = shot
@@ -368,7 +394,7 @@ fn wait_ready<R: Runtime>(app: &AppHandle<R>, timeout: Duration) -> Option<Strin
         {
             return Some(result.trim().trim_matches('"').to_owned());
         }
-        thread::sleep(Duration::from_millis(200));
+        thread::sleep(READY_POLL);
     }
     None
 }

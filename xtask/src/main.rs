@@ -6,7 +6,7 @@
 //!   built by the server's build script and embedded), every workspace test,
 //!   the real-keyring tests (keyutils and Secret Service) and a desktop smoke test under
 //!   Xvfb. Prints a summary; exits non-zero on any failure.
-//! - `bench`: the benchmark binary of the `tests` crate.
+//! - `bench`: the benchmark binary of the `tests` crate, then W5 (`w5.rs`).
 //! - `dist`: Debian packages of the server and the desktop app (`dist.rs`).
 //! - `chaos`: the reliability suite at full size, and its table (`chaos.rs`).
 //! - `prereqs` and `ui` run the first two stages of `run` on their own; `mariadb`
@@ -25,6 +25,7 @@ mod prereqs;
 mod run;
 mod test;
 mod ui;
+mod w5;
 
 use std::process::ExitCode;
 
@@ -38,7 +39,8 @@ tasks:
                  `cargo test --workspace [args…]`,
                  the real-keyring tests (keyctl session; dbus-run-session with
                  gnome-keyring) and the desktop smoke test under Xvfb
-  bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`
+  bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`,
+                 then W5 (the desktop app under Xvfb; `--only W5` for it alone)
   dist [args…]   Debian packages of the server and the desktop app into target/dist
                  (`dist --help`)
   chaos [args…]  the reliability suite at full size (crash loop and the other

@@ -51,7 +51,7 @@ pub(super) fn desktop_smoke(built: &Path, server: &Path) -> Result<()> {
 
 /// The desktop binary `bin` under Xvfb and a private D-Bus session, with its own
 /// HOME and XDG dirs in `scratch` (named after `run`); arguments to add.
-fn smoke_command(bin: &Path, scratch: &Scratch, run: &str) -> Result<Command> {
+pub(crate) fn smoke_command(bin: &Path, scratch: &Scratch, run: &str) -> Result<Command> {
     let home = scratch.dir(&format!("{run}-home"), 0o755)?;
     let runtime = scratch.dir(&format!("{run}-runtime"), 0o700)?;
     let mut smoke = Command::new("timeout");
@@ -250,10 +250,10 @@ fn keep_toolchain(command: &mut Command) {
 }
 
 /// A temporary directory removed on drop.
-pub(super) struct Scratch(PathBuf);
+pub(crate) struct Scratch(PathBuf);
 
 impl Scratch {
-    pub(super) fn new(prefix: &str) -> Result<Self> {
+    pub(crate) fn new(prefix: &str) -> Result<Self> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())

@@ -14,6 +14,7 @@ use crate::{chaos, cmd, mariadb, postgres, prereqs};
 
 mod build;
 mod isolated;
+pub(crate) use isolated::{Scratch, smoke_command};
 mod package;
 use build::{Built, Select, build, build_env};
 use isolated::{desktop_smoke, keyring_tests, smoke_screenshot};
