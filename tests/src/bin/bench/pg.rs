@@ -44,11 +44,14 @@ pub(crate) const W2_EVENTS: usize = 20_000;
 pub(crate) const W2_EVENTS_QUICK: usize = 2_000;
 pub(crate) const W2_AGENTS: usize = 100;
 pub(crate) const W2_CONSUMERS: usize = 8;
-/// The issue's goals for batch 16: ratios to the raw limit and to pgmq, and commits
-/// per message.
-const GOAL_VS_RAW: f64 = 0.8;
-const GOAL_VS_PGMQ: f64 = 2.0;
-const GOAL_COMMITS: f64 = 0.15;
+/// Issue 16's goals for batch 16: ratios to the raw limit and to pgmq, and commits
+/// per message. The workload bounds the last: 200 events an agent at batch 16 take
+/// 14 transactions however they are drained (a claim, 12 acks with the next claim,
+/// the last ack), 0.07 a message; the first request of each agent's token also reads
+/// the token and the agent once (the lookup caches then hold them).
+const GOAL_VS_RAW: f64 = 0.9;
+const GOAL_VS_PGMQ: f64 = 1.5;
+const GOAL_COMMITS: f64 = 0.07;
 
 /// Runs PG-W1 and/or PG-W2 on the server at `admin` (a superuser URL), writes their
 /// JSON into `out`, and drops every database it made.
@@ -348,7 +351,7 @@ pub(crate) struct Cost {
     process_cpu_us_per_msg: Option<f64>,
     /// The database's backend processes.
     postgres_cpu_us_per_msg: Option<f64>,
-    /// Switchboard batch 16 only: the issue's ≤ 0.15.
+    /// Switchboard batch 16 only: the issue's ≤ 0.07.
     commits_goal: Option<f64>,
     commits_goal_met: Option<bool>,
 }
