@@ -166,7 +166,11 @@ fn print(report: &Report) {
 fn measure(bin: &Path) -> Result<Run> {
     let scratch = Scratch::new("switchboard-w5")?;
     let mut smoke = smoke_command(bin, &scratch, "w5")?;
-    smoke.arg("--smoke-test").stdout(Stdio::piped());
+    smoke
+        .arg("--smoke-test")
+        .stdout(Stdio::piped())
+        // Its request log would bury the bench's table; warnings still show.
+        .env("RUST_LOG", "warn");
     eprintln!("$ {}", cmd::render(&smoke));
     let mut child = smoke.spawn().context("starting the desktop app")?;
     let stdout = child.stdout.take().context("the app's stdout")?;
