@@ -87,11 +87,28 @@ struct AgentChannel {
     count: u64,
 }
 
-/// Decrements the subscriber count when an SSE stream ends.
+/// An SSE stream's registration: its wake-ups, and the subscriber count, which
+/// drops when it does.
 pub struct Subscription {
-    pub rx: watch::Receiver<Latest>,
+    rx: watch::Receiver<Latest>,
+    /// What this subscriber has written, from the moment it subscribed: a wake-up
+    /// that comes before its stream starts is still one it has not written.
+    seen: Latest,
     hub: Hub,
     agent: AgentId,
+}
+
+impl Subscription {
+    /// Waits for the next wake-up and returns its hint: the wake-up's own if one
+    /// came since the last, the highest if several did, 0 after a look-again.
+    /// `None` once the hub is gone. Cancel-safe (for `select!`).
+    pub async fn next(&mut self) -> Option<u64> {
+        self.rx.changed().await.ok()?;
+        let latest = *self.rx.borrow_and_update();
+        let hint = latest.hint_since(&self.seen);
+        self.seen = latest;
+        Some(hint)
+    }
 }
 
 impl Drop for Subscription {
@@ -207,8 +224,11 @@ impl Hub {
             count: 0,
         });
         ch.count += 1;
+        let rx = ch.tx.subscribe();
+        let seen = *rx.borrow();
         Subscription {
-            rx: ch.tx.subscribe(),
+            rx,
+            seen,
             hub: self.clone(),
             agent,
         }
@@ -228,6 +248,7 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn wake(agent: AgentId, cursor_hint: u64) -> Wake {
         Wake {
@@ -237,27 +258,41 @@ mod tests {
         }
     }
 
+    async fn next(sub: &mut Subscription) -> u64 {
+        tokio::time::timeout(Duration::from_secs(10), sub.next())
+            .await
+            .expect("a wake-up")
+            .expect("the hub is alive")
+    }
+
     #[tokio::test]
     async fn wakeups_a_subscriber_has_not_written_coalesce_into_the_highest_hint() {
         let hub = Hub::new();
         let agent = AgentId::new();
         let mut sub = hub.subscribe(agent);
-        let seen = *sub.rx.borrow_and_update();
         // Two commits whose wake-ups arrive out of order (or a send, then a
         // release of an older event), and another agent's.
         hub.notify(&[wake(agent, 10)]);
         hub.notify(&[wake(agent, 5), wake(AgentId::new(), 99)]);
-        sub.rx.changed().await.expect("the hub is alive");
-        let mut latest = *sub.rx.borrow_and_update();
-        assert_eq!(latest.hint_since(&seen), 10);
+        assert_eq!(next(&mut sub).await, 10);
         // One write covered both: nothing else is pending.
         assert!(!sub.rx.has_changed().expect("the hub is alive"));
         // One wake-up alone keeps its own hint, even below the highest.
-        let seen = latest;
         hub.notify(&[wake(agent, 3)]);
-        sub.rx.changed().await.expect("the hub is alive");
-        latest = *sub.rx.borrow_and_update();
-        assert_eq!(latest.hint_since(&seen), 3);
+        assert_eq!(next(&mut sub).await, 3);
+    }
+
+    #[tokio::test]
+    async fn a_wakeup_between_subscribing_and_the_first_wait_is_not_lost() {
+        // The SSE handler subscribes, reads the head, answers, and only then does its
+        // stream first wait: a send that commits after the head was read must still
+        // wake it.
+        let hub = Hub::new();
+        let agent = AgentId::new();
+        let mut sub = hub.subscribe(agent);
+        hub.notify(&[wake(agent, 7)]);
+        tokio::task::yield_now().await;
+        assert_eq!(next(&mut sub).await, 7);
     }
 
     #[tokio::test]
@@ -265,17 +300,12 @@ mod tests {
         let hub = Hub::new();
         let agent = AgentId::new();
         let mut sub = hub.subscribe(agent);
-        let mut seen = *sub.rx.borrow_and_update();
         hub.notify(&[wake(agent, 4)]);
         hub.wake_all();
         hub.notify(&[wake(agent, 9)]);
-        sub.rx.changed().await.expect("the hub is alive");
-        let latest = *sub.rx.borrow_and_update();
-        assert_eq!(latest.hint_since(&seen), 0, "look again");
-        seen = latest;
+        assert_eq!(next(&mut sub).await, 0, "look again");
         hub.notify(&[wake(agent, 12)]);
-        sub.rx.changed().await.expect("the hub is alive");
-        assert_eq!(sub.rx.borrow_and_update().hint_since(&seen), 12);
+        assert_eq!(next(&mut sub).await, 12);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -283,7 +313,6 @@ mod tests {
         let hub = Hub::new();
         let agent = AgentId::new();
         let mut sub = hub.subscribe(agent);
-        let mut seen = *sub.rx.borrow_and_update();
         const LAST: u64 = 20_000;
         let notifier = {
             let hub = hub.clone();
@@ -298,13 +327,7 @@ mod tests {
         };
         let (mut writes, mut last) = (0u64, 0u64);
         while last < LAST {
-            tokio::time::timeout(std::time::Duration::from_secs(10), sub.rx.changed())
-                .await
-                .expect("a wake-up for every change")
-                .expect("the hub is alive");
-            let latest = *sub.rx.borrow_and_update();
-            let hint = latest.hint_since(&seen);
-            seen = latest;
+            let hint = next(&mut sub).await;
             assert!(hint > last, "hints only grow: {hint} after {last}");
             (writes, last) = (writes + 1, hint);
         }

@@ -107,21 +107,16 @@ async fn subscribe(
         let _guard = SubscriberGauge(metrics);
         yield Ok(updated(head).retry(Duration::from_secs(3)));
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
-        let mut seen = *sub.rx.borrow_and_update();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = ticks.tick() => yield Ok(Event::default().event("heartbeat").data("{}")),
-                changed = sub.rx.changed() => {
-                    if changed.is_err() {
-                        break;
-                    }
-                    // Every wake-up since the last one written, in one.
-                    let latest = *sub.rx.borrow_and_update();
-                    let hint = latest.hint_since(&seen);
-                    seen = latest;
-                    yield Ok(updated(hint));
-                }
+                // Every wake-up since the last one written (or since subscribing,
+                // before the head was read), in one.
+                hint = sub.next() => match hint {
+                    Some(hint) => yield Ok(updated(hint)),
+                    None => break,
+                },
             }
         }
     };
