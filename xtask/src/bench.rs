@@ -33,8 +33,7 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
     if peers {
         provision_peers();
     }
-    let w5 = wants_w5(args);
-    if only(args).is_some_and(|w| w.eq_ignore_ascii_case("W5")) {
+    if only_is(args, "W5") {
         return crate::w5::run();
     }
     let mut cargo = cmd::cargo();
@@ -67,7 +66,7 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
             Err(e) => eprintln!("bench: no MariaDB, so its parts are skipped: {e:#}"),
         }
     }
-    if !w5 {
+    if !wants_w5(args) {
         eprintln!("$ {}", cmd::render(&cargo));
         let error = cargo.exec();
         bail!("could not start cargo: {error}")
@@ -92,15 +91,12 @@ fn only(args: &[String]) -> Option<&String> {
         .and_then(|i| args.get(i + 1))
 }
 
-/// W5 runs in a full run (not `--quick`, nor `--only` another workload) and with
-/// `--only W5`.
+/// After the bench binary, W5 runs in a full run: not `--quick`, nor `--only`
+/// another workload (`--only W5` runs it alone, before this is asked).
 fn wants_w5(args: &[String]) -> bool {
     let quick = args.iter().any(|a| a == "--quick")
         || std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
-    match only(args) {
-        Some(w) => w.eq_ignore_ascii_case("W5"),
-        None => !quick,
-    }
+    only(args).is_none() && !quick
 }
 
 /// The bench's PostgreSQL admin URL.
@@ -117,10 +113,12 @@ fn wants_postgres(args: &[String]) -> bool {
 
 /// `--peers`, or `--only PEERS`.
 fn wants_peers(args: &[String]) -> bool {
-    args.iter().any(|a| a == "--peers")
-        || args
-            .windows(2)
-            .any(|w| w[0] == "--only" && w[1].eq_ignore_ascii_case("PEERS"))
+    args.iter().any(|a| a == "--peers") || only_is(args, "PEERS")
+}
+
+/// Whether `--only` names `workload`.
+fn only_is(args: &[String], workload: &str) -> bool {
+    only(args).is_some_and(|w| w.eq_ignore_ascii_case(workload))
 }
 
 /// PyPI's NATS server, pinned (the bench's JetStream peer).

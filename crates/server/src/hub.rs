@@ -36,23 +36,23 @@ const CAPACITY: usize = 256;
 /// the ring got before: they carry no payload, and the subscriber reads from its own
 /// cursor or claims.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Latest {
+struct Latest {
     /// The last wake-up's cursor hint (a release's is its event's, below the head).
-    pub hint: u64,
+    hint: u64,
     /// The highest cursor hint notified.
-    pub max: u64,
+    max: u64,
     /// How many wake-ups there were.
-    pub notified: u64,
+    notified: u64,
     /// How many "look again" wake-ups ([`Hub::wake_all`]) there were: a subscriber
     /// that sees this change answers with hint 0, as the wake-up that changed it.
-    pub look_again: u64,
+    look_again: u64,
 }
 
 impl Latest {
     /// The hint to send a subscriber that last saw `seen`: 0 ("look again") if a
     /// look-again wake-up came since; the wake-up's own hint if one came; the
     /// highest if several did.
-    pub fn hint_since(&self, seen: &Latest) -> u64 {
+    fn hint_since(&self, seen: &Latest) -> u64 {
         if self.look_again != seen.look_again {
             0
         } else if self.notified == seen.notified + 1 {
@@ -258,6 +258,14 @@ mod tests {
         }
     }
 
+    /// A hub, an agent, and a subscription to it.
+    fn subscribed() -> (Hub, AgentId, Subscription) {
+        let hub = Hub::new();
+        let agent = AgentId::new();
+        let sub = hub.subscribe(agent);
+        (hub, agent, sub)
+    }
+
     async fn next(sub: &mut Subscription) -> u64 {
         tokio::time::timeout(Duration::from_secs(10), sub.next())
             .await
@@ -267,9 +275,7 @@ mod tests {
 
     #[tokio::test]
     async fn wakeups_a_subscriber_has_not_written_coalesce_into_the_highest_hint() {
-        let hub = Hub::new();
-        let agent = AgentId::new();
-        let mut sub = hub.subscribe(agent);
+        let (hub, agent, mut sub) = subscribed();
         // Two commits whose wake-ups arrive out of order (or a send, then a
         // release of an older event), and another agent's.
         hub.notify(&[wake(agent, 10)]);
@@ -287,9 +293,7 @@ mod tests {
         // The SSE handler subscribes, reads the head, answers, and only then does its
         // stream first wait: a send that commits after the head was read must still
         // wake it.
-        let hub = Hub::new();
-        let agent = AgentId::new();
-        let mut sub = hub.subscribe(agent);
+        let (hub, agent, mut sub) = subscribed();
         hub.notify(&[wake(agent, 7)]);
         tokio::task::yield_now().await;
         assert_eq!(next(&mut sub).await, 7);
@@ -297,9 +301,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_look_again_wakeup_is_not_hidden_by_later_hints() {
-        let hub = Hub::new();
-        let agent = AgentId::new();
-        let mut sub = hub.subscribe(agent);
+        let (hub, agent, mut sub) = subscribed();
         hub.notify(&[wake(agent, 4)]);
         hub.wake_all();
         hub.notify(&[wake(agent, 9)]);
@@ -310,9 +312,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_subscriber_writing_while_commits_notify_ends_on_the_last_hint() {
-        let hub = Hub::new();
-        let agent = AgentId::new();
-        let mut sub = hub.subscribe(agent);
+        let (hub, agent, mut sub) = subscribed();
         const LAST: u64 = 20_000;
         let notifier = {
             let hub = hub.clone();

@@ -40,12 +40,8 @@ pub(crate) struct Etcd {
 
 impl Etcd {
     pub(crate) async fn start(bin: &Path, parent: &Path) -> Result<Self> {
-        let version = Command::new(bin)
-            .arg("--version")
-            .output()
-            .await
-            .with_context(|| format!("running {}", bin.display()))?;
-        let version = String::from_utf8_lossy(&version.stdout)
+        let version = crate::peers::version_output(bin)
+            .await?
             .lines()
             .next()
             .unwrap_or_default()

@@ -96,11 +96,6 @@ pub(crate) async fn run(s: &Settings, ours: &[Row], out: &Path) -> Result<Vec<Pe
     );
     match nats_rows {
         Ok((version, publish_rate, drains)) => {
-            let publish_drain = Drain {
-                messages: publish_rate.messages,
-                seconds: publish_rate.seconds,
-                cpu_seconds: publish_rate.cpu_seconds,
-            };
             rows.push(publish.done(
                 s,
                 &version,
@@ -110,7 +105,7 @@ pub(crate) async fn run(s: &Settings, ours: &[Row], out: &Path) -> Result<Vec<Pe
                     s.w1_tasks,
                     s.w1_measure.as_secs_f64()
                 ),
-                vec![publish_drain],
+                vec![as_drain(&publish_rate)],
                 None,
             ));
             for (batch, samples) in drains {
@@ -191,11 +186,7 @@ pub(crate) async fn run(s: &Settings, ours: &[Row], out: &Path) -> Result<Vec<Pe
                 crate::etcd::LEASES,
                 crate::etcd::RENEWERS
             ),
-            vec![Drain {
-                messages: rate.messages,
-                seconds: rate.seconds,
-                cpu_seconds: rate.cpu_seconds,
-            }],
+            vec![as_drain(&rate)],
             Some(GOAL_VS_ETCD),
         ),
         Err(e) => {
@@ -545,6 +536,25 @@ fn pg_peers_name(i: usize) -> &'static str {
 }
 
 /// A free TCP port on 127.0.0.1 (free when asked; the server binds it right after).
+/// A rate's figures as a drain reports them (its latency left out).
+fn as_drain(rate: &crate::w1::Rate) -> Drain {
+    Drain {
+        messages: rate.messages,
+        seconds: rate.seconds,
+        cpu_seconds: rate.cpu_seconds,
+    }
+}
+
+/// What `bin --version` prints on stdout (a peer's server names its version).
+pub(crate) async fn version_output(bin: &Path) -> Result<String> {
+    let output = tokio::process::Command::new(bin)
+        .arg("--version")
+        .output()
+        .await
+        .with_context(|| format!("running {}", bin.display()))?;
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 pub(crate) fn free_port() -> Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
