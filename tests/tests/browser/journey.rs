@@ -265,6 +265,23 @@ async fn release_a_claimed_event_from_the_inspector() {
         })
         .await;
     browser.find("#timeline li[data-action='released']").await;
+    // The claim was a step in the event's row until the release moved it into a
+    // history row of its own: the timeline reads as it did with a row per step.
+    let timeline = browser.text("#timeline").await;
+    let steps: Vec<&str> = timeline
+        .lines()
+        .filter_map(|l| {
+            ["created", "claimed", "released"]
+                .into_iter()
+                .find(|a| l.contains(a))
+        })
+        .collect();
+    assert_eq!(steps, ["created", "claimed", "released"], "{timeline}");
+    assert!(
+        timeline.contains("claimed by agent:slow-bot · attempt 1 of 5")
+            && timeline.contains("released by operator"),
+        "who did each, and the claim's attempt: {timeline}"
+    );
 
     // The holder's token no longer works (its claim was invalidated).
     let stale = bot.ack("slow-bot", id, token).await;

@@ -4,13 +4,13 @@
 //! Same transactions and statements as `MySqlStore` (the engine's portable shapes
 //! over `store/statements/`, in their MySQL spelling): a claim is one transaction
 //! (reap this agent's expired leases; select the claimable ids `FOR UPDATE SKIP
-//! LOCKED`; per id the update, the read-back and the history row; the last-seen
-//! update); an ack of a claim batch is one transaction (per entry the conditional
-//! update, the read-back and the history row). The pool has the store's size and
+//! LOCKED`; per id the update and the read-back; the last-seen update); an ack of
+//! a claim batch is one transaction (per entry the conditional update and the
+//! read-back). A claim and an ack are steps in the event row, no history row. The pool has the store's size and
 //! session settings, but skips the store's `test_before_acquire` ping.
 //!
 //! The statements are copied from `crates/server/src/store/statements/` (`inbox.rs`,
-//! `maintenance.rs`, `events.rs`) as `dialect.rs` renders them for MySQL, with
+//! `maintenance.rs`) as `dialect.rs` renders them for MySQL, with
 //! `store/rows.rs`'s column lists expanded; keep them in step when those change.
 
 use crate::drain::Queues;
@@ -35,22 +35,21 @@ const CLAIMABLE: &str = "SELECT id FROM events FORCE INDEX (events_claim) \
      AND (expires_at IS NULL OR expires_at > ?) ORDER BY priority DESC, seq LIMIT ? \
      FOR UPDATE SKIP LOCKED";
 
-/// Claim, step 3 per id (`take_claim`, then its history step).
+/// Claim, step 3 per id (`take_claim`).
 const TAKE: &str = "UPDATE events SET status = 'claimed', attempts = attempts + 1, \
-     claim_token = ?, lease_expires_at = ?, updated_at = ? WHERE id = ?";
+     claim_token = ?, lease_expires_at = ?, updated_at = ?, claimed_at = ?, claimed_by = ? \
+     WHERE id = ?";
 const READ_EVENT: &str = "SELECT id, agent_id, seq, sender_agent_id, sender_name, room_id, \
      room_seq, correlation_id, priority, status, payload, attempts, max_attempts, created_at, \
      available_at, expires_at, last_error, lease_expires_at, claim_token FROM events WHERE id = ?";
-const HISTORY: &str =
-    "INSERT INTO event_history (event_id, at, action, actor, detail) VALUES (?, ?, ?, ?, ?)";
 
 /// Claim, step 4 (`note_seen`; MySQL writes it on every claim).
 const NOTE_SEEN: &str = "UPDATE agents SET last_seen_at = ? WHERE id = ? \
      AND (last_seen_at IS NULL OR last_seen_at < ?)";
 
-/// Ack, per entry (`complete_claim`, its read-back, then its history step).
+/// Ack, per entry (`complete_claim` and its read-back).
 const COMPLETE: &str = "UPDATE events SET status = 'completed', payload = NULL, \
-     lease_expires_at = NULL, updated_at = ? WHERE id = ? AND agent_id = ? \
+     lease_expires_at = NULL, updated_at = ?, completed_at = ? WHERE id = ? AND agent_id = ? \
      AND claim_token = ? AND status = 'claimed' AND lease_expires_at > ?";
 const READ_STATE: &str =
     "SELECT id, status, attempts, lease_expires_at, available_at, seq FROM events WHERE id = ?";
@@ -170,22 +169,14 @@ impl Inboxes {
                 .bind(&token)
                 .bind(now + LEASE_MS)
                 .bind(now)
+                .bind(now)
+                .bind(actor)
                 .bind(&id)
                 .execute(&mut *tx)
                 .await?;
-            let row = sqlx::query(READ_EVENT)
+            sqlx::query(READ_EVENT)
                 .bind(&id)
                 .fetch_one(&mut *tx)
-                .await?;
-            let attempts: i64 = sqlx::Row::try_get(&row, "attempts")?;
-            let max_attempts: i64 = sqlx::Row::try_get(&row, "max_attempts")?;
-            sqlx::query(HISTORY)
-                .bind(&id)
-                .bind(now)
-                .bind("claimed")
-                .bind(actor)
-                .bind(format!("attempt {attempts} of {max_attempts}"))
-                .execute(&mut *tx)
                 .await?;
             claimed.push((id, token));
         }
@@ -205,10 +196,11 @@ impl Inboxes {
         queue: usize,
         claimed: &[(String, String)],
     ) -> Result<()> {
-        let (agent, actor) = &self.agents[queue];
+        let (agent, _) = &self.agents[queue];
         let now = now_ms();
         for (id, token) in claimed {
             let done = sqlx::query(COMPLETE)
+                .bind(now)
                 .bind(now)
                 .bind(id)
                 .bind(agent)
@@ -218,14 +210,6 @@ impl Inboxes {
                 .await?;
             ensure!(done.rows_affected() == 1, "an ack was refused");
             sqlx::query(READ_STATE).bind(id).fetch_one(&mut *tx).await?;
-            sqlx::query(HISTORY)
-                .bind(id)
-                .bind(now)
-                .bind("acked")
-                .bind(actor)
-                .bind(None::<String>)
-                .execute(&mut *tx)
-                .await?;
         }
         Ok(())
     }

@@ -23,40 +23,56 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Claim, step 1 (`return_expired_leases` for one agent): expired leases go back
-/// to pending (none expire here: leases are 60 s). `$1` now, `$2` the agent.
-const REAP_LEASES: &str = "WITH r AS ( \
+/// to pending (none expire here: leases are 60 s), their claim steps moved into
+/// history rows before their own (`postgres/timeline.rs` `moved_then` expanded). `$1`
+/// now, `$2` the agent.
+const REAP_LEASES: &str = "WITH o AS (SELECT id, claimed_at, claimed_by, attempts, \
+         max_attempts, completed_at FROM events \
+       WHERE status = 'claimed' AND lease_expires_at <= $1 \
+         AND ($2::text IS NULL OR agent_id = $2) ORDER BY lease_expires_at LIMIT $3 \
+         FOR UPDATE SKIP LOCKED), \
+     r AS ( \
        UPDATE events SET \
          status = CASE WHEN attempts >= max_attempts THEN 'quarantined' ELSE 'pending' END, \
-         claim_token = NULL, lease_expires_at = NULL, available_at = $1, updated_at = $1, \
+         available_at = lease_expires_at, \
+         claim_token = NULL, lease_expires_at = NULL, updated_at = $1, \
+         claimed_at = NULL, completed_at = NULL, \
          last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
            || COALESCE(' (last error: ' || last_error || ')', '') \
-       WHERE id IN (SELECT id FROM events WHERE status = 'claimed' AND lease_expires_at <= $1 \
-         AND ($2::text IS NULL OR agent_id = $2) ORDER BY lease_expires_at LIMIT $3 \
-         FOR UPDATE SKIP LOCKED) \
+       WHERE id IN (SELECT id FROM o) \
        RETURNING id, tenant_id, agent_id, seq, status, attempts), \
      h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
-       SELECT id, $1, CASE WHEN status = 'quarantined' THEN 'quarantined' ELSE 'lease_expired' END, \
-         $4, CASE WHEN status = 'quarantined' \
-           THEN 'lease expired on attempt ' || attempts || '; attempts exhausted' \
-           ELSE 'attempt ' || attempts END FROM r) \
+       SELECT event_id, at, action, actor, detail FROM ( \
+         SELECT id AS event_id, claimed_at AS at, 'claimed' AS action, claimed_by AS actor, \
+           'attempt ' || attempts || ' of ' || max_attempts AS detail, 1 AS k FROM o \
+           WHERE claimed_at IS NOT NULL \
+         UNION ALL SELECT id, completed_at, 'acked', claimed_by, NULL, 2 FROM o \
+           WHERE completed_at IS NOT NULL \
+         UNION ALL SELECT event_id, at, action, actor, detail, 3 FROM ( \
+           SELECT id AS event_id, $1 AS at, \
+             CASE WHEN status = 'quarantined' THEN 'quarantined' ELSE 'lease_expired' END \
+               AS action, \
+             $4 AS actor, CASE WHEN status = 'quarantined' \
+               THEN 'lease expired on attempt ' || attempts || '; attempts exhausted' \
+               ELSE 'attempt ' || attempts END AS detail FROM r) AS own \
+       ) AS s ORDER BY k) \
      SELECT tenant_id, agent_id, seq, status FROM r";
 const REAP_BATCH: i64 = 1_000;
 const SCAVENGER: &str = "system:scavenger";
 
 /// Claim, step 2: take up to `$4` pending events under new tokens and a lease until
-/// `$3`, with their history rows. `$1` agent, `$2` now, `$5` actor.
+/// `$3`, the claim a step in each row. `$1` agent, `$2` now, `$5` actor.
 const CLAIM: &str = "WITH c AS ( \
        UPDATE events SET status = 'claimed', attempts = attempts + 1, \
-         claim_token = gen_random_uuid()::text, lease_expires_at = $3, updated_at = $2 \
+         claim_token = gen_random_uuid()::text, lease_expires_at = $3, updated_at = $2, \
+         claimed_at = $2, claimed_by = $5 \
        WHERE id IN ( \
          SELECT id FROM events WHERE agent_id = $1 AND status = 'pending' \
            AND available_at <= $2 AND (expires_at IS NULL OR expires_at > $2) \
          ORDER BY priority DESC, seq LIMIT $4 FOR UPDATE SKIP LOCKED) \
        RETURNING id, agent_id, seq, sender_agent_id, sender_name, room_id, room_seq, \
          correlation_id, priority, status, payload, attempts, max_attempts, created_at, \
-         available_at, expires_at, last_error, lease_expires_at, claim_token), \
-     h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
-       SELECT id, $2, 'claimed', $5, 'attempt ' || attempts || ' of ' || max_attempts FROM c) \
+         available_at, expires_at, last_error, lease_expires_at, claim_token) \
      SELECT * FROM c ORDER BY priority DESC, seq";
 
 /// Claim, in its transaction: last seen, at most once a second.
@@ -64,16 +80,13 @@ const TOUCH_AGENT: &str = "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
      AND (last_seen_at IS NULL OR last_seen_at < $1 - 1000)";
 
 /// Ack a claim batch: complete each event whose token is current and lease running,
-/// with its history row. `$1` now, `$2` event ids, `$3` tokens, `$4` agent, `$5` actor.
-const ACK: &str = "WITH a AS (UPDATE events e SET status = 'completed', payload = NULL, \
-       lease_expires_at = NULL, updated_at = $1 \
+/// the ack a step in its row. `$1` now, `$2` event ids, `$3` tokens, `$4` agent.
+const ACK: &str = "UPDATE events e SET status = 'completed', payload = NULL, \
+       lease_expires_at = NULL, updated_at = $1, completed_at = $1 \
        FROM UNNEST($2::text[], $3::text[]) AS x(id, token) \
        WHERE e.id = x.id AND e.agent_id = $4 AND e.claim_token = x.token \
          AND e.status = 'claimed' AND e.lease_expires_at > $1 \
-       RETURNING e.id, e.status, e.attempts, e.lease_expires_at, e.available_at), \
-     h AS (INSERT INTO event_history (event_id, at, action, actor) \
-       SELECT id, $1, 'acked', $5 FROM a) \
-     SELECT id, status, attempts, lease_expires_at, available_at FROM a";
+       RETURNING e.id, e.status, e.attempts, e.lease_expires_at, e.available_at";
 
 const LEASE_MS: i64 = 60_000;
 
@@ -193,14 +206,13 @@ impl Inboxes {
         queue: usize,
         claimed: Vec<(String, String)>,
     ) -> Result<()> {
-        let (agent, actor) = &self.agents[queue];
+        let (agent, _) = &self.agents[queue];
         let (ids, tokens): (Vec<String>, Vec<String>) = claimed.into_iter().unzip();
         let rows = sqlx::query(ACK)
             .bind(now_ms())
             .bind(&ids)
             .bind(&tokens)
             .bind(agent)
-            .bind(actor)
             .fetch_all(&mut *conn)
             .await?;
         ensure!(

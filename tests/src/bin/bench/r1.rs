@@ -163,6 +163,15 @@ async fn raw_replay(dir: &Path, expected: usize) -> Result<(f64, f64)> {
         .fetch_all(&mut *tx)
         .await?;
         for (id, _, _) in &rows {
+            // The row's claim and ack steps, to move them into history rows first
+            // (`EventStatements::move_steps`; a quarantined event holds none).
+            sqlx::query(
+                "SELECT id, created_at, sender_agent_id, sender_name, claimed_at, claimed_by, \
+                 attempts, max_attempts, completed_at FROM events WHERE id = ?",
+            )
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
             sqlx::query(
                 "UPDATE events SET status = 'pending', attempts = 0, claim_token = NULL, \
                  lease_expires_at = NULL, available_at = ?1, updated_at = ?1 WHERE id = ?2",

@@ -8,14 +8,14 @@
 //!
 //! The statements are the SQLite renderings of `crates/server/src/store/statements/`
 //! (`inbox.rs` claimable, take_claim and complete_claim;
-//! `maintenance.rs` expired_leases; `events.rs` history; `rows.rs` EVENT_COLS);
-//! keep them in step when those change.
+//! `maintenance.rs` expired_leases; `rows.rs` EVENT_COLS); keep them in step when
+//! those change. A claim and an ack write no history row: their steps are columns of
+//! the event row (`engine/timeline.rs`).
 
 use crate::drain::{Drain, Queues};
 use crate::server::{DB_FILE, now_ms};
 use crate::w2::AGENT;
 use anyhow::{Context, Result, ensure};
-use sqlx::Row;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use std::path::Path;
@@ -38,22 +38,18 @@ const SELECT_CLAIMABLE: &str = "SELECT id FROM events WHERE agent_id = ? \
 
 /// Claim, step 3, per id: take it under a new token and lease.
 const CLAIM_ONE: &str = "UPDATE events SET status = 'claimed', \
-    attempts = attempts + 1, claim_token = ?, lease_expires_at = ?, updated_at = ? \
-    WHERE id = ? RETURNING id, agent_id, seq, sender_agent_id, sender_name, room_id, \
+    attempts = attempts + 1, claim_token = ?, lease_expires_at = ?, updated_at = ?, \
+    claimed_at = ?, claimed_by = ? WHERE id = ? RETURNING id, agent_id, seq, sender_agent_id, sender_name, room_id, \
     room_seq, correlation_id, priority, status, payload, attempts, max_attempts, created_at, \
     available_at, expires_at, last_error, lease_expires_at, claim_token";
-
-/// Claim (per id, `'claimed'`) and ack (`'acked'`): one history step.
-const HISTORY: &str =
-    "INSERT INTO event_history (event_id, at, action, actor, detail) VALUES (?, ?, ?, ?, ?)";
 
 /// Claim, last step: the agent was seen.
 const TOUCH_AGENT: &str = "UPDATE agents SET last_seen_at = ? WHERE id = ?";
 
 /// Ack: complete the event if the token is current and the lease unexpired.
 const ACK: &str = "UPDATE events SET status = 'completed', payload = NULL, \
-    lease_expires_at = NULL, updated_at = ? WHERE id = ? AND agent_id = ? AND claim_token = ? \
-    AND status = 'claimed' AND lease_expires_at > ? \
+    lease_expires_at = NULL, updated_at = ?, completed_at = ? WHERE id = ? AND agent_id = ? \
+    AND claim_token = ? AND status = 'claimed' AND lease_expires_at > ? \
     RETURNING id, status, attempts, lease_expires_at, available_at";
 
 const LEASE_MS: i64 = 60_000;
@@ -170,22 +166,14 @@ async fn claim_in(
     let mut claimed = Vec::with_capacity(ids.len());
     for id in ids {
         let token = uuid::Uuid::now_v7().to_string();
-        let row = sqlx::query(CLAIM_ONE)
+        sqlx::query(CLAIM_ONE)
             .bind(&token)
             .bind(now + LEASE_MS)
             .bind(now)
+            .bind(now)
+            .bind(&agent.actor)
             .bind(&id)
             .fetch_one(&mut *tx)
-            .await?;
-        let attempts: i64 = row.try_get("attempts")?;
-        let max_attempts: i64 = row.try_get("max_attempts")?;
-        sqlx::query(HISTORY)
-            .bind(&id)
-            .bind(now)
-            .bind("claimed")
-            .bind(&agent.actor)
-            .bind(format!("attempt {attempts} of {max_attempts}"))
-            .execute(&mut *tx)
             .await?;
         claimed.push((id, token));
     }
@@ -215,6 +203,7 @@ async fn ack_in(
     for (id, token) in claimed {
         let row = sqlx::query(ACK)
             .bind(now)
+            .bind(now)
             .bind(id)
             .bind(&agent.id)
             .bind(token)
@@ -222,14 +211,6 @@ async fn ack_in(
             .fetch_optional(&mut *tx)
             .await?;
         ensure!(row.is_some(), "ack of {id} was refused");
-        sqlx::query(HISTORY)
-            .bind(id)
-            .bind(now)
-            .bind("acked")
-            .bind(&agent.actor)
-            .bind(None::<String>)
-            .execute(&mut *tx)
-            .await?;
     }
     Ok(())
 }

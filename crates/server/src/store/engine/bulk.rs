@@ -133,9 +133,13 @@ pub(crate) trait BulkDriver: BulkStatements {
         let targets = self.find_targets(tx, tenant, scope, window).await?;
         let verb = verb(scope.action);
         let mut changed = Vec::with_capacity(targets.len());
+        let actor = actor.to_string();
         for target in &targets {
+            // Before the change: a replay resets the attempts its claim step names.
+            self.move_steps(tx, &target.id).await?;
             if self.apply_to(tx, scope.action, target, now).await? {
-                self.history(tx, &target.id, now, verb, actor, None).await?;
+                self.history(tx, &target.id, now, verb, &actor, None)
+                    .await?;
                 changed.push(Changed {
                     id: target.id.clone(),
                     agent: target.agent.clone(),

@@ -1,6 +1,6 @@
 //! Inbox events as every write path makes them: the next number of the recipient's
-//! sequence (I2), the event row, and its first history step, in the caller's
-//! transaction (I1).
+//! sequence (I2) and the event row (which is its `created` step, `timeline.rs`), in
+//! the caller's transaction (I1); and the history steps off the happy path.
 //!
 //! I2 on every backend: `next_seq` increments the agent row's `head_seq` in an
 //! `UPDATE`, which takes that row's write lock until the transaction ends. A second
@@ -9,6 +9,7 @@
 //! single writer serializes the transactions anyway.
 
 use super::Driver;
+use super::timeline::RowSteps;
 use crate::clock::Millis;
 use crate::store::{Actor, NewMessage, StoreResult};
 use async_trait::async_trait;
@@ -25,8 +26,6 @@ pub(crate) struct NewEvent<'a> {
     pub(crate) room_id: Option<String>,
     pub(crate) room_seq: Option<i64>,
     pub(crate) msg: &'a NewMessage,
-    /// Who made it, for the first history step.
-    pub(crate) from: &'a Actor,
     pub(crate) now: Millis,
 }
 
@@ -52,17 +51,43 @@ pub(crate) trait EventStatements: Driver {
         tenant: TenantId,
         agent: AgentId,
     ) -> StoreResult<u64>;
-    async fn insert_event_row(&self, tx: &mut Self::Tx, e: &NewEvent<'_>) -> StoreResult<()>;
-    /// Appends one step to an event's history.
+    async fn insert_event(&self, tx: &mut Self::Tx, e: &NewEvent<'_>) -> StoreResult<()>;
+    /// Appends one row to an event's history. Off the happy path only, after
+    /// [`EventDriver::move_steps`].
     async fn history(
         &self,
         tx: &mut Self::Tx,
         event_id: &str,
         at: Millis,
         action: &str,
-        actor: &Actor,
+        actor: &str,
         detail: Option<String>,
     ) -> StoreResult<()>;
+    /// The steps the event's row holds (`timeline.rs`), its row locked until the
+    /// transaction ends (no lock on SQLite, whose writer is alone); `None` when there
+    /// is no such event.
+    async fn row_steps(&self, tx: &mut Self::Tx, event_id: &str) -> StoreResult<Option<RowSteps>>;
+    /// Clears the claim and ack steps the event's row holds (once they are rows).
+    async fn clear_steps(&self, tx: &mut Self::Tx, event_id: &str) -> StoreResult<()>;
+
+    /// Moves the claim and ack that the event's row holds into history rows of
+    /// their own: what every step off the happy path does before it changes the event
+    /// and writes its row (`timeline.rs`), so the row's steps stay the newest. Before
+    /// the change, as a replay resets the attempts the claim's step names. PostgreSQL
+    /// does the same inside each of its one-statement CTEs instead.
+    async fn move_steps(&self, tx: &mut Self::Tx, event_id: &str) -> StoreResult<()> {
+        let Some(steps) = self.row_steps(tx, event_id).await? else {
+            return Ok(());
+        };
+        if !steps.holds_steps() {
+            return Ok(());
+        }
+        for step in steps.moved_steps() {
+            self.history(tx, event_id, step.at, step.action, &step.actor, step.detail)
+                .await?;
+        }
+        self.clear_steps(tx, event_id).await
+    }
 }
 
 /// Where a backend's shape differs: each method has the portable default.
@@ -87,14 +112,6 @@ pub(crate) trait EventDriver: EventStatements {
             return Err(crate::store::StoreError::NotFound);
         }
         self.head_seq(tx, agent).await
-    }
-
-    /// The event row and its `created` history step. PostgreSQL does both in one
-    /// statement (one round trip).
-    async fn insert_event(&self, tx: &mut Self::Tx, e: &NewEvent<'_>) -> StoreResult<()> {
-        self.insert_event_row(tx, e).await?;
-        self.history(tx, &e.id, e.now, "created", e.from, None)
-            .await
     }
 }
 
@@ -146,7 +163,6 @@ pub(crate) async fn deliver<D: EventDriver>(
         room_id: room.map(|(r, _)| r.to_string()),
         room_seq: room.map(|(_, s)| s as i64),
         msg,
-        from,
         now,
     };
     d.insert_event(tx, &row).await?;

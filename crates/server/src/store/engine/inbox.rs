@@ -119,11 +119,13 @@ pub(crate) trait InboxStatements:
         agent: AgentId,
         now: Millis,
     ) -> StoreResult<Vec<ClaimedEvent>>;
-    /// Claims one event under `token` until `lease_until` (one more attempt).
+    /// Claims one event for `claimer` under `token` until `lease_until` (one more
+    /// attempt); the claim's step is the row's `claimed_at` and `claimed_by`.
     async fn take_claim(
         &self,
         tx: &mut Self::Tx,
         event: EventId,
+        claimer: &str,
         token: ClaimToken,
         lease_until: Millis,
         now: Millis,
@@ -188,8 +190,8 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
 
     /// Claims up to `limit` events for `agent` until `lease_until`, each with a new
     /// token (random, or [`attempt_token`] of the claim's `attempt` id) and its
-    /// `claimed` history step. PostgreSQL: one CTE, rows taken `FOR UPDATE SKIP
-    /// LOCKED` (one round trip).
+    /// `claimed` step in its row. PostgreSQL: one statement, rows taken `FOR UPDATE
+    /// SKIP LOCKED` (one round trip).
     async fn claim_batch(
         &self,
         tx: &mut Self::Tx,
@@ -200,15 +202,14 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
         now: Millis,
     ) -> StoreResult<Vec<ClaimedEvent>> {
         let ids = self.claimable(tx, agent.id, now, limit).await?;
-        let actor = agent.actor();
+        let claimer = agent.actor().to_string();
         let mut claimed = Vec::with_capacity(ids.len());
         for (id, attempts) in ids {
             // With an attempt id, the token names the attempt and this claim's number.
             let token =
                 attempt.map_or_else(ClaimToken::new, |a| attempt_token(a, id, attempts + 1));
-            let event = self.take_claim(tx, id, token, lease_until, now).await?;
-            let detail = format!("attempt {} of {}", event.attempts, event.max_attempts);
-            self.history(tx, &id.to_string(), now, "claimed", &actor, Some(detail))
+            let event = self
+                .take_claim(tx, id, &claimer, token, lease_until, now)
                 .await?;
             claimed.push(ClaimedEvent {
                 event,
@@ -219,8 +220,9 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
         Ok(claimed)
     }
 
-    /// Completes every entry whose token holds its claim, with its `acked` history
-    /// step, in one transaction of its own; the states of those it completed.
+    /// Completes every entry whose token holds its claim (its `acked` step is the
+    /// row's `completed_at`), in one transaction of its own; the states of those it
+    /// completed.
     /// PostgreSQL: one autocommitted statement (one round trip, one commit).
     async fn complete_claims(
         &self,
@@ -245,12 +247,9 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
         entries: &[(EventId, ClaimToken)],
         now: Millis,
     ) -> StoreResult<Vec<EventState>> {
-        let actor = agent.actor();
         let mut done = Vec::with_capacity(entries.len());
         for &(event, token) in entries {
             if let Some(state) = self.complete_claim(tx, agent.id, event, token, now).await? {
-                self.history(tx, &event.to_string(), now, "acked", &actor, None)
-                    .await?;
                 done.push(state);
             }
         }
@@ -258,12 +257,16 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
     }
 
     /// [`InboxStatements::release_claim_row`] and its history step (`released`, or
-    /// `quarantined`). PostgreSQL: one CTE.
+    /// `quarantined`), after the claim's step moved out of the row. PostgreSQL: one
+    /// CTE.
     async fn release_claim(
         &self,
         tx: &mut Self::Tx,
         r: &ReleaseRow<'_>,
     ) -> StoreResult<Option<(EventState, u64)>> {
+        // Moving the steps of a claim this token does not hold is harmless: they are
+        // the same timeline, rows instead of columns.
+        self.move_steps(tx, &r.event.to_string()).await?;
         let Some((state, seq)) = self.release_claim_row(tx, r).await? else {
             return Ok(None);
         };
@@ -272,13 +275,12 @@ pub(crate) trait InboxDriver: InboxStatements + MaintenanceDriver {
         } else {
             "released"
         };
-        let actor = r.agent.actor();
         self.history(
             tx,
             &r.event.to_string(),
             r.now,
             action,
-            &actor,
+            &r.agent.actor().to_string(),
             r.detail.clone(),
         )
         .await?;

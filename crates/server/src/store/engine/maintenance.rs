@@ -83,7 +83,8 @@ pub(crate) trait MaintenanceStatements: InboxStatements {
     /// without locks: it only picks the candidates).
     async fn retention_candidates(&self, cutoff: Millis) -> StoreResult<Vec<RetentionCandidate>>;
     /// The history of the agent's events with `after < seq <= through`, each step
-    /// with its event, in the order they happened.
+    /// with its event: event by event in sequence order, each event's steps in the
+    /// order they happened (`timeline.rs`).
     async fn history_between(
         &self,
         tx: &mut Self::Tx,
@@ -154,16 +155,11 @@ pub(crate) trait MaintenanceDriver: MaintenanceStatements {
                 )
             };
             let error = expiry_error(&lease);
+            let id = lease.id.to_string();
+            self.move_steps(tx, &id).await?;
             self.return_lease(tx, lease.id, status, &error, now).await?;
-            self.history(
-                tx,
-                &lease.id.to_string(),
-                now,
-                action,
-                &SCAVENGER,
-                Some(detail),
-            )
-            .await?;
+            self.history(tx, &id, now, action, &SCAVENGER.to_string(), Some(detail))
+                .await?;
             returned.push(ReturnedLease {
                 tenant: lease.tenant,
                 agent: lease.agent,
@@ -180,8 +176,17 @@ pub(crate) trait MaintenanceDriver: MaintenanceStatements {
         let expired = self.expired_events(tx, now, limit).await?;
         for &id in &expired {
             self.expire_event(tx, id, now).await?;
-            self.history(tx, &id.to_string(), now, "expired", &EXPIRY, None)
-                .await?;
+            // A pending event holds no claim or ack step in its row (`timeline.rs`):
+            // nothing to move.
+            self.history(
+                tx,
+                &id.to_string(),
+                now,
+                "expired",
+                &EXPIRY.to_string(),
+                None,
+            )
+            .await?;
         }
         Ok(expired.len() as u64)
     }

@@ -42,6 +42,7 @@ pub(crate) mod send;
 pub(crate) mod signin;
 #[cfg(test)]
 pub(crate) mod suite;
+pub(crate) mod timeline;
 
 /// What every driver has: write transactions and read snapshots.
 #[async_trait]

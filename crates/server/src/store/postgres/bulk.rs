@@ -2,6 +2,7 @@
 //! locks its events, and the instance as the owner of the jobs it runs.
 
 use super::PgStore;
+use super::timeline::{CLEAR_STEPS, moved_then};
 use crate::clock::Millis;
 use crate::store::engine::bulk::{self, Batch, BulkStatements, Changed, Window};
 use crate::store::engine::jobs::JobDriver;
@@ -10,6 +11,9 @@ use crate::store::{Actor, Scope, StoreResult};
 use async_trait::async_trait;
 use sqlx::{Postgres, QueryBuilder};
 use switchboard_proto::{BulkAction, TenantId};
+
+/// Where each event's own step goes in [`moved_then`]'s statement.
+const OWN: &str = "<own step>";
 
 #[async_trait]
 impl bulk::BulkDriver for PgStore {
@@ -26,7 +30,12 @@ impl bulk::BulkDriver for PgStore {
         actor: &Actor,
         now: Millis,
     ) -> StoreResult<Batch> {
-        let mut qb = QueryBuilder::<Postgres>::new("WITH picked AS (SELECT e.id");
+        // `picked` reads the steps the rows hold before the change, to move them
+        // (`timeline.rs`): a replay resets the attempts a claim's step names.
+        let mut qb = QueryBuilder::<Postgres>::new(
+            "WITH picked AS (SELECT e.id, e.claimed_at, e.claimed_by, e.attempts, \
+             e.max_attempts, e.completed_at",
+        );
         <Self as BulkStatements>::push_scope(&mut qb, tenant, scope, window);
         // In id order, so two batches (of any instances) take their locks in one order.
         // Only the events are locked: the agents' rows stay free for senders. A locked
@@ -60,18 +69,23 @@ impl bulk::BulkDriver for PgStore {
                 );
             }
         }
-        qb.push(", updated_at = ").push_bind(now);
-        qb.push(
-            " WHERE id IN (SELECT id FROM picked) RETURNING id, agent_id, seq), \
-             history AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
-             SELECT id, ",
-        );
-        qb.push_bind(now)
-            .push(", ")
+        qb.push(", ")
+            .push(CLEAR_STEPS)
+            .push(", updated_at = ")
+            .push_bind(now);
+        qb.push(" WHERE id IN (SELECT id FROM picked) RETURNING id, agent_id, seq), history AS (");
+        // The moved steps, then each changed event's own (`moved_then`).
+        let insert = moved_then("picked", OWN);
+        let (before, after) = insert.split_once(OWN).unwrap_or((&insert, ""));
+        qb.push(before)
+            .push("SELECT id AS event_id, ")
+            .push_bind(now);
+        qb.push("::bigint AS at, ")
             .push_bind(bulk::verb(scope.action))
-            .push(", ");
-        qb.push_bind(actor.to_string())
-            .push(", NULL FROM done) SELECT id, agent_id, seq FROM done");
+            .push("::text AS action, ")
+            .push_bind(actor.to_string())
+            .push("::text AS actor, NULL::text AS detail FROM done");
+        qb.push(after).push(") SELECT id, agent_id, seq FROM done");
         let rows = qb.build().fetch_all(&mut **tx).await?;
         let changed = rows
             .iter()

@@ -1,9 +1,11 @@
 //! The inbox's PostgreSQL shapes ([`InboxDriver`]): claim, ack and release are one
-//! statement each (a CTE writes the history rows too), so a drain costs one commit
-//! per claim batch plus one per ack. The rules are the engine's (`engine/inbox.rs`);
+//! statement each (a claim and an ack are steps in the event row, a release's CTE
+//! writes its history rows, `timeline.rs`), so a drain costs one commit per claim
+//! batch plus one per ack. The rules are the engine's (`engine/inbox.rs`);
 //! these statements only hold them in one round trip.
 
 use super::PgStore;
+use super::timeline::{CLEAR_STEPS, OLD_STEP_COLS, moved_then};
 use crate::clock::{Millis, to_timestamp};
 use crate::store::dialect::sql;
 use crate::store::engine::Driver;
@@ -60,15 +62,12 @@ impl InboxDriver for PgStore {
                  claim_token = COALESCE(left(encode(sha256(convert_to( \
                    $6::text || ':' || id || ':' || (attempts + 1), 'UTF8')), 'hex'), 32)::uuid::text, \
                    gen_random_uuid()::text), \
-                 lease_expires_at = $3, updated_at = $2 \
+                 lease_expires_at = $3, updated_at = $2, claimed_at = $2, claimed_by = $5 \
                WHERE id IN ( \
                  SELECT id FROM events WHERE agent_id = $1 AND status = 'pending' \
                    AND {AVAILABLE} AND (expires_at IS NULL OR expires_at > $2) \
                  ORDER BY priority DESC, seq LIMIT $4 FOR UPDATE SKIP LOCKED) \
-               RETURNING {EVENT_COLS}), \
-             h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
-               SELECT id, $2, 'claimed', $5, 'attempt ' || attempts || ' of ' || max_attempts \
-               FROM c) \
+               RETURNING {EVENT_COLS}) \
              SELECT * FROM c ORDER BY priority DESC, seq",
             AVAILABLE = available("", "$2")
         ))
@@ -126,15 +125,20 @@ impl InboxDriver for PgStore {
     ) -> StoreResult<Option<(EventState, u64)>> {
         let row = sqlx::query(sql!(
             Self::DIALECT,
-            "WITH r AS (UPDATE events SET \
+            "WITH o AS (SELECT {OLD_STEP_COLS} FROM events WHERE {HOLDS} FOR UPDATE), \
+             r AS (UPDATE events SET \
                status = CASE WHEN $5 OR {QUARANTINES} THEN 'quarantined' ELSE 'pending' END, \
                claim_token = NULL, lease_expires_at = NULL, available_at = $6, \
-               last_error = COALESCE($7, last_error), updated_at = $1 \
-             WHERE {HOLDS} RETURNING {STATE_COLS}, seq), \
-             h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
-               SELECT id, $1, CASE WHEN status = 'quarantined' THEN 'quarantined' \
-                 ELSE 'released' END, $8, $9 FROM r) \
-             SELECT * FROM r"
+               last_error = COALESCE($7, last_error), updated_at = $1, {CLEAR_STEPS} \
+             WHERE id IN (SELECT id FROM o) RETURNING {STATE_COLS}, seq), \
+             h AS ({}) \
+             SELECT * FROM r",
+            moved_then(
+                "o",
+                "SELECT id AS event_id, $1 AS at, CASE WHEN status = 'quarantined' \
+                 THEN 'quarantined' ELSE 'released' END AS action, $8 AS actor, $9 AS detail \
+                 FROM r"
+            )
         ))
         .bind(r.now)
         .bind(r.event.to_string())
@@ -155,8 +159,9 @@ impl InboxDriver for PgStore {
     }
 }
 
-/// Completes every entry whose token holds its claim, with its `acked` history step:
-/// one statement, for [`InboxDriver::complete_claims`] and its in-transaction form.
+/// Completes every entry whose token holds its claim (its `acked` step is the row's
+/// `completed_at`): one statement, for [`InboxDriver::complete_claims`] and its
+/// in-transaction form.
 fn complete_claims(
     agent: &AgentRecord,
     entries: &[(EventId, ClaimToken)],
@@ -166,19 +171,15 @@ fn complete_claims(
     let tokens: Vec<String> = entries.iter().map(|(_, t)| t.to_string()).collect();
     sqlx::query(sql!(
         PgStore::DIALECT,
-        "WITH a AS (UPDATE events e SET status = 'completed', payload = NULL, \
-           lease_expires_at = NULL, updated_at = $1 \
+        "UPDATE events e SET status = 'completed', payload = NULL, \
+           lease_expires_at = NULL, updated_at = $1, completed_at = $1 \
            FROM UNNEST($2::text[], $3::text[]) AS x(id, token) \
            WHERE e.id = x.id AND e.agent_id = $4 AND e.claim_token = x.token \
              AND e.status = 'claimed' AND e.lease_expires_at > $1 \
-           RETURNING e.id, e.status, e.attempts, e.lease_expires_at, e.available_at), \
-         h AS (INSERT INTO event_history (event_id, at, action, actor) \
-           SELECT id, $1, 'acked', $5 FROM a) \
-         SELECT {STATE_COLS} FROM a"
+           RETURNING e.id, e.status, e.attempts, e.lease_expires_at, e.available_at"
     ))
     .bind(now)
     .bind(ids)
     .bind(tokens)
     .bind(agent.id.to_string())
-    .bind(agent.actor().to_string())
 }

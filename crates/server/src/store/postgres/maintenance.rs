@@ -1,10 +1,11 @@
 //! The scavenger's and expiry's PostgreSQL shapes ([`MaintenanceDriver`]): one
-//! statement per batch, its rows taken by a `FOR UPDATE SKIP LOCKED` subquery (two
+//! statement per batch, its rows taken by a `FOR UPDATE SKIP LOCKED` CTE (two
 //! instances' passes split the work, neither waits) and their history written by the
-//! same CTE. The rules are the engine's (`engine/maintenance.rs`): I5 through
+//! same statement. The rules are the engine's (`engine/maintenance.rs`): I5 through
 //! [`QUARANTINES`], and the same `last_error` and history texts.
 
 use super::PgStore;
+use super::timeline::{CLEAR_STEPS, OLD_STEP_COLS, moved_then};
 use crate::clock::Millis;
 use crate::store::dialect::sql;
 use crate::store::engine::Driver;
@@ -15,31 +16,38 @@ use crate::store::*;
 use async_trait::async_trait;
 use sqlx::Row;
 
-/// Returns expired leases, each with its history row, in one statement; `{LOCK}` is
-/// how the subquery locks its rows. A returned event is available from its lease's
-/// end, not from this pass: a claim whose clock read came before the pass must still
-/// find it first.
-const RETURN_EXPIRED: &str = "WITH r AS ( \
+/// Returns expired leases, each with its history rows, in one statement; `{LOCK}` is
+/// how the CTE locks its rows, which also reads the claim steps their rows hold to
+/// move them (`timeline.rs`). A returned event is available from its lease's end, not
+/// from this pass: a claim whose clock read came before the pass must still find it
+/// first.
+const RETURN_EXPIRED: &str = "WITH o AS (SELECT {OLD_STEP_COLS} FROM events \
+       WHERE status = 'claimed' AND lease_expires_at <= $1 \
+         AND ($2::text IS NULL OR agent_id = $2) ORDER BY lease_expires_at LIMIT $3 {LOCK}), \
+     r AS ( \
        UPDATE events SET \
          status = CASE WHEN {QUARANTINES} THEN 'quarantined' ELSE 'pending' END, \
          available_at = lease_expires_at, \
-         claim_token = NULL, lease_expires_at = NULL, updated_at = $1, \
+         claim_token = NULL, lease_expires_at = NULL, updated_at = $1, {CLEAR_STEPS}, \
          last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts \
            || COALESCE(' (last error: ' || last_error || ')', '') \
-       WHERE id IN (SELECT id FROM events WHERE status = 'claimed' \
-         AND lease_expires_at <= $1 AND ($2::text IS NULL OR agent_id = $2) \
-         ORDER BY lease_expires_at LIMIT $3 {LOCK}) \
+       WHERE id IN (SELECT id FROM o) \
        RETURNING id, tenant_id, agent_id, seq, status, attempts), \
-     h AS (INSERT INTO event_history (event_id, at, action, actor, detail) \
-       SELECT id, $1, CASE WHEN status = 'quarantined' THEN 'quarantined' \
-         ELSE 'lease_expired' END, \
-         $4, CASE WHEN status = 'quarantined' \
-           THEN 'lease expired on attempt ' || attempts || '; attempts exhausted' \
-           ELSE 'attempt ' || attempts END FROM r) \
+     h AS ({MOVED_THEN}) \
      SELECT tenant_id, agent_id, seq, status FROM r";
+
+/// Each returned lease's own step.
+const LEASE_STEP: &str = "SELECT id AS event_id, $1 AS at, \
+       CASE WHEN status = 'quarantined' THEN 'quarantined' ELSE 'lease_expired' END AS action, \
+       $4 AS actor, CASE WHEN status = 'quarantined' \
+         THEN 'lease expired on attempt ' || attempts || '; attempts exhausted' \
+         ELSE 'attempt ' || attempts END AS detail FROM r";
 
 fn return_expired(lock: &str) -> String {
     RETURN_EXPIRED
+        .replace("{MOVED_THEN}", &moved_then("o", LEASE_STEP))
+        .replace("{OLD_STEP_COLS}", OLD_STEP_COLS)
+        .replace("{CLEAR_STEPS}", CLEAR_STEPS)
         .replace("{QUARANTINES}", QUARANTINES)
         .replace("{LOCK}", lock)
 }

@@ -21,6 +21,7 @@ mod health;
 mod inbox;
 mod leases;
 mod maintenance;
+mod timeline;
 mod wakes;
 
 use super::*;
@@ -211,30 +212,7 @@ impl crate::store::engine::Driver for PgStore {
 
 crate::store::statements::shared_statements!(PgStore);
 
-#[async_trait]
-impl crate::store::engine::events::EventDriver for PgStore {
-    /// The event and its first history step in one statement (one round trip).
-    async fn insert_event(
-        &self,
-        tx: &mut Self::Tx,
-        e: &crate::store::engine::events::NewEvent<'_>,
-    ) -> StoreResult<()> {
-        let insert = sqlx::query(
-            "WITH e AS (INSERT INTO events (id, tenant_id, agent_id, seq, sender_agent_id, \
-             sender_name, room_id, room_seq, correlation_id, priority, status, payload, attempts, \
-             max_attempts, created_at, available_at, expires_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, 0, $12, $13, $14, $15, $13) \
-             RETURNING id) \
-             INSERT INTO event_history (event_id, at, action, actor) \
-             SELECT id, $13, 'created', $16 FROM e",
-        );
-        crate::store::statements::bind_new_event!(insert, e)
-            .bind(e.from.to_string())
-            .execute(&mut **tx)
-            .await?;
-        Ok(())
-    }
-}
+impl crate::store::engine::events::EventDriver for PgStore {}
 
 /// Other instances share the database: their in-flight keys are live.
 impl crate::store::engine::idempotency::IdemDriver for PgStore {}

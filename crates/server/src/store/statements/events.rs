@@ -56,7 +56,7 @@ macro_rules! event_statements {
                 Ok(seq as u64)
             }
 
-            async fn insert_event_row(
+            async fn insert_event(
                 &self,
                 tx: &mut Self::Tx,
                 e: &$crate::store::engine::events::NewEvent<'_>,
@@ -82,7 +82,7 @@ macro_rules! event_statements {
                 event_id: &str,
                 at: $crate::clock::Millis,
                 action: &str,
-                actor: &$crate::store::Actor,
+                actor: &str,
                 detail: Option<String>,
             ) -> $crate::store::StoreResult<()> {
                 sqlx::query($crate::store::dialect::sql!(
@@ -93,8 +93,41 @@ macro_rules! event_statements {
                 .bind(event_id)
                 .bind(at)
                 .bind(action)
-                .bind(actor.to_string())
+                .bind(actor)
                 .bind(detail)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn row_steps(
+                &self,
+                tx: &mut Self::Tx,
+                event_id: &str,
+            ) -> $crate::store::StoreResult<Option<$crate::store::engine::timeline::RowSteps>> {
+                use $crate::store::engine::timeline::STEP_COLS;
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {STEP_COLS} FROM events WHERE id = $1 @FOR_UPDATE"
+                ))
+                .bind(event_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+                row.as_ref()
+                    .map($crate::store::engine::timeline::RowSteps::from_row)
+                    .transpose()
+            }
+
+            async fn clear_steps(
+                &self,
+                tx: &mut Self::Tx,
+                event_id: &str,
+            ) -> $crate::store::StoreResult<()> {
+                sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "UPDATE events SET claimed_at = NULL, completed_at = NULL WHERE id = $1"
+                ))
+                .bind(event_id)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())

@@ -175,6 +175,7 @@ macro_rules! inbox_statements {
                 &self,
                 tx: &mut Self::Tx,
                 event: switchboard_proto::EventId,
+                claimer: &str,
                 token: switchboard_proto::ClaimToken,
                 lease_until: $crate::clock::Millis,
                 now: $crate::clock::Millis,
@@ -184,12 +185,15 @@ macro_rules! inbox_statements {
                 let update = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE events SET status = 'claimed', attempts = attempts + 1, \
-                     claim_token = $1, lease_expires_at = $2, updated_at = $3 WHERE id = $4{}",
+                     claim_token = $1, lease_expires_at = $2, updated_at = $3, claimed_at = $4, \
+                     claimed_by = $5 WHERE id = $6{}",
                     if returning { format!(" RETURNING {EVENT_COLS}") } else { String::new() }
                 ))
                 .bind(token.to_string())
                 .bind(lease_until)
                 .bind(now)
+                .bind(now)
+                .bind(claimer)
                 .bind(event.to_string());
                 let row = if returning {
                     update.fetch_one(&mut **tx).await?
@@ -220,10 +224,12 @@ macro_rules! inbox_statements {
                 let update = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "UPDATE events SET status = 'completed', payload = NULL, \
-                     lease_expires_at = NULL, updated_at = $1 WHERE id = $2 AND agent_id = $3 \
-                     AND claim_token = $4 AND status = 'claimed' AND lease_expires_at > $5{}",
+                     lease_expires_at = NULL, updated_at = $1, completed_at = $2 \
+                     WHERE id = $3 AND agent_id = $4 \
+                     AND claim_token = $5 AND status = 'claimed' AND lease_expires_at > $6{}",
                     if returning { format!(" RETURNING {STATE_COLS}") } else { String::new() }
                 ))
+                .bind(now)
                 .bind(now)
                 .bind(event.to_string())
                 .bind(agent.to_string())

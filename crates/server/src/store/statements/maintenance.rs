@@ -156,7 +156,21 @@ macro_rules! maintenance_statements {
             ) -> $crate::store::StoreResult<
                 Vec<(switchboard_proto::EventId, switchboard_proto::HistoryEntry)>,
             > {
+                use $crate::store::engine::timeline::{RowSteps, STEP_COLS, timelines};
                 use $crate::store::rows::Cols;
+                let events = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {STEP_COLS} FROM events \
+                     WHERE agent_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq"
+                ))
+                .bind(agent.to_string())
+                .bind(after as i64)
+                .bind(through as i64)
+                .fetch_all(&mut **tx)
+                .await?
+                .iter()
+                .map(RowSteps::from_row)
+                .collect::<$crate::store::StoreResult<Vec<_>>>()?;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT h.event_id, h.action, h.actor, h.detail, h.at FROM event_history h \
@@ -167,15 +181,16 @@ macro_rules! maintenance_statements {
                 .bind(after as i64)
                 .bind(through as i64)
                 .fetch_all(&mut **tx)
-                .await?;
-                rows.iter()
-                    .map(|r| {
-                        Ok((
-                            $crate::store::rows::parse_id(&r.text("event_id")?)?,
-                            $crate::store::rows::history_entry(r)?,
-                        ))
-                    })
-                    .collect()
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok((
+                        $crate::store::rows::parse_id(&r.text("event_id")?)?,
+                        $crate::store::rows::history_entry(r)?,
+                    ))
+                })
+                .collect::<$crate::store::StoreResult<Vec<_>>>()?;
+                Ok(timelines(events, rows))
             }
 
             async fn first_kept_seq(

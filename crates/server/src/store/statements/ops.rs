@@ -95,6 +95,14 @@ macro_rules! ops_statements {
                 tx: &mut Self::Tx,
                 event: switchboard_proto::EventId,
             ) -> $crate::store::StoreResult<Vec<switchboard_proto::HistoryEntry>> {
+                use $crate::store::engine::timeline::{RowSteps, STEP_COLS};
+                let row = sqlx::query($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT {STEP_COLS} FROM events WHERE id = $1"
+                ))
+                .bind(event.to_string())
+                .fetch_one(&mut **tx)
+                .await?;
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT action, actor, detail, at FROM event_history WHERE event_id = $1 \
@@ -103,7 +111,11 @@ macro_rules! ops_statements {
                 .bind(event.to_string())
                 .fetch_all(&mut **tx)
                 .await?;
-                rows.iter().map($crate::store::rows::history_entry).collect()
+                let rows = rows
+                    .iter()
+                    .map($crate::store::rows::history_entry)
+                    .collect::<$crate::store::StoreResult<Vec<_>>>()?;
+                Ok(RowSteps::from_row(&row)?.timeline(rows))
             }
 
             async fn audit_entries(

@@ -149,7 +149,10 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
             .is_empty()
     );
     let t3 = ClaimToken::new();
-    let claimed = d.take_claim(&mut tx, e3, t3, 1_200, 200).await.unwrap();
+    let claimed = d
+        .take_claim(&mut tx, e3, "agent:reader", t3, 1_200, 200)
+        .await
+        .unwrap();
     assert_eq!(
         (claimed.event_id, claimed.status, claimed.attempts),
         (e3, EventStatus::Claimed, 1)
@@ -190,7 +193,9 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     );
     // A lease that ends at `now` no longer holds.
     let t1 = ClaimToken::new();
-    d.take_claim(&mut tx, e1, t1, 400, 300).await.unwrap();
+    d.take_claim(&mut tx, e1, "agent:reader", t1, 400, 300)
+        .await
+        .unwrap();
     assert_eq!(
         d.complete_claim(&mut tx, a, e1, t1, 400).await.unwrap(),
         None
@@ -257,7 +262,9 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
         (EventStatus::Pending, 1, 1)
     );
     let t1 = ClaimToken::new();
-    d.take_claim(&mut tx, e1, t1, 1_000, 500).await.unwrap();
+    d.take_claim(&mut tx, e1, "agent:reader", t1, 1_000, 500)
+        .await
+        .unwrap();
     let r = release(e1, t1, true, None, 500);
     let (state, _) = d.release_claim_row(&mut tx, &r).await.unwrap().unwrap();
     assert_eq!(
@@ -265,7 +272,9 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
         (EventStatus::Quarantined, 2)
     );
     let t2 = ClaimToken::new();
-    d.take_claim(&mut tx, e2, t2, 1_000, 500).await.unwrap();
+    d.take_claim(&mut tx, e2, "agent:reader", t2, 1_000, 500)
+        .await
+        .unwrap();
     let r = release(e2, t2, false, None, 500);
     let (state, _) = d.release_claim_row(&mut tx, &r).await.unwrap().unwrap();
     assert_eq!(state.status, EventStatus::Quarantined, "attempts used up");

@@ -24,6 +24,7 @@ mod records;
 mod send;
 pub(crate) mod server_db;
 mod signin;
+mod timeline;
 
 use crate::hooks::Hooks;
 use crate::store::mysql::MySqlStore;
@@ -69,6 +70,8 @@ where
     jobs::check(d).await;
     inbox::check(d).await;
     maintenance::check(d).await;
+    timeline::check(d).await;
+    timeline::races(d).await;
 }
 
 #[tokio::test]
