@@ -289,14 +289,23 @@ impl TestServer {
             None => tokio::time::sleep(Duration::from_millis(1_100)).await,
         }
         let reaped = self.tick().await.reap.quarantined;
-        // On the real clock the background workers may have reaped some already.
-        let quarantined = self
-            .operator()
-            .overview()
-            .await
-            .expect("overview")
-            .totals
-            .quarantined;
+        // On the real clock the background workers may have reaped some already, or
+        // hold some in a pass of their own (which this pass skipped, `SKIP LOCKED`)
+        // that commits a moment later.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let quarantined = loop {
+            let quarantined = self
+                .operator()
+                .overview()
+                .await
+                .expect("overview")
+                .totals
+                .quarantined;
+            if quarantined as usize >= n || std::time::Instant::now() > deadline {
+                break quarantined;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         assert!(
             reaped as usize <= n && quarantined as usize >= n,
             "{quarantined} quarantined of {n}"
