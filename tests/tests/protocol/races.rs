@@ -88,9 +88,14 @@ async fn claim_round(client: &Client, a: usize, ledger: &Mutex<Ledger>, settle: 
             // Sometimes a stale token first: it must be refused.
             if roll < 0.05 {
                 let stale = client.ack(AGENTS[a], id, ClaimToken::new()).await;
-                assert_eq!(
-                    stale.as_ref().err().and_then(|e| e.code()),
-                    Some(ErrorCode::StaleClaim),
+                let code = stale.as_ref().err().and_then(|e| e.code());
+                // Refused as stale; or, when the operator purged the claimed event and
+                // retention (300 ms) removed it before this ack came (a loaded CI
+                // machine once took that long), the event is gone.
+                let gone = code == Some(ErrorCode::NotFound)
+                    && ledger.lock().unwrap().purged.contains(&id);
+                assert!(
+                    code == Some(ErrorCode::StaleClaim) || gone,
                     "a token that is not the claim's is refused: {stale:?}"
                 );
                 ledger.lock().unwrap().fenced += 1;
