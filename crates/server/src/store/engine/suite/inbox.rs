@@ -1,59 +1,9 @@
 //! The inbox's statements and driver methods (on PostgreSQL, its CTE overrides).
 
-use super::message;
+use super::{last_step, message_with, send};
 use crate::store::engine::inbox::{ClaimHold, InboxDriver, Marks, ReleaseRow};
 use crate::store::*;
 use switchboard_proto::EventStatus;
-
-/// A message with its own priority, attempt limit and times.
-pub(super) fn message_with(
-    priority: i32,
-    max_attempts: u32,
-    available_at: i64,
-    expires_at: Option<i64>,
-) -> NewMessage {
-    NewMessage {
-        priority,
-        max_attempts,
-        available_at,
-        expires_at,
-        ..message(0)
-    }
-}
-
-/// Sends `msg` to `to` from an operator at `now`; its event id.
-pub(super) async fn send<D: Store>(
-    d: &D,
-    tenant: TenantId,
-    to: AgentId,
-    msg: &NewMessage,
-    now: i64,
-) -> EventId {
-    d.send_direct(tenant, to, &Actor::Operator, msg, None, now)
-        .await
-        .expect("send")
-        .value
-        .event_id
-}
-
-/// The event's status, `last_error` and newest history step (action, actor, detail).
-pub(super) async fn last_step<D: Store>(
-    d: &D,
-    tenant: TenantId,
-    event: EventId,
-) -> (
-    EventStatus,
-    Option<String>,
-    (String, String, Option<String>),
-) {
-    let detail = d.event_detail(tenant, event).await.expect("event detail");
-    let step = detail.history.last().expect("a history step").clone();
-    (
-        detail.event.event.status,
-        detail.event.event.last_error,
-        (step.action, step.actor, step.detail),
-    )
-}
 
 /// The ids of the events a claim took, in its order.
 fn claimed_ids(c: &Claimed) -> Vec<EventId> {

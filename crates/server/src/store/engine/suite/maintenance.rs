@@ -3,7 +3,7 @@
 //! before anything the other areas' checks left to expire (150 and later), and look
 //! for this area's rows among what they return.
 
-use super::inbox::{last_step, message_with, send};
+use super::{last_step, message_with, send};
 use crate::store::dialect::Dialect;
 use crate::store::engine::inbox::Marks;
 use crate::store::engine::maintenance::{ExpiredLease, MaintenanceDriver, ReturnedLease};

@@ -45,6 +45,56 @@ pub(crate) fn message(n: u64) -> NewMessage {
 }
 
 /// Every area's checks, on one backend.
+/// A message with its own priority, attempt limit and times.
+pub(crate) fn message_with(
+    priority: i32,
+    max_attempts: u32,
+    available_at: i64,
+    expires_at: Option<i64>,
+) -> NewMessage {
+    NewMessage {
+        priority,
+        max_attempts,
+        available_at,
+        expires_at,
+        ..message(0)
+    }
+}
+
+/// Sends `msg` to `to` from an operator at `now`; its event id.
+pub(crate) async fn send<D: Store>(
+    d: &D,
+    tenant: TenantId,
+    to: AgentId,
+    msg: &NewMessage,
+    now: i64,
+) -> EventId {
+    d.send_direct(tenant, to, &Actor::Operator, msg, None, now)
+        .await
+        .expect("send")
+        .value
+        .event_id
+}
+
+/// The event's status, `last_error` and newest history step (action, actor, detail).
+pub(crate) async fn last_step<D: Store>(
+    d: &D,
+    tenant: TenantId,
+    event: EventId,
+) -> (
+    switchboard_proto::EventStatus,
+    Option<String>,
+    (String, String, Option<String>),
+) {
+    let detail = d.event_detail(tenant, event).await.expect("event detail");
+    let step = detail.history.last().expect("a history step").clone();
+    (
+        detail.event.event.status,
+        detail.event.event.last_error,
+        (step.action, step.actor, step.detail),
+    )
+}
+
 async fn every_statement<D>(d: &D)
 where
     D: Store

@@ -2,7 +2,7 @@
 //! (`engine/timeline.rs`), on every path that writes one: the inspector and the
 //! archive must read exactly what a row per step said before.
 
-use super::inbox::message_with;
+use super::message_with;
 use crate::clock::to_timestamp;
 use crate::store::engine::inbox::InboxDriver;
 use crate::store::*;
