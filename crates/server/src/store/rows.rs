@@ -89,14 +89,19 @@ pub(crate) fn status_from(s: &str) -> StoreResult<EventStatus> {
     })
 }
 
-pub(crate) fn event_from_row(row: &impl Cols) -> StoreResult<InboxEvent> {
-    let sender = match row.opt_text("sender_agent_id")? {
+/// An event row's sender (`sender_agent_id`, `sender_name`; none: the operator).
+pub(crate) fn sender_from_row(row: &impl Cols) -> StoreResult<Sender> {
+    Ok(match row.opt_text("sender_agent_id")? {
         Some(id) => Sender::Agent {
             agent_id: parse_id(&id)?,
             name: row.opt_text("sender_name")?.unwrap_or_default(),
         },
         None => Sender::Operator,
-    };
+    })
+}
+
+pub(crate) fn event_from_row(row: &impl Cols) -> StoreResult<InboxEvent> {
+    let sender = sender_from_row(row)?;
     let payload = row
         .opt_text("payload")?
         .map(|p| serde_json::from_str(&p))

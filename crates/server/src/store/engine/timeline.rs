@@ -18,9 +18,9 @@
 //! overwrites one; `claimed_by` stays after a move, naming the claimer of a later ack.
 
 use crate::clock::{Millis, to_timestamp};
-use crate::store::rows::{Cols, parse_id};
+use crate::store::rows::{Cols, parse_id, sender_from_row};
 use crate::store::{Actor, StoreResult};
-use switchboard_proto::{EventId, HistoryEntry};
+use switchboard_proto::{EventId, HistoryEntry, Sender};
 
 /// The columns [`RowSteps::from_row`] reads.
 pub(crate) const STEP_COLS: &str = "id, created_at, sender_agent_id, sender_name, claimed_at, \
@@ -67,12 +67,10 @@ pub(crate) struct RowSteps {
 impl RowSteps {
     /// From a row with [`STEP_COLS`].
     pub(crate) fn from_row(r: &impl Cols) -> StoreResult<Self> {
-        let sender = match r.opt_text("sender_agent_id")? {
-            Some(id) => Actor::Agent {
-                id: parse_id(&id)?,
-                name: r.opt_text("sender_name")?.unwrap_or_default(),
-            },
-            None => Actor::Operator,
+        // The actor the `created` row named: `Actor`'s text of the sender.
+        let sender = match sender_from_row(r)? {
+            Sender::Agent { agent_id, name } => Actor::Agent { id: agent_id, name },
+            Sender::Operator => Actor::Operator,
         };
         Ok(Self {
             id: parse_id(&r.text("id")?)?,
