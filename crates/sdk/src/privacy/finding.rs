@@ -165,13 +165,19 @@ pub enum PiiKind {
     PaymentCard,
     /// An e-mail address.
     Email,
-    /// An IBAN whose ISO 13616 mod-97 check holds, at its country's length.
+    /// An IBAN whose ISO 13616 mod-97 check holds, at its country's length and in
+    /// its country's BBAN format; upper or lower case.
     Iban,
     /// A phone number: international (`+` and 8–15 digits) or North American
     /// (`(212) 555-0147`, `212-555-0147`).
     Phone,
-    /// A national id other than the SSN: a US ITIN, a UK National Insurance number,
-    /// a Spanish DNI/NIE (its check letter) or an Indian Aadhaar (its Verhoeff digit).
+    /// A national id other than the SSN, checked where its format has a check: a US
+    /// ITIN, a UK National Insurance or NHS number, a Spanish DNI/NIE, an Italian
+    /// codice fiscale, a Finnish HETU, a Polish PESEL, a Swedish personnummer, a
+    /// Turkish T.C. kimlik no, a South African ID number, an Indian Aadhaar or PAN,
+    /// a Singapore NRIC/FIN, a Korean RRN, a Thai id, an Australian Medicare number
+    /// or tax file number, or a Canadian SIN (the table in the SDK's
+    /// `privacy/pii/ids.rs` gives each shape and check).
     NationalId,
 }
 

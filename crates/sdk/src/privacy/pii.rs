@@ -1,7 +1,7 @@
 //! Personal-data scanners: US social security numbers, payment card numbers,
-//! e-mail addresses, IBANs and other national ids (`pii/ids.rs`), and phone
-//! numbers (`pii/phone.rs`). The kinds follow Presidio's predefined recognizers;
-//! where a format has a checksum, it is checked.
+//! e-mail addresses, IBANs (`pii/iban.rs`), other national ids (`pii/ids.rs`, a
+//! file per country) and phone numbers (`pii/phone.rs`). The kinds follow
+//! Presidio's predefined recognizers; where a format has a checksum, it is checked.
 //!
 //! - **SSN**: `AAA-GG-SSSS` (dashes or spaces, the same separator twice), not inside
 //!   a longer number. Never issued, so not flagged: area `000`, `666` or `900`–`999`,
@@ -22,6 +22,7 @@ use regex::Regex;
 
 use super::finding::PiiKind;
 
+mod iban;
 mod ids;
 mod phone;
 
@@ -60,6 +61,11 @@ pub(super) fn scan(text: &str, emails: bool) -> Vec<(PiiKind, Range<usize>)> {
                 .map(|m| (PiiKind::Email, m.range())),
         );
     }
+    out.extend(
+        iban::scan(text)
+            .into_iter()
+            .map(|span| (PiiKind::Iban, span)),
+    );
     out.extend(ids::scan(text));
     out.extend(phone::scan(text));
     out

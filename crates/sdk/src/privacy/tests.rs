@@ -6,6 +6,8 @@ use serde_json::json;
 use super::credentials::tests::{AWS_KEY_ID, AWS_SECRET, fake_jwt, fake_pem};
 use super::*;
 
+mod ids;
+
 fn task_schema() -> Schema {
     Schema::new("task")
         .field("title", FieldKind::Text)

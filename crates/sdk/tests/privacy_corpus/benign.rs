@@ -348,6 +348,58 @@ pub(crate) static BENIGN: &[Benign] = &[
             ],
         )
     }),
+    // Numbers shaped like the bare and grouped national ids (Aadhaar, NHS, PESEL …)
+    // where they are something else: cloud account ids, order numbers, timestamps,
+    // UUIDs, paths, unlabelled nine-digit groups, and near misses with a wrong check.
+    benign("national_id_look_alikes", |r| {
+        let twelve = format!("{}{}", r.range(2, 9), r.s(DIGITS, 11));
+        match r.range(0, 10) {
+            0 => format!("arn:aws:iam::{twelve}:role/deploy"),
+            1 => format!("{twelve}.dkr.ecr.eu-west-1.amazonaws.com/app:1.4.2"),
+            2 => format!("AWS account {twelve}"),
+            3 => format!("order {twelve} shipped"),
+            4 => format!(
+                "{}-{}-4{}-8{}-{twelve}",
+                r.s(HEX, 8),
+                r.s(HEX, 4),
+                r.s(HEX, 3),
+                r.s(HEX, 3)
+            ),
+            5 => format!(
+                "snapshot 2026{:02}{:02}{:02}{:02}",
+                r.range(1, 12),
+                r.range(1, 28),
+                r.range(0, 23),
+                r.range(0, 59)
+            ),
+            6 => format!("/api/v1/items/{twelve}/history"),
+            7 => format!("ticket #{twelve}"),
+            8 => format!("{} {} {}", r.s(DIGITS, 3), r.s(DIGITS, 3), r.s(DIGITS, 3)),
+            9 => format!("v{}.{}.{twelve}", r.range(0, 9), r.range(0, 99)),
+            _ => {
+                // An NHS-shaped number whose check digit is wrong.
+                let partial = r.s(DIGITS, 9);
+                let sum: u32 = partial
+                    .chars()
+                    .zip((2..=10).rev())
+                    .map(|(c, w)| c.to_digit(10).unwrap() * w)
+                    .sum();
+                let valid = (11 - sum % 11) % 11;
+                let wrong = (valid + 1 + r.range(0, 7) as u32) % 10;
+                let wrong = if wrong == valid {
+                    (wrong + 1) % 10
+                } else {
+                    wrong
+                };
+                format!(
+                    "{} {} {}{wrong}",
+                    &partial[..3],
+                    &partial[3..6],
+                    &partial[6..]
+                )
+            }
+        }
+    }),
     benign("ids_and_names", |r| match r.range(0, 3) {
         0 => format!("web-{}-{}", r.s(HEX, 9), r.s(LOWER_DIGITS, 5)),
         1 => format!("01{}", r.s("0123456789ABCDEFGHJKMNPQRSTVWXYZ", 24)),

@@ -509,8 +509,136 @@ pub(crate) static FAMILIES: &[Family] = &[
             &number[8..]
         ))
     }),
+    pii("iban_lower_case", |r| {
+        let (country, bban) = match r.range(0, 2) {
+            0 => ("DE", r.s(DIGITS, 18)),
+            1 => ("GB", format!("{}{}", r.s(UPPER, 4), r.s(DIGITS, 14))),
+            _ => ("NL", format!("{}{}", r.s(UPPER, 4), r.s(DIGITS, 10))),
+        };
+        let iban = iban(country, &bban).to_lowercase();
+        token(if r.range(0, 1) == 0 {
+            iban
+        } else {
+            let groups: Vec<&str> = iban
+                .as_bytes()
+                .chunks(4)
+                .map(|c| std::str::from_utf8(c).unwrap())
+                .collect();
+            groups.join(" ")
+        })
+    }),
+    pii("uk_nhs_number", |r| {
+        let number = loop {
+            let partial = r.s(DIGITS, 9);
+            if let Some(check) = nhs_check(&partial) {
+                break format!("{partial}{check}");
+            }
+        };
+        let (a, b, c) = (&number[..3], &number[3..6], &number[6..]);
+        labelled(format!("NHS no. {a} {b} {c}"), format!("{a} {b} {c}"))
+    }),
+    pii("indian_aadhaar_bare", |r| {
+        // First digit 3–9: a bare 20YYMMDDhhmm is read as a timestamp.
+        token(verhoeff_complete(&format!(
+            "{}{}",
+            r.range(3, 9),
+            r.s(DIGITS, 10)
+        )))
+    }),
+    pii("italian_codice_fiscale", |r| {
+        let partial = format!(
+            "{}{}{}{:02}{}{}",
+            r.s(UPPER, 6),
+            r.s(DIGITS, 2),
+            r.s("ABCDEHLMPRST", 1),
+            r.range(1, 28) + *r.pick(&[0, 40]),
+            r.s(UPPER, 1),
+            r.s(DIGITS, 3)
+        );
+        let check = codice_fiscale_check(&partial);
+        token(format!("{partial}{check}"))
+    }),
+    pii("finnish_hetu", |r| {
+        // `-` for the 1900s, `A` for the 2000s; days up to 28 exist in every month.
+        let sign = *r.pick(&["-", "A"]);
+        let year = r.range(0, 99);
+        let date = format!("{:02}{:02}{year:02}", r.range(1, 28), r.range(1, 12));
+        let individual = format!("{:03}", r.range(2, 899));
+        let n: u64 = format!("{date}{individual}").parse().unwrap();
+        let check = b"0123456789ABCDEFHJKLMNPRSTUVWXY"[(n % 31) as usize] as char;
+        token(format!("{date}{sign}{individual}{check}"))
+    }),
+    pii("polish_pesel", |r| {
+        let month = r.range(1, 12) + *r.pick(&[0, 20]);
+        let partial = format!(
+            "{}{month:02}{:02}{}",
+            r.s(DIGITS, 2),
+            r.range(1, 28),
+            r.s(DIGITS, 4)
+        );
+        let weights = [1, 3, 7, 9, 1, 3, 7, 9, 1, 3];
+        let sum: u32 = partial
+            .chars()
+            .zip(weights)
+            .map(|(c, w)| c.to_digit(10).unwrap() * w)
+            .sum();
+        token(format!("{partial}{}", (10 - sum % 10) % 10))
+    }),
+    pii("singapore_nric_fin", |r| {
+        let prefix = *r.pick(&["S", "T", "F", "G"]);
+        let digits = r.s(DIGITS, 7);
+        let sum: u32 = digits
+            .chars()
+            .zip([2, 7, 6, 5, 4, 3, 2])
+            .map(|(c, w)| c.to_digit(10).unwrap() * w)
+            .sum::<u32>()
+            + if prefix == "T" || prefix == "G" { 4 } else { 0 };
+        let letters = if prefix == "S" || prefix == "T" {
+            b"JZIHGFEDCBA"
+        } else {
+            b"XWUTRQPNMLK"
+        };
+        token(format!(
+            "{prefix}{digits}{}",
+            letters[(sum % 11) as usize] as char
+        ))
+    }),
     pii("us_itin", |r| {
         let group = *r.pick(&[70, 75, 78, 80, 84, 88, 90, 92, 94, 99]);
         token(format!("9{}-{group}-{}", r.s(DIGITS, 2), r.s(DIGITS, 4)))
     }),
 ];
+
+/// The NHS check digit of nine digits, or `None` where it would be 10 (never issued).
+fn nhs_check(partial: &str) -> Option<u32> {
+    let sum: u32 = partial
+        .chars()
+        .zip((2..=10).rev())
+        .map(|(c, w)| c.to_digit(10).unwrap() * w)
+        .sum();
+    match 11 - sum % 11 {
+        11 => Some(0),
+        10 => None,
+        check => Some(check),
+    }
+}
+
+/// The check letter of the first fifteen characters of a codice fiscale.
+fn codice_fiscale_check(partial: &str) -> char {
+    const ODD: [u32; 26] = [
+        1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24,
+        23,
+    ];
+    let sum: u32 = partial
+        .bytes()
+        .enumerate()
+        .map(|(i, c)| {
+            let (digit, letter) = match c {
+                b'0'..=b'9' => (u32::from(c - b'0'), usize::from(c - b'0')),
+                _ => (u32::from(c - b'A'), usize::from(c - b'A')),
+            };
+            if i % 2 == 0 { ODD[letter] } else { digit }
+        })
+        .sum();
+    (b'A' + (sum % 26) as u8) as char
+}
