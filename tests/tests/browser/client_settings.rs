@@ -6,7 +6,7 @@
 use switchboard_tests::sdk::proto::{ClientSettings, EffectiveClientSettings};
 
 use crate::driver::Browser;
-use crate::support::{bounded, console_and_browser, console_server};
+use crate::support::{console_and_browser, console_server};
 
 fn cell(key: &str, col: &str) -> String {
     format!(r#"#client-settings-table tr[data-settings="{key}"] td[data-col="{col}"]"#)
@@ -59,8 +59,7 @@ async fn operators_see_and_edit_client_settings() {
         .click(r#"button[data-edit-settings="tenant"]"#)
         .await;
     browser.type_into("#settings-ceiling", "30").await;
-    let reports = browser.find("#settings-reports").await;
-    bounded("choosing paused", reports.select_by_value("paused")).await;
+    browser.select("#settings-reports", "paused").await;
     browser.click("#settings-save").await;
     browser
         .wait_text("#settings-result", "the saved notice", |t| {
@@ -98,8 +97,7 @@ async fn operators_see_and_edit_client_settings() {
 
     // A ceiling out of bounds: the server's problem, nothing stored.
     browser.click(r#"button[data-edit-settings="alice"]"#).await;
-    let field = browser.find("#settings-ceiling").await;
-    bounded("clearing the field", field.clear()).await;
+    browser.clear("#settings-ceiling").await;
     browser.type_into("#settings-ceiling", "0.5").await;
     browser.click("#settings-save").await;
     let error = browser

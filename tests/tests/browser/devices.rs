@@ -88,7 +88,7 @@ async fn an_operator_approves_a_device_on_the_devices_page() {
 
     // Log it in as another agent than it asked for.
     let input = format!(r#"input[data-agent="{code}"]"#);
-    browser.find(&input).await.clear().await.expect("clear");
+    browser.clear(&input).await;
     browser.type_into(&input, "carol-laptop").await;
     browser
         .click(&format!(r#"button[data-approve="{code}"]"#))

@@ -15,6 +15,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
 use fantoccini::elements::Element;
+use fantoccini::error::CmdError;
 use switchboard_tests::TestServer;
 
 use crate::support::{CHROMEDRIVER, CHROMIUM, WAIT, bounded, target_dir};
@@ -44,6 +45,9 @@ const DRIVER_ATTEMPTS: usize = 3;
 pub(crate) struct Browser {
     pub(crate) client: Client,
     session_id: String,
+    /// A script to run once between a helper's next lookup and its action
+    /// ([`Browser::after_next_lookup`]).
+    after_lookup: std::sync::Mutex<Option<String>>,
     // Dropped after `Browser::drop` has ended the session; then it kills the group.
     driver: Driver,
     // Chromium's profile and chromedriver's log; removed last.
@@ -92,6 +96,7 @@ impl Browser {
         Self {
             client,
             session_id,
+            after_lookup: std::sync::Mutex::new(None),
             driver,
             _scratch: scratch,
         }
@@ -125,19 +130,6 @@ impl Browser {
                 _ => "the browser stopped answering".to_owned(),
             }
         );
-    }
-
-    /// The text of the element `css` matches, waiting for it: a page renders after
-    /// its own fetch, so an element read right after navigating may not exist yet.
-    pub(crate) async fn text(&self, css: &str) -> String {
-        let element = self.find(css).await;
-        bounded(&format!("reading the text of {css}"), element.text()).await
-    }
-
-    /// An attribute of the element `css` matches, waiting for it (as [`Self::text`]).
-    pub(crate) async fn attr(&self, css: &str, name: &str) -> Option<String> {
-        let element = self.find(css).await;
-        bounded(&format!("reading {name} of {css}"), element.attr(name)).await
     }
 }
 
@@ -284,17 +276,23 @@ fn free_port() -> u16 {
 }
 
 /// Waiting and acting on the page, each bounded by [`WAIT`].
+///
+/// The console re-renders live: an SSE event makes a page fetch its data again and
+/// replace its table rows (and their buttons) with new DOM nodes. An element found
+/// a moment ago may be gone when the next WebDriver command reaches it ("stale
+/// element reference"). So every helper that acts on an element (or reads one) finds
+/// it and acts in one step ([`Browser::on_element`]), and when the element was
+/// replaced in between, it looks it up again and retries until [`WAIT`] has passed.
+/// Any other error fails at once, with the action and the selector in the message.
+/// A test that holds an [`Element`] across awaits has the same problem: act through
+/// these helpers instead.
 impl Browser {
-    /// The element `css` matches, waiting for it.
+    /// Waits until `css` matches an element; returns it. Only for waiting: the next
+    /// re-render may replace it, so read it or act on it through the helpers below,
+    /// which look it up again.
     pub(crate) async fn find(&self, css: &str) -> Element {
-        bounded(
-            &format!("waiting for {css}"),
-            self.client
-                .wait()
-                .at_most(WAIT)
-                .for_element(Locator::Css(css)),
-        )
-        .await
+        self.on_element(Target::Css(css), "waiting for", async |e| Ok(e))
+            .await
     }
 
     /// Loads `path` of `server` (a console route, the session cookie already set).
@@ -307,13 +305,84 @@ impl Browser {
     }
 
     pub(crate) async fn click(&self, css: &str) {
-        let e = self.find(css).await;
-        bounded(&format!("clicking {css}"), e.click()).await;
+        self.on_element(Target::Css(css), "clicking", async |e| e.click().await)
+            .await;
     }
 
     pub(crate) async fn type_into(&self, css: &str, text: &str) {
-        let e = self.find(css).await;
-        bounded(&format!("typing into {css}"), e.send_keys(text)).await;
+        self.on_element(Target::Css(css), "typing into", async |e| {
+            e.send_keys(text).await
+        })
+        .await;
+    }
+
+    /// Empties the field `css` matches.
+    pub(crate) async fn clear(&self, css: &str) {
+        self.on_element(Target::Css(css), "clearing", async |e| e.clear().await)
+            .await;
+    }
+
+    /// Chooses the option of value `value` in the `<select>` `css` matches.
+    pub(crate) async fn select(&self, css: &str, value: &str) {
+        self.on_element(Target::Css(css), "choosing an option of", async |e| {
+            e.select_by_value(value).await
+        })
+        .await;
+    }
+
+    /// Sends `keys` to the focused element.
+    pub(crate) async fn press(&self, keys: &str) {
+        self.on_element(Target::Focused, "pressing keys in", async |e| {
+            e.send_keys(keys).await
+        })
+        .await;
+    }
+
+    /// The text of the element `css` matches, waiting for it: a page renders after
+    /// its own fetch, so an element read right after navigating may not exist yet.
+    pub(crate) async fn text(&self, css: &str) -> String {
+        self.on_element(Target::Css(css), "reading the text of", async |e| {
+            e.text().await
+        })
+        .await
+    }
+
+    /// An attribute of the element `css` matches, waiting for it (as [`Self::text`]).
+    pub(crate) async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        self.on_element(Target::Css(css), &format!("reading {name} of"), async |e| {
+            e.attr(name).await
+        })
+        .await
+    }
+
+    /// The texts of every element `css` matches (none: an empty list), read in one
+    /// step: if a re-render replaces any of them, all are read again.
+    pub(crate) async fn texts(&self, css: &str) -> Vec<String> {
+        let what = "reading the texts of";
+        let deadline = Instant::now() + WAIT;
+        let mut retries = Retries::default();
+        loop {
+            let all = answer(what, css, deadline, self.client.find_all(Locator::Css(css)))
+                .await
+                .unwrap_or_else(|e| panic!("{what} {css}: looking it up: {e}"));
+            if let Some(first) = all.first() {
+                self.run_after_lookup(first, what, css, deadline).await;
+            }
+            let read = async {
+                let mut texts = Vec::with_capacity(all.len());
+                for e in &all {
+                    texts.push(e.text().await?);
+                }
+                Ok(texts)
+            };
+            match answer(what, css, deadline, read).await {
+                Ok(texts) => return texts,
+                // One of them is gone: the selector may match other nodes now.
+                Err(e) if is_stale(&e) => retries.replaced(what, css, e),
+                Err(e) => panic!("{what} {css}: {e}"),
+            }
+            retries.pause(what, css, deadline).await;
+        }
     }
 
     /// Waits until the text of `css` satisfies `ok`; returns it.
@@ -326,11 +395,16 @@ impl Browser {
         let deadline = Instant::now() + WAIT;
         let mut last = String::new();
         loop {
-            if let Ok(Ok(e)) =
-                tokio::time::timeout(Duration::from_secs(5), self.client.find(Locator::Css(css)))
-                    .await
-                && let Ok(Ok(t)) = tokio::time::timeout(Duration::from_secs(5), e.text()).await
-            {
+            let read = self
+                .attempt(
+                    Target::Css(css),
+                    "reading the text of",
+                    deadline,
+                    &async |e| e.text().await,
+                )
+                .await;
+            // Missing or replaced: look again, as when the text is not there yet.
+            if let Ok(t) = read {
                 if ok(&t) {
                     return t;
                 }
@@ -374,6 +448,97 @@ impl Browser {
         .is_empty()
     }
 
+    /// Runs `script` once, with `arguments[0]` the element the next helper looks up,
+    /// between that lookup and the helper's action: how a test forces a re-render at
+    /// the worst moment (`browser/rerender.rs`).
+    pub(crate) fn after_next_lookup(&self, script: &str) {
+        *self.after_lookup.lock().expect("the hook's lock") = Some(script.to_owned());
+    }
+
+    async fn run_after_lookup(&self, element: &Element, what: &str, css: &str, deadline: Instant) {
+        let script = self.after_lookup.lock().expect("the hook's lock").take();
+        if let Some(script) = script {
+            let arg = serde_json::to_value(element).expect("an element reference as JSON");
+            answer(what, css, deadline, self.client.execute(&script, vec![arg]))
+                .await
+                .unwrap_or_else(|e| panic!("{what} {css}: the after-lookup script: {e}"));
+        }
+    }
+
+    /// Finds `target` and runs `act` on it, in one step retried until it succeeds or
+    /// [`WAIT`] has passed: while nothing matches (not rendered yet), and when the
+    /// element found was replaced before `act` reached it (a live re-render). Any
+    /// other error panics at once.
+    async fn on_element<T>(
+        &self,
+        target: Target<'_>,
+        what: &str,
+        act: impl AsyncFn(Element) -> Result<T, CmdError>,
+    ) -> T {
+        let deadline = Instant::now() + WAIT;
+        let mut retries = Retries::default();
+        loop {
+            match self.attempt(target, what, deadline, &act).await {
+                Ok(value) => return value,
+                Err(Again::Missing) => retries.missing(),
+                Err(Again::Replaced(e)) => retries.replaced(what, &target.to_string(), e),
+            }
+            retries.pause(what, &target.to_string(), deadline).await;
+        }
+    }
+
+    /// One lookup of `target` and `act` on what it found.
+    async fn attempt<T>(
+        &self,
+        target: Target<'_>,
+        what: &str,
+        deadline: Instant,
+        act: &impl AsyncFn(Element) -> Result<T, CmdError>,
+    ) -> Result<T, Again> {
+        let css = target.to_string();
+        let Some(element) = self.lookup(target, what, deadline).await else {
+            return Err(Again::Missing);
+        };
+        self.run_after_lookup(&element, what, &css, deadline).await;
+        match answer(what, &css, deadline, act(element.clone())).await {
+            Ok(value) => Ok(value),
+            Err(e) if e.is_stale_element_reference() => Err(Again::Replaced(e)),
+            // A node replaced half-way through the command may also give "no such
+            // element" (a reference the page no longer knows, or a `<select>`'s
+            // option looked up in the old node), "not interactable" (a detached node
+            // has no size) or an inspector error. Only a re-render excuses them: the
+            // target is now another element, or none. A `<select>` without that
+            // option, or a hidden button, fails at once.
+            Err(e)
+                if e.is_no_such_element() || e.is_element_not_interactable() || is_detached(&e) =>
+            {
+                match self.lookup(target, what, deadline).await {
+                    Some(now) if now.element_id() == element.element_id() => {
+                        panic!("{what} {css}: {e}")
+                    }
+                    _ => Err(Again::Replaced(e)),
+                }
+            }
+            Err(e) => panic!("{what} {css}: {e}"),
+        }
+    }
+
+    /// The element `target` is now, or `None` when nothing matches.
+    async fn lookup(&self, target: Target<'_>, what: &str, deadline: Instant) -> Option<Element> {
+        let css = target.to_string();
+        let found = match target {
+            Target::Css(css) => {
+                answer(what, css, deadline, self.client.find(Locator::Css(css))).await
+            }
+            Target::Focused => answer(what, &css, deadline, self.client.active_element()).await,
+        };
+        match found {
+            Ok(element) => Some(element),
+            Err(e) if e.is_no_such_element() => None,
+            Err(e) => panic!("{what} {css}: looking it up: {e}"),
+        }
+    }
+
     /// Opens the console through a one-time login link minted with the operator
     /// token, as the desktop app does; returns the link's path.
     pub(crate) async fn open_logged_in(&self, server: &TestServer, read_only: bool) -> String {
@@ -413,4 +578,103 @@ impl Browser {
             format!("browser screenshot: {}\n", path.display()).as_bytes(),
         );
     }
+}
+
+/// What a helper looks up: the element a selector matches, or the focused one.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Css(&'a str),
+    Focused,
+}
+
+impl std::fmt::Display for Target<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Css(css) => f.write_str(css),
+            Self::Focused => f.write_str("the focused element"),
+        }
+    }
+}
+
+/// Why one attempt did not finish, where a later one may.
+enum Again {
+    /// Nothing matches (yet).
+    Missing,
+    /// The element found was replaced (or removed) before the action reached it.
+    Replaced(CmdError),
+}
+
+/// How long a helper waits before looking an element up again.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// The attempts of one helper call that did not finish, for its timeout message.
+#[derive(Default)]
+struct Retries {
+    replaced: usize,
+    last: Option<String>,
+}
+
+impl Retries {
+    fn missing(&mut self) {
+        self.last = Some("nothing matches it".to_owned());
+    }
+
+    fn replaced(&mut self, what: &str, target: &str, error: CmdError) {
+        self.replaced += 1;
+        let error = error.to_string();
+        // Captured by libtest: shown with a failure, or with `--nocapture`.
+        eprintln!(
+            "browser: {what} {target}: replaced by a re-render, looking it up again ({})",
+            error.lines().next().unwrap_or_default()
+        );
+        self.last = Some(format!("it was replaced under the action: {error}"));
+    }
+
+    /// Waits before the next attempt; panics once `deadline` has passed.
+    async fn pause(&self, what: &str, target: &str, deadline: Instant) {
+        assert!(
+            Instant::now() < deadline,
+            "{what} {target}: not done within {WAIT:?} ({} re-renders in between); last: {}",
+            self.replaced,
+            self.last.as_deref().unwrap_or("no attempt")
+        );
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
+/// A "stale element reference", or an element reference the page no longer knows:
+/// the node was removed or replaced since it was found.
+fn is_stale(error: &CmdError) -> bool {
+    error.is_stale_element_reference() || error.is_no_such_element()
+}
+
+/// Chromium's inspector errors for a node detached while a command used it.
+fn is_detached(error: &CmdError) -> bool {
+    let CmdError::Standard(e) = error else {
+        return false;
+    };
+    e.error == fantoccini::error::ErrorStatus::UnknownError
+        && [
+            "detached",
+            "does not belong to the document",
+            "No node with given id",
+        ]
+        .iter()
+        .any(|m| e.message.contains(m))
+}
+
+/// Awaits one WebDriver command for what is left of `deadline` (at least 5 s, so the
+/// last attempt gets an answer); panics if the browser does not answer.
+async fn answer<T>(
+    what: &str,
+    target: &str,
+    deadline: Instant,
+    command: impl Future<Output = Result<T, CmdError>>,
+) -> Result<T, CmdError> {
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_secs(5));
+    tokio::time::timeout(left, command)
+        .await
+        .unwrap_or_else(|_| panic!("{what} {target}: no answer within {left:?}"))
 }

@@ -25,11 +25,6 @@ impl Browser {
         .await;
         v.as_str().unwrap_or_default().to_owned()
     }
-
-    async fn press(&self, keys: &str) {
-        let active = bounded("finding the focused element", self.client.active_element()).await;
-        bounded("pressing keys", active.send_keys(keys)).await;
-    }
 }
 
 const TAB: &str = "\u{E004}";
@@ -180,15 +175,7 @@ async fn replay_all_matching_runs_as_a_job_with_progress_cancel_charts_and_audit
     // The audit log says how far each job got.
     browser.click("a[data-nav='/audit']").await;
     browser.find("tr[data-audit-action='replay']").await;
-    let cells = bounded(
-        "finding the job cells",
-        browser.client.find_all(Locator::Css("td[data-col='job']")),
-    )
-    .await;
-    let mut jobs = Vec::new();
-    for c in cells {
-        jobs.push(bounded("reading a job cell", c.text()).await);
-    }
+    let jobs = browser.texts("td[data-col='job']").await;
     assert!(
         jobs.contains(&format!("cancelled at {done} of 600")),
         "{jobs:?}"

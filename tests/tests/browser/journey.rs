@@ -93,8 +93,7 @@ async fn operator_journey_login_live_inspect_quarantine_replay_purge_audit() {
             |t| t.contains("unknown or revoked"),
         )
         .await;
-    let field = browser.find("#login-token").await;
-    bounded("clearing the field", field.clear()).await;
+    browser.clear("#login-token").await;
     browser
         .type_into("#login-token", &server.operator_token)
         .await;
@@ -177,11 +176,8 @@ async fn operator_journey_login_live_inspect_quarantine_replay_purge_audit() {
     browser
         .click(&format!("button[data-purge='{purged}']"))
         .await;
-    let ok = browser.find("#confirm-ok").await;
     assert_eq!(
-        bounded("reading disabled", ok.attr("disabled"))
-            .await
-            .as_deref(),
+        browser.attr("#confirm-ok", "disabled").await.as_deref(),
         Some("true"),
         "purge needs type-to-confirm"
     );

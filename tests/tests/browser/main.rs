@@ -25,6 +25,7 @@ mod jobs;
 mod journey;
 mod leases;
 mod package;
+mod rerender;
 mod session;
 mod signin;
 mod support;

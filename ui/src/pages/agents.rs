@@ -86,8 +86,13 @@ impl Deleter {
                     self.asking.with(|a| a.as_ref().is_some_and(|(_, t)| *t == expected))
                 };
                 view! {
+                    // Bound to what was typed: the live table re-renders this row,
+                    // and a new input must not lose the operator's typing.
                     <input id="delete-name" type="text" autocomplete="off" spellcheck="false"
                         placeholder="type the agent's name" aria-label="Type the agent's name to delete it"
+                        prop:value=move || {
+                            self.asking.with(|a| a.as_ref().map(|(_, t)| t.clone()).unwrap_or_default())
+                        }
                         on:input=move |ev| {
                             let typed = event_target_value(&ev);
                             self.asking.update(|a| if let Some((_, t)) = a { *t = typed });
