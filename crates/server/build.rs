@@ -26,6 +26,9 @@ fn main() {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build.rs");
+    // `sqlx::migrate!` embeds the migrations at compile time: a new one must
+    // rebuild the crate (a proc macro cannot say so on stable).
+    println!("cargo::rerun-if-changed=../../migrations");
     if let Err(e) = run() {
         // One readable error instead of a panic's backtrace.
         eprintln!("error: embedding the console: {e:#}");

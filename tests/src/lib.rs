@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 pub mod chaos;
 mod database;
+pub mod exposition;
 pub mod faultproxy;
 pub mod receiver;
 pub use database::{Backend, DatabaseOutage, TestDatabase, backend, mysql_url, postgres_url};
@@ -47,6 +48,10 @@ pub struct Options {
     /// manual clock, buckets refill only as the test moves time).
     pub rate_limit: Option<switchboard_server::config::RateLimit>,
     pub tenant_rate_limit: Option<switchboard_server::config::RateLimit>,
+    /// Each client address's limit on credential lookups; none unless set.
+    pub address_rate_limit: Option<switchboard_server::config::RateLimit>,
+    /// Proxies whose `X-Forwarded-For` names the client (`--trusted-proxy`).
+    pub trusted_proxies: Vec<String>,
 }
 
 pub struct TestServer {
@@ -185,6 +190,12 @@ impl TestServer {
         let off = switchboard_server::config::RateLimit::OFF;
         config.rate_limit = opts.rate_limit.unwrap_or(off);
         config.tenant_rate_limit = opts.tenant_rate_limit.unwrap_or(off);
+        config.address_rate_limit = opts.address_rate_limit.unwrap_or(off);
+        config.trusted_proxies = opts
+            .trusted_proxies
+            .iter()
+            .map(|p| p.parse().expect("a CIDR range"))
+            .collect();
         if let Some(w) = opts.webhooks {
             config.webhooks = w;
         }
@@ -344,13 +355,20 @@ impl TestServer {
             .expect("webhook pass")
     }
 
+    /// One worker pass; every task of it must succeed.
     pub async fn tick(&self) -> switchboard_server::TickReport {
-        self.workers
-            .as_ref()
-            .expect("server is up")
-            .tick()
-            .await
-            .expect("worker pass")
+        let report = self.tick_report().await;
+        assert!(
+            report.failures.is_empty(),
+            "background tasks failed: {:?}",
+            report.failures
+        );
+        report
+    }
+
+    /// One worker pass, failures and all.
+    pub async fn tick_report(&self) -> switchboard_server::TickReport {
+        self.workers.as_ref().expect("server is up").tick().await
     }
 
     /// One heartbeat of this instance at its clock's now (a shared database only).

@@ -299,6 +299,14 @@ pub struct AuditEntry {
     /// Events the job covered when it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_total: Option<u64>,
+    /// What an action other than a bulk action was about: `agent:<name>`,
+    /// `token:<token_id>`, `device:<user_code>`, `tenant:<name>`,
+    /// `callback:<id>`, `lease:<id>`, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// A short detail of it (never a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -335,6 +343,11 @@ pub struct Credential {
     /// Set once revoked: the token is refused from then on.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub revoked_at: Option<OffsetDateTime>,
+    /// The `token_id` of the credential that approved this one (a device login's
+    /// approver, an app sign-in's consenting operator): revoking that one revokes
+    /// this one too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
 }
 
 /// The answer to a revocation: how many live tokens it revoked.

@@ -43,6 +43,13 @@ pub struct Config {
     pub rate_limit: RateLimit,
     /// Each tenant's token bucket, shared by all of its credentials.
     pub tenant_rate_limit: RateLimit,
+    /// Each client address's bucket for credential lookups the cache cannot answer
+    /// (an unknown or new token, a console session, a token endpoint's secret):
+    /// [`RateLimit::OFF`] turns it off.
+    pub address_rate_limit: RateLimit,
+    /// Proxies (or load balancers) whose `X-Forwarded-For` names the client
+    /// (`--trusted-proxy`); empty: the TCP peer is the client.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// SQLite `synchronous` pragma: `full` or `normal` (WAL makes `normal` safe
     /// against corruption; `full` also survives power loss without losing commits).
     pub sqlite_synchronous: String,
@@ -61,9 +68,43 @@ pub struct Config {
     /// How long a signing key signs before the next one takes over; the old one
     /// stays in the JWKS until every token it signed has expired.
     pub signing_key_rotation: Duration,
+    /// How long a login (device login, app sign-in) lives: from its start, and
+    /// without a refresh.
+    pub refresh_lifetimes: crate::store::RefreshLifetimes,
+    /// How long the tables that only grow keep their rows.
+    pub horizons: Horizons,
     pub clock: Arc<dyn Clock>,
     /// Test seams; empty in production.
     pub hooks: Hooks,
+}
+
+/// How long the tables that only grow keep their rows: the maintenance pass trims
+/// each by age, in batches (`switchboard doctor` shows them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Horizons {
+    /// The operators' audit log (a job's row only once the job ended). A year:
+    /// what audits of access commonly ask for.
+    pub audit_log: Duration,
+    /// The lease audit trail (a line per renewal). 90 days.
+    pub lease_audit: Duration,
+    /// Fencing rejections (the console's table of refused zombie writes). 30 days.
+    pub fencing_rejections: Duration,
+    /// Revoked credentials (after their revocation), refresh tokens (after their
+    /// login's absolute lifetime, when none can be used any more) and the record
+    /// of fencing tokens no live lease carries. 90 days.
+    pub credentials: Duration,
+}
+
+impl Default for Horizons {
+    fn default() -> Self {
+        const DAY: u64 = 24 * 3600;
+        Self {
+            audit_log: Duration::from_secs(365 * DAY),
+            lease_audit: Duration::from_secs(90 * DAY),
+            fencing_rejections: Duration::from_secs(30 * DAY),
+            credentials: Duration::from_secs(90 * DAY),
+        }
+    }
 }
 
 /// How the server registers and delivers to webhook callbacks.
@@ -139,12 +180,21 @@ impl Default for Config {
                 per_second: 10_000.0,
                 burst: 20_000,
             },
+            // A cache miss per token every 2 s: a thousand agents behind one NAT
+            // stay well inside it; a spray of made-up tokens does not.
+            address_rate_limit: RateLimit {
+                per_second: 500.0,
+                burst: 2_000,
+            },
+            trusted_proxies: Vec::new(),
             sqlite_synchronous: "full".to_owned(),
             sqlite_group_commit: true,
             webhooks: WebhookConfig::default(),
             https: false,
             access_token_ttl: Duration::from_secs(15 * 60),
             signing_key_rotation: Duration::from_secs(7 * 24 * 3600),
+            refresh_lifetimes: crate::store::RefreshLifetimes::DEFAULT,
+            horizons: Horizons::default(),
             clock: Arc::new(SystemClock),
             hooks: Hooks::default(),
         }
@@ -168,6 +218,8 @@ impl std::fmt::Debug for Config {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("rate_limit", &self.rate_limit)
             .field("tenant_rate_limit", &self.tenant_rate_limit)
+            .field("address_rate_limit", &self.address_rate_limit)
+            .field("trusted_proxies", &self.trusted_proxies)
             .field("https", &self.https)
             .field("access_token_ttl", &self.access_token_ttl)
             .field("signing_key_rotation", &self.signing_key_rotation)
@@ -232,18 +284,40 @@ pub(crate) fn write_private(path: &Path, contents: &[u8], replace: bool) -> std:
     }
 }
 
-/// `url` without its password (I11): `postgres://user:***@host/db`.
+/// `url` without its passwords (I11): `postgres://user:***@host/db`, and the value
+/// of every query parameter whose name holds `password` (`?password=…`,
+/// `sslpassword=…`) as `***`. The user information ends at the last `@` before the
+/// query, so a password holding `/`, `@` or `?`-free text of any kind is redacted
+/// whole (libpq and sqlx read it so).
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
+    let (main, query) = match rest.split_once('?') {
+        Some((main, query)) => (main, Some(query)),
+        None => (rest, None),
+    };
+    let main = match main.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => url.to_owned(),
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => main.to_owned(),
         },
-        None => url.to_owned(),
+        None => main.to_owned(),
+    };
+    let query = query.map(|q| {
+        q.split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key.to_ascii_lowercase().contains("password") => {
+                    format!("{key}=***")
+                }
+                _ => pair.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    });
+    match query {
+        Some(q) => format!("{scheme}://{main}?{q}"),
+        None => format!("{scheme}://{main}"),
     }
 }
 
@@ -259,5 +333,35 @@ mod tests {
         );
         assert_eq!(redact_url("postgres://sb@db/x"), "postgres://sb@db/x");
         assert_eq!(redact_url("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
+    }
+
+    #[test]
+    fn a_password_in_the_query_or_holding_a_slash_is_redacted() {
+        assert_eq!(
+            redact_url("postgres://sb@db/x?sslmode=require&password=s3cret&sslpassword=k3y"),
+            "postgres://sb@db/x?sslmode=require&password=***&sslpassword=***"
+        );
+        assert_eq!(
+            redact_url("mysql://sb:pa/ss@word@db:3306/x"),
+            "mysql://sb:***@db:3306/x"
+        );
+        assert_eq!(
+            redact_url("postgres://sb:a/b@h1:5432,h2:5432/x?target_session_attrs=read-write"),
+            "postgres://sb:***@h1:5432,h2:5432/x?target_session_attrs=read-write"
+        );
+        for url in [
+            "postgres://sb@db/x?password=s3cret",
+            "mysql://sb:pa/ss@word@db:3306/x",
+        ] {
+            let config = super::Config {
+                database_url: url.to_owned(),
+                ..super::Config::default()
+            };
+            let debug = format!("{config:?}");
+            assert!(
+                !debug.contains("s3cret") && !debug.contains("ss@word"),
+                "{debug}"
+            );
+        }
     }
 }

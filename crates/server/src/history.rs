@@ -18,12 +18,31 @@ use switchboard_proto::{LatencyBucket, OpsHistory, OpsRates, OpsSample, TenantId
 /// Depth of one tenant's inboxes: pending, claimed, quarantined.
 type Depth = (u64, u64, u64);
 
-struct Tick {
-    at: Millis,
+/// One tenant's numbers in a sample: each operator sees only its own tenant's (I9).
+#[derive(Debug, Clone, Default)]
+struct Sampled {
+    depth: Depth,
     counters: Counters,
     /// Cumulative delivery-latency buckets `(upper bound, count)`.
     latency: Vec<(f64, u64)>,
-    depth: HashMap<TenantId, Depth>,
+}
+
+struct Tick {
+    at: Millis,
+    tenants: HashMap<TenantId, Sampled>,
+}
+
+impl Tick {
+    fn of(&self, tenant: TenantId) -> Sampled {
+        self.tenants.get(&tenant).cloned().unwrap_or_default()
+    }
+}
+
+/// One tenant's counters and delivery-latency buckets at a sample.
+pub struct TenantSample {
+    pub tenant: TenantId,
+    pub counters: Counters,
+    pub latency: Vec<(f64, u64)>,
 }
 
 pub struct History {
@@ -54,22 +73,22 @@ impl History {
             .is_none_or(|t| now - t.at >= self.interval.as_millis() as Millis)
     }
 
-    /// Adds a sample, dropping the oldest beyond the capacity, unless one was taken
-    /// less than `interval` ago (two worker passes may race to it: the check is made
-    /// again under the lock). Returns whether it added one.
-    pub fn record(
-        &self,
-        now: Millis,
-        depth: &[DepthRow],
-        counters: Counters,
-        latency: Vec<(f64, u64)>,
-    ) -> bool {
-        let mut by_tenant: HashMap<TenantId, Depth> = HashMap::new();
+    /// Adds a sample of every tenant's depth and counters, dropping the oldest beyond
+    /// the capacity, unless one was taken less than `interval` ago (two worker passes
+    /// may race to it: the check is made again under the lock). Returns whether it
+    /// added one.
+    pub fn record(&self, now: Millis, depth: &[DepthRow], metrics: Vec<TenantSample>) -> bool {
+        let mut tenants: HashMap<TenantId, Sampled> = HashMap::new();
         for row in depth {
-            let d = by_tenant.entry(row.tenant_id).or_default();
+            let d = &mut tenants.entry(row.tenant_id).or_default().depth;
             d.0 += row.counts.pending;
             d.1 += row.counts.claimed;
             d.2 += row.counts.quarantined;
+        }
+        for m in metrics {
+            let t = tenants.entry(m.tenant).or_default();
+            t.counters = m.counters;
+            t.latency = m.latency;
         }
         let mut ticks = self.lock();
         let interval = self.interval.as_millis() as Millis;
@@ -79,38 +98,35 @@ impl History {
         while ticks.len() >= self.capacity {
             ticks.pop_front();
         }
-        ticks.push_back(Tick {
-            at: now,
-            counters,
-            latency,
-            depth: by_tenant,
-        });
+        ticks.push_back(Tick { at: now, tenants });
         true
     }
 
-    /// The samples of `tenant`, oldest first, and the latency distribution of the acks
-    /// made in their window.
+    /// The samples of `tenant`, oldest first, and the latency distribution of its
+    /// acks made in their window.
     pub fn samples(&self, tenant: TenantId) -> OpsHistory {
         let ticks = self.lock();
         let samples = ticks
             .iter()
             .map(|t| {
-                let (pending, claimed, quarantined) =
-                    t.depth.get(&tenant).copied().unwrap_or_default();
+                let s = t.of(tenant);
+                let (pending, claimed, quarantined) = s.depth;
                 OpsSample {
                     at: to_timestamp(t.at),
                     pending,
                     claimed,
                     quarantined,
-                    lease_expirations_total: t.counters.lease_expirations,
-                    stale_claim_rejections_total: t.counters.stale_claim_rejections,
-                    fencing_rejections_total: t.counters.fencing_rejections,
-                    delivered_total: t.counters.delivered,
+                    lease_expirations_total: s.counters.lease_expirations,
+                    stale_claim_rejections_total: s.counters.stale_claim_rejections,
+                    fencing_rejections_total: s.counters.fencing_rejections,
+                    delivered_total: s.counters.delivered,
                 }
             })
             .collect();
         let latency = match (ticks.front(), ticks.back()) {
-            (Some(first), Some(last)) => distribution(&first.latency, &last.latency),
+            (Some(first), Some(last)) => {
+                distribution(&first.of(tenant).latency, &last.of(tenant).latency)
+            }
             _ => Vec::new(),
         };
         OpsHistory {
@@ -120,10 +136,10 @@ impl History {
         }
     }
 
-    /// Counters per minute: `current` minus the newest sample at least a minute old,
-    /// scaled to one minute. While the server is younger than a minute, the counts
-    /// since the oldest sample (not extrapolated). `None` without samples.
-    pub fn rates(&self, now: Millis, current: Counters) -> Option<OpsRates> {
+    /// `tenant`'s counters per minute: `current` minus its newest sample at least a
+    /// minute old, scaled to one minute. While the server is younger than a minute,
+    /// the counts since the oldest sample (not extrapolated). `None` without samples.
+    pub fn rates(&self, tenant: TenantId, now: Millis, current: Counters) -> Option<OpsRates> {
         let ticks = self.lock();
         let base = ticks
             .iter()
@@ -137,7 +153,7 @@ impl History {
             1.0
         };
         let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 * scale;
-        let b = base.counters;
+        let b = base.of(tenant).counters;
         Some(OpsRates {
             lease_expirations_per_minute: rate(current.lease_expirations, b.lease_expirations),
             stale_claim_rejections_per_minute: rate(
@@ -190,27 +206,35 @@ mod tests {
         }
     }
 
-    fn delivered(n: u64) -> Counters {
-        Counters {
-            delivered: n,
-            lease_expirations: n / 2,
-            ..Counters::default()
-        }
+    fn delivered(n: u64) -> Vec<TenantSample> {
+        vec![TenantSample {
+            tenant: tenant(),
+            counters: Counters {
+                delivered: n,
+                lease_expirations: n / 2,
+                ..Counters::default()
+            },
+            latency: Vec::new(),
+        }]
+    }
+
+    fn current(n: u64) -> Counters {
+        delivered(n).remove(0).counters
     }
 
     #[test]
     fn samples_are_due_at_the_interval_and_capped() {
         let h = History::new(Duration::from_secs(5), 3);
         assert!(h.due(0), "the first sample is due at once");
-        h.record(0, &[], delivered(0), Vec::new());
+        h.record(0, &[], delivered(0));
         assert!(!h.due(4_999));
         assert!(h.due(5_000));
         assert!(
-            !h.record(4_999, &[], delivered(0), Vec::new()),
+            !h.record(4_999, &[], delivered(0)),
             "a pass that raced another one adds nothing"
         );
         for i in 1..=4 {
-            assert!(h.record(i * 5_000, &[], delivered(0), Vec::new()));
+            assert!(h.record(i * 5_000, &[], delivered(0)));
         }
         let s = h.samples(tenant());
         assert_eq!(s.samples.len(), 3, "the oldest are dropped");
@@ -225,11 +249,17 @@ mod tests {
         h.record(
             0,
             &[row(tenant(), 3, 1), row(tenant(), 2, 0), row(other, 50, 50)],
-            delivered(0),
-            Vec::new(),
+            delivered(7),
         );
         let s = &h.samples(tenant()).samples[0];
         assert_eq!((s.pending, s.claimed, s.quarantined), (5, 0, 1));
+        assert_eq!(s.delivered_total, 7);
+        let o = &h.samples(other).samples[0];
+        assert_eq!(o.pending, 50);
+        assert_eq!(
+            o.delivered_total, 0,
+            "another tenant's counters are not this tenant's"
+        );
         let unknown: TenantId = "0192f0c4-0000-7000-8000-000000000003".parse().unwrap();
         assert_eq!(h.samples(unknown).samples[0].pending, 0);
     }
@@ -237,20 +267,24 @@ mod tests {
     #[test]
     fn rates_count_the_last_minute_and_scale_a_longer_span() {
         let h = History::new(Duration::from_secs(5), 100);
-        assert_eq!(h.rates(0, delivered(10)), None, "no samples, no rate");
-        h.record(0, &[], delivered(0), Vec::new());
+        assert_eq!(
+            h.rates(tenant(), 0, current(10)),
+            None,
+            "no samples, no rate"
+        );
+        h.record(0, &[], delivered(0));
         // Younger than a minute: what happened since the first sample, as is.
-        let r = h.rates(20_000, delivered(10)).unwrap();
+        let r = h.rates(tenant(), 20_000, current(10)).unwrap();
         assert_eq!(r.delivered_per_minute, 10.0);
         assert_eq!(r.lease_expirations_per_minute, 5.0);
-        h.record(30_000, &[], delivered(40), Vec::new());
-        h.record(65_000, &[], delivered(100), Vec::new());
+        h.record(30_000, &[], delivered(40));
+        h.record(65_000, &[], delivered(100));
         // At 100 s: the newest sample at least 60 s old is the one at 30 s (40).
         // 160 - 40 = 120 in 70 s = 102.857… per minute.
-        let r = h.rates(100_000, delivered(160)).unwrap();
+        let r = h.rates(tenant(), 100_000, current(160)).unwrap();
         assert!((r.delivered_per_minute - 120.0 * 60.0 / 70.0).abs() < 1e-9);
         // Exactly a minute: no scaling.
-        let r = h.rates(90_000, delivered(100)).unwrap();
+        let r = h.rates(tenant(), 90_000, current(100)).unwrap();
         assert_eq!(r.delivered_per_minute, 60.0);
     }
 
@@ -259,8 +293,13 @@ mod tests {
         let h = History::new(Duration::from_secs(5), 100);
         let first = vec![(0.1, 4), (1.0, 6), (f64::INFINITY, 7)];
         let last = vec![(0.1, 5), (1.0, 10), (f64::INFINITY, 12)];
-        h.record(0, &[], delivered(0), first);
-        h.record(5_000, &[], delivered(0), last);
+        let with = |latency| {
+            let mut s = delivered(0);
+            s[0].latency = latency;
+            s
+        };
+        h.record(0, &[], with(first));
+        h.record(5_000, &[], with(last));
         let l = h.samples(tenant()).latency;
         let counts: Vec<_> = l.iter().map(|b| (b.le_seconds, b.count)).collect();
         // Cumulative in the window: 1, 4, 5, so per bucket 1, 3 and 1.

@@ -1,42 +1,100 @@
-//! Prometheus metrics, one registry per server (tests run several in one process).
+//! Prometheus metrics, one set per server (tests run several in one process).
+//!
+//! **Per tenant (I9).** Everything an agent or operator of a tenant causes is counted
+//! in that tenant's own [`TenantMetrics`] (`Metrics::tenant`): acks, latencies, lease
+//! expiries, quarantines, stale claims, fencing rejections, webhook outcomes, rate
+//! limits, SSE subscribers. A tenant's scrape ([`Scope::Tenant`]) renders only its
+//! own series, each labelled `tenant`; the deployment admin's scrape ([`Scope::All`])
+//! renders every tenant's, and adds the process's own series, which belong to no
+//! tenant: the database's health, transaction retries, background task failures,
+//! requests refused before any credential was known, retention held back. The
+//! overview and the sample history read the same per-tenant numbers
+//! ([`TenantMetrics::counters`], [`TenantMetrics::latency_buckets`]), so no operator
+//! ever sees another tenant's activity in a number.
+//!
 //! Gauges of the inbox (`inbox_depth`) are read from the store at scrape time, so they
 //! are exact rather than tracked.
 
 use crate::store::DepthRow;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
-use std::sync::{Arc, Mutex};
-use switchboard_proto::EventStatus;
-use switchboard_proto::QueueTableHealth;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use switchboard_proto::{EventStatus, QueueTableHealth, TenantId};
 
-/// The label of `webhook_deliveries`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OutcomeLabels {
-    outcome: &'static str,
+/// Whose series a scrape shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// One tenant's: what its `metrics:read` tokens see.
+    Tenant(TenantId),
+    /// Every tenant's and the process's: the deployment admin's scrape.
+    All,
 }
 
-/// The label of `rate_limited`: the bucket that ran dry.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PolicyLabels {
-    policy: &'static str,
+/// What a scrape adds to the counters, read for it alone.
+pub struct Scrape<'a> {
+    pub scope: Scope,
+    /// Inbox depth rows of the tenants in scope.
+    pub depth: &'a [DepthRow],
+    /// Disabled webhook callbacks per tenant in scope.
+    pub disabled_callbacks: &'a [(TenantId, u64)],
+    /// The shared database's health ([`Scope::All`] only).
+    pub health: Option<&'a QueueTableHealth>,
+    /// Transactions run again after a transient failure, by backend and code
+    /// ([`Scope::All`] only).
+    pub retries: &'a [crate::store::RetryCount],
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DepthLabels {
-    /// The agent's tenant: one scrape shows one tenant's agents (the scraping
-    /// token's), and the label keeps series of several tenants' scrapes apart.
-    tenant: String,
-    agent: String,
-    status: String,
+/// A webhook attempt's outcome, the label of `webhook_deliveries`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// 2xx.
+    Delivered,
+    /// Anything else but 410: retried.
+    Failed,
+    /// 410: the callback is disabled.
+    Gone,
 }
 
-#[derive(Clone)]
-pub struct Metrics {
-    registry: Arc<Mutex<Registry>>,
+impl Outcome {
+    const ALL: [Self; 3] = [Self::Delivered, Self::Failed, Self::Gone];
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Delivered => "delivered",
+            Self::Failed => "failed",
+            Self::Gone => "gone",
+        }
+    }
+}
+
+/// The bucket a rate-limited request ran dry in, the label of `rate_limited`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// One credential's (or subject's) bucket.
+    Credential,
+    /// The tenant's shared bucket.
+    Tenant,
+}
+
+impl Policy {
+    const ALL: [Self; 2] = [Self::Credential, Self::Tenant];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Credential => "credential",
+            Self::Tenant => "tenant",
+        }
+    }
+}
+
+/// One tenant's counters, histograms and gauges. Cheap to clone handles of; every
+/// increment is an atomic add.
+#[derive(Debug)]
+pub struct TenantMetrics {
     pub lease_expirations: Counter,
     pub stale_claim_rejections: Counter,
     pub fencing_rejections: Counter,
@@ -47,229 +105,54 @@ pub struct Metrics {
     pub delivered: Counter,
     pub delivery_latency: Histogram,
     pub sse_subscribers: Gauge,
-    /// Webhook delivery attempts by outcome (`delivered`, `failed`, `gone`).
-    pub webhook_deliveries: Family<OutcomeLabels, Counter>,
+    /// Webhook delivery attempts, by [`Outcome`] (in its order).
+    webhook_deliveries: [Counter; 3],
     pub webhook_latency: Histogram,
-    /// Requests refused with 429 by policy (`credential`, `tenant`).
-    pub rate_limited: Family<PolicyLabels, Counter>,
+    /// Requests refused with 429, by [`Policy`] (in its order).
+    rate_limited: [Counter; 2],
     /// Events retention wrote to the archive before removing them.
     pub archived: Counter,
-    /// 1 while archive writes fail and retention keeps what it would remove.
-    pub retention_held_back: Gauge,
-    /// The shared database's health; rendered only for a backend that has it.
-    db: Arc<Mutex<Registry>>,
-    events_dead_tuples: Gauge,
-    events_live_tuples: Gauge,
-    oldest_transaction: Gauge<f64, std::sync::atomic::AtomicU64>,
-    events_vacuum_age: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Metrics {
-    pub fn new() -> Self {
-        let mut registry = Registry::default();
-        let m = Self {
-            registry: Arc::new(Mutex::new(Registry::default())),
+impl TenantMetrics {
+    fn new() -> Self {
+        Self {
             lease_expirations: Counter::default(),
             stale_claim_rejections: Counter::default(),
             fencing_rejections: Counter::default(),
             idempotency_cache_hits: Counter::default(),
-            lease_renewal_latency: Histogram::new([
-                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-            ]),
+            lease_renewal_latency: Histogram::new(RENEWAL_BUCKETS),
             quarantined: Counter::default(),
             expired: Counter::default(),
             delivered: Counter::default(),
-            delivery_latency: Histogram::new([
-                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
-            ]),
+            delivery_latency: Histogram::new(DELIVERY_BUCKETS),
             sse_subscribers: Gauge::default(),
-            webhook_deliveries: Family::default(),
-            webhook_latency: Histogram::new([
-                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0,
-            ]),
-            rate_limited: Family::default(),
+            webhook_deliveries: Default::default(),
+            webhook_latency: Histogram::new(WEBHOOK_BUCKETS),
+            rate_limited: Default::default(),
             archived: Counter::default(),
-            retention_held_back: Gauge::default(),
-            db: Arc::new(Mutex::new(Registry::default())),
-            events_dead_tuples: Gauge::default(),
-            events_live_tuples: Gauge::default(),
-            oldest_transaction: Gauge::default(),
-            events_vacuum_age: Gauge::default(),
-        };
-        let mut db = Registry::default();
-        db.register(
-            "events_dead_tuples",
-            "Dead row versions in the events table (PostgreSQL): what autovacuum has yet to remove",
-            m.events_dead_tuples.clone(),
-        );
-        db.register(
-            "events_live_tuples",
-            "Live rows in the events table (PostgreSQL statistics)",
-            m.events_live_tuples.clone(),
-        );
-        db.register(
-            "oldest_transaction_age_seconds",
-            "Age of the oldest open transaction on the database; vacuum cannot clean behind it",
-            m.oldest_transaction.clone(),
-        );
-        db.register(
-            "events_vacuum_age_seconds",
-            "Seconds since the events table was last vacuumed (NaN: never)",
-            m.events_vacuum_age.clone(),
-        );
-        *m.db.lock().unwrap_or_else(|e| e.into_inner()) = db;
-        registry.register(
-            "lease_expirations",
-            "Claims whose visibility lease expired before ack or release",
-            m.lease_expirations.clone(),
-        );
-        registry.register(
-            "stale_claim_rejections",
-            "Ack, release or extend refused because the claim token was stale (fencing)",
-            m.stale_claim_rejections.clone(),
-        );
-        registry.register(
-            "fencing_rejections",
-            "Memory record calls refused because the fencing token was not the current one",
-            m.fencing_rejections.clone(),
-        );
-        registry.register(
-            "idempotency_cache_hits",
-            "Requests answered with the stored response of an earlier one with the same Idempotency-Key",
-            m.idempotency_cache_hits.clone(),
-        );
-        registry.register(
-            "lease_renewal_latency_seconds",
-            "Time to renew a name + memory lease, in the server",
-            m.lease_renewal_latency.clone(),
-        );
-        registry.register(
-            "events_quarantined",
-            "Events moved to the dead-letter quarantine",
-            m.quarantined.clone(),
-        );
-        registry.register(
-            "events_expired",
-            "Events that expired unclaimed",
-            m.expired.clone(),
-        );
-        registry.register("events_acked", "Events acked", m.delivered.clone());
-        registry.register(
-            "delivery_latency_seconds",
-            "From an event becoming available to its ack",
-            m.delivery_latency.clone(),
-        );
-        registry.register(
-            "sse_subscribers",
-            "Open SSE subscriptions",
-            m.sse_subscribers.clone(),
-        );
-        registry.register(
-            "webhook_deliveries",
-            "Webhook delivery attempts by outcome: delivered (2xx), failed (retried), gone (410, disabled)",
-            m.webhook_deliveries.clone(),
-        );
-        registry.register(
-            "webhook_delivery_latency_seconds",
-            "From sending a webhook delivery to the endpoint's answer",
-            m.webhook_latency.clone(),
-        );
-        registry.register(
-            "rate_limited",
-            "Requests refused with 429 rate_limited, by the bucket that ran dry (credential, tenant)",
-            m.rate_limited.clone(),
-        );
-        registry.register(
-            "events_archived",
-            "Events written to the archive (--archive-dir) before retention removed them",
-            m.archived.clone(),
-        );
-        registry.register(
-            "retention_held_back",
-            "1 while archive writes fail: retention keeps the events it would remove until the archive takes them",
-            m.retention_held_back.clone(),
-        );
-        *m.registry.lock().unwrap_or_else(|e| e.into_inner()) = registry;
-        m
-    }
-
-    /// Counts one request refused by the `policy` bucket.
-    pub fn rate_limited(&self, policy: &'static str) {
-        self.rate_limited
-            .get_or_create(&PolicyLabels { policy })
-            .inc();
+        }
     }
 
     /// Counts one webhook attempt's outcome.
-    pub fn webhook_outcome(&self, outcome: &'static str) {
-        self.webhook_deliveries
-            .get_or_create(&OutcomeLabels { outcome })
-            .inc();
+    pub fn webhook_outcome(&self, outcome: Outcome) {
+        self.webhook_deliveries[outcome as usize].inc();
     }
 
-    /// Renders the text exposition format with the given depth rows and count of
-    /// disabled webhook callbacks (the scraping tenant's). Those are built for this
-    /// one scrape, so two tenants' scrapes at the same moment never see each other's.
-    pub fn render(
-        &self,
-        depth: &[DepthRow],
-        disabled_callbacks: u64,
-        health: Option<&QueueTableHealth>,
-    ) -> String {
-        let inbox_depth = Family::<DepthLabels, Gauge>::default();
-        for row in depth {
-            let c = &row.counts;
-            for (status, n) in [
-                (EventStatus::Pending, c.pending),
-                (EventStatus::Claimed, c.claimed),
-                (EventStatus::Completed, c.completed),
-                (EventStatus::Quarantined, c.quarantined),
-                (EventStatus::Expired, c.expired),
-                (EventStatus::Purged, c.purged),
-            ] {
-                inbox_depth
-                    .get_or_create(&DepthLabels {
-                        tenant: row.tenant_id.to_string(),
-                        agent: row.agent_name.clone(),
-                        status: status.as_str().to_owned(),
-                    })
-                    .set(n as i64);
-            }
+    /// Counts one request refused by the `policy` bucket.
+    pub fn rate_limited(&self, policy: Policy) {
+        self.rate_limited[policy as usize].inc();
+    }
+
+    /// The counters the overview shows, now.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            lease_expirations: self.lease_expirations.get(),
+            stale_claim_rejections: self.stale_claim_rejections.get(),
+            fencing_rejections: self.fencing_rejections.get(),
+            quarantined: self.quarantined.get(),
+            delivered: self.delivered.get(),
         }
-        let mut scrape = Registry::default();
-        scrape.register("inbox_depth", "Events per agent and status", inbox_depth);
-        let disabled = Gauge::<i64>::default();
-        disabled.set(i64::try_from(disabled_callbacks).unwrap_or(i64::MAX));
-        scrape.register(
-            "webhook_callbacks_disabled",
-            "Webhook callbacks that are disabled",
-            disabled,
-        );
-        let mut out = String::new();
-        {
-            let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
-            append(&mut out, &registry);
-        }
-        append(&mut out, &scrape);
-        if let Some(h) = health {
-            self.events_dead_tuples
-                .set(i64::try_from(h.dead_tuples).unwrap_or(i64::MAX));
-            self.events_live_tuples
-                .set(i64::try_from(h.live_tuples).unwrap_or(i64::MAX));
-            self.oldest_transaction
-                .set(h.oldest_transaction_age_seconds);
-            self.events_vacuum_age
-                .set(h.vacuum_age_seconds.unwrap_or(f64::NAN));
-            let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-            append(&mut out, &db);
-        }
-        out
     }
 
     /// `(upper bound, cumulative count)` of the delivery latency histogram.
@@ -283,17 +166,428 @@ impl Metrics {
             Err(_) => Vec::new(),
         }
     }
+}
 
-    /// The counters the overview shows, now.
-    pub fn counters(&self) -> Counters {
-        Counters {
-            lease_expirations: self.lease_expirations.get(),
-            stale_claim_rejections: self.stale_claim_rejections.get(),
-            fencing_rejections: self.fencing_rejections.get(),
-            quarantined: self.quarantined.get(),
-            delivered: self.delivered.get(),
+const RENEWAL_BUCKETS: [f64; 11] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+const DELIVERY_BUCKETS: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+const WEBHOOK_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0,
+];
+
+/// The per-tenant counters: name (without `_total`), help, which.
+type CounterOf = fn(&TenantMetrics) -> &Counter;
+const COUNTERS: &[(&str, &str, CounterOf)] = &[
+    (
+        "lease_expirations",
+        "Claims whose visibility lease expired before ack or release",
+        |t| &t.lease_expirations,
+    ),
+    (
+        "stale_claim_rejections",
+        "Ack, release or extend refused because the claim token was stale (fencing)",
+        |t| &t.stale_claim_rejections,
+    ),
+    (
+        "fencing_rejections",
+        "Memory record calls refused because the fencing token was not the current one",
+        |t| &t.fencing_rejections,
+    ),
+    (
+        "idempotency_cache_hits",
+        "Requests answered with the stored response of an earlier one with the same Idempotency-Key",
+        |t| &t.idempotency_cache_hits,
+    ),
+    (
+        "events_quarantined",
+        "Events moved to the dead-letter quarantine",
+        |t| &t.quarantined,
+    ),
+    ("events_expired", "Events that expired unclaimed", |t| {
+        &t.expired
+    }),
+    ("events_acked", "Events acked", |t| &t.delivered),
+    (
+        "events_archived",
+        "Events written to the archive (--archive-dir) before retention removed them",
+        |t| &t.archived,
+    ),
+];
+
+/// The per-tenant histograms: name, help, which.
+type HistogramOf = fn(&TenantMetrics) -> &Histogram;
+const HISTOGRAMS: &[(&str, &str, HistogramOf)] = &[
+    (
+        "lease_renewal_latency_seconds",
+        "Time to renew a name + memory lease, in the server",
+        |t| &t.lease_renewal_latency,
+    ),
+    (
+        "delivery_latency_seconds",
+        "From an event becoming available to its ack",
+        |t| &t.delivery_latency,
+    ),
+    (
+        "webhook_delivery_latency_seconds",
+        "From sending a webhook delivery to the endpoint's answer",
+        |t| &t.webhook_latency,
+    ),
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TenantLabels {
+    tenant: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    tenant: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyLabels {
+    tenant: String,
+    policy: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DepthLabels {
+    tenant: String,
+    agent: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RetryLabels {
+    backend: &'static str,
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabels {
+    task: &'static str,
+}
+
+/// The series of one metric family built for one scrape: shared handles of the
+/// metrics in scope, each with its labels. (A `Family` cannot be filtered, and
+/// would make a metric of its own for each label set.)
+#[derive(Debug)]
+struct Series<L, M>(Vec<(L, M)>);
+
+impl<L: EncodeLabelSet, M: EncodeMetric + TypedMetric> EncodeMetric for Series<L, M> {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, metric) in &self.0 {
+            metric.encode(encoder.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        M::TYPE
+    }
+}
+
+/// Shared by every handler, worker and the console.
+#[derive(Clone, Default)]
+pub struct Metrics(Arc<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    tenants: RwLock<HashMap<TenantId, Arc<TenantMetrics>>>,
+    process: Process,
+}
+
+/// The process's own series: they belong to no tenant, so only the deployment
+/// admin's scrape shows them.
+#[derive(Default)]
+struct Process {
+    /// Requests refused by a bucket drawn before their tenant was known.
+    rate_limited_unattributed: Counter,
+    /// 1 while archive writes fail and retention keeps what it would remove.
+    retention_held_back: Gauge,
+    /// Background tasks that failed, by task (each is retried at the next pass).
+    task_failures: Family<TaskLabels, Counter>,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `tenant`'s metrics, made on first use.
+    pub fn tenant(&self, tenant: TenantId) -> Arc<TenantMetrics> {
+        if let Some(t) = self
+            .0
+            .tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&tenant)
+        {
+            return t.clone();
+        }
+        self.0
+            .tenants
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(tenant)
+            .or_insert_with(|| Arc::new(TenantMetrics::new()))
+            .clone()
+    }
+
+    /// Every tenant's metrics (sorted by tenant, so scrapes are stable).
+    fn all(&self) -> Vec<(TenantId, Arc<TenantMetrics>)> {
+        let mut all: Vec<_> = self
+            .0
+            .tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(id, m)| (*id, m.clone()))
+            .collect();
+        all.sort_by_key(|(id, _)| *id);
+        all
+    }
+
+    /// Counts a request refused by a bucket drawn before its tenant was known.
+    pub fn rate_limited_unattributed(&self) {
+        self.0.process.rate_limited_unattributed.inc();
+    }
+
+    /// Sets whether retention is held back by its archive.
+    pub fn retention_held_back(&self, held: bool) {
+        self.0.process.retention_held_back.set(i64::from(held));
+    }
+
+    /// Counts a failed background task.
+    pub fn task_failed(&self, task: &'static str) {
+        self.0
+            .process
+            .task_failures
+            .get_or_create(&TaskLabels { task })
+            .inc();
+    }
+
+    /// How often the background task `task` failed.
+    pub fn task_failures(&self, task: &'static str) -> u64 {
+        self.0
+            .process
+            .task_failures
+            .get_or_create(&TaskLabels { task })
+            .get()
+    }
+
+    /// Every tenant's counters and delivery-latency buckets (the sample history).
+    pub fn samples(&self) -> Vec<crate::history::TenantSample> {
+        self.all()
+            .into_iter()
+            .map(|(tenant, m)| crate::history::TenantSample {
+                tenant,
+                counters: m.counters(),
+                latency: m.latency_buckets(),
+            })
+            .collect()
+    }
+
+    /// Events archived by every tenant's retention.
+    pub fn archived_total(&self) -> u64 {
+        self.all().iter().map(|(_, m)| m.archived.get()).sum()
+    }
+
+    /// Renders the text exposition of `scrape.scope`.
+    pub fn render(&self, scrape: &Scrape<'_>) -> String {
+        let tenants = match scrape.scope {
+            Scope::Tenant(id) => vec![(id, self.tenant(id))],
+            Scope::All => {
+                // Every tenant the scrape names has its series, at zero until used.
+                for id in scrape.disabled_callbacks.iter().map(|(id, _)| id) {
+                    self.tenant(*id);
+                }
+                for row in scrape.depth {
+                    self.tenant(row.tenant_id);
+                }
+                self.all()
+            }
+        };
+        let label = |id: &TenantId| TenantLabels {
+            tenant: id.to_string(),
+        };
+        let mut registry = Registry::default();
+        for (name, help, of) in COUNTERS {
+            let series = tenants
+                .iter()
+                .map(|(id, m)| (label(id), of(m).clone()))
+                .collect();
+            registry.register(*name, *help, Series(series));
+        }
+        for (name, help, of) in HISTOGRAMS {
+            let series = tenants
+                .iter()
+                .map(|(id, m)| (label(id), of(m).clone()))
+                .collect();
+            registry.register(*name, *help, Series(series));
+        }
+        let series = tenants
+            .iter()
+            .map(|(id, m)| (label(id), m.sse_subscribers.clone()))
+            .collect();
+        registry.register("sse_subscribers", "Open SSE subscriptions", Series(series));
+        let mut outcomes = Vec::new();
+        let mut policies = Vec::new();
+        for (id, m) in &tenants {
+            for o in Outcome::ALL {
+                let labels = OutcomeLabels {
+                    tenant: id.to_string(),
+                    outcome: o.as_str(),
+                };
+                outcomes.push((labels, m.webhook_deliveries[o as usize].clone()));
+            }
+            for p in Policy::ALL {
+                let labels = PolicyLabels {
+                    tenant: id.to_string(),
+                    policy: p.as_str(),
+                };
+                policies.push((labels, m.rate_limited[p as usize].clone()));
+            }
+        }
+        registry.register(
+            "webhook_deliveries",
+            "Webhook delivery attempts by outcome: delivered (2xx), failed (retried), gone (410, disabled)",
+            Series(outcomes),
+        );
+        registry.register(
+            "rate_limited",
+            "Requests refused with 429 rate_limited, by the bucket that ran dry (credential, tenant)",
+            Series(policies),
+        );
+        registry.register("inbox_depth", "Events per agent and status", depth(scrape));
+        let disabled = scrape
+            .disabled_callbacks
+            .iter()
+            .map(|(id, n)| {
+                let g = Gauge::<i64>::default();
+                g.set(i64::try_from(*n).unwrap_or(i64::MAX));
+                (label(id), g)
+            })
+            .collect();
+        registry.register(
+            "webhook_callbacks_disabled",
+            "Webhook callbacks that are disabled",
+            Series(disabled),
+        );
+        if scrape.scope == Scope::All {
+            self.process(&mut registry, scrape);
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// The admin's series: the process's and the database's.
+    fn process(&self, registry: &mut Registry, scrape: &Scrape<'_>) {
+        let p = &self.0.process;
+        registry.register(
+            "rate_limited_unattributed",
+            "Requests refused with 429 by a bucket drawn before their tenant was known (a source address's, an unknown token's)",
+            p.rate_limited_unattributed.clone(),
+        );
+        registry.register(
+            "retention_held_back",
+            "1 while archive writes fail: retention keeps the events it would remove until the archive takes them",
+            p.retention_held_back.clone(),
+        );
+        registry.register(
+            "background_task_failures",
+            "Background tasks that failed, by task; each is retried at the next pass",
+            p.task_failures.clone(),
+        );
+        let retries = scrape
+            .retries
+            .iter()
+            .map(|r| {
+                let c = Counter::<u64>::default();
+                c.inc_by(r.count);
+                let labels = RetryLabels {
+                    backend: r.backend,
+                    code: r.code,
+                };
+                (labels, c)
+            })
+            .collect();
+        registry.register(
+            "transaction_retries",
+            "Transactions run again after a serialization failure, deadlock or lock wait timeout, by backend and SQLSTATE / error number",
+            Series(retries),
+        );
+        if let Some(h) = scrape.health {
+            let gauge = |v: u64| {
+                let g = Gauge::<i64>::default();
+                g.set(i64::try_from(v).unwrap_or(i64::MAX));
+                g
+            };
+            let float = |v: f64| {
+                let g = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+                g.set(v);
+                g
+            };
+            registry.register(
+                "events_dead_tuples",
+                "Dead row versions in the events table (PostgreSQL): what autovacuum has yet to remove",
+                gauge(h.dead_tuples),
+            );
+            registry.register(
+                "events_live_tuples",
+                "Live rows in the events table (PostgreSQL statistics)",
+                gauge(h.live_tuples),
+            );
+            registry.register(
+                "oldest_transaction_age_seconds",
+                "Age of the oldest open transaction on the database; vacuum cannot clean behind it",
+                float(h.oldest_transaction_age_seconds),
+            );
+            registry.register(
+                "events_vacuum_age_seconds",
+                "Seconds since the events table was last vacuumed (NaN: never)",
+                float(h.vacuum_age_seconds.unwrap_or(f64::NAN)),
+            );
         }
     }
+}
+
+/// `inbox_depth` of the scrape's rows.
+fn depth(scrape: &Scrape<'_>) -> Series<DepthLabels, Gauge> {
+    let mut series = Vec::new();
+    for row in scrape.depth {
+        if let Scope::Tenant(t) = scrape.scope
+            && row.tenant_id != t
+        {
+            continue;
+        }
+        let c = &row.counts;
+        for (status, n) in [
+            (EventStatus::Pending, c.pending),
+            (EventStatus::Claimed, c.claimed),
+            (EventStatus::Completed, c.completed),
+            (EventStatus::Quarantined, c.quarantined),
+            (EventStatus::Expired, c.expired),
+            (EventStatus::Purged, c.purged),
+        ] {
+            let g = Gauge::default();
+            g.set(i64::try_from(n).unwrap_or(i64::MAX));
+            let labels = DepthLabels {
+                tenant: row.tenant_id.to_string(),
+                agent: row.agent_name.clone(),
+                status: status.as_str().to_owned(),
+            };
+            series.push((labels, g));
+        }
+    }
+    Series(series)
 }
 
 /// The server counters behind the overview's per-minute tiles.
@@ -351,18 +645,25 @@ pub fn quantile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
     Some(lower.0)
 }
 
-/// Encodes `registry` onto `out`, keeping a single `# EOF` at the end: one exposition.
-fn append(out: &mut String, registry: &Registry) {
-    let mut more = String::new();
-    if prometheus_client::encoding::text::encode(&mut more, registry).is_ok() {
-        out.truncate(out.trim_end().trim_end_matches("# EOF").len());
-        out.push_str(&more);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tenant(n: u8) -> TenantId {
+        format!("0192f0c4-0000-7000-8000-00000000000{n}")
+            .parse()
+            .unwrap()
+    }
+
+    fn scrape(scope: Scope) -> Scrape<'static> {
+        Scrape {
+            scope,
+            depth: &[],
+            disabled_callbacks: &[],
+            health: None,
+            retries: &[],
+        }
+    }
 
     #[test]
     fn buckets_are_read_from_the_text_format() {
@@ -389,18 +690,58 @@ mod tests {
     }
 
     #[test]
-    fn a_fresh_registry_has_empty_buckets_and_zero_counters() {
+    fn a_fresh_tenant_has_empty_buckets_and_zero_counters() {
         let m = Metrics::new();
-        let b = m.latency_buckets();
+        let t = m.tenant(tenant(1));
+        let b = t.latency_buckets();
         assert_eq!(b.len(), 15, "14 bounds and +Inf");
         assert!(b.iter().all(|&(_, n)| n == 0));
         assert_eq!(quantile(&b, 0.5), None);
-        assert_eq!(m.counters(), Counters::default());
-        m.delivery_latency.observe(0.2);
-        m.delivered.inc();
-        let b = m.latency_buckets();
+        assert_eq!(t.counters(), Counters::default());
+        t.delivery_latency.observe(0.2);
+        t.delivered.inc();
+        let b = m.tenant(tenant(1)).latency_buckets();
         assert_eq!(b.iter().find(|(le, _)| *le == 0.25).map(|x| x.1), Some(1));
         assert_eq!(b.iter().find(|(le, _)| *le == 0.1).map(|x| x.1), Some(0));
-        assert_eq!(m.counters().delivered, 1);
+        assert_eq!(m.tenant(tenant(1)).counters().delivered, 1);
+        assert_eq!(
+            m.tenant(tenant(2)).counters(),
+            Counters::default(),
+            "another tenant's counters are its own"
+        );
+    }
+
+    #[test]
+    fn a_tenant_scrape_shows_its_own_series_and_the_admin_every_tenants() {
+        let m = Metrics::new();
+        m.tenant(tenant(1)).delivered.inc_by(3);
+        m.tenant(tenant(2)).delivered.inc_by(5);
+        m.tenant(tenant(2)).webhook_outcome(Outcome::Gone);
+        m.task_failed("retention");
+        let one = m.render(&scrape(Scope::Tenant(tenant(1))));
+        let t1 = tenant(1).to_string();
+        let t2 = tenant(2).to_string();
+        assert!(
+            one.contains(&format!("events_acked_total{{tenant=\"{t1}\"}} 3")),
+            "{one}"
+        );
+        assert!(!one.contains(&t2), "no series of the other tenant: {one}");
+        assert!(
+            !one.contains("background_task_failures"),
+            "the process's series are the admin's: {one}"
+        );
+        assert_eq!(one.matches("# EOF").count(), 1);
+        let all = m.render(&scrape(Scope::All));
+        assert!(all.contains(&format!("events_acked_total{{tenant=\"{t1}\"}} 3")));
+        assert!(all.contains(&format!("events_acked_total{{tenant=\"{t2}\"}} 5")));
+        assert!(all.contains(&format!(
+            "webhook_deliveries_total{{tenant=\"{t2}\",outcome=\"gone\"}} 1"
+        )));
+        assert!(all.contains("background_task_failures_total{task=\"retention\"} 1"));
+        assert_eq!(
+            all.matches("# TYPE events_acked counter").count(),
+            1,
+            "one family however many tenants: {all}"
+        );
     }
 }

@@ -108,7 +108,8 @@ impl Server {
             tracing::warn!(
                 callbacks = foreign,
                 key = webhooks.key.id(),
-                "webhook callbacks sealed with another webhook key cannot be delivered by this                  instance: give every instance the same --webhook-key-file"
+                "webhook callbacks sealed with another webhook key cannot be delivered by this \
+                 instance: give every instance the same --webhook-key-file"
             );
         }
         let archive =
@@ -146,7 +147,8 @@ impl Server {
                 config.rate_limit,
                 config.tenant_rate_limit,
                 config.clock.clone(),
-            ),
+            )
+            .with_addresses(config.address_rate_limit),
             running,
             config,
             hub: Hub::new(),
@@ -303,9 +305,9 @@ async fn operator_token(
         .insert_token(
             &hash_token(&token),
             tenant,
-            None,
             &admin_scopes(),
             "operator",
+            None,
             now,
         )
         .await?;

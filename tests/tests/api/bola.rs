@@ -650,6 +650,89 @@ async fn another_tenant_gets_what_an_id_of_nowhere_gets_on_every_operation() {
         "another tenant can tell this tenant's ids from ids of nowhere",
         state_of(&op, &ids).await == before,
     );
+
+    // The numbers: B's operator sees in its counters, history and scrape exactly
+    // what the operator of a tenant where nothing ever happened sees (I9), while
+    // A's own show A's activity.
+    let forged = op
+        .ack(
+            "alice",
+            ids.event_id.parse().expect("event id"),
+            proto::ClaimToken::new(),
+        )
+        .await
+        .expect_err("a forged claim token");
+    assert_eq!(forged.status(), Some(409), "a stale claim rejection in A");
+    server.tick().await;
+    let (_, c_client) = server.tenant("bola-c").await;
+    let b_numbers = numbers(&b_client).await;
+    let c_numbers = numbers(&c_client).await;
+    let counters = &c_numbers["counters"];
+    for name in [
+        "delivered_total",
+        "fencing_rejections_total",
+        "lease_expirations_total",
+        "quarantined_total",
+        "stale_claim_rejections_total",
+    ] {
+        assert_eq!(
+            counters[name], 0,
+            "{name}: a tenant where nothing happened counts nothing: {c_numbers}"
+        );
+    }
+    assert_eq!(
+        b_numbers, c_numbers,
+        "another tenant's operator sees numbers of its own only"
+    );
+    let a_numbers = numbers(&op).await;
+    assert_ne!(
+        a_numbers["counters"], c_numbers["counters"],
+        "A's numbers show A's activity: {a_numbers}"
+    );
+}
+
+/// Every number an operator sees of its tenant's activity, without the tenant's
+/// own id: the overview's counters, the history's samples (counters only) and the
+/// latency distribution, and every sample of its scrape but the depth of agents.
+async fn numbers(op: &Client) -> Value {
+    let overview = call(op.request(Method::GET, "ops/overview")).await;
+    assert_eq!(overview.status, 200, "{}", overview.text());
+    let history = call(op.request(Method::GET, "ops/history")).await;
+    assert_eq!(history.status, 200, "{}", history.text());
+    let history = history.json();
+    let samples: Vec<Value> = history["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|s| {
+            json!([
+                s["lease_expirations_total"],
+                s["stale_claim_rejections_total"],
+                s["fencing_rejections_total"],
+                s["delivered_total"]
+            ])
+        })
+        .collect();
+    let text = op.metrics_text().await.expect("scrape");
+    let scrape: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("inbox_depth"))
+        .map(|l| {
+            let mut l = l.to_owned();
+            // The tenant label's value is the tenant's own id.
+            while let Some(start) = l.find("tenant=\"") {
+                let end = start + 8 + l[start + 8..].find('"').expect("closing quote");
+                l.replace_range(start..=end, "tenant");
+            }
+            l
+        })
+        .collect();
+    json!({
+        "counters": overview.json()["counters"],
+        "samples": samples,
+        "latency": history["latency"],
+        "scrape": scrape,
+    })
 }
 
 #[tokio::test]
@@ -728,4 +811,155 @@ fn settle(findings: &[String], what: &str, unchanged: bool) {
         unchanged,
         "this tenant's objects changed while others asked"
     );
+}
+
+/// Operations that change no state an audit row would name: a callback's verify
+/// and test (they only call its endpoint), and a job's cancel (the job's own row
+/// records it).
+const NO_AUDIT_ROW: &[&str] = &[
+    "POST /api/v1/ops/callbacks/{callback_id}/verify",
+    "POST /api/v1/ops/callbacks/{callback_id}/test",
+    "POST /api/v1/ops/jobs/{job_id}/cancel",
+];
+
+/// The operator actions the issue names, which must each be seen to succeed and
+/// write their row.
+const MUST_AUDIT: &[&str] = &[
+    "POST /api/v1/ops/tokens/{token_id}/revoke",
+    "POST /api/v1/ops/agents/{agent}/revoke",
+    "DELETE /api/v1/ops/agents/{agent}",
+    "POST /api/v1/ops/device-requests/{user_code}/approve",
+    "POST /api/v1/ops/device-requests/{user_code}/deny",
+    "POST /api/v1/admin/tenants",
+    "POST /api/v1/ops/callbacks/{callback_id}/disable",
+    "POST /api/v1/ops/callbacks/{callback_id}/enable",
+    "DELETE /api/v1/ops/callbacks/{callback_id}",
+    "POST /api/v1/ops/tokens",
+    "POST /api/v1/ops/agents",
+    "POST /api/v1/ops/leases/{lease_id}/force-release",
+    "PUT /api/v1/ops/client-settings",
+    "POST /api/v1/ops/authorizations",
+    "POST /api/v1/ops/login-links",
+];
+
+/// The ids of the tenant's audit rows.
+async fn audit_ids(op: &Client) -> Vec<i64> {
+    let reply = call(op.request(Method::GET, "ops/audit?limit=500")).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    reply.json()["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["id"].as_i64().expect("id"))
+        .collect()
+}
+
+/// A device's new login request in the default tenant: its user code.
+async fn device_code(server: &TestServer) -> String {
+    let device = call(
+        reqwest::Client::new()
+            .post(format!("{}/oauth/device_authorization", server.url))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("client_id=bola-cli&scope=agent%3Abola-device"),
+    )
+    .await;
+    assert_eq!(device.status, 200, "{}", device.text());
+    device.json()["user_code"]
+        .as_str()
+        .expect("user_code")
+        .to_owned()
+}
+
+/// Every state-changing operator (and admin) operation of the document, asked with
+/// real ids, writes exactly one audit row when it succeeds, in its transaction;
+/// the issue's list of actions each succeeds and is audited. The registration of a
+/// callback (on the agent's route) too.
+#[tokio::test]
+async fn every_state_changing_operator_action_writes_one_audit_row() {
+    let receiver = Receiver::start().await;
+    let server = TestServer::with(hooked(&receiver, true)).await;
+    let op = server.operator();
+    let mut ids = world(&server, &receiver).await;
+    let caller = Caller::new(&server, &server.operator_token);
+
+    let before = audit_ids(&op).await.len();
+    let _ = registered(&server, &receiver, "bob").await;
+    let reply = call(op.request(Method::GET, "ops/audit?limit=2")).await;
+    let newest: Vec<String> = reply.json()["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["action"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        (audit_ids(&op).await.len(), newest),
+        (
+            before + 2,
+            vec!["callback_registered".to_owned(), "agent_created".to_owned()]
+        ),
+        "making bob and registering his callback write a row each"
+    );
+
+    let mut mutations: Vec<(Method, String)> = operations(&server)
+        .await
+        .into_iter()
+        .filter(|(m, p)| {
+            *m != Method::GET && (p.starts_with("/api/v1/ops/") || p.starts_with("/api/v1/admin/"))
+        })
+        .collect();
+    // What ends alice's credentials or alice herself goes last.
+    let last = |p: &str| p.ends_with("/revoke") || *p == *"/api/v1/ops/agents/{agent}";
+    // Settings are set before they are cleared, so the clearing changes something.
+    mutations.sort_by_key(|(m, p)| (last(p), p.contains("{agent}"), *m == Method::DELETE));
+    let mut audited = Vec::new();
+    for (method, template) in &mutations {
+        let name = format!("{method} {template}");
+        if template.ends_with("/deny") || template.ends_with("/approve") {
+            ids.user_code = device_code(&server).await;
+        }
+        let Some((mut request, _)) = request(method, template, &ids) else {
+            panic!("{name} is not known to the matrix");
+        };
+        // The matrix asks some harmlessly (a denied consent, a dry run): here
+        // they are asked to change something.
+        match template.as_str() {
+            "/api/v1/ops/authorizations" => {
+                if let Some(Value::Object(body)) = &mut request.body {
+                    body.insert("allow".into(), json!(true));
+                }
+            }
+            "/api/v1/ops/names/import" => {
+                if let Some(Value::Object(body)) = &mut request.body {
+                    body.insert("dry_run".into(), json!(false));
+                }
+            }
+            _ => {}
+        }
+        let before = audit_ids(&op).await;
+        let reply = ask(&caller, &request).await;
+        let after = audit_ids(&op).await;
+        if !(200..300).contains(&reply.status) {
+            continue;
+        }
+        // A revocation that found nothing live changed nothing: no row.
+        let changed_nothing = template.ends_with("/revoke")
+            && serde_json::from_slice::<Value>(&reply.body)
+                .ok()
+                .is_some_and(|body| body.get("revoked") == Some(&json!(0)));
+        let expected = usize::from(!NO_AUDIT_ROW.contains(&name.as_str()) && !changed_nothing);
+        assert_eq!(
+            after.len() - before.len(),
+            expected,
+            "{name} answered {} and wrote {} audit rows",
+            reply.status,
+            after.len() - before.len()
+        );
+        audited.push(name);
+    }
+    for must in MUST_AUDIT {
+        assert!(
+            audited.iter().any(|a| a == must),
+            "{must} was not seen to succeed and be audited; audited: {audited:?}"
+        );
+    }
 }

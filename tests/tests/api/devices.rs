@@ -549,3 +549,103 @@ async fn the_sdk_logs_in_by_device_and_renews_its_access_token_without_losing_wo
     let ended = lena.claim("lena", &one).await.expect_err("the login ended");
     assert!(ended.to_string().contains("log in again"), "{ended}");
 }
+
+/// Credentials form a tree (issue 36): a device login hangs from the operator
+/// credential that approved it, and revoking that credential ends the login (its
+/// refresh and access tokens) in the same transaction. The token list names the
+/// approver of each login.
+#[tokio::test]
+async fn revoking_the_approving_operator_ends_the_logins_it_approved() {
+    let server = TestServer::with(manual()).await;
+    // A tenant's own operator (not the deployment admin's token, which the test
+    // server needs) approves two logins; the admin's approves a third.
+    let (b, b_op) = server.tenant("approvers").await;
+    let first = ask(&server, "dora", Some("approvers")).await;
+    let reply = decide(&server, &b.operator_token, code(&first), "approve", None).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let (access, refresh_token) = tokens(&server, &first).await;
+    let second = ask(&server, "dora", Some("approvers")).await;
+    let reply = decide(&server, &b.operator_token, code(&second), "approve", None).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    server.advance(Duration::from_secs(5));
+    let (_, second_refresh) = tokens(&server, &second).await;
+    assert_eq!(
+        get_with(&server, &access, "agents/dora/inbox").await.status,
+        200
+    );
+
+    let listed = b_op.tokens().await.expect("tokens");
+    let approver = listed
+        .iter()
+        .find(|c| c.kind == "operator")
+        .expect("B's operator token")
+        .token_id
+        .clone();
+    let logins: Vec<_> = listed
+        .iter()
+        .filter(|c| c.label.starts_with("device login"))
+        .collect();
+    assert_eq!(logins.len(), 2, "{listed:?}");
+    assert!(
+        logins
+            .iter()
+            .all(|c| c.approved_by.as_deref() == Some(approver.as_str())),
+        "each login names its approver: {logins:?}"
+    );
+
+    // The approver revokes itself (RFC 7009): both logins end with it.
+    let reply = post_form(&server, "/oauth/revoke", &[("token", &b.operator_token)]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    for token in [&refresh_token, &second_refresh] {
+        oauth_error(&refresh(&server, token).await, 400, "invalid_grant");
+    }
+    get_with(&server, &access, "agents/dora/inbox")
+        .await
+        .problem(401, "unauthorized");
+}
+
+/// A login lives 30 days from its start and ends after 7 days without a refresh
+/// (the defaults), on the server's clock.
+#[tokio::test]
+async fn a_login_ends_after_its_idle_and_its_absolute_lifetime() {
+    let server = TestServer::with(manual()).await;
+    let day = Duration::from_secs(24 * 3600);
+    // Idle: unused for 7 days.
+    let device = ask(&server, "sleepy", None).await;
+    approve(&server, &device).await;
+    let (_, refresh_token) = tokens(&server, &device).await;
+    server.advance(day * 6);
+    let reply = refresh(&server, &refresh_token).await;
+    assert_eq!(reply.status, 200, "6 days idle is fine: {}", reply.text());
+    let refresh_token = reply.json()["refresh_token"].as_str().unwrap().to_owned();
+    server.advance(day * 7 + Duration::from_secs(1));
+    let reply = refresh(&server, &refresh_token).await;
+    oauth_error(&reply, 400, "invalid_grant");
+    assert!(
+        reply.text().contains("idle") && reply.text().contains("log in again"),
+        "{}",
+        reply.text()
+    );
+
+    // Absolute: refreshed every 6 days, it still ends 30 days after the login.
+    let device = ask(&server, "busy", None).await;
+    approve(&server, &device).await;
+    let (_, mut refresh_token) = tokens(&server, &device).await;
+    for _ in 0..4 {
+        server.advance(day * 6);
+        let reply = refresh(&server, &refresh_token).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        refresh_token = reply.json()["refresh_token"].as_str().unwrap().to_owned();
+    }
+    server.advance(day * 6);
+    let reply = refresh(&server, &refresh_token).await;
+    oauth_error(&reply, 400, "invalid_grant");
+    assert!(reply.text().contains("absolute"), "{}", reply.text());
+    // The login is ended, not only refused: its credential is revoked.
+    let listed = server.operator().tokens().await.unwrap();
+    let busy = listed
+        .iter()
+        .find(|c| c.label == "device login: busy")
+        .expect("busy's login");
+    assert!(busy.revoked_at.is_some(), "{busy:?}");
+}

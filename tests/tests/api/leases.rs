@@ -91,8 +91,9 @@ async fn a_lease_lives_renews_expires_into_its_lock_delay_and_is_taken_over_with
     assert_eq!((sent.status, sent.replayed), (200, true));
     assert_eq!(again, first);
     let metrics = server.operator().metrics_text().await.unwrap();
-    assert!(
-        metrics.contains("idempotency_cache_hits_total 1"),
+    assert_eq!(
+        switchboard_tests::exposition::sum(&metrics, "idempotency_cache_hits_total"),
+        Some(1.0),
         "{metrics}"
     );
 
@@ -474,11 +475,17 @@ async fn the_lease_audit_keeps_only_salted_hashes_of_names_and_memories() {
     assert!(!text.contains(&m.memory_instance_id.to_string()));
 
     let metrics = op.metrics_text().await.unwrap();
-    assert!(
-        metrics.contains("lease_renewal_latency_seconds_count 1"),
+    use switchboard_tests::exposition::sum;
+    assert_eq!(
+        sum(&metrics, "lease_renewal_latency_seconds_count"),
+        Some(1.0),
         "{metrics}"
     );
-    assert!(metrics.contains("fencing_rejections_total 1"), "{metrics}");
+    assert_eq!(
+        sum(&metrics, "fencing_rejections_total"),
+        Some(1.0),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -539,4 +546,181 @@ async fn registered_names_are_reserved_for_their_exact_form() {
     acquire(&a, "Cop", m.memory_instance_id, 30.0)
         .await
         .unwrap();
+}
+
+/// I7 is service-wide, I9 is not broken by it: when tenant B takes over a name whose
+/// lease of tenant A expired, A's audit says its lease expired, and B's says only
+/// that B acquired it. Neither learns the other's fencing token, holder or lease.
+#[tokio::test]
+async fn a_takeover_across_tenants_writes_each_tenants_audit_only_of_its_own_lease() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let op_a = server.operator();
+    let (_, a) = server.agent("holder-a").await;
+    let (_, op_b) = server.tenant("taker-b").await;
+    let b_agent = op_b
+        .create_agent(&switchboard_tests::sdk::proto::CreateAgent {
+            name: "taker".into(),
+        })
+        .await
+        .expect("B's agent");
+    let b = Client::new(&server.url, b_agent.token.as_str()).expect("client");
+    let m_a = memory(&a).await;
+    let m_b = memory(&b).await;
+    let held = acquire(&a, "shared-name", m_a.memory_instance_id, 1.0)
+        .await
+        .expect("A holds the name");
+    server.advance(Duration::from_secs(30));
+    let taken = acquire(&b, "shared-name", m_b.memory_instance_id, 10.0)
+        .await
+        .expect("B takes the name after A's lease expired");
+    assert!(
+        taken.fencing_token > held.fencing_token,
+        "I7: tokens only grow"
+    );
+
+    let b_audit = op_b.lease_audit().await.expect("B's audit").entries;
+    let b_events: Vec<(&str, u64)> = b_audit
+        .iter()
+        .rev()
+        .map(|e| (e.event.as_str(), e.fencing_token))
+        .collect();
+    assert_eq!(
+        b_events,
+        [("acquired", taken.fencing_token)],
+        "B's audit has B's lease only: {b_audit:?}"
+    );
+    assert!(
+        b_audit.iter().all(|e| !e.actor.contains("holder-a")),
+        "{b_audit:?}"
+    );
+    let a_audit = op_a.lease_audit().await.expect("A's audit").entries;
+    let a_events: Vec<(&str, &str, u64)> = a_audit
+        .iter()
+        .rev()
+        .map(|e| (e.event.as_str(), e.actor.as_str(), e.fencing_token))
+        .collect();
+    assert_eq!(
+        a_events,
+        [
+            ("acquired", "agent:holder-a", held.fencing_token),
+            ("expired", "system:leases", held.fencing_token)
+        ],
+        "A's audit tells its lease's end, not who took the name: {a_audit:?}"
+    );
+}
+
+/// A deleted agent's leases end with it (audited), and an agent created later with
+/// its name inherits nothing: not the lease, not its fencing token, not the memory's
+/// records. Holders are identified by the agent's id, not its name.
+#[tokio::test]
+async fn a_deleted_agents_leases_end_and_its_namesake_inherits_none() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let op = server.operator();
+    let (_, dave) = server.agent("dave").await;
+    let m = memory(&dave).await;
+    let memory_id = m.memory_instance_id;
+    let lease = acquire(&dave, "dave-writer", memory_id, 300.0)
+        .await
+        .expect("lease");
+    dave.put_record(
+        memory_id,
+        "plan",
+        &json!({"step": 1}),
+        lease.fencing_token,
+        switchboard_tests::sdk::Precondition::None,
+    )
+    .await
+    .expect("dave writes");
+    op.delete_agent("dave").await.expect("delete dave");
+
+    let leases = op.ops_leases().await.expect("leases").leases;
+    assert!(
+        leases.iter().all(|l| l.lease.lease_id != lease.lease_id),
+        "the deleted agent's lease ended with it: {leases:?}"
+    );
+    let audit = op.lease_audit().await.expect("audit").entries;
+    assert_eq!(
+        audit.first().map(|e| (e.event.as_str(), e.actor.as_str())),
+        Some(("agent_deleted", "operator")),
+        "the end is audited: {audit:?}"
+    );
+
+    // A new agent of the same name: none of the old lease is its own.
+    let (_, namesake) = server.agent("dave").await;
+    refused(
+        namesake.renew_lease(&renew(&lease)).await,
+        409,
+        "stale_fence",
+    );
+    refused(
+        namesake
+            .put_record(
+                memory_id,
+                "plan",
+                &json!({"step": 666}),
+                lease.fencing_token,
+                switchboard_tests::sdk::Precondition::None,
+            )
+            .await,
+        403,
+        "forbidden",
+    );
+    refused(
+        namesake
+            .get_record(memory_id, "plan", lease.fencing_token)
+            .await,
+        403,
+        "forbidden",
+    );
+    // It starts afresh, after the lock delay an ended lease leaves: a new lease on
+    // the name, with a higher token.
+    server.advance(Duration::from_secs(10));
+    let fresh = acquire(&namesake, "dave-writer", memory_id, 300.0)
+        .await
+        .expect("the namesake acquires anew");
+    assert!(fresh.fencing_token > lease.fencing_token);
+}
+
+/// A release (or renewal) naming a live lease by its id, with fields that name no
+/// lease, is a mismatch (409 `stale_fence`): never 204 with the lease left held.
+#[tokio::test]
+async fn a_release_whose_fields_match_nothing_is_refused_and_the_lease_stays() {
+    let server = TestServer::start().await;
+    let (_, agent) = server.agent("holder").await;
+    let m = memory(&agent).await;
+    let other = memory(&agent).await;
+    let lease = acquire(&agent, "mismatched", m.memory_instance_id, 300.0)
+        .await
+        .expect("lease");
+    let mismatched = ReleaseLease {
+        lease_id: Some(lease.lease_id),
+        canonical_name: Some("mismatched".into()),
+        // Another memory: the fields name no lease.
+        memory_instance_id: Some(other.memory_instance_id),
+        owner_client_id: lease.owner_client.clone(),
+        fencing_token: lease.fencing_token,
+    };
+    refused(agent.release_lease(&mismatched).await, 409, "stale_fence");
+    let leases = server.operator().ops_leases().await.unwrap().leases;
+    assert!(
+        leases.iter().any(|l| l.lease.lease_id == lease.lease_id),
+        "the lease is still held: {leases:?}"
+    );
+    // Its own fields release it; a second release of it is 204 too.
+    agent
+        .release_lease(&ReleaseLease::of(&lease))
+        .await
+        .expect("release");
+    agent
+        .release_lease(&mismatched)
+        .await
+        .expect("already over: 204");
 }

@@ -5,7 +5,7 @@
 //! shared by its credentials.
 
 use switchboard_tests::sdk::Client;
-use switchboard_tests::sdk::reqwest::Method;
+use switchboard_tests::sdk::reqwest::{self, Method};
 use switchboard_tests::server::config::RateLimit;
 use switchboard_tests::{Options, TestServer};
 
@@ -65,17 +65,15 @@ async fn a_credential_past_its_burst_waits_and_others_go_on() {
     assert_eq!(inbox_of(&alice, "alice").await.status, 200);
     inbox_of(&alice, "alice").await.problem(429, "rate_limited");
 
-    // The bucket is taken before the token is looked up: a token that does not
-    // exist gets 401 five times, then 429 without a lookup.
+    // A token that does not exist is answered 401, from the cache of unknown
+    // tokens after the first lookup, and draws no bucket of its own (an address's:
+    // `unknown_tokens_are_limited_per_address`).
     let stranger = Client::new(&server.url, "sb_ag_no-such-token").unwrap();
-    for _ in 0..5 {
+    for _ in 0..6 {
         inbox_of(&stranger, "alice")
             .await
             .problem(401, "unauthorized");
     }
-    inbox_of(&stranger, "alice")
-        .await
-        .problem(429, "rate_limited");
 
     // Open endpoints take no token and no bucket.
     let health = call(alice.request(Method::GET, "capabilities")).await;
@@ -84,11 +82,16 @@ async fn a_credential_past_its_burst_waits_and_others_go_on() {
 
     // Refusals are counted by policy.
     let metrics = server.operator().metrics_text().await.unwrap();
-    let refused_line = metrics
-        .lines()
-        .find(|l| l.starts_with("rate_limited_total{policy=\"credential\"}"))
-        .unwrap_or_else(|| panic!("no rate_limited_total in\n{metrics}"));
-    assert!(refused_line.ends_with(" 3"), "{refused_line}");
+    // Counted for the tenant of the token whose bucket ran dry (alice's, twice).
+    assert_eq!(
+        switchboard_tests::exposition::labelled(
+            &metrics,
+            "rate_limited_total",
+            &[("policy", "credential")]
+        ),
+        Some(2.0),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -118,6 +121,98 @@ async fn a_tenants_bucket_is_shared_by_its_credentials() {
     assert_eq!(refused.header("ratelimit"), Some("\"tenant\";r=0;t=1"));
     // The operator's token draws from the same bucket.
     call(server.operator().request(Method::GET, "ops/agents"))
+        .await
+        .problem(429, "rate_limited");
+}
+
+/// Made-up tokens cost no database read past an address's burst, and no bucket
+/// each: every lookup the cache cannot answer draws from the client address's
+/// bucket first (issue 36). A known token (in the cache) draws none of it, and
+/// behind a trusted proxy the address is the one `X-Forwarded-For` names.
+#[tokio::test]
+async fn unknown_tokens_are_limited_per_address() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        address_rate_limit: Some(RateLimit {
+            per_second: 1.0,
+            burst: 5,
+        }),
+        ..Options::default()
+    })
+    .await;
+    let (_, alice) = server.agent("alice").await;
+    // A full bucket again (the operator's lookup drew from it), then alice's token
+    // is looked up once (one of the five) and cached (2 s: the clock stands still).
+    server.advance(std::time::Duration::from_secs(10));
+    assert_eq!(inbox_of(&alice, "alice").await.status, 200);
+    for n in 0..4 {
+        let made_up = Client::new(&server.url, format!("sb_ag_made-up-{n}")).unwrap();
+        inbox_of(&made_up, "alice")
+            .await
+            .problem(401, "unauthorized");
+    }
+    let made_up = Client::new(&server.url, "sb_ag_made-up-x").unwrap();
+    let refused = inbox_of(&made_up, "alice").await;
+    let doc = refused.problem(429, "rate_limited");
+    assert!(
+        doc["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("address"),
+        "{doc}"
+    );
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    // The known token goes on: the cache answers, no lookup, no address bucket.
+    assert_eq!(inbox_of(&alice, "alice").await.status, 200);
+    server.advance(std::time::Duration::from_secs(10));
+    let metrics = server.operator().metrics_text().await.unwrap();
+    assert_eq!(
+        switchboard_tests::exposition::sum(&metrics, "rate_limited_unattributed_total"),
+        Some(1.0),
+        "an address's refusal is the process's count, no tenant's: {metrics}"
+    );
+}
+
+/// Behind a trusted proxy, each client the proxy names has its own address bucket;
+/// `X-Forwarded-For` from anyone else is not believed.
+#[tokio::test]
+async fn a_trusted_proxy_names_the_client() {
+    let limited = |trusted: Vec<String>| Options {
+        manual_clock: true,
+        address_rate_limit: Some(RateLimit {
+            per_second: 1.0,
+            burst: 2,
+        }),
+        trusted_proxies: trusted,
+        ..Options::default()
+    };
+    let unknown = |server: &TestServer, n: u32, client: &str| {
+        reqwest::Client::new()
+            .get(format!("{}/api/v1/agents/alice/inbox", server.url))
+            .bearer_auth(format!("sb_ag_unknown-{n}"))
+            .header("x-forwarded-for", client)
+    };
+    // Trusted (the test connects from 127.0.0.1): two clients, two buckets.
+    let server = TestServer::with(limited(vec!["127.0.0.1/32".into()])).await;
+    for n in 0..2 {
+        call(unknown(&server, n, "203.0.113.7"))
+            .await
+            .problem(401, "unauthorized");
+    }
+    call(unknown(&server, 2, "203.0.113.7"))
+        .await
+        .problem(429, "rate_limited");
+    call(unknown(&server, 3, "198.51.100.9, 203.0.113.8"))
+        .await
+        .problem(401, "unauthorized");
+    // Not trusted: the header is ignored, the peer's one bucket runs dry.
+    let server = TestServer::with(limited(Vec::new())).await;
+    for n in 0..2 {
+        call(unknown(&server, n, &format!("203.0.113.{n}")))
+            .await
+            .problem(401, "unauthorized");
+    }
+    call(unknown(&server, 2, "203.0.113.99"))
         .await
         .problem(429, "rate_limited");
 }

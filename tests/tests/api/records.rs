@@ -176,7 +176,11 @@ async fn records_need_the_current_token_and_versions_keep_updates() {
     assert_eq!(zombie.operation, "put plan");
     assert_eq!(rejections[0].owner_client.as_deref(), Some("host-b"));
     let metrics = op.metrics_text().await.unwrap();
-    assert!(metrics.contains("fencing_rejections_total 5"), "{metrics}");
+    assert_eq!(
+        switchboard_tests::exposition::sum(&metrics, "fencing_rejections_total"),
+        Some(5.0),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

@@ -96,8 +96,20 @@ async fn a_member_message_reaches_every_other_member_once() {
 #[tokio::test]
 async fn non_members_may_not_send() {
     let (server, _, clients) = team().await;
-    let reply = send_room_raw(&clients[3], "team", &message(json!("let me in")), &key()).await;
-    reply.problem(403, "forbidden");
+    // To a non-member the room does not exist, for a send as for a read (no
+    // existence oracle): the same 404 as a room of nowhere.
+    let k = key();
+    let reply = send_room_raw(&clients[3], "team", &message(json!("let me in")), &k).await;
+    let problem = reply.problem(404, "not_found");
+    let nowhere = send_room_raw(&clients[3], "no-such-room", &message(json!(1)), &key()).await;
+    let other = nowhere.problem(404, "not_found");
+    assert_eq!(
+        problem["detail"]
+            .as_str()
+            .map(|d| d.replace("team", "no-such-room")),
+        other["detail"].as_str().map(str::to_owned),
+        "{problem} / {other}"
+    );
     assert!(
         inboxes(&server).await.iter().all(Vec::is_empty),
         "nothing delivered"
@@ -108,6 +120,11 @@ async fn non_members_may_not_send() {
     seen.problem(404, "not_found");
     let member = call(clients[0].request(Method::GET, "rooms/team")).await;
     assert_eq!(member.status, 200, "members can read it");
+    // The refusal was not stored under the key: once added, the same request
+    // with the same key sends.
+    server.operator().add_member("team", "d").await.unwrap();
+    let retried = send_room_raw(&clients[3], "team", &message(json!("let me in")), &k).await;
+    assert_eq!(retried.status, 201, "{}", retried.text());
 }
 
 #[tokio::test]
@@ -142,7 +159,7 @@ async fn a_removed_member_gets_nothing_more() {
     );
     send_room_raw(&clients[2], "team", &message(json!(3)), &key())
         .await
-        .problem(403, "forbidden");
+        .problem(404, "not_found");
     // Removing again is a no-op; adding back resumes deliveries.
     op.remove_member("team", "c").await.unwrap();
     op.add_member("team", "c").await.unwrap();

@@ -522,3 +522,57 @@ async fn the_authorization_endpoint_never_redirects_to_an_untrusted_address() {
     assert_eq!(reply.status, 400);
     assert_eq!(reply.header("location"), None);
 }
+
+/// An app's sign-in hangs from the operator credential that consented: revoking
+/// that credential (here by an operator of the tenant, from the token list) ends
+/// the sign-in, its access tokens and refresh token, in the same transaction.
+#[tokio::test]
+async fn revoking_the_consenting_credential_ends_the_sign_in() {
+    let server = TestServer::start().await;
+    let (b, b_op) = server.tenant("consenting").await;
+    let (verifier, challenge) = pkce_vector();
+    let query = request_query(&challenge, &[("scope", "ops:read")]);
+    let reply = consent(&server, &b.operator_token, &query, true).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let to = url::Url::parse(reply.json()["redirect_to"].as_str().unwrap()).unwrap();
+    let code = to
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .map(|(_, v)| v.into_owned())
+        .expect("a code");
+    let tokens = redeem(&server, &code, Some(&verifier), REDIRECT).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.text());
+    let access = tokens.json()["access_token"].as_str().unwrap().to_owned();
+    let refresh_token = tokens.json()["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(get_with(&server, &access, "ops/overview").await.status, 200);
+    let listed = b_op.tokens().await.unwrap();
+    let operator = listed.iter().find(|c| c.kind == "operator").unwrap();
+    let sign_in = listed
+        .iter()
+        .find(|c| c.label.starts_with("sign-in"))
+        .expect("the sign-in's credential");
+    assert_eq!(sign_in.approved_by.as_ref(), Some(&operator.token_id));
+
+    // The tenant's operator token is revoked from the list: 2 credentials end.
+    let reply = call(b_op.request(
+        Method::POST,
+        &format!("ops/tokens/{}/revoke", operator.token_id),
+    ))
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["revoked"], 2, "the operator and its sign-in");
+    assert!(
+        !still_works(&server, &access).await,
+        "the sign-in's access ended"
+    );
+    let again = post_form(
+        &server,
+        "/oauth/token",
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh_token),
+        ],
+    )
+    .await;
+    crate::oauth::oauth_error(&again, 400, "invalid_grant");
+}

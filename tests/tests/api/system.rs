@@ -236,11 +236,10 @@ async fn the_openapi_document_says_how_errors_and_query_parameters_are_sent() {
     assert_eq!(claimed.json()["events"], json!([]));
 }
 
-/// The value of the sample `name` (with its labels, as printed) in a text exposition.
+/// The sum of every series of `name` in a text exposition (one tenant's, in these
+/// tests).
 fn sample(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+    switchboard_tests::exposition::sum(text, name)
 }
 
 /// One `inbox_depth` series: (tenant, agent, status, value).
@@ -555,8 +554,22 @@ async fn metrics_need_a_metrics_token_and_show_only_its_tenant() {
         "the refusal says how to get a token: {problem}"
     );
 
-    let a_text = metrics(&server).await;
+    // The test server's own token is the deployment admin's: a token of tenant A
+    // without `admin` scrapes as A's Prometheus would.
+    let minted = call(
+        op.request(Method::POST, "ops/tokens")
+            .json(&json!({"scopes": ["metrics:read"], "label": "prometheus-a"})),
+    )
+    .await;
+    assert_eq!(minted.status, 201, "{}", minted.text());
+    let scraper_a = switchboard_tests::sdk::Client::new(
+        &server.url,
+        minted.json()["token"].as_str().expect("token"),
+    )
+    .expect("client");
+    let a_text = scraper_a.metrics_text().await.expect("tenant A scrapes");
     let b_text = op_b.metrics_text().await.expect("tenant B scrapes");
+    let admin_text = metrics(&server).await;
     let agents = |text: &str| {
         let mut v: Vec<(String, String)> = depth_series(text)
             .into_iter()
@@ -579,6 +592,43 @@ async fn metrics_need_a_metrics_token_and_show_only_its_tenant() {
     assert_ne!(a_agents[0].0, b_agents[0].0, "each series names its tenant");
     assert!(!a_text.contains("secret-agent-of-b") && !b_text.contains("alice"));
     assert_eq!(depth_of(&b_text, "secret-agent-of-b", "pending"), Some(1.0));
+    // Every series of a tenant's scrape is its own; the process's are the admin's.
+    use switchboard_tests::exposition::tenants;
+    for (text, tenant) in [(&a_text, &a_agents[0].0), (&b_text, &b_agents[0].0)] {
+        for name in [
+            "events_acked_total",
+            "sse_subscribers",
+            "rate_limited_total",
+        ] {
+            assert_eq!(
+                &tenants(text, name),
+                std::slice::from_ref(tenant),
+                "{name}: {text}"
+            );
+        }
+        for admin_only in [
+            "retention_held_back",
+            "background_task_failures",
+            "transaction_retries",
+        ] {
+            assert!(
+                !text.contains(admin_only),
+                "{admin_only} in a tenant's scrape: {text}"
+            );
+        }
+    }
+    let mut both = vec![a_agents[0].0.clone(), b_agents[0].0.clone()];
+    both.sort();
+    assert_eq!(
+        tenants(&admin_text, "inbox_depth"),
+        both,
+        "the admin sees every tenant: {admin_text}"
+    );
+    assert!(tenants(&admin_text, "events_acked_total").len() >= 2);
+    assert!(
+        admin_text.contains("# TYPE retention_held_back gauge"),
+        "{admin_text}"
+    );
 }
 
 /// A metrics-only token for Prometheus: minted by an operator, shown once, good for
@@ -663,4 +713,249 @@ async fn a_minted_metrics_token_scrapes_and_does_nothing_else() {
             .any(|w| w == token.as_bytes()),
         "only the token's hash is stored (I11)"
     );
+}
+
+/// I9 for the numbers: the overview's counters and latency, the history's samples
+/// and a tenant's scrape count only the tenant's own activity. Tenant A acks, lets
+/// a lease expire and presents a stale claim token; tenant B's operator sees none
+/// of it, and A's sees all of it.
+#[tokio::test]
+async fn a_tenants_counters_latency_and_history_are_its_own() {
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let op = server.operator();
+    let (_, alice) = server.agent("alice").await;
+    let (_, op_b) = server.tenant("quiet-b").await;
+    for n in 0..2 {
+        send(&op, "alice", json!(n)).await;
+    }
+    let short = ClaimRequest {
+        limit: Some(1),
+        lease_seconds: Some(1),
+        attempt_id: None,
+    };
+    let first = alice.claim("alice", &short).await.unwrap().events.remove(0);
+    server.advance(Duration::from_secs(2));
+    assert_eq!(server.tick().await.reap.lease_expirations, 1);
+    let again = alice.claim("alice", &short).await.unwrap().events.remove(0);
+    alice
+        .ack("alice", again.event.event_id, again.claim_token)
+        .await
+        .unwrap();
+    let stale = alice
+        .ack("alice", first.event.event_id, first.claim_token)
+        .await
+        .unwrap_err();
+    assert_eq!(stale.status(), Some(409));
+    server.advance(Duration::from_secs(10));
+    server.tick().await;
+
+    let mine = op.overview().await.unwrap().counters.expect("counters");
+    assert_eq!(
+        (
+            mine.delivered_total,
+            mine.lease_expirations_total,
+            mine.stale_claim_rejections_total
+        ),
+        (1, 1, 1),
+        "{mine:?}"
+    );
+    assert!(mine.delivery_latency_p50_seconds.is_some());
+    let theirs = op_b.overview().await.unwrap().counters.expect("counters");
+    assert_eq!(
+        (
+            theirs.delivered_total,
+            theirs.lease_expirations_total,
+            theirs.stale_claim_rejections_total,
+            theirs.quarantined_total,
+            theirs.delivery_latency_p50_seconds,
+        ),
+        (0, 0, 0, 0, None),
+        "B's overview counts nothing of A's: {theirs:?}"
+    );
+    let rates = theirs.per_minute.expect("rates");
+    assert_eq!(
+        (
+            rates.delivered_per_minute,
+            rates.lease_expirations_per_minute
+        ),
+        (0.0, 0.0)
+    );
+    let history = op_b.history().await.unwrap();
+    assert!(!history.samples.is_empty());
+    assert!(
+        history
+            .samples
+            .iter()
+            .all(|s| s.delivered_total == 0 && s.lease_expirations_total == 0),
+        "B's history counts nothing of A's: {:?}",
+        history.samples
+    );
+    assert!(history.latency.iter().all(|b| b.count == 0));
+    let a_history = op.history().await.unwrap();
+    assert_eq!(a_history.samples.last().map(|s| s.delivered_total), Some(1));
+    let b_text = op_b.metrics_text().await.unwrap();
+    for name in [
+        "events_acked_total",
+        "lease_expirations_total",
+        "stale_claim_rejections_total",
+        "delivery_latency_seconds_count",
+    ] {
+        assert_eq!(
+            sample(&b_text, name),
+            Some(0.0),
+            "{name} in B's scrape: {b_text}"
+        );
+    }
+}
+
+/// One failing background task is logged, counted in the admin's metrics and run
+/// again at the next pass, and never keeps the pass's other tasks from running: here
+/// retention fails (a hook, as a database error would) while the scavenger, the
+/// history and the maintenance tasks still run.
+#[tokio::test]
+async fn a_failing_background_task_does_not_stop_the_others() {
+    let failing = std::sync::Arc::new(std::sync::Mutex::new(Some("retention")));
+    let hook = failing.clone();
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        retention: Some(Duration::ZERO),
+        hooks: switchboard_tests::server::Hooks {
+            before_background_task: Some(std::sync::Arc::new(move |task| {
+                match *hook.lock().unwrap() == Some(task) {
+                    true => Err(format!("{task} failed (injected)")),
+                    false => Ok(()),
+                }
+            })),
+            ..Default::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let op = server.operator();
+    let (_, alice) = server.agent("alice").await;
+    for n in 0..2 {
+        send(&op, "alice", json!(n)).await;
+    }
+    let short = ClaimRequest {
+        limit: Some(2),
+        lease_seconds: Some(1),
+        attempt_id: None,
+    };
+    let claimed = alice.claim("alice", &short).await.unwrap().events;
+    alice
+        .ack("alice", claimed[0].event.event_id, claimed[0].claim_token)
+        .await
+        .unwrap();
+    // Past the lease and a sample interval (the server's first pass took one).
+    server.advance(Duration::from_secs(6));
+
+    let failures = |text: &str| {
+        switchboard_tests::exposition::labelled(
+            text,
+            "background_task_failures_total",
+            &[("task", "retention")],
+        )
+        .unwrap_or(0.0)
+    };
+    let before = failures(&metrics(&server).await);
+    let report = server.tick_report().await;
+    assert_eq!(
+        report
+            .failures
+            .iter()
+            .map(|(task, _)| *task)
+            .collect::<Vec<_>>(),
+        ["retention"],
+        "{report:?}"
+    );
+    assert_eq!(report.reap.lease_expirations, 1, "the scavenger ran first");
+    assert_eq!(report.retention.events_removed, 0);
+    assert_eq!(
+        op.history().await.unwrap().samples.last().map(|s| s.at),
+        Some(server.now()),
+        "the history's sample after it was taken, in this pass"
+    );
+    let text = metrics(&server).await;
+    assert_eq!(failures(&text), before + 1.0, "counted: {text}");
+
+    // Mended: the next pass runs it.
+    *failing.lock().unwrap() = None;
+    server.advance(Duration::from_secs(1));
+    let report = server.tick().await;
+    assert!(
+        report.retention.events_removed >= 1,
+        "the acked event goes now: {report:?}"
+    );
+}
+
+/// The same with a real database failure (SQLite: a table retention's neighbour
+/// task trims is gone): the pass's other tasks run, the failure is counted each time.
+#[tokio::test]
+async fn a_database_failure_of_one_task_leaves_the_others_running() {
+    if switchboard_tests::backend() != "sqlite" {
+        return;
+    }
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let op = server.operator();
+    let (_, alice) = server.agent("alice").await;
+    send(&op, "alice", json!(1)).await;
+    let short = ClaimRequest {
+        limit: Some(1),
+        lease_seconds: Some(1),
+        attempt_id: None,
+    };
+    alice.claim("alice", &short).await.unwrap();
+    {
+        let url = format!("sqlite://{}", server.db_path.display());
+        let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+        sqlx::query("DROP TABLE callback_attempts")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+    server.advance(Duration::from_secs(6));
+    let before = switchboard_tests::exposition::labelled(
+        &metrics(&server).await,
+        "background_task_failures_total",
+        &[("task", "callback_attempts")],
+    )
+    .unwrap_or(0.0);
+    for pass in 1..=2 {
+        let report = server.tick_report().await;
+        assert_eq!(
+            report
+                .failures
+                .iter()
+                .map(|(task, _)| *task)
+                .collect::<Vec<_>>(),
+            ["callback_attempts"],
+            "{report:?}"
+        );
+        if pass == 1 {
+            assert_eq!(report.reap.lease_expirations, 1);
+        }
+        assert_eq!(
+            op.history().await.unwrap().samples.last().map(|s| s.at),
+            Some(server.now()),
+            "pass {pass} still took its sample"
+        );
+        assert_eq!(
+            switchboard_tests::exposition::labelled(
+                &metrics(&server).await,
+                "background_task_failures_total",
+                &[("task", "callback_attempts")]
+            ),
+            Some(before + f64::from(pass))
+        );
+        server.advance(Duration::from_secs(6));
+    }
 }

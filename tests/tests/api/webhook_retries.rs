@@ -207,12 +207,19 @@ async fn a_callback_failing_for_the_configured_period_is_disabled() {
     assert_eq!(cb["failure_streak"], 4);
     server.tick().await;
     let metrics = server.operator().metrics_text().await.expect("metrics");
-    assert!(
-        metrics.contains("webhook_callbacks_disabled 1"),
+    use switchboard_tests::exposition::{labelled, sum};
+    assert_eq!(
+        sum(&metrics, "webhook_callbacks_disabled"),
+        Some(1.0),
         "{metrics}"
     );
-    assert!(
-        metrics.contains("webhook_deliveries_total{outcome=\"failed\"} 4"),
+    assert_eq!(
+        labelled(
+            &metrics,
+            "webhook_deliveries_total",
+            &[("outcome", "failed")]
+        ),
+        Some(4.0),
         "{metrics}"
     );
 }

@@ -94,13 +94,7 @@ pub(crate) fn expect_api_error<T: std::fmt::Debug>(
 /// The value of an unlabelled Prometheus sample `name` (0 when absent).
 pub(crate) async fn metric(client: &Client, name: &str) -> f64 {
     let text = client.metrics_text().await.expect("GET /metrics");
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|l| {
-            let (n, v) = l.split_once(' ')?;
-            (n == name).then(|| v.trim().parse::<f64>().expect("numeric sample"))
-        })
-        .unwrap_or(0.0)
+    switchboard_tests::exposition::sum(&text, name).unwrap_or(0.0)
 }
 
 /// The next event of `stream` within `within`; `None` on timeout. Panics when the

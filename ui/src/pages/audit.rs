@@ -22,6 +22,12 @@ fn job(e: &AuditEntry) -> String {
 
 /// What an action covered, in words.
 fn scope(e: &AuditEntry) -> String {
+    if let Some(target) = &e.target {
+        return match &e.detail {
+            Some(detail) => format!("{target}: {detail}"),
+            None => target.clone(),
+        };
+    }
     match (&e.ids, &e.filter) {
         (Some(ids), _) => format!(
             "ids: {}",
@@ -67,7 +73,7 @@ pub(crate) fn AuditPage() -> impl IntoView {
                 None => loading(),
                 Some(Err(e)) => error_box(&e),
                 Some(Ok(page)) if page.entries.is_empty() => view! {
-                    <p class="empty">"No operator actions yet. Replays, releases and purges are recorded here, with who, what and how many."</p>
+                    <p class="empty">"No operator actions yet. Every change an operator makes (replays, releases, purges, credentials, agents, devices, callbacks, settings, tenants) is recorded here, with who, what and how many."</p>
                 }.into_any(),
                 Some(Ok(page)) => view! {
                     <table id="audit-table">

@@ -4,7 +4,7 @@
 //! next request; its console sessions end with it.
 //!
 //! Hooks: `#credentials-table`, `tr[data-token]` (the token id) with
-//! `td[data-col=label|kind|agent|state]`, `button[data-revoke]`, `#revoke-confirm`,
+//! `td[data-col=label|kind|agent|approved-by|state]`, `button[data-revoke]`, `#revoke-confirm`,
 //! `#revoke-cancel`; the result is the Agents page's `#revoke-result` or
 //! `#revoke-error` (one [`Revoker`] serves both tables).
 
@@ -118,7 +118,8 @@ pub(crate) fn CredentialsPanel(revoker: Revoker) -> impl IntoView {
         live.version.get();
         api::get::<Vec<Credential>>("/api/v1/ops/tokens")
     });
-    let row = move |c: Credential| {
+    // `approved_by` names a token by its id: shown by its label where it is listed.
+    let row = move |(c, approver): (Credential, Option<String>)| {
         let state = match c.revoked_at {
             Some(at) => format!("revoked {}", format::when(at)),
             None => "live".to_owned(),
@@ -137,6 +138,7 @@ pub(crate) fn CredentialsPanel(revoker: Revoker) -> impl IntoView {
                 <td data-col="agent">{c.agent_name.clone().unwrap_or_else(|| "–".to_owned())}</td>
                 <td class="muted">{c.scopes.join(" ")}</td>
                 <td>{format::when(c.created_at)}</td>
+                <td data-col="approved-by" class="muted">{approver.unwrap_or_else(|| "–".to_owned())}</td>
                 <td data-col="state" class=if c.revoked_at.is_some() { "muted" } else { "ok" }>{state}</td>
                 <td class="row-actions">{buttons}</td>
             </tr>
@@ -146,20 +148,31 @@ pub(crate) fn CredentialsPanel(revoker: Revoker) -> impl IntoView {
         <section id="credentials">
             <h2>"Credentials"</h2>
             <p class="muted">
-                "The tenant's tokens. Only hashes are kept: a token is shown once, when it is made. Revoking one refuses it from the next request and ends the console sessions made from it."
+                "The tenant's tokens. Only hashes are kept: a token is shown once, when it is made. Revoking one refuses it from the next request and ends the console sessions made from it, and every login it approved (Approved by)."
             </p>
             {move || match data.get() {
                 None => loading(),
                 Some(Err(e)) => error_box(&e),
-                Some(Ok(list)) => view! {
-                    <table id="credentials-table">
-                        <thead><tr>
-                            <th>"Label"</th><th>"Kind"</th><th>"Agent"</th><th>"Scopes"</th>
-                            <th>"Created"</th><th>"State"</th><th></th>
-                        </tr></thead>
-                        <tbody>{list.into_iter().map(row).collect::<Vec<_>>()}</tbody>
-                    </table>
-                }.into_any(),
+                Some(Ok(list)) => {
+                    let label_of = |id: &str| {
+                        list.iter()
+                            .find(|c| c.token_id == id)
+                            .map_or_else(|| id.to_owned(), |c| format!("{} ({id})", c.label))
+                    };
+                    let rows: Vec<_> = list
+                        .iter()
+                        .map(|c| (c.clone(), c.approved_by.as_deref().map(label_of)))
+                        .collect();
+                    view! {
+                        <table id="credentials-table">
+                            <thead><tr>
+                                <th>"Label"</th><th>"Kind"</th><th>"Agent"</th><th>"Scopes"</th>
+                                <th>"Created"</th><th>"Approved by"</th><th>"State"</th><th></th>
+                            </tr></thead>
+                            <tbody>{rows.into_iter().map(row).collect::<Vec<_>>()}</tbody>
+                        </table>
+                    }.into_any()
+                }
             }}
         </section>
     }

@@ -24,9 +24,11 @@ use isolated::{desktop_smoke, keyring_tests, smoke_screenshot};
 /// chaos crash loop at CI size, ignored without one).
 const CONFORMANCE: &[&str] = &["protocol", "api", "instances", "chaos_crash"];
 
-/// The store's tests (name filters) run on PostgreSQL: the driver suite's run there,
-/// and `switchboard doctor`'s PostgreSQL checks.
+/// The store's tests (name filters) run on PostgreSQL: the PostgreSQL backend's own
+/// (migrations under the statement limit, retried deadlocks), the driver suite's
+/// run there, and `switchboard doctor`'s PostgreSQL checks.
 const ON_POSTGRES: &[&str] = &[
+    "store::postgres",
     "engine::suite::every_statement_on_postgres",
     "doctor::tests::postgres_checks",
 ];

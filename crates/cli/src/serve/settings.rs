@@ -89,6 +89,44 @@ pub(crate) struct ServeArgs {
     /// A tenant's burst [default: 20000].
     #[arg(long, env = "SWITCHBOARD_TENANT_RATE_LIMIT_BURST")]
     tenant_rate_limit_burst: Option<u32>,
+    /// Credential lookups per second each client address may cause (a token the
+    /// cache does not know, a console session, a token endpoint's secret); 0 turns
+    /// the limit off [default: 500].
+    #[arg(long, env = "SWITCHBOARD_ADDRESS_RATE_LIMIT_PER_SECOND")]
+    address_rate_limit_per_second: Option<f64>,
+    /// An address's burst [default: 2000].
+    #[arg(long, env = "SWITCHBOARD_ADDRESS_RATE_LIMIT_BURST")]
+    address_rate_limit_burst: Option<u32>,
+    /// A proxy or load balancer (address or CIDR, repeatable, comma separated in
+    /// the environment) whose `X-Forwarded-For` names the client for the address
+    /// limit; without it, the TCP peer is the client [default: none].
+    #[arg(
+        long = "trusted-proxy",
+        env = "SWITCHBOARD_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    trusted_proxies: Vec<String>,
+    /// How long a login (device login, app sign-in) lives from its start, in
+    /// seconds [default: 2592000, 30 days].
+    #[arg(long, env = "SWITCHBOARD_LOGIN_LIFETIME_SECONDS")]
+    login_lifetime_seconds: Option<u64>,
+    /// A login ends when unused (no refresh) this long, in seconds [default:
+    /// 604800, 7 days].
+    #[arg(long, env = "SWITCHBOARD_LOGIN_IDLE_SECONDS")]
+    login_idle_seconds: Option<u64>,
+    /// Keep the operators' audit log this long, in days [default: 365].
+    #[arg(long, env = "SWITCHBOARD_AUDIT_LOG_DAYS")]
+    audit_log_days: Option<u64>,
+    /// Keep the lease audit trail this long, in days [default: 90].
+    #[arg(long, env = "SWITCHBOARD_LEASE_AUDIT_DAYS")]
+    lease_audit_days: Option<u64>,
+    /// Keep fencing rejections this long, in days [default: 30].
+    #[arg(long, env = "SWITCHBOARD_FENCING_REJECTIONS_DAYS")]
+    fencing_rejections_days: Option<u64>,
+    /// Keep revoked credentials and the record of old fencing tokens this long, in
+    /// days [default: 90].
+    #[arg(long, env = "SWITCHBOARD_CREDENTIALS_DAYS")]
+    credentials_days: Option<u64>,
     /// SQLite synchronous pragma: full or normal [default: full].
     #[arg(long, env = "SWITCHBOARD_SQLITE_SYNCHRONOUS")]
     sqlite_synchronous: Option<String>,
@@ -128,6 +166,18 @@ pub(crate) struct ServeArgs {
     allow_plain_http: bool,
 }
 
+/// A trusted proxy: an address (one host) or a CIDR range.
+fn trusted_proxy(text: &str) -> anyhow::Result<ipnet::IpNet> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "trusted proxy {text:?} is neither an address nor a CIDR range (e.g. 10.0.0.5                  or 10.0.0.0/8)"
+            )
+        })
+}
+
 /// The TOML file: the same settings, all optional; unknown keys are an error.
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
@@ -151,6 +201,15 @@ struct FileConfig {
     rate_limit_burst: Option<u32>,
     tenant_rate_limit_per_second: Option<f64>,
     tenant_rate_limit_burst: Option<u32>,
+    address_rate_limit_per_second: Option<f64>,
+    address_rate_limit_burst: Option<u32>,
+    trusted_proxies: Option<Vec<String>>,
+    login_lifetime_seconds: Option<u64>,
+    login_idle_seconds: Option<u64>,
+    audit_log_days: Option<u64>,
+    lease_audit_days: Option<u64>,
+    fencing_rejections_days: Option<u64>,
+    credentials_days: Option<u64>,
     sqlite_synchronous: Option<String>,
     log_format: Option<LogFormat>,
     webhook_key_file: Option<PathBuf>,
@@ -294,6 +353,14 @@ pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             args.tenant_rate_limit_burst
                 .or(file.tenant_rate_limit_burst),
         ),
+        (
+            &mut config.address_rate_limit,
+            "address_rate_limit",
+            args.address_rate_limit_per_second
+                .or(file.address_rate_limit_per_second),
+            args.address_rate_limit_burst
+                .or(file.address_rate_limit_burst),
+        ),
     ] {
         if let Some(r) = per_second {
             limit.per_second = r;
@@ -302,6 +369,65 @@ pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             limit.burst = b;
         }
         limit.check(what).map_err(anyhow::Error::msg)?;
+    }
+    let proxies = match args.trusted_proxies.is_empty() {
+        true => file.trusted_proxies.unwrap_or_default(),
+        false => args.trusted_proxies,
+    };
+    config.trusted_proxies = proxies
+        .iter()
+        .map(|p| trusted_proxy(p))
+        .collect::<anyhow::Result<_>>()?;
+    let lifetimes = &mut config.refresh_lifetimes;
+    if let Some(s) = args.login_lifetime_seconds.or(file.login_lifetime_seconds) {
+        if !(3600..=366 * 86_400).contains(&s) {
+            bail!("login_lifetime_seconds must be between 3600 and 31622400 (366 days), got {s}");
+        }
+        lifetimes.absolute_ms = s as i64 * 1000;
+    }
+    if let Some(s) = args.login_idle_seconds.or(file.login_idle_seconds) {
+        if !(600..=366 * 86_400).contains(&s) {
+            bail!("login_idle_seconds must be between 600 and 31622400 (366 days), got {s}");
+        }
+        lifetimes.idle_ms = s as i64 * 1000;
+    }
+    if lifetimes.idle_ms > lifetimes.absolute_ms {
+        bail!(
+            "login_idle_seconds ({}) must not be longer than login_lifetime_seconds ({})",
+            lifetimes.idle_ms / 1000,
+            lifetimes.absolute_ms / 1000
+        );
+    }
+    let horizons = &mut config.horizons;
+    for (horizon, what, days) in [
+        (
+            &mut horizons.audit_log,
+            "audit_log_days",
+            args.audit_log_days.or(file.audit_log_days),
+        ),
+        (
+            &mut horizons.lease_audit,
+            "lease_audit_days",
+            args.lease_audit_days.or(file.lease_audit_days),
+        ),
+        (
+            &mut horizons.fencing_rejections,
+            "fencing_rejections_days",
+            args.fencing_rejections_days
+                .or(file.fencing_rejections_days),
+        ),
+        (
+            &mut horizons.credentials,
+            "credentials_days",
+            args.credentials_days.or(file.credentials_days),
+        ),
+    ] {
+        if let Some(d) = days {
+            if !(1..=3650).contains(&d) {
+                bail!("{what} must be between 1 and 3650, got {d}");
+            }
+            *horizon = Duration::from_secs(d * 86_400);
+        }
     }
     if let Some(s) = args.sqlite_synchronous.or(file.sqlite_synchronous) {
         config.sqlite_synchronous = s;

@@ -81,6 +81,10 @@ pub struct Lookups {
     /// on every use; revocation is the `jti` lookup's, which runs every time.
     verified: Ttl<[u8; 32], (String, Claims)>,
     agents: Ttl<(TenantId, String), AgentRecord>,
+    /// Static tokens the store did not know (by hash): a token presented again
+    /// within the TTL is refused without a database read. Safe to keep: a token is
+    /// made by the server, never presented before it exists.
+    unknown: Ttl<[u8; 32], ()>,
     clock: Arc<dyn Clock>,
 }
 
@@ -91,8 +95,18 @@ impl Lookups {
             access: Ttl::new(),
             verified: Ttl::new(),
             agents: Ttl::new(),
+            unknown: Ttl::new(),
             clock,
         }
+    }
+
+    /// Whether the store did not know the token with this hash, within the TTL.
+    pub fn unknown(&self, hash: &[u8; 32]) -> bool {
+        self.unknown.get(hash, self.clock.now_ms()).is_some()
+    }
+
+    pub fn put_unknown(&self, hash: &[u8; 32]) {
+        self.unknown.put(*hash, (), self.clock.now_ms());
     }
 
     pub fn token(&self, hash: &[u8]) -> Option<TokenRecord> {

@@ -72,7 +72,9 @@ impl AppState {
     /// After a retention pass: counts what it archived, and holds the reason while
     /// archive writes fail (in `/metrics`, the overview and the log, once per hold).
     pub(crate) fn retention_pass(&self, stats: &crate::store::RetentionStats, now: i64) {
-        self.metrics.archived.inc_by(stats.archived);
+        for (tenant, n) in &stats.archived_by_tenant {
+            self.metrics.tenant(*tenant).archived.inc_by(*n);
+        }
         let mut held = self
             .retention_held
             .lock()
@@ -88,35 +90,40 @@ impl AppState {
             (None, true) => tracing::info!("retention resumed: the archive takes writes again"),
             _ => {}
         }
-        self.metrics
-            .retention_held_back
-            .set(i64::from(held.is_some()));
+        self.metrics.retention_held_back(held.is_some());
     }
 
-    /// After expired leases went back (by the scavenger, or by a claim first): counts
-    /// them and their quarantines, and sends their wake-ups.
+    /// After expired leases went back and events expired (by the scavenger, or by a
+    /// claim first): counts them and their quarantines in each tenant's metrics, and
+    /// sends their wake-ups.
     pub fn reaped(&self, reaped: &crate::store::ReapStats) {
-        self.metrics
-            .lease_expirations
-            .inc_by(reaped.lease_expirations);
-        self.metrics.quarantined.inc_by(reaped.quarantined);
+        for (tenant, r) in &reaped.by_tenant {
+            let m = self.metrics.tenant(*tenant);
+            m.lease_expirations.inc_by(r.lease_expirations);
+            m.quarantined.inc_by(r.quarantined);
+            m.expired.inc_by(r.expired);
+        }
         self.wake(&reaped.wakes);
     }
 
-    /// Counts an ack that completed an event (not a repeat) in the metrics.
-    pub fn acked(&self, acked: &crate::store::Acked) {
+    /// Counts an ack of `tenant` that completed an event (not a repeat).
+    pub fn acked(&self, tenant: TenantId, acked: &crate::store::Acked) {
         if let Some(ms) = acked.latency_ms {
-            self.metrics.delivered.inc();
-            self.metrics
-                .delivery_latency
-                .observe(ms.max(0) as f64 / 1000.0);
+            let m = self.metrics.tenant(tenant);
+            m.delivered.inc();
+            m.delivery_latency.observe(ms.max(0) as f64 / 1000.0);
         }
     }
 
-    /// After a release committed: counts a quarantine and sends its wake-ups.
-    pub fn released(&self, done: &crate::store::Committed<switchboard_proto::EventState>) {
+    /// After a release of `tenant` committed: counts a quarantine and sends its
+    /// wake-ups.
+    pub fn released(
+        &self,
+        tenant: TenantId,
+        done: &crate::store::Committed<switchboard_proto::EventState>,
+    ) {
         if done.value.status == switchboard_proto::EventStatus::Quarantined {
-            self.metrics.quarantined.inc();
+            self.metrics.tenant(tenant).quarantined.inc();
         }
         self.wake(&done.wakes);
     }
@@ -128,6 +135,11 @@ impl AppState {
             tracing::warn!(error = %e, "could not read the database's health");
             None
         })
+    }
+
+    /// Transactions the store ran again after a transient error, by backend and code.
+    pub(crate) fn transaction_retries(&self) -> Vec<crate::store::RetryCount> {
+        self.store.transaction_retries()
     }
 
     /// Tells the console how a bulk job is doing.

@@ -120,6 +120,30 @@ pub(super) fn archive(config: &Config, t: &Thresholds) -> Vec<Finding> {
     }
 }
 
+/// How long the tables that only grow keep their rows, and how long a login lives
+/// (settings, shown so an operator sees what is kept).
+pub(super) fn horizons(config: &Config) -> Finding {
+    let days = |d: std::time::Duration| d.as_secs() / 86_400;
+    let h = &config.horizons;
+    let l = &config.refresh_lifetimes;
+    Finding::ok(
+        "horizons",
+        format!(
+            "kept: audit log {} days, lease audit {} days, fencing rejections {} days, \
+             revoked credentials and old fencing-token records {} days, idempotency keys \
+             {} h, terminal events {} h; a login lives {} days, {} days unused",
+            days(h.audit_log),
+            days(h.lease_audit),
+            days(h.fencing_rejections),
+            days(h.credentials),
+            config.idempotency_ttl.as_secs() / 3600,
+            config.retention.as_secs() / 3600,
+            l.absolute_ms / 86_400_000,
+            l.idle_ms / 86_400_000,
+        ),
+    )
+}
+
 pub(super) fn console(config: &Config) -> Finding {
     match &config.ui_dir {
         Some(dir) if dir.join("index.html").is_file() => {

@@ -151,6 +151,7 @@ pub async fn diagnose(
     findings.push(host::disk(&host::data_dir(config), thresholds));
     findings.extend(host::archive(config, thresholds));
     findings.push(host::console(config));
+    findings.push(host::horizons(config));
     findings.extend(host::listener(&listen));
     let status = findings
         .iter()

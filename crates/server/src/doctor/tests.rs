@@ -345,6 +345,9 @@ async fn an_unreachable_server_is_an_error() {
     for url in [
         "postgres://u:secret-pw@127.0.0.1:1/db",
         "mysql://u:secret-pw@127.0.0.1:1/db",
+        // A password in the query, and one holding a `/` (issue 36).
+        "postgres://u@127.0.0.1:1/db?password=secret-pw",
+        "mysql://u:secret/pw@127.0.0.1:1/db",
     ] {
         let config = Config {
             database_url: url.into(),
@@ -354,10 +357,23 @@ async fn an_unreachable_server_is_an_error() {
         let found = report.get("database").unwrap();
         assert_eq!(found.status, Status::Error, "{found:?}");
         assert!(
-            !found.message.contains("secret-pw"),
+            !found.message.contains("secret-pw") && !found.message.contains("secret/pw"),
             "no password: {found:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn the_horizons_are_shown() {
+    let mut s = scratch();
+    s.config.horizons.lease_audit = std::time::Duration::from_secs(12 * 86_400);
+    let found = s.report().await.get("horizons").cloned().expect("horizons");
+    assert_eq!(found.status, Status::Ok);
+    assert!(
+        found.message.contains("audit log 365 days")
+            && found.message.contains("lease audit 12 days"),
+        "{found:?}"
+    );
 }
 
 #[test]

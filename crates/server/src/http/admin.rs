@@ -41,7 +41,15 @@ async fn create_tenant(
     };
     let tenant = state
         .store
-        .create_tenant(&req.name, &operator, state.now())
+        .create_tenant(
+            &req.name,
+            &operator,
+            Some((
+                principal.tenant_id,
+                &principal.note(format!("tenant:{}", req.name)),
+            )),
+            state.now(),
+        )
         .await?;
     tracing::info!(tenant = %tenant.name, tenant_id = %tenant.id, "tenant created");
     Ok(secret_created(TenantCreated {

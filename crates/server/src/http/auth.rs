@@ -154,6 +154,11 @@ impl Principal {
         }
     }
 
+    /// The audit log's note of an action of this principal on `target`.
+    pub fn note(&self, target: impl Into<String>) -> crate::store::AuditNote {
+        crate::store::AuditNote::new(&self.actor(), target)
+    }
+
     /// A stable name for idempotency scoping.
     pub fn key_scope(&self) -> String {
         match self.agent_id {
@@ -255,14 +260,24 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
         return from_access_token(parts, state, notes, token).await;
     }
     let digest = token_digest(token);
-    // Before any database work: the token's own bucket, whether the token exists
-    // or not.
-    limit(state, notes, state.limiter.credential(&digest))?;
     let token_hash = digest.to_vec();
-    let record = static_token(state, &token_hash).await?.ok_or_else(|| {
-        unauthorized("the bearer token is unknown or revoked; use a current token")
-    })?;
-    limit(state, notes, state.limiter.tenant(record.tenant_id))?;
+    let record = match state.lookups.token(&token_hash) {
+        Some(record) => record,
+        None => known_token(parts, state, notes, &digest).await?,
+    };
+    // The token's own bucket, and its tenant's.
+    limit(
+        state,
+        notes,
+        Some(record.tenant_id),
+        state.limiter.credential(&digest),
+    )?;
+    limit(
+        state,
+        notes,
+        Some(record.tenant_id),
+        state.limiter.tenant(record.tenant_id),
+    )?;
     if record.agent_id.is_some()
         && let Some(notes) = notes
     {
@@ -276,6 +291,67 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
         token_hash,
         session: None,
     })
+}
+
+/// A static token the cache does not know, looked up: first the client address's
+/// bucket (no database read, and no bucket per token, for a flood of unknown tokens
+/// past its burst), then the cache of unknown tokens, then the store.
+async fn known_token(
+    parts: &Parts,
+    state: &AppState,
+    notes: Option<&Notes>,
+    digest: &[u8; 32],
+) -> Result<crate::store::TokenRecord, ApiError> {
+    let refused = || unauthorized("the bearer token is unknown or revoked; use a current token");
+    let client = notes.map_or_else(|| client_addr(parts, state), Notes::client);
+    limit(state, notes, None, state.limiter.address(client))?;
+    if state.lookups.unknown(digest) {
+        return Err(refused());
+    }
+    match static_token(state, digest).await? {
+        Some(record) => Ok(record),
+        None => {
+            state.lookups.put_unknown(digest);
+            Err(refused())
+        }
+    }
+}
+
+/// The client's address: the TCP peer's, or, when the peer is one of the
+/// configured trusted proxies (`--trusted-proxy`), the right-most address of
+/// `X-Forwarded-For` that is not a trusted proxy. Never the header of an untrusted
+/// peer: anyone can write it.
+pub(crate) fn client_addr(parts: &Parts, state: &AppState) -> Option<std::net::IpAddr> {
+    let peer = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<super::PeerAddr>>()
+        .map(|c| c.0.0.ip())?;
+    forwarded_client(peer, &parts.headers, &state.config.trusted_proxies)
+}
+
+/// See [`client_addr`].
+pub(crate) fn forwarded_client(
+    peer: std::net::IpAddr,
+    headers: &axum::http::HeaderMap,
+    trusted: &[ipnet::IpNet],
+) -> Option<std::net::IpAddr> {
+    let is_trusted = |ip: &std::net::IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return Some(peer);
+    }
+    let hops: Vec<std::net::IpAddr> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|hop| hop.trim().parse().ok())
+        .collect();
+    Some(
+        hops.into_iter()
+            .rev()
+            .find(|ip| !is_trusted(ip))
+            .unwrap_or(peer),
+    )
 }
 
 /// The live static token with this hash, read through the token cache.
@@ -306,23 +382,32 @@ async fn from_access_token(
     let issuer = super::oauth::issuer(state, &parts.headers).map_err(|_| {
         unauthorized("an access token needs the Host header naming this server (its issuer)")
     })?;
+    // An unknown `kid` may make the keys reload: the client address's bucket pays.
+    let client = notes.map_or_else(|| client_addr(parts, state), Notes::client);
     let claims = super::oauth::verified(state, token, &issuer, false, || {
-        limit(state, notes, state.limiter.credential(&token_digest(token)))
+        limit(state, notes, None, state.limiter.address(client))
     })
     .await?;
     super::oauth::principal(state, notes, &claims).await
 }
 
 /// Notes what a rate-limit bucket said for the response's headers; a refusal is
-/// 429 `rate_limited` with `Retry-After`.
+/// 429 `rate_limited` with `Retry-After`, counted in `tenant`'s metrics, or in the
+/// process's when the bucket was drawn before the tenant was known (I9).
 pub(super) fn limit(
     state: &AppState,
     notes: Option<&Notes>,
+    tenant: Option<TenantId>,
     taken: Result<Option<super::rate_limit::Standing>, Refused>,
 ) -> Result<(), ApiError> {
     match taken {
         Ok(standing) => {
-            if let (Some(notes), Some(standing)) = (notes, standing) {
+            // An address's bucket is drawn on cache misses only: not a policy of
+            // every response (`RateLimit-Policy`), so its standing is told on a
+            // refusal only.
+            if let (Some(notes), Some(standing)) = (notes, standing)
+                && standing.policy != super::rate_limit::Policy::Address
+            {
                 notes.standing(standing);
             }
             Ok(())
@@ -331,7 +416,10 @@ pub(super) fn limit(
             if let Some(notes) = notes {
                 notes.standing(refused.standing());
             }
-            state.metrics.rate_limited(refused.policy.as_str());
+            match (tenant, refused.policy.metric()) {
+                (Some(tenant), Some(policy)) => state.metrics.tenant(tenant).rate_limited(policy),
+                _ => state.metrics.rate_limited_unattributed(),
+            }
             let mut e = ApiError::new(
                 ErrorCode::RateLimited,
                 format!(
@@ -365,7 +453,10 @@ async fn from_session(
     }
     let digest = token_digest(session);
     let notes = parts.extensions.get::<Notes>();
-    limit(state, notes, state.limiter.credential(&digest))?;
+    // Sessions are not cached: the client address's bucket before the lookup, the
+    // session's own once it is known.
+    let client = notes.map_or_else(|| client_addr(parts, state), Notes::client);
+    limit(state, notes, None, state.limiter.address(client))?;
     let hash = digest.to_vec();
     let grant = state
         .store
@@ -374,7 +465,14 @@ async fn from_session(
         .ok_or_else(|| {
             unauthorized("the console session has expired or was ended; log in again")
         })?;
-    limit(state, notes, state.limiter.tenant(grant.record.tenant_id))?;
+    let tenant = Some(grant.record.tenant_id);
+    limit(state, notes, tenant, state.limiter.credential(&digest))?;
+    limit(
+        state,
+        notes,
+        tenant,
+        state.limiter.tenant(grant.record.tenant_id),
+    )?;
     Ok(Principal {
         tenant_id: grant.record.tenant_id,
         agent_id: grant.record.agent_id,

@@ -58,6 +58,7 @@ async fn register_callback(
     let agent = inbox_agent(&state, &principal, &agent).await?;
     let req: RegisterCallback = parse_json(&body)?;
     let path = format!("/api/v1/agents/{}/callbacks", agent.id);
+    let actor = principal.actor();
     let st = state.clone();
     idempotency::run(
         &state,
@@ -104,7 +105,11 @@ async fn register_callback(
                 status: 201,
                 body: serde_json::to_string(&answer).unwrap_or_default(),
             };
-            st.store.put_callback(&new, Some((&key, &stored))).await?;
+            let note = crate::store::AuditNote::new(&actor, format!("callback:{id}"))
+                .detail(format!("agent:{} {}", agent.name, new.url));
+            st.store
+                .put_callback(&new, Some((&key, &stored)), &note)
+                .await?;
             log_attempt(&st, agent.tenant_id, id, "challenge", &outcome, now).await;
             st.hub.callbacks(agent.tenant_id);
             Ok(answer)
@@ -190,9 +195,12 @@ async fn remove_agent_callback(
             p.callback_id
         )));
     }
+    let note = principal
+        .note(format!("callback:{}", p.callback_id))
+        .detail(format!("agent:{}", agent.name));
     state
         .store
-        .delete_callback(agent.tenant_id, p.callback_id)
+        .delete_callback(agent.tenant_id, p.callback_id, &note, state.now())
         .await?;
     state.hub.callbacks(agent.tenant_id);
     Ok(StatusCode::NO_CONTENT)
@@ -234,9 +242,10 @@ async fn delete_callback(
     Path(p): Path<CallbackPath>,
 ) -> ApiResult<StatusCode> {
     principal.require(SCOPE_OPS_WRITE)?;
+    let note = principal.note(format!("callback:{}", p.callback_id));
     if !state
         .store
-        .delete_callback(principal.tenant_id, p.callback_id)
+        .delete_callback(principal.tenant_id, p.callback_id, &note, state.now())
         .await?
     {
         return Err(ApiError::not_found(format_args!(
@@ -257,7 +266,13 @@ async fn change(
     principal.require(SCOPE_OPS_WRITE)?;
     let changed = state
         .store
-        .change_callback(principal.tenant_id, id, &change)
+        .change_callback(
+            principal.tenant_id,
+            id,
+            &change,
+            &principal.note(format!("callback:{id}")),
+            state.now(),
+        )
         .await?
         .ok_or_else(|| ApiError::not_found(format_args!("callback {id}")))?;
     state.hub.callbacks(principal.tenant_id);

@@ -66,10 +66,19 @@ async fn put(
         .check()
         .map_err(crate::error::ApiError::unprocessable)?;
     let now = state.now();
-    let by = principal.actor().to_string();
+    let note = principal
+        .note(target(agent))
+        .detail(settings_detail(&settings));
+    let by = note.actor.clone();
     state
         .store
-        .put_client_settings(principal.tenant_id, agent.map(|a| a.id), settings, &by, now)
+        .put_client_settings(
+            principal.tenant_id,
+            agent.map(|a| a.id),
+            settings,
+            &note,
+            now,
+        )
         .await?;
     changed(state, principal.tenant_id);
     Ok(StoredClientSettings {
@@ -81,6 +90,25 @@ async fn put(
     })
 }
 
+/// What settings are about, in the audit log.
+fn target(agent: Option<&AgentRecord>) -> String {
+    match agent {
+        Some(a) => format!("agent:{}", a.name),
+        None => "tenant".to_owned(),
+    }
+}
+
+/// The settings, in the audit log's words.
+fn settings_detail(s: &ClientSettings) -> String {
+    format!(
+        "poll_ceiling_ms={}, reports_paused={}",
+        s.poll_ceiling_ms
+            .map_or("default".to_owned(), |ms| ms.to_string()),
+        s.reports_paused
+            .map_or("default".to_owned(), |p| p.to_string())
+    )
+}
+
 /// Removes the settings of `agent` (`None`: the tenant); `ops:write` is checked.
 async fn delete(
     state: &AppState,
@@ -89,7 +117,12 @@ async fn delete(
 ) -> ApiResult<StatusCode> {
     if state
         .store
-        .delete_client_settings(principal.tenant_id, agent.map(|a| a.id))
+        .delete_client_settings(
+            principal.tenant_id,
+            agent.map(|a| a.id),
+            &principal.note(target(agent)),
+            state.now(),
+        )
         .await?
     {
         changed(state, principal.tenant_id);

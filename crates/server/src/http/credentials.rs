@@ -51,6 +51,7 @@ fn kind(row: &CredentialRow) -> &'static str {
 
 fn credential(row: CredentialRow) -> Credential {
     Credential {
+        approved_by: row.parent_hash.as_deref().map(token_id),
         token_id: token_id(&row.hash),
         kind: kind(&row).to_owned(),
         label: row.label,
@@ -99,18 +100,19 @@ async fn revoke_token(
     let Some(row) = rows.iter().find(|r| token_id(&r.hash) == id) else {
         return Err(ApiError::not_found("the token"));
     };
+    let note = principal
+        .note(format!("token:{id}"))
+        .detail(row.label.clone());
     let revoked = state
         .store
-        .revoke_credential(principal.tenant_id, &row.hash, state.now())
+        .revoke_credential(principal.tenant_id, &row.hash, &note, state.now())
         .await?;
     // This instance refuses it from the next request; the others within the TTL.
     state.lookups.forget_tokens();
-    if revoked {
-        tracing::info!(token_id = %id, label = %row.label, "token revoked");
+    if revoked > 0 {
+        tracing::info!(token_id = %id, label = %row.label, revoked, "token revoked");
     }
-    Ok(axum::Json(Revoked {
-        revoked: u64::from(revoked),
-    }))
+    Ok(axum::Json(Revoked { revoked }))
 }
 
 /// Revoke every live token of an agent (its static tokens; it can log in again only
@@ -125,9 +127,10 @@ async fn revoke_agent(
 ) -> ApiResult<axum::Json<Revoked>> {
     principal.require(SCOPE_OPS_WRITE)?;
     let agent = state.store.agent(principal.tenant_id, &agent).await?;
+    let note = principal.note(format!("agent:{}", agent.name));
     let revoked = state
         .store
-        .revoke_agent_credentials(principal.tenant_id, agent.id, state.now())
+        .revoke_agent_credentials(principal.tenant_id, agent.id, &note, state.now())
         .await?;
     state.lookups.forget_tokens();
     tracing::info!(agent = %agent.name, agent_id = %agent.id, revoked, "agent's tokens revoked");
@@ -177,14 +180,18 @@ async fn create_token(
     scopes.sort();
     scopes.dedup();
     let token = generate_token("sb_mt_");
+    let hash = hash_token(&token);
+    let note = principal
+        .note(format!("token:{}", token_id(&hash)))
+        .detail(format!("{label}: {}", scopes.join(" ")));
     state
         .store
         .insert_token(
-            &hash_token(&token),
+            &hash,
             principal.tenant_id,
-            None,
             &scopes,
             label,
+            Some(&note),
             state.now(),
         )
         .await?;
@@ -225,9 +232,10 @@ async fn delete_agent(
 ) -> ApiResult<axum::Json<AgentDeleted>> {
     principal.require(SCOPE_OPS_WRITE)?;
     let agent = state.store.agent(principal.tenant_id, &agent).await?;
+    let note = principal.note(format!("agent:{}", agent.name));
     let deleted = state
         .store
-        .delete_agent(principal.tenant_id, agent.id, state.now())
+        .delete_agent(principal.tenant_id, agent.id, &note, state.now())
         .await?
         .ok_or_else(|| ApiError::not_found(format!("agent {:?}", agent.name)))?;
     state.lookups.forget_agents();

@@ -117,8 +117,9 @@ async fn approve(
                 agent_name: body.agent.as_deref(),
                 family_hash: &family,
                 scopes: &scopes,
+                parent: &principal.token_hash,
             }),
-            &principal.actor().to_string(),
+            &principal.note(format!("device:{code}")),
             state.now(),
         )
         .await?
@@ -145,7 +146,7 @@ async fn deny(
             principal.tenant_id,
             &code,
             None,
-            &principal.actor().to_string(),
+            &principal.note(format!("device:{code}")),
             state.now(),
         )
         .await?

@@ -80,6 +80,13 @@ pub(super) const REPLAY_AS_STORED: Policy = Policy {
     momentary: &[],
 };
 
+/// A room send: a sender that is no member gets the room's 404 (as a read does),
+/// which holds only until an operator adds it, so it is not stored.
+pub(super) const ROOM_SEND: Policy = Policy {
+    replay_success: None,
+    momentary: &[404],
+};
+
 fn reused() -> ApiError {
     ApiError::new(
         ErrorCode::IdempotencyKeyReused,
@@ -151,7 +158,11 @@ where
     {
         IdemBegin::Fresh => {}
         IdemBegin::Replay(mut stored) => {
-            state.metrics.idempotency_cache_hits.inc();
+            state
+                .metrics
+                .tenant(principal.tenant_id)
+                .idempotency_cache_hits
+                .inc();
             if let Some(status) = policy.replay_success.filter(|_| stored.status < 300) {
                 stored.status = status.as_u16();
             }

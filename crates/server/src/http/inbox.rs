@@ -65,10 +65,10 @@ pub(super) async fn inbox_agent(
 }
 
 /// Maps store errors of claim-token operations, counting stale claims (I4).
-fn claim_error(state: &AppState, e: StoreError, event: EventId) -> ApiError {
+fn claim_error(state: &AppState, tenant: TenantId, e: StoreError, event: EventId) -> ApiError {
     match e {
         StoreError::StaleClaim(_) => {
-            state.metrics.stale_claim_rejections.inc();
+            state.metrics.tenant(tenant).stale_claim_rejections.inc();
             e.into()
         }
         StoreError::NotFound => ApiError::not_found(format_args!("event {event}")),
@@ -97,11 +97,11 @@ async fn subscribe(
         .store
         .agent(agent.tenant_id, &agent.id.to_string())
         .await?;
-    state.metrics.sse_subscribers.inc();
+    let metrics = state.metrics.tenant(agent.tenant_id);
+    metrics.sse_subscribers.inc();
     let _ = state.store.touch_agent(agent.id, state.now()).await;
     let heartbeat = state.config.heartbeat;
     let shutdown = state.shutdown.clone();
-    let metrics = state.metrics.clone();
     let head = agent.head_seq;
     let stream = async_stream::stream! {
         let _guard = SubscriberGauge(metrics);
@@ -132,7 +132,7 @@ fn updated(hint: u64) -> Event {
         .data(serde_json::to_string(&InboxUpdated { cursor_hint: hint }).unwrap_or_default())
 }
 
-struct SubscriberGauge(crate::metrics::Metrics);
+struct SubscriberGauge(std::sync::Arc<crate::metrics::TenantMetrics>);
 
 impl Drop for SubscriberGauge {
     fn drop(&mut self) {
@@ -235,8 +235,8 @@ async fn ack(
         .store
         .ack(&agent, p.event_id, req.claim_token, state.now())
         .await
-        .map_err(|e| claim_error(&state, e, p.event_id))?;
-    state.acked(&acked);
+        .map_err(|e| claim_error(&state, agent.tenant_id, e, p.event_id))?;
+    state.acked(agent.tenant_id, &acked);
     state.hub.changed(agent.wake(agent.head_seq));
     Ok(axum::Json(acked.state))
 }
@@ -297,7 +297,7 @@ async fn ack_batch(
         .zip(outcomes)
         .map(|(&(event_id, _), outcome)| match outcome {
             Ok(acked) => {
-                state.acked(&acked);
+                state.acked(agent.tenant_id, &acked);
                 AckResult {
                     event_id,
                     state: Some(acked.state),
@@ -307,7 +307,7 @@ async fn ack_batch(
             Err(e) => AckResult {
                 event_id,
                 state: None,
-                problem: Some(*claim_error(&state, e, event_id).problem),
+                problem: Some(*claim_error(&state, agent.tenant_id, e, event_id).problem),
             },
         })
         .collect();
@@ -354,8 +354,8 @@ async fn release(
         .store
         .release(&agent, p.event_id, req.claim_token, &args, state.now())
         .await
-        .map_err(|e| claim_error(&state, e, p.event_id))?;
-    state.released(&done);
+        .map_err(|e| claim_error(&state, agent.tenant_id, e, p.event_id))?;
+    state.released(agent.tenant_id, &done);
     Ok(axum::Json(done.value))
 }
 
@@ -389,7 +389,7 @@ async fn extend(
             state.now(),
         )
         .await
-        .map_err(|e| claim_error(&state, e, p.event_id))?;
+        .map_err(|e| claim_error(&state, agent.tenant_id, e, p.event_id))?;
     Ok(axum::Json(st))
 }
 

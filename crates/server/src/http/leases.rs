@@ -159,6 +159,23 @@ async fn named_lease(state: &AppState, tenant: TenantId, n: Naming) -> ApiResult
         ))
         .into()),
         (_, Some(f)) => Ok(Named::Lease(f)),
+        // The lease the id names is still stored while the fields name none: a
+        // mismatch, not an end (a release must not answer 204 and leave it held).
+        (Some(id), None)
+            if state
+                .store
+                .leases(tenant, state.now())
+                .await?
+                .iter()
+                .any(|l| l.lease.lease_id == id) =>
+        {
+            Err(StoreError::StaleFence(format!(
+                "lease {id} is not the lease that canonical_name, memory_instance_id, \
+                 fencing_token and owner_client_id name; send the fields of lease {id}, or \
+                 only its lease_id"
+            ))
+            .into())
+        }
         (_, None) => Ok(Named::Over(lease_rules::gone(&fields).into())),
     }
 }
@@ -196,6 +213,7 @@ async fn acquire(
         )?,
         owner_client: note("owner_client", req.owner_client)?,
         holder: principal.actor().to_string(),
+        holder_key: principal.actor().key(),
     };
     let memory = req.memory_instance_id;
     // A refusal of the moment (held, in its lock delay, confusable) costs no write:
@@ -265,12 +283,13 @@ async fn renew(
             id,
             req.fencing_token,
             ttl,
-            &principal.actor().to_string(),
+            &principal.actor(),
             state.now(),
         )
         .await?;
     state
         .metrics
+        .tenant(principal.tenant_id)
         .lease_renewal_latency
         .observe(started.elapsed().as_secs_f64());
     state.hub.leases(principal.tenant_id);
@@ -306,7 +325,7 @@ async fn release(
             principal.tenant_id,
             id,
             req.fencing_token,
-            &principal.actor().to_string(),
+            &principal.actor(),
             state.now(),
         )
         .await?;
@@ -343,7 +362,7 @@ async fn force_release(
         .force_release_lease(
             principal.tenant_id,
             id,
-            &principal.actor().to_string(),
+            &principal.note(format!("lease:{id}")),
             state.now(),
         )
         .await
@@ -417,7 +436,12 @@ async fn import_names(
     if !req.dry_run {
         state
             .store
-            .register_names(principal.tenant_id, &planned)
+            .register_names(
+                principal.tenant_id,
+                &planned,
+                &principal.note("names"),
+                state.now(),
+            )
             .await?;
         tracing::info!(
             registered = planned.len(),

@@ -72,6 +72,7 @@ async fn send_once<T, F, Fut>(
     headers: HeaderMap,
     path: String,
     body: axum::body::Bytes,
+    policy: idempotency::Policy,
     work: F,
 ) -> ApiResult<Response>
 where
@@ -88,7 +89,7 @@ where
         &headers,
         &path,
         &body,
-        idempotency::REPLAY_AS_STORED,
+        policy,
         |key| async move {
             let from = me.actor();
             work(st, me, msg, from, key).await
@@ -119,6 +120,7 @@ async fn send_direct(
         headers,
         path,
         body,
+        idempotency::REPLAY_AS_STORED,
         |st, me, msg, from, key| async move {
             let to = super::inbox::load_agent(&st, me.tenant_id, &agent).await?;
             let done = st
@@ -267,18 +269,26 @@ async fn send_room(
     RawJson(body): RawJson,
 ) -> ApiResult<Response> {
     let path = format!("/api/v1/rooms/{room}/messages");
+    // To an agent that is no member the room does not exist, for a send as for a
+    // read (no existence oracle); checked again in the send's transaction.
+    visible_room(&state, &principal, &room).await?;
     send_once(
         state,
         principal,
         headers,
         path,
         body,
+        idempotency::ROOM_SEND,
         |st, me, msg, from, key| async move {
-            let r = load_room(&st, &me, &room).await?;
+            let r = visible_room(&st, &me, &room).await?;
             let done = st
                 .store
                 .send_room(me.tenant_id, r.room_id, &from, &msg, Some(&key), st.now())
-                .await?;
+                .await
+                .map_err(|e| match e {
+                    StoreError::NotFound => ApiError::not_found(format_args!("room {room:?}")),
+                    e => e.into(),
+                })?;
             st.wake(&done.wakes);
             Ok(done.value)
         },

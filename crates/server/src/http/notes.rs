@@ -26,9 +26,16 @@ pub(crate) struct Notes(Arc<Inner>);
 struct Inner {
     client_settings: OnceLock<EffectiveClientSettings>,
     standings: Mutex<Vec<Standing>>,
+    /// The client's address (`auth::client_addr`), for the address buckets.
+    client: Option<std::net::IpAddr>,
 }
 
 impl Notes {
+    /// The client's address, when the connection has one.
+    pub(crate) fn client(&self) -> Option<std::net::IpAddr> {
+        self.0.client
+    }
+
     /// Records the settings of the agent the request authenticated as.
     pub(crate) fn client_settings(&self, settings: ClientSettings) {
         let _ = self.0.client_settings.set(settings.effective());
@@ -45,7 +52,16 @@ impl Notes {
 }
 
 pub(super) async fn layer(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let notes = Notes::default();
+    let client = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<super::PeerAddr>>()
+        .and_then(|c| {
+            super::auth::forwarded_client(c.0.0.ip(), req.headers(), &state.config.trusted_proxies)
+        });
+    let notes = Notes(Arc::new(Inner {
+        client,
+        ..Inner::default()
+    }));
     req.extensions_mut().insert(notes.clone());
     let mut response = next.run(req).await;
     let headers = response.headers_mut();

@@ -2,7 +2,8 @@
 
 use super::AppState;
 use super::auth::{
-    Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE, agent_scopes, generate_token, hash_token,
+    Principal, SCOPE_ADMIN, SCOPE_OPS_READ, SCOPE_OPS_WRITE, agent_scopes, generate_token,
+    hash_token,
 };
 use super::credentials::{SecretCreated, secret_created};
 use super::extract::{Json, Path, Query};
@@ -50,6 +51,7 @@ async fn create_agent(
             &req.name,
             &hash_token(&token),
             &agent_scopes(),
+            Some(&principal.note(format!("agent:{}", req.name))),
             state.now(),
         )
         .await?;
@@ -120,9 +122,14 @@ async fn overview(
         totals.expired += c.expired;
         totals.purged += c.purged;
     }
-    // Database-wide numbers: for the deployment's own tenant only.
+    // The database's and retention's state: for the deployment's own tenant (its
+    // console shows the queue table's tiles). Its numbers of events archived are the
+    // tenant's own, every tenant's only for the deployment admin (I9).
     let (queue_table, retention) = if principal.tenant_id == state.tenant {
-        (state.queue_health().await, Some(retention_health(&state)))
+        (
+            state.queue_health().await,
+            Some(retention_health(&state, &principal)),
+        )
     } else {
         (None, None)
     };
@@ -137,12 +144,12 @@ async fn overview(
         totals,
         agents,
         server_time: to_timestamp(state.now()),
-        counters: Some(counters(&state)),
+        counters: Some(counters(&state, principal.tenant_id)),
     }))
 }
 
 /// Retention's archive and whether it holds retention back.
-fn retention_health(state: &AppState) -> switchboard_proto::RetentionHealth {
+fn retention_health(state: &AppState, principal: &Principal) -> switchboard_proto::RetentionHealth {
     let held = state
         .retention_held
         .lock()
@@ -150,7 +157,10 @@ fn retention_health(state: &AppState) -> switchboard_proto::RetentionHealth {
         .clone();
     switchboard_proto::RetentionHealth {
         archiving: state.archive.is_some(),
-        archived_total: state.metrics.archived.get(),
+        archived_total: match principal.has(SCOPE_ADMIN) {
+            true => state.metrics.archived_total(),
+            false => state.metrics.tenant(principal.tenant_id).archived.get(),
+        },
         held_back: held.map(|(since, why)| switchboard_proto::RetentionHeldBack {
             since: to_timestamp(since),
             reason: format!("{why}; {}", crate::archive::HELD_BACK_FIX),
@@ -160,18 +170,19 @@ fn retention_health(state: &AppState) -> switchboard_proto::RetentionHealth {
 
 /// The overview's counters, read from the server's metrics, with the rates over the
 /// last minute from the sample history.
-fn counters(state: &AppState) -> OpsCounters {
-    let m = &state.metrics;
+fn counters(state: &AppState, tenant: TenantId) -> OpsCounters {
+    let m = state.metrics.tenant(tenant);
     let buckets = m.latency_buckets();
+    let c = m.counters();
     OpsCounters {
-        lease_expirations_total: m.lease_expirations.get(),
-        stale_claim_rejections_total: m.stale_claim_rejections.get(),
-        fencing_rejections_total: m.fencing_rejections.get(),
-        quarantined_total: m.quarantined.get(),
-        delivered_total: m.delivered.get(),
+        lease_expirations_total: c.lease_expirations,
+        stale_claim_rejections_total: c.stale_claim_rejections,
+        fencing_rejections_total: c.fencing_rejections,
+        quarantined_total: c.quarantined,
+        delivered_total: c.delivered,
         delivery_latency_p50_seconds: quantile(&buckets, 0.5),
         delivery_latency_p99_seconds: quantile(&buckets, 0.99),
-        per_minute: state.history.rates(state.now(), m.counters()),
+        per_minute: state.history.rates(tenant, state.now(), c),
     }
 }
 

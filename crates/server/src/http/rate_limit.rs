@@ -91,6 +91,9 @@ impl RateLimit {
 pub enum Policy {
     Credential,
     Tenant,
+    /// A client address's, drawn before a credential the lookup cache does not
+    /// know is looked up.
+    Address,
 }
 
 impl Policy {
@@ -98,6 +101,17 @@ impl Policy {
         match self {
             Self::Credential => "credential",
             Self::Tenant => "tenant",
+            Self::Address => "address",
+        }
+    }
+
+    /// The label of `rate_limited` in a tenant's metrics (an address's bucket
+    /// belongs to no tenant: the process's own count).
+    pub fn metric(self) -> Option<crate::metrics::Policy> {
+        match self {
+            Self::Credential => Some(crate::metrics::Policy::Credential),
+            Self::Tenant => Some(crate::metrics::Policy::Tenant),
+            Self::Address => None,
         }
     }
 }
@@ -184,6 +198,10 @@ pub struct Limiter {
     clock: ServerClock,
     credentials: Option<Bucket<[u8; 32]>>,
     tenants: Option<Bucket<TenantId>>,
+    /// Client addresses' buckets: drawn before a lookup of a credential the cache
+    /// does not know, so a flood of unknown tokens from one address is refused
+    /// before it costs database reads or a bucket each.
+    addresses: Option<Bucket<std::net::IpAddr>>,
     /// The `RateLimit-Policy` field, the same on every response: written once.
     policy_field: Option<String>,
 }
@@ -200,8 +218,25 @@ impl Limiter {
         Self {
             credentials,
             tenants,
+            addresses: None,
             clock,
             policy_field,
+        }
+    }
+
+    /// With a bucket per client address for credential lookups the cache cannot
+    /// answer ([`RateLimit::OFF`]: none).
+    pub fn with_addresses(mut self, limit: RateLimit) -> Self {
+        self.addresses = Bucket::new(limit, &self.clock);
+        self
+    }
+
+    /// Takes a token from the bucket of the client address `addr` (`None`: no limit
+    /// configured, or no address known).
+    pub fn address(&self, addr: Option<std::net::IpAddr>) -> Result<Option<Standing>, Refused> {
+        match (&self.addresses, addr) {
+            (Some(b), Some(addr)) => b.take(&addr, Policy::Address, &self.clock).map(Some),
+            _ => Ok(None),
         }
     }
 
@@ -229,6 +264,10 @@ impl Limiter {
             b.limiter.shrink_to_fit();
         }
         if let Some(b) = &self.tenants {
+            b.limiter.retain_recent();
+            b.limiter.shrink_to_fit();
+        }
+        if let Some(b) = &self.addresses {
             b.limiter.retain_recent();
             b.limiter.shrink_to_fit();
         }

@@ -119,7 +119,11 @@ async fn call(
             e
             @ (StoreError::StaleFence(_) | StoreError::LeaseExpired(_) | StoreError::NotHolder(_)),
         ) => {
-            state.metrics.fencing_rejections.inc();
+            state
+                .metrics
+                .tenant(principal.tenant_id)
+                .fencing_rejections
+                .inc();
             state.hub.leases(principal.tenant_id);
             tracing::info!(memory = %memory, token, "data-plane call refused by the fence");
             Err(e.into())

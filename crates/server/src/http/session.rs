@@ -127,6 +127,7 @@ async fn start_session(
                 scopes,
                 expires_at,
             },
+            None,
             now,
         )
         .await?;
@@ -255,6 +256,7 @@ async fn mint_ticket(
                 scopes,
                 expires_at,
             },
+            Some(&principal.note("console").detail(scopes.join(" "))),
             now,
         )
         .await?;

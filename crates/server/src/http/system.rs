@@ -63,27 +63,39 @@ async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 /// The Prometheus exposition. It needs a bearer token with `metrics:read` (operator
-/// tokens have it; `POST /api/v1/ops/tokens` mints one that has nothing else): the
-/// depth series name agents, which the API hides from anyone outside their tenant
-/// (I9). A scrape sees its own tenant's agents only, each series labelled with the
-/// tenant, so several tenants' scrapes never collide.
+/// tokens have it; `POST /api/v1/ops/tokens` mints one that has nothing else). Every
+/// series of a tenant carries its `tenant` label, and a tenant's token sees its own
+/// tenant's series only (I9): its agents' depth, and the counters and histograms of
+/// what its agents and operators did. The deployment admin's token (scope `admin`)
+/// sees every tenant's, plus the process's own: the database's health, transaction
+/// retries, background task failures, rate limits drawn before a tenant was known.
 async fn metrics(State(state): State<AppState>, Scraper(principal): Scraper) -> Response {
-    let depth = match state.store.depth(Some(principal.tenant_id)).await {
+    let admin = principal.has(super::auth::SCOPE_ADMIN);
+    let (scope, tenant) = match admin {
+        true => (crate::metrics::Scope::All, None),
+        false => (
+            crate::metrics::Scope::Tenant(principal.tenant_id),
+            Some(principal.tenant_id),
+        ),
+    };
+    let depth = match state.store.depth(tenant).await {
         Ok(d) => d,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let disabled = match state.store.callbacks(principal.tenant_id, None).await {
-        Ok(c) => c
-            .iter()
-            .filter(|c| c.state == switchboard_proto::CallbackState::Disabled)
-            .count() as u64,
+    let disabled = match disabled_callbacks(&state, tenant).await {
+        Ok(c) => c,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    // Database-wide numbers: only for the deployment's own tenant, as in the overview.
-    let health = if principal.tenant_id == state.tenant {
-        state.queue_health().await
-    } else {
-        None
+    let (health, retries) = match admin {
+        true => (state.queue_health().await, state.transaction_retries()),
+        false => (None, Vec::new()),
+    };
+    let scrape = crate::metrics::Scrape {
+        scope,
+        depth: &depth,
+        disabled_callbacks: &disabled,
+        health: health.as_ref(),
+        retries: &retries,
     };
     (
         StatusCode::OK,
@@ -91,7 +103,30 @@ async fn metrics(State(state): State<AppState>, Scraper(principal): Scraper) -> 
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(&depth, disabled, health.as_ref()),
+        state.metrics.render(&scrape),
     )
         .into_response()
+}
+
+/// Disabled webhook callbacks of `tenant` (or of every tenant), per tenant.
+async fn disabled_callbacks(
+    state: &AppState,
+    tenant: Option<switchboard_proto::TenantId>,
+) -> crate::store::StoreResult<Vec<(switchboard_proto::TenantId, u64)>> {
+    let tenants = match tenant {
+        Some(t) => vec![t],
+        None => state.store.tenants().await?.iter().map(|t| t.id).collect(),
+    };
+    let mut out = Vec::with_capacity(tenants.len());
+    for t in tenants {
+        let disabled = state
+            .store
+            .callbacks(t, None)
+            .await?
+            .iter()
+            .filter(|c| c.state == switchboard_proto::CallbackState::Disabled)
+            .count() as u64;
+        out.push((t, disabled));
+    }
+    Ok(out)
 }

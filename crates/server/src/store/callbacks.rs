@@ -63,10 +63,12 @@ pub struct AttemptRecord {
 pub trait CallbackStore: Send + Sync {
     /// Stores `new`, replacing the agent's previous callback (and its attempt log),
     /// with the request's idempotent response in the same transaction (I8).
+    /// The audit row of `note` is written with it.
     async fn put_callback(
         &self,
         new: &NewCallback,
         idem: Option<(&IdemKey, &StoredResponse)>,
+        note: &AuditNote,
     ) -> StoreResult<Callback>;
     /// The tenant's callbacks (of one agent, or all), oldest first.
     async fn callbacks(
@@ -79,14 +81,23 @@ pub trait CallbackStore: Send + Sync {
         tenant: TenantId,
         id: CallbackId,
     ) -> StoreResult<Option<StoredCallback>>;
-    /// Whether it existed.
-    async fn delete_callback(&self, tenant: TenantId, id: CallbackId) -> StoreResult<bool>;
-    /// `None` when there is no such callback in `tenant`.
+    /// Whether it existed; with the audit row of `note` when it did.
+    async fn delete_callback(
+        &self,
+        tenant: TenantId,
+        id: CallbackId,
+        note: &AuditNote,
+        now: Millis,
+    ) -> StoreResult<bool>;
+    /// `None` when there is no such callback in `tenant`; with the audit row of
+    /// `note` when there is.
     async fn change_callback(
         &self,
         tenant: TenantId,
         id: CallbackId,
         change: &StateChange,
+        note: &AuditNote,
+        now: Millis,
     ) -> StoreResult<Option<Callback>>;
 
     /// Active callbacks, due (`next_attempt_at <= now`), not being delivered to by

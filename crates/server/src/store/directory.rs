@@ -145,6 +145,8 @@ pub struct CredentialRow {
     pub label: String,
     pub created_at: Millis,
     pub revoked_at: Option<Millis>,
+    /// The credential that approved it (a login's), if any.
+    pub parent_hash: Option<Vec<u8>>,
 }
 
 /// Tenants, tokens (hashes only, I11), console sessions and one-time login tickets,
@@ -155,10 +157,12 @@ pub trait DirectoryStore: Send + Sync {
     async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId>;
     /// A new tenant with its first operator token, in one transaction;
     /// [`StoreError::Conflict`] when the name is taken.
+    /// `by`: the deployment admin's tenant and note, for its audit row.
     async fn create_tenant(
         &self,
         name: &str,
         operator: &NewOperator<'_>,
+        by: Option<(TenantId, &AuditNote)>,
         now: Millis,
     ) -> StoreResult<TenantRecord>;
     /// Every tenant with its number of agents, by name.
@@ -168,37 +172,48 @@ pub trait DirectoryStore: Send + Sync {
     /// Replaces a token's scopes (the start-up upgrade of the deployment admin's
     /// token, which predates the `admin` scope).
     async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()>;
+    /// A token of no agent (an operator's, a scraper's).
     async fn insert_token(
         &self,
         hash: &[u8],
         tenant: TenantId,
-        agent: Option<AgentId>,
         scopes: &[String],
         label: &str,
+        note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<()>;
     async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
     /// `tenant`'s tokens (static credentials), live and revoked, oldest first.
     async fn credentials(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>>;
-    /// Revokes `tenant`'s token with this hash; whether it was live (a token of
-    /// another tenant is not touched). Its console sessions end with it.
+    /// Revokes `tenant`'s token with this hash and every credential it approved
+    /// (its logins, theirs, …), with the audit row; how many were live (a token of
+    /// another tenant is not touched). Their console sessions end with them.
     async fn revoke_credential(
         &self,
         tenant: TenantId,
         hash: &[u8],
+        note: &AuditNote,
         now: Millis,
-    ) -> StoreResult<bool>;
-    /// Revokes every live token of `agent`; how many.
+    ) -> StoreResult<u64>;
+    /// Revokes every live token of `agent` and what they approved, with the audit
+    /// row; how many.
     async fn revoke_agent_credentials(
         &self,
         tenant: TenantId,
         agent: AgentId,
+        note: &AuditNote,
         now: Millis,
     ) -> StoreResult<u64>;
 
     // --- console sessions and one-time login tickets (hashes only, I11) ---
     /// Stores a grant; also forgets expired ones.
-    async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()>;
+    /// With `note`, the audit row of an operator's login link.
+    async fn insert_grant(
+        &self,
+        grant: &NewGrant<'_>,
+        note: Option<&AuditNote>,
+        now: Millis,
+    ) -> StoreResult<()>;
     /// A live grant of `kind` (unexpired, its token not revoked).
     async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>>;
     /// Like [`DirectoryStore::grant`], but deletes it at once: single use, even when
@@ -219,6 +234,7 @@ pub trait DirectoryStore: Send + Sync {
         name: &str,
         token_hash: &[u8],
         scopes: &[String],
+        note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<AgentRecord>;
     /// Finds an agent of `tenant` by id or by name.
@@ -242,7 +258,7 @@ pub trait DirectoryStore: Send + Sync {
         tenant: TenantId,
         agent: Option<AgentId>,
         settings: ClientSettings,
-        updated_by: &str,
+        note: &AuditNote,
         now: Millis,
     ) -> StoreResult<()>;
     /// Removes the settings of `agent` (`None`: the tenant's); whether there were any.
@@ -250,6 +266,8 @@ pub trait DirectoryStore: Send + Sync {
         &self,
         tenant: TenantId,
         agent: Option<AgentId>,
+        note: &AuditNote,
+        now: Millis,
     ) -> StoreResult<bool>;
     /// `tenant`'s rows: its own first, then its agents' by name.
     async fn client_settings(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>>;

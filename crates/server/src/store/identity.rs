@@ -85,6 +85,39 @@ pub struct Approval<'a> {
     pub family_hash: &'a [u8],
     /// The agent token scopes (`{agent_id}` filled in by the store).
     pub scopes: &'a [String],
+    /// The approving credential (the operator's token, or the one its console
+    /// session hangs from): revoking it ends the login.
+    pub parent: &'a [u8],
+}
+
+/// How long a login (a refresh-token family) lives: at most `absolute_ms` from its
+/// start, and until it went unused for `idle_ms` (no refresh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefreshLifetimes {
+    pub absolute_ms: Millis,
+    pub idle_ms: Millis,
+}
+
+impl RefreshLifetimes {
+    /// 30 days from the login, 7 days idle: an agent asleep for a week logs in
+    /// again, and a stolen refresh token is worth a month at most (OAuth 2.0
+    /// Security BCP §4.14.2: refresh tokens should expire when unused).
+    pub const DEFAULT: Self = Self {
+        absolute_ms: 30 * 24 * 3600 * 1000,
+        idle_ms: 7 * 24 * 3600 * 1000,
+    };
+
+    /// Why a login that started at `started`, last refreshed at `last`, is over at
+    /// `now`, if it is.
+    pub fn ended(self, started: Millis, last: Millis, now: Millis) -> Option<&'static str> {
+        if now >= started.saturating_add(self.absolute_ms) {
+            Some("the login reached its absolute lifetime")
+        } else if now >= last.saturating_add(self.idle_ms) {
+            Some("the login went unused for its idle lifetime")
+        } else {
+            None
+        }
+    }
 }
 
 /// What a grant that succeeds records at once, in its transaction: the next
@@ -118,6 +151,8 @@ pub enum Refreshed {
     Reused,
     /// Its family (the login) was revoked.
     Revoked,
+    /// The login's lifetime is over (why): it is revoked now.
+    Expired(&'static str),
     /// Used, and the tokens of [`Issue`] recorded.
     Rotated(AccessGrant),
 }
@@ -163,7 +198,7 @@ pub trait IdentityStore: Send + Sync {
         tenant: TenantId,
         user_code: &str,
         approval: Option<&Approval<'_>>,
-        decided_by: &str,
+        note: &AuditNote,
         now: Millis,
     ) -> StoreResult<Option<DeviceRequestRow>>;
     /// The token endpoint's poll with a device code by `client_id`.
@@ -174,8 +209,14 @@ pub trait IdentityStore: Send + Sync {
         now: Millis,
         issue: &Issue<'_>,
     ) -> StoreResult<DevicePoll>;
-    /// Uses the refresh token with this hash: once.
-    async fn refresh(&self, hash: &[u8], now: Millis, issue: &Issue<'_>) -> StoreResult<Refreshed>;
+    /// Uses the refresh token with this hash: once, within the login's lifetimes.
+    async fn refresh(
+        &self,
+        hash: &[u8],
+        now: Millis,
+        lifetimes: RefreshLifetimes,
+        issue: &Issue<'_>,
+    ) -> StoreResult<Refreshed>;
     /// Revokes the login (family) the refresh token with this hash belongs to;
     /// whether it was live.
     async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool>;

@@ -85,6 +85,49 @@ pub trait MaintenanceStore: Send + Sync {
         now: Millis,
         archive: Option<&dyn ArchiveSink>,
     ) -> StoreResult<RetentionStats>;
+    /// Deletes `table`'s rows older than `before` (each table's own age: see
+    /// [`Horizon`]), in batches; how many.
+    async fn trim(&self, table: Horizon, before: Millis) -> StoreResult<u64>;
+}
+
+/// A table that only grows, trimmed by age (`config::Horizons`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Horizon {
+    /// `audit_log` by `at` (a running job's row stays).
+    AuditLog,
+    /// `lease_audit` by `at`.
+    LeaseAudit,
+    /// `fencing_rejections` by `at`.
+    FencingRejections,
+    /// Revoked `tokens` by `revoked_at`.
+    RevokedTokens,
+    /// `refresh_tokens` by `created_at`.
+    RefreshTokens,
+    /// `issued_tokens` by `issued_at`, unless a live lease carries the token.
+    IssuedTokens,
+}
+
+impl Horizon {
+    pub const ALL: [Self; 6] = [
+        Self::AuditLog,
+        Self::LeaseAudit,
+        Self::FencingRejections,
+        Self::RevokedTokens,
+        Self::RefreshTokens,
+        Self::IssuedTokens,
+    ];
+
+    /// The table's name (logs, metrics, `doctor`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AuditLog => "audit_log",
+            Self::LeaseAudit => "lease_audit",
+            Self::FencingRejections => "fencing_rejections",
+            Self::RevokedTokens => "revoked_tokens",
+            Self::RefreshTokens => "refresh_tokens",
+            Self::IssuedTokens => "issued_tokens",
+        }
+    }
 }
 
 /// Where retention writes what it removes, before it removes it (`archive.rs`).

@@ -6,17 +6,17 @@
 use crate::clock::{Millis, to_timestamp};
 use crate::store::rows::{Cols, parse_id};
 use crate::store::{
-    LeaseFields, NewLease, NewMessage, RecordCall, RecordOp, StoreError, StoreResult,
+    Actor, LeaseFields, NewLease, NewMessage, RecordCall, RecordOp, StoreError, StoreResult,
 };
 use sha2::{Digest, Sha256};
 use switchboard_proto::{
     FencingRejection, Lease, LeaseAuditEntry, LeaseId, Memory, MemoryId, MemoryRecord,
-    MemoryUpdated,
+    MemoryUpdated, TenantId,
 };
 
 pub(crate) const MEMORY_COLS: &str = "id, label, parent_id, branched_at_token, fence, created_at";
-pub(crate) const LEASE_COLS: &str = "id, name, skeleton, memory_id, fence, holder, owner_client, \
-     ttl_ms, lock_delay_ms, acquired_at, expires_at";
+pub(crate) const LEASE_COLS: &str = "id, tenant_id, name, skeleton, memory_id, fence, holder, \
+     holder_key, owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at";
 /// The columns `audit_entry_from_row` reads.
 pub(crate) const AUDIT_COLS: &str = "id, event, name_hash, memory_hash, fencing_token, actor, at";
 /// The columns `rejection_from_row` reads.
@@ -43,8 +43,14 @@ pub(crate) fn memory_from_row(r: &impl Cols) -> StoreResult<Memory> {
 /// A stored lease row.
 pub(crate) struct Stored {
     pub(crate) lease: Lease,
+    /// The tenant whose lease it is (a name is leased service-wide, I7).
+    pub(crate) tenant: TenantId,
     pub(crate) skeleton: String,
+    /// Who holds it, as the console shows it (`Actor`'s text).
     pub(crate) holder: String,
+    /// Who holds it, for the holder checks: [`Actor::key`], an agent by its id,
+    /// which a later agent given the same name never shares.
+    pub(crate) holder_key: String,
     pub(crate) lock_delay_ms: Millis,
     pub(crate) expires_at: Millis,
 }
@@ -78,8 +84,10 @@ pub(crate) fn lease_from_row(r: &impl Cols) -> StoreResult<Stored> {
             acquired_at: to_timestamp(r.int("acquired_at")?),
             expires_at: to_timestamp(expires_at),
         },
+        tenant: parse_id(&r.text("tenant_id")?)?,
         skeleton: r.text("skeleton")?,
         holder: r.text("holder")?,
+        holder_key: r.text("holder_key")?,
         lock_delay_ms,
         expires_at,
     })
@@ -150,9 +158,10 @@ pub(crate) fn stale(id: LeaseId, token: u64) -> StoreError {
 
 /// Only the principal a lease was issued to may renew or release it (I7); anyone
 /// else is refused before the token is looked at. An operator ends it with a
-/// force-release instead, which is audited as such.
-pub(crate) fn check_holder(held: &Stored, id: LeaseId, actor: &str) -> StoreResult<()> {
-    if held.holder == actor {
+/// force-release instead, which is audited as such. Holders are compared by
+/// [`Actor::key`]: a deleted agent's successor of the same name is someone else.
+pub(crate) fn check_holder(held: &Stored, id: LeaseId, actor: &Actor) -> StoreResult<()> {
+    if held.holder_key == actor.key() {
         Ok(())
     } else {
         Err(StoreError::NotHolder(format!(
@@ -171,7 +180,7 @@ pub(crate) fn check_release(
     held: &Stored,
     id: LeaseId,
     token: u64,
-    actor: &str,
+    actor: &Actor,
 ) -> StoreResult<()> {
     check_holder(held, id, actor)?;
     if held.lease.fencing_token != token {
@@ -185,7 +194,7 @@ pub(crate) fn check_renewal(
     held: Option<Stored>,
     id: LeaseId,
     token: u64,
-    actor: &str,
+    actor: &Actor,
     now: Millis,
 ) -> StoreResult<Stored> {
     let Some(held) = held else {
@@ -414,10 +423,10 @@ impl Refusal {
 pub(crate) fn holder_refusal(
     memory: MemoryId,
     token: u64,
-    issued_to: Option<&str>,
+    issued_to: Option<&crate::store::engine::records::IssuedTo>,
     who: &crate::store::Actor,
 ) -> Option<Refusal> {
-    if issued_to == Some(who.to_string().as_str()) {
+    if issued_to.is_some_and(|to| to.is(who)) {
         return None;
     }
     Some(Refusal::NotHolder(format!(

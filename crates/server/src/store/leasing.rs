@@ -16,6 +16,8 @@ pub struct NewLease {
     pub owner_client: Option<String>,
     /// Who asks (`Actor` as text), for operators.
     pub holder: String,
+    /// Who asks, for the holder checks ([`Actor::key`]).
+    pub holder_key: String,
 }
 
 /// A lease named by its fields rather than its id, as the names-and-leases seed
@@ -101,7 +103,7 @@ pub trait LeaseStore: Send + Sync {
         id: switchboard_proto::LeaseId,
         token: u64,
         ttl_ms: Option<Millis>,
-        actor: &str,
+        actor: &Actor,
         now: Millis,
     ) -> StoreResult<switchboard_proto::Lease>;
     async fn release_lease(
@@ -109,7 +111,7 @@ pub trait LeaseStore: Send + Sync {
         tenant: TenantId,
         id: switchboard_proto::LeaseId,
         token: u64,
-        actor: &str,
+        actor: &Actor,
         now: Millis,
     ) -> StoreResult<()>;
     /// Ends a lease now and bumps both fences past its token, so its holder is
@@ -118,7 +120,7 @@ pub trait LeaseStore: Send + Sync {
         &self,
         tenant: TenantId,
         id: switchboard_proto::LeaseId,
-        actor: &str,
+        note: &AuditNote,
         now: Millis,
     ) -> StoreResult<switchboard_proto::OpsLease>;
     async fn leases(
@@ -137,6 +139,8 @@ pub trait LeaseStore: Send + Sync {
         &self,
         tenant: TenantId,
         names: &[crate::names_import::Planned],
+        note: &AuditNote,
+        now: Millis,
     ) -> StoreResult<()>;
     /// The lease audit trail, newest first (names and memories as salted hashes).
     async fn lease_audit(

@@ -16,9 +16,11 @@ mod inbox;
 mod jobs;
 pub(crate) mod lease_rules;
 mod leasing;
+pub(crate) mod migrate;
 pub mod mysql;
 mod ops;
 pub mod postgres;
+pub(crate) mod retries;
 pub(crate) mod rows;
 mod sending;
 mod signin;
@@ -33,6 +35,7 @@ pub use inbox::*;
 pub use jobs::*;
 pub use leasing::*;
 pub use ops::*;
+pub use retries::RetryCount;
 pub use sending::*;
 pub use signin::*;
 
@@ -56,6 +59,19 @@ pub enum Actor {
     System(&'static str),
 }
 
+impl Actor {
+    /// The actor's stable identity, for holder checks (leases, fencing tokens): an
+    /// agent by its id, which a later agent given a deleted one's name never
+    /// shares; unlike the text ([`Display`](std::fmt::Display)), which names it.
+    pub fn key(&self) -> String {
+        match self {
+            Self::Operator => "operator".to_owned(),
+            Self::Agent { id, .. } => format!("agent:{id}"),
+            Self::System(who) => format!("system:{who}"),
+        }
+    }
+}
+
 impl std::fmt::Display for Actor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -63,6 +79,34 @@ impl std::fmt::Display for Actor {
             Self::Agent { name, .. } => write!(f, "agent:{name}"),
             Self::System(who) => write!(f, "system:{who}"),
         }
+    }
+}
+
+/// An operator's action as the audit log names it: who did it and what it acted on
+/// (a name or a public id, never a secret, I11). The handler makes it; the store
+/// writes its row in the transaction of the change (`engine/audit.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditNote {
+    /// `Actor`'s text (`operator`, `agent:<name>`).
+    pub actor: String,
+    /// What the action is about: `agent:<name>`, `token:<token_id>`,
+    /// `device:<user_code>`, `tenant:<name>`, `callback:<id>`, `lease:<id>`, …
+    pub target: String,
+    pub detail: Option<String>,
+}
+
+impl AuditNote {
+    pub fn new(actor: &Actor, target: impl Into<String>) -> Self {
+        Self {
+            actor: actor.to_string(),
+            target: target.into(),
+            detail: None,
+        }
+    }
+
+    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
     }
 }
 
@@ -170,15 +214,45 @@ pub struct ReapStats {
     /// Pending events past `expires_at`.
     pub expired: u64,
     pub wakes: Vec<Wake>,
+    /// The same counts per tenant, for each tenant's own metrics (I9).
+    pub by_tenant: std::collections::BTreeMap<TenantId, TenantReap>,
+}
+
+/// What one scavenger pass did to one tenant's events.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TenantReap {
+    pub lease_expirations: u64,
+    pub quarantined: u64,
+    pub expired: u64,
+}
+
+impl ReapStats {
+    /// Adds what another batch did.
+    pub fn add(&mut self, other: ReapStats) {
+        self.lease_expirations += other.lease_expirations;
+        self.quarantined += other.quarantined;
+        self.expired += other.expired;
+        self.wakes.extend(other.wakes);
+        for (tenant, r) in other.by_tenant {
+            let mine = self.by_tenant.entry(tenant).or_default();
+            mine.lease_expirations += r.lease_expirations;
+            mine.quarantined += r.quarantined;
+            mine.expired += r.expired;
+        }
+    }
 }
 
 /// The result of one retention pass.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RetentionStats {
     pub events_removed: u64,
+    /// The write transactions that removed them (each at most `RETAIN_BATCH`).
+    pub batches: u64,
     pub idempotency_removed: u64,
     /// Events written to the archive before their removal.
     pub archived: u64,
+    /// The same per tenant, for each tenant's own metrics (I9).
+    pub archived_by_tenant: std::collections::BTreeMap<TenantId, u64>,
     /// Why an archive write failed, when one did: those agents kept their events.
     pub held_back: Option<String>,
 }
@@ -226,5 +300,12 @@ pub trait Store:
     /// backend has such a thing.
     async fn health(&self) -> StoreResult<Option<switchboard_proto::QueueTableHealth>> {
         Ok(None)
+    }
+    /// How many times this process ran a write transaction again, per backend and
+    /// database code (SQLSTATE or error number), since it started: one entry per
+    /// code seen, none on SQLite. For the admin metric
+    /// `transaction_retries_total{backend,code}`.
+    fn transaction_retries(&self) -> Vec<RetryCount> {
+        Vec::new()
     }
 }

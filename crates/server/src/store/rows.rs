@@ -251,7 +251,7 @@ pub(crate) fn applies_to(action: BulkAction) -> &'static str {
 
 /// The `audit_log` columns `audit_entry` and `job_from_row` read.
 pub(crate) const AUDIT_COLS: &str = "id, actor, action, ids, filter, count, at, job_state, \
-     job_total, job_rate, finished_at, job_error";
+     job_total, job_rate, finished_at, job_error, target, detail";
 
 pub(crate) fn audit_entry(r: &impl Cols) -> StoreResult<AuditEntry> {
     Ok(AuditEntry {
@@ -271,6 +271,8 @@ pub(crate) fn audit_entry(r: &impl Cols) -> StoreResult<AuditEntry> {
             .as_deref()
             .and_then(JobState::parse),
         job_total: r.opt_int("job_total")?.map(|t| t as u64),
+        target: r.opt_text("target")?,
+        detail: r.opt_text("detail")?,
     })
 }
 
@@ -420,10 +422,9 @@ pub(crate) fn room_sender(
     match from {
         crate::store::Actor::Agent { id, name } => {
             if !members.contains(id) {
-                return Err(StoreError::Forbidden(format!(
-                    "agent {name:?} is not a member of this room; an operator adds it with \
-                     PUT /api/v1/rooms/{{room}}/members/{name}"
-                )));
+                // As for a read: to a non-member the room does not exist.
+                let _ = name;
+                return Err(StoreError::NotFound);
             }
             Ok(Some(*id))
         }

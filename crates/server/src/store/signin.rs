@@ -22,6 +22,9 @@ pub struct NewAuthorizationCode<'a> {
     pub scopes: &'a [String],
     /// The id of the consenting operator's credential.
     pub granted_by: &'a str,
+    /// The consenting credential's hash: the sign-in hangs from it, and revoking it
+    /// ends the sign-in.
+    pub parent_hash: &'a [u8],
     pub created_at: Millis,
     pub expires_at: Millis,
 }
@@ -55,7 +58,12 @@ pub enum Redeemed {
 
 #[async_trait]
 pub trait SignInStore: Send + Sync {
-    async fn insert_authorization_code(&self, code: &NewAuthorizationCode<'_>) -> StoreResult<()>;
+    /// Stores the code of an operator's consent, with its audit row.
+    async fn insert_authorization_code(
+        &self,
+        code: &NewAuthorizationCode<'_>,
+        note: &AuditNote,
+    ) -> StoreResult<()>;
     /// Redeems a code: once, by the client and redirect URI it was made for, with
     /// the verifier of its challenge, before it expires. Any attempt spends it.
     async fn redeem_authorization_code(

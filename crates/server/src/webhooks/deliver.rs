@@ -11,6 +11,7 @@
 
 use crate::app::AppState;
 use crate::clock::to_timestamp;
+use crate::metrics::Outcome;
 use crate::store::{AttemptRecord, ReleaseArgs, StoreError, StoreResult, StoredCallback};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -160,7 +161,7 @@ impl Deliverer {
             Err(e) => return Err(e),
         };
         let claimed = state.store.claim(&agent, 1, LEASE_MS, None, now).await?;
-        let m = &state.metrics;
+        let m = state.metrics.tenant(agent.tenant_id);
         state.reaped(&claimed.reaped);
         let Some(event) = claimed.events.into_iter().next() else {
             state.store.unlease_callback(id, lease).await?;
@@ -223,7 +224,7 @@ impl Deliverer {
                     .ack(&agent, event_id, event.claim_token, now)
                     .await
                 {
-                    Ok(acked) => state.acked(&acked),
+                    Ok(acked) => state.acked(agent.tenant_id, &acked),
                     // The claim's lease ran out meanwhile (a very slow answer): the
                     // event was handed out again and goes out again.
                     Err(StoreError::StaleClaim(_)) => {}
@@ -231,7 +232,7 @@ impl Deliverer {
                 }
                 state.hub.changed(agent.wake(agent.head_seq));
                 record.succeeded = true;
-                m.webhook_outcome("delivered");
+                m.webhook_outcome(Outcome::Delivered);
                 Delivered::Acked { status: s }
             }
             (Some(410), _) => {
@@ -246,7 +247,7 @@ impl Deliverer {
                     now,
                 )
                 .await?;
-                m.webhook_outcome("gone");
+                m.webhook_outcome(Outcome::Gone);
                 Delivered::Disabled { reason }
             }
             (status, sent) => {
@@ -267,7 +268,7 @@ impl Deliverer {
                 let limit = webhooks.config.disable_after.as_millis() as i64;
                 let detail = format!("webhook delivery failed: {error}");
                 self.release(&agent, &event, delay_ms, &detail, now).await?;
-                m.webhook_outcome("failed");
+                m.webhook_outcome(Outcome::Failed);
                 if now - since >= limit {
                     let reason = format!(
                         "every delivery failed for {} (the last: {error})",
@@ -317,7 +318,7 @@ impl Deliverer {
             .await
         {
             Ok(done) => {
-                self.state.released(&done);
+                self.state.released(agent.tenant_id, &done);
                 self.state.hub.changed(agent.wake(agent.head_seq));
                 Ok(())
             }

@@ -191,7 +191,14 @@ pub(crate) async fn seed(
         .map(|name| async move {
             let token = generate_token("sb_ag_");
             let agent = store
-                .create_agent(tenant, name, &hash_token(&token), &agent_scopes(), now_ms())
+                .create_agent(
+                    tenant,
+                    name,
+                    &hash_token(&token),
+                    &agent_scopes(),
+                    None,
+                    now_ms(),
+                )
                 .await?;
             preload(store, tenant, agent.id, per_agent).await?;
             anyhow::Ok(Seeded {

@@ -21,10 +21,12 @@ use switchboard_sdk::new_idempotency_key;
 use switchboard_sdk::proto::{AcquireLease, Lease, LeaseId, MemoryId, RegisterMemory, RenewLease};
 use switchboard_server::Hooks;
 use switchboard_server::store::sqlite::SqliteStore;
-use switchboard_server::store::{DirectoryStore, LeaseStore, NewLease, Store};
+use switchboard_server::store::{Actor, DirectoryStore, LeaseStore, NewLease, Store};
 use tokio::task::JoinSet;
 
 const KEYS: usize = 1_000;
+/// The holder of the store-level renewals: an operator (no agent row needed).
+const W4: Actor = Actor::Operator;
 const WORKERS: usize = 16;
 const HOT_TTL: f64 = 0.2;
 
@@ -155,7 +157,8 @@ fn lease(
         ttl_ms,
         lock_delay_ms: 0,
         owner_client: None,
-        holder: "agent:w4".to_owned(),
+        holder: W4.to_string(),
+        holder_key: W4.key(),
     }
 }
 
@@ -186,7 +189,7 @@ async fn store_renew(s: &Settings, measure: Duration) -> Result<Span> {
             while Instant::now() < deadline {
                 let (id, token) = mine[n as usize % mine.len()];
                 store
-                    .renew_lease(tenant, id, token, None, "agent:w4", now_ms())
+                    .renew_lease(tenant, id, token, None, &W4, now_ms())
                     .await?;
                 n += 1;
             }

@@ -55,11 +55,20 @@ pub(super) async fn revoke(
         }
     } else {
         let hash = digest.to_vec();
+        let holder = |record: &crate::store::TokenRecord| crate::store::AuditNote {
+            actor: record
+                .agent_name
+                .as_ref()
+                .map_or_else(|| "operator".to_owned(), |n| format!("agent:{n}")),
+            target: format!("token:{}", crate::http::credentials::token_id(&hash)),
+            detail: Some("revoked by its holder (RFC 7009)".to_owned()),
+        };
         if let Some(record) = state.store.token(&hash).await?
             && state
                 .store
-                .revoke_credential(record.tenant_id, &hash, now)
+                .revoke_credential(record.tenant_id, &hash, &holder(&record), now)
                 .await?
+                > 0
         {
             tracing::info!(
                 agent = record.agent_name.as_deref().unwrap_or("-"),
@@ -131,7 +140,8 @@ pub(in crate::http) async fn principal(
         "access-token-subject:{}:{}",
         claims.tenant, claims.sub
     ));
-    auth::limit(state, notes, state.limiter.credential(&subject))?;
+    let tenant = claims.tenant.parse().ok();
+    auth::limit(state, notes, tenant, state.limiter.credential(&subject))?;
     let grant = match state.lookups.access(&claims.jti) {
         Some(grant) => grant,
         None => {
@@ -157,7 +167,12 @@ pub(in crate::http) async fn principal(
             "the access token does not match its record; get a new one",
         ));
     }
-    auth::limit(state, notes, state.limiter.tenant(record.tenant_id))?;
+    auth::limit(
+        state,
+        notes,
+        Some(record.tenant_id),
+        state.limiter.tenant(record.tenant_id),
+    )?;
     if record.agent_id.is_some()
         && let Some(notes) = notes
     {

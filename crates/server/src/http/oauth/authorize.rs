@@ -349,19 +349,26 @@ async fn decide(
     let code = generate_token(oauth::AUTHORIZATION_CODE_PREFIX);
     let now = state.now();
     let granted_by = crate::http::credentials::token_id(&principal.token_hash);
+    let note = principal
+        .note(format!("app:{}", request.client_id))
+        .detail(request.scopes.join(" "));
     state
         .store
-        .insert_authorization_code(&NewAuthorizationCode {
-            code_hash: &hash_token(&code),
-            tenant: principal.tenant_id,
-            client_id: &request.client_id,
-            redirect_uri: request.redirect_uri.as_str(),
-            code_challenge: &request.code_challenge,
-            scopes: &request.scopes,
-            granted_by: &granted_by,
-            created_at: now,
-            expires_at: now + AUTHORIZATION_CODE_TTL_MS,
-        })
+        .insert_authorization_code(
+            &NewAuthorizationCode {
+                code_hash: &hash_token(&code),
+                tenant: principal.tenant_id,
+                client_id: &request.client_id,
+                redirect_uri: request.redirect_uri.as_str(),
+                code_challenge: &request.code_challenge,
+                scopes: &request.scopes,
+                granted_by: &granted_by,
+                parent_hash: &principal.token_hash,
+                created_at: now,
+                expires_at: now + AUTHORIZATION_CODE_TTL_MS,
+            },
+            &note,
+        )
         .await?;
     tracing::info!(client = %request.client_id, scopes = %request.scopes.join(" "), "sign-in allowed");
     Ok(redirect_answer(back(

@@ -66,6 +66,7 @@ pub(super) async fn device_authorization(
     auth::limit(
         &state,
         Some(&notes),
+        None,
         state
             .limiter
             .credential(&token_digest(&format!("device-authorization:{source_ip}"))),

@@ -196,15 +196,21 @@ fn unique_pairs(query: &[u8]) -> Result<BTreeMap<String, String>, String> {
     Ok(params)
 }
 
-/// Draws from the bucket of the secret a request presents (a token, a code),
-/// before any database work; its digest.
+/// Draws from the bucket of the client's address before the database looks up the
+/// secret a request presents (a token, a code: one that does not exist costs no
+/// bucket of its own); its digest.
 pub(super) fn draw(
     state: &AppState,
     notes: &crate::http::notes::Notes,
     secret: &str,
 ) -> Result<[u8; 32], OAuthError> {
     let digest = auth::token_digest(secret);
-    auth::limit(state, Some(notes), state.limiter.credential(&digest))?;
+    auth::limit(
+        state,
+        Some(notes),
+        None,
+        state.limiter.address(notes.client()),
+    )?;
     Ok(digest)
 }
 

@@ -235,7 +235,19 @@ async fn exchange(grant: Grant<'_>) -> Result<Response, OAuthError> {
     let record = auth::static_token(state, &hash).await?.ok_or_else(|| {
         invalid_grant("the subject token is unknown or revoked; use a current token")
     })?;
-    auth::limit(state, Some(notes), state.limiter.tenant(record.tenant_id))?;
+    // The subject's own bucket, once it is known.
+    auth::limit(
+        state,
+        Some(notes),
+        Some(record.tenant_id),
+        state.limiter.credential(&digest),
+    )?;
+    auth::limit(
+        state,
+        Some(notes),
+        Some(record.tenant_id),
+        state.limiter.tenant(record.tenant_id),
+    )?;
     let scopes = granted(&record, params.get("scope").map(String::as_str))?;
     let minted = Minted::new(state);
     let access_token = minted.sign(state, issuer, &record, &hash, &scopes, client_id)?;
@@ -409,11 +421,25 @@ async fn refresh(grant: Grant<'_>) -> Result<Response, OAuthError> {
     let minted = Minted::new(state);
     let refreshed = state
         .store
-        .refresh(&digest, minted.now, &minted.issue(&refresh_hash))
+        .refresh(
+            &digest,
+            minted.now,
+            state.config.refresh_lifetimes,
+            &minted.issue(&refresh_hash),
+        )
         .await?;
     match refreshed {
         Refreshed::Unknown => Err(invalid_grant("the refresh token is unknown; log in again")),
         Refreshed::Revoked => Err(invalid_grant("this login was revoked; log in again")),
+        Refreshed::Expired(why) => {
+            state.lookups.forget_tokens();
+            Err(invalid_grant(&format!(
+                "{why} ({} days from the login, {} days without a refresh): it is ended; \
+                 log in again",
+                state.config.refresh_lifetimes.absolute_ms / 86_400_000,
+                state.config.refresh_lifetimes.idle_ms / 86_400_000,
+            )))
+        }
         Refreshed::Reused => {
             // Every instance drops the login's tokens within the cache's TTL.
             state.lookups.forget_tokens();

@@ -11,12 +11,13 @@
 //! lease, as for any claim.
 
 use super::Driver;
+use super::audit::{self, AuditStatements};
 use super::idempotency::{IdemStatements, store_response};
 use crate::clock::{Millis, to_timestamp};
 use crate::store::rows::{Cols, parse_id};
 use crate::store::{
-    AttemptRecord, CallbackStore, IdemKey, NewCallback, StateChange, StoreError, StoreResult,
-    StoredCallback, StoredResponse,
+    AttemptRecord, AuditNote, CallbackStore, IdemKey, NewCallback, StateChange, StoreError,
+    StoreResult, StoredCallback, StoredResponse,
 };
 use async_trait::async_trait;
 use switchboard_proto::{AgentId, Callback, CallbackAttempt, CallbackId, CallbackState, TenantId};
@@ -80,7 +81,6 @@ pub(crate) trait CallbackStatements: Driver {
         record: &AttemptRecord,
     ) -> StoreResult<()>;
     async fn attempt_rows(&self, id: CallbackId, limit: u32) -> StoreResult<Vec<CallbackAttempt>>;
-    async fn trim_attempt_rows(&self, cutoff: Millis) -> StoreResult<u64>;
     async fn count_callback_rows(&self, state: CallbackState) -> StoreResult<u64>;
     async fn count_other_key_rows(&self, key_id: &str) -> StoreResult<u64>;
 }
@@ -145,16 +145,29 @@ async fn one<D: CallbackStatements>(
 }
 
 #[async_trait]
-impl<D: CallbackStatements + IdemStatements> CallbackStore for D {
+impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::TrimStatements>
+    CallbackStore for D
+{
     async fn put_callback(
         &self,
         new: &NewCallback,
         idem: Option<(&IdemKey, &StoredResponse)>,
+        note: &AuditNote,
     ) -> StoreResult<Callback> {
         self.retrying(|| async {
             let mut tx = self.begin_write().await?;
             self.delete_agent_callback(&mut tx, new.agent).await?;
             self.insert_callback(&mut tx, new).await?;
+            audit::write(
+                self,
+                &mut tx,
+                new.tenant,
+                note,
+                "callback_registered",
+                1,
+                new.now,
+            )
+            .await?;
             if let Some((key, response)) = idem {
                 store_response(self, &mut tx, key, response).await?;
             }
@@ -192,10 +205,19 @@ impl<D: CallbackStatements + IdemStatements> CallbackStore for D {
             .pop())
     }
 
-    async fn delete_callback(&self, tenant: TenantId, id: CallbackId) -> StoreResult<bool> {
+    async fn delete_callback(
+        &self,
+        tenant: TenantId,
+        id: CallbackId,
+        note: &AuditNote,
+        now: Millis,
+    ) -> StoreResult<bool> {
         self.retrying(|| async {
             let mut tx = self.begin_write().await?;
             let existed = self.delete_callback_row(&mut tx, tenant, id).await?;
+            if existed {
+                audit::write(self, &mut tx, tenant, note, "callback_deleted", 1, now).await?;
+            }
             self.commit(tx, &[]).await?;
             Ok(existed)
         })
@@ -207,6 +229,8 @@ impl<D: CallbackStatements + IdemStatements> CallbackStore for D {
         tenant: TenantId,
         id: CallbackId,
         change: &StateChange,
+        note: &AuditNote,
+        now: Millis,
     ) -> StoreResult<Option<Callback>> {
         self.retrying(|| async {
             let mut tx = self.begin_write().await?;
@@ -214,6 +238,13 @@ impl<D: CallbackStatements + IdemStatements> CallbackStore for D {
             self.change_callback_row(&mut tx, tenant, id, change)
                 .await?;
             let changed = one(self, &mut tx, tenant, id).await?;
+            if changed.is_some() {
+                let action = match change {
+                    StateChange::Enable => "callback_enabled",
+                    StateChange::Disable { .. } => "callback_disabled",
+                };
+                audit::write(self, &mut tx, tenant, note, action, 1, now).await?;
+            }
             self.commit(tx, &[]).await?;
             Ok(changed)
         })
@@ -261,7 +292,7 @@ impl<D: CallbackStatements + IdemStatements> CallbackStore for D {
     }
 
     async fn trim_callback_attempts(&self, cutoff: Millis) -> StoreResult<u64> {
-        self.trim_attempt_rows(cutoff).await
+        super::trim::trim(self, &super::trim::CALLBACK_ATTEMPTS, cutoff).await
     }
 
     async fn count_callbacks(&self, state: CallbackState) -> StoreResult<u64> {

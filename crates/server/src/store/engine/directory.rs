@@ -7,6 +7,8 @@
 //! for it where a read-then-insert could not (two readers both find the name free).
 
 use super::Driver;
+use super::audit::{self, AuditStatements};
+use super::lineage::{self, LineageStatements};
 use crate::clock::Millis;
 use crate::store::rows::add_count;
 use crate::store::*;
@@ -21,6 +23,9 @@ pub(crate) struct NewToken<'a> {
     pub(crate) scopes: &'a [String],
     pub(crate) label: &'a str,
     pub(crate) now: Millis,
+    /// The credential that approved this one (a login's), whose revocation ends it
+    /// (`lineage.rs`).
+    pub(crate) parent: Option<&'a [u8]>,
 }
 
 /// One agent's events of one status (`None`, with `count` 0: an agent without
@@ -63,8 +68,6 @@ pub(crate) trait DirectoryStatements: Driver {
     async fn insert_token_row(&self, tx: &mut Self::Tx, token: &NewToken<'_>) -> StoreResult<()>;
     /// The token with this hash, unless revoked, with its agent's name (read pool).
     async fn live_token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
-    /// Revokes `tenant`'s token with this hash (write pool); whether it was live.
-    async fn revoke_token(&self, tenant: TenantId, hash: &[u8], now: Millis) -> StoreResult<bool>;
     /// Revokes every live token of `agent`; how many.
     async fn revoke_agent_tokens(
         &self,
@@ -138,14 +141,20 @@ pub(crate) trait DirectoryStatements: Driver {
     /// the tenant's row.
     async fn upsert_client_settings(
         &self,
+        tx: &mut Self::Tx,
         tenant: TenantId,
         agent: &str,
         settings: ClientSettings,
         updated_by: &str,
         now: Millis,
     ) -> StoreResult<()>;
-    /// Deletes a row of client settings (write pool); whether there was one.
-    async fn delete_client_settings_row(&self, tenant: TenantId, agent: &str) -> StoreResult<bool>;
+    /// Deletes a row of client settings; whether there was one.
+    async fn delete_client_settings_row(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        agent: &str,
+    ) -> StoreResult<bool>;
     /// `tenant`'s rows of client settings, its own first (read pool).
     async fn client_settings_of(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>>;
 }
@@ -191,10 +200,11 @@ async fn ensure_tenant<D: DirectoryStatements>(
 
 /// A new tenant and its first operator token, in one transaction: a tenant nobody
 /// can operate never exists, and a name taken (on any instance) creates nothing.
-async fn create_tenant<D: DirectoryStatements>(
+async fn create_tenant<D: DirectoryStatements + AuditStatements>(
     d: &D,
     name: &str,
     operator: &NewOperator<'_>,
+    by: Option<(TenantId, &AuditNote)>,
     now: Millis,
 ) -> StoreResult<TenantRecord> {
     let id = TenantId::new();
@@ -211,8 +221,12 @@ async fn create_tenant<D: DirectoryStatements>(
         scopes: operator.scopes,
         label: operator.label,
         now,
+        parent: None,
     };
     d.insert_token_row(&mut tx, &token).await?;
+    if let Some((admin_tenant, note)) = by {
+        audit::write(d, &mut tx, admin_tenant, note, "tenant_created", 1, now).await?;
+    }
     d.commit(tx, &[]).await?;
     Ok(TenantRecord {
         id,
@@ -222,32 +236,89 @@ async fn create_tenant<D: DirectoryStatements>(
     })
 }
 
-async fn insert_token<D: DirectoryStatements>(d: &D, token: &NewToken<'_>) -> StoreResult<()> {
+async fn insert_token<D: DirectoryStatements + AuditStatements>(
+    d: &D,
+    token: &NewToken<'_>,
+    note: Option<&AuditNote>,
+) -> StoreResult<()> {
     let mut tx = d.begin_write().await?;
     d.insert_token_row(&mut tx, token).await?;
+    if let Some(note) = note {
+        audit::write(
+            d,
+            &mut tx,
+            token.tenant,
+            note,
+            "token_created",
+            1,
+            token.now,
+        )
+        .await?;
+    }
     d.commit(tx, &[]).await
+}
+
+/// Revokes `tenant`'s live tokens `roots` and every credential they approved
+/// (`lineage.rs`), with the audit row of `action`, in one transaction; how many
+/// were live (no row when none was).
+async fn revoke<D: DirectoryStatements + AuditStatements + LineageStatements>(
+    d: &D,
+    tenant: TenantId,
+    roots: Roots<'_>,
+    note: &AuditNote,
+    action: &str,
+    now: Millis,
+) -> StoreResult<u64> {
+    let mut tx = d.begin_write().await?;
+    let roots = match roots {
+        Roots::Token(hash) => vec![hash.to_vec()],
+        Roots::Agent(agent) => d.live_tokens_of(&mut tx, tenant, agent).await?,
+    };
+    let revoked = lineage::revoke_tree(d, &mut tx, tenant, &roots, now).await?;
+    if revoked > 0 {
+        audit::write(d, &mut tx, tenant, note, action, revoked, now).await?;
+    }
+    d.commit(tx, &[]).await?;
+    Ok(revoked)
+}
+
+/// What a revocation starts from.
+#[derive(Clone, Copy)]
+enum Roots<'a> {
+    Token(&'a [u8]),
+    /// Every live token of the agent.
+    Agent(AgentId),
 }
 
 /// Stores a grant, forgetting expired ones while writing anyway: they are of no use
 /// to anyone.
-async fn insert_grant<D: DirectoryStatements>(
+async fn insert_grant<D: DirectoryStatements + AuditStatements>(
     d: &D,
     grant: &NewGrant<'_>,
+    note: Option<&AuditNote>,
     now: Millis,
 ) -> StoreResult<()> {
     let mut tx = d.begin_write().await?;
     d.delete_expired_grants(&mut tx, now).await?;
     d.insert_grant_row(&mut tx, grant, now).await?;
+    if let Some(note) = note {
+        let action = match grant.kind {
+            GrantKind::Ticket => "login_link_created",
+            GrantKind::Session => "session_opened",
+        };
+        audit::write(d, &mut tx, grant.tenant, note, action, 1, now).await?;
+    }
     d.commit(tx, &[]).await
 }
 
 /// An agent and its token, in one transaction.
-async fn create_agent<D: DirectoryStatements>(
+async fn create_agent<D: DirectoryStatements + AuditStatements>(
     d: &D,
     tenant: TenantId,
     name: &str,
     token_hash: &[u8],
     scopes: &[String],
+    note: Option<&AuditNote>,
     now: Millis,
 ) -> StoreResult<AgentRecord> {
     let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
@@ -265,8 +336,12 @@ async fn create_agent<D: DirectoryStatements>(
         scopes: &scopes,
         label: &label,
         now,
+        parent: None,
     };
     d.insert_token_row(&mut tx, &token).await?;
+    if let Some(note) = note {
+        audit::write(d, &mut tx, tenant, note, "agent_created", 1, now).await?;
+    }
     d.commit(tx, &[]).await?;
     Ok(agent)
 }
@@ -310,7 +385,7 @@ pub(crate) fn depth_rows(counts: Vec<DepthCount>) -> Vec<DepthRow> {
 
 /// Every backend with the directory's statements has the directory.
 #[async_trait]
-impl<D: DirectoryDriver> DirectoryStore for D {
+impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore for D {
     async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
         ensure_tenant(self, name, now).await
     }
@@ -319,9 +394,10 @@ impl<D: DirectoryDriver> DirectoryStore for D {
         &self,
         name: &str,
         operator: &NewOperator<'_>,
+        by: Option<(TenantId, &AuditNote)>,
         now: Millis,
     ) -> StoreResult<TenantRecord> {
-        self.retrying(|| create_tenant(self, name, operator, now))
+        self.retrying(|| create_tenant(self, name, operator, by, now))
             .await
     }
 
@@ -341,26 +417,24 @@ impl<D: DirectoryDriver> DirectoryStore for D {
         &self,
         tenant: TenantId,
         hash: &[u8],
+        note: &AuditNote,
         now: Millis,
-    ) -> StoreResult<bool> {
-        self.retrying(|| self.revoke_token(tenant, hash, now)).await
+    ) -> StoreResult<u64> {
+        let roots = Roots::Token(hash);
+        self.retrying(|| revoke(self, tenant, roots, note, "credential_revoked", now))
+            .await
     }
 
     async fn revoke_agent_credentials(
         &self,
         tenant: TenantId,
         agent: AgentId,
+        note: &AuditNote,
         now: Millis,
     ) -> StoreResult<u64> {
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            let revoked = self
-                .revoke_agent_tokens(&mut tx, tenant, agent, now)
-                .await?;
-            self.commit(tx, &[]).await?;
-            Ok(revoked)
-        })
-        .await
+        let roots = Roots::Agent(agent);
+        self.retrying(|| revoke(self, tenant, roots, note, "agent_credentials_revoked", now))
+            .await
     }
 
     async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()> {
@@ -371,28 +445,34 @@ impl<D: DirectoryDriver> DirectoryStore for D {
         &self,
         hash: &[u8],
         tenant: TenantId,
-        agent: Option<AgentId>,
         scopes: &[String],
         label: &str,
+        note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<()> {
         let token = NewToken {
             hash,
             tenant,
-            agent,
+            agent: None,
             scopes,
             label,
             now,
+            parent: None,
         };
-        self.retrying(|| insert_token(self, &token)).await
+        self.retrying(|| insert_token(self, &token, note)).await
     }
 
     async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
         self.live_token(hash).await
     }
 
-    async fn insert_grant(&self, grant: &NewGrant<'_>, now: Millis) -> StoreResult<()> {
-        self.retrying(|| insert_grant(self, grant, now)).await
+    async fn insert_grant(
+        &self,
+        grant: &NewGrant<'_>,
+        note: Option<&AuditNote>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.retrying(|| insert_grant(self, grant, note, now)).await
     }
 
     async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
@@ -419,9 +499,10 @@ impl<D: DirectoryDriver> DirectoryStore for D {
         name: &str,
         token_hash: &[u8],
         scopes: &[String],
+        note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<AgentRecord> {
-        self.retrying(|| create_agent(self, tenant, name, token_hash, scopes, now))
+        self.retrying(|| create_agent(self, tenant, name, token_hash, scopes, note, now))
             .await
     }
 
@@ -460,21 +541,49 @@ impl<D: DirectoryDriver> DirectoryStore for D {
         tenant: TenantId,
         agent: Option<AgentId>,
         settings: ClientSettings,
-        updated_by: &str,
+        note: &AuditNote,
         now: Millis,
     ) -> StoreResult<()> {
         let agent = agent.map(|a| a.to_string()).unwrap_or_default();
-        self.upsert_client_settings(tenant, &agent, settings, updated_by, now)
-            .await
+        self.retrying(|| async {
+            let mut tx = self.begin_write().await?;
+            self.upsert_client_settings(&mut tx, tenant, &agent, settings, &note.actor, now)
+                .await?;
+            audit::write(self, &mut tx, tenant, note, "client_settings_set", 1, now).await?;
+            self.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn delete_client_settings(
         &self,
         tenant: TenantId,
         agent: Option<AgentId>,
+        note: &AuditNote,
+        now: Millis,
     ) -> StoreResult<bool> {
         let agent = agent.map(|a| a.to_string()).unwrap_or_default();
-        self.delete_client_settings_row(tenant, &agent).await
+        self.retrying(|| async {
+            let mut tx = self.begin_write().await?;
+            let deleted = self
+                .delete_client_settings_row(&mut tx, tenant, &agent)
+                .await?;
+            if deleted {
+                audit::write(
+                    self,
+                    &mut tx,
+                    tenant,
+                    note,
+                    "client_settings_cleared",
+                    1,
+                    now,
+                )
+                .await?;
+            }
+            self.commit(tx, &[]).await?;
+            Ok(deleted)
+        })
+        .await
     }
 
     async fn client_settings(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>> {

@@ -125,6 +125,7 @@ pub(crate) trait IdemStatements: InstanceStatements {
 }
 
 /// What a backend says about its keys.
+#[async_trait]
 pub(crate) trait IdemDriver: IdemStatements {
     /// One process owns the database (SQLite: the single writer of this file), so an
     /// in-flight key found at start belongs to a process that is gone: its
@@ -132,11 +133,27 @@ pub(crate) trait IdemDriver: IdemStatements {
     /// that other instances share, their in-flight keys are live; an abandoned key
     /// is taken over once its lock runs out (phase 1).
     const SOLE_OWNER: bool = false;
+
+    /// Records `key` as in flight if it is new; whether it was. Portable: an insert
+    /// that leaves an existing row alone. MySQL overrides it: there a duplicate
+    /// insert leaves a *shared* lock on the row, and two requests racing with one
+    /// key would each hold one and then both ask for the exclusive lock (a
+    /// deadlock).
+    async fn claim_key(
+        &self,
+        tx: &mut Self::Tx,
+        key: &IdemKey,
+        now: Millis,
+        lock_ms: Millis,
+        ttl_ms: Millis,
+    ) -> StoreResult<bool> {
+        self.insert_key(tx, key, now, lock_ms, ttl_ms).await
+    }
 }
 
 /// One attempt of phase 1; `None`: the key was forgotten between the insert and
 /// the read, and is free again.
-async fn begin_once<D: IdemStatements>(
+async fn begin_once<D: IdemDriver>(
     d: &D,
     key: &IdemKey,
     now: Millis,
@@ -144,7 +161,7 @@ async fn begin_once<D: IdemStatements>(
     ttl_ms: Millis,
 ) -> StoreResult<Option<IdemBegin>> {
     let mut tx = d.begin_write().await?;
-    let outcome = if d.insert_key(&mut tx, key, now, lock_ms, ttl_ms).await? {
+    let outcome = if d.claim_key(&mut tx, key, now, lock_ms, ttl_ms).await? {
         IdemBegin::Fresh
     } else {
         let Some(row) = d.lock_key(&mut tx, key).await? else {
@@ -179,7 +196,7 @@ async fn begin_once<D: IdemStatements>(
 }
 
 /// Phase 1: records `key` as in flight, or says why the request must not run.
-pub(crate) async fn begin<D: IdemStatements>(
+pub(crate) async fn begin<D: IdemDriver>(
     d: &D,
     key: &IdemKey,
     now: Millis,

@@ -9,7 +9,10 @@
 //!   a second use revokes its whole family (the login's `tokens` row), which ends
 //!   every access token of the login (their lookup needs a live parent).
 
+use super::audit::{self, AuditStatements};
 use super::directory::{DirectoryStatements, NewToken};
+use super::lineage::{self, LineageStatements};
+use super::trim::{self, TrimStatements};
 use crate::clock::Millis;
 use crate::store::*;
 use async_trait::async_trait;
@@ -51,8 +54,6 @@ pub(crate) trait IdentityStatements: DirectoryStatements {
         jti: &str,
         now: Millis,
     ) -> StoreResult<bool>;
-    async fn delete_access_tokens_before(&self, before: Millis) -> StoreResult<u64>;
-    async fn delete_device_requests_before(&self, before: Millis) -> StoreResult<u64>;
 
     async fn insert_device_row(
         &self,
@@ -104,12 +105,12 @@ pub(crate) trait IdentityStatements: DirectoryStatements {
         family_hash: Option<&[u8]>,
     ) -> StoreResult<bool>;
 
-    /// The refresh token's family and when it was used, locked.
+    /// The refresh token's row, locked.
     async fn refresh_for_update(
         &self,
         tx: &mut Self::Tx,
         hash: &[u8],
-    ) -> StoreResult<Option<(Vec<u8>, Option<Millis>)>>;
+    ) -> StoreResult<Option<RefreshRow>>;
     async fn insert_refresh_row(
         &self,
         tx: &mut Self::Tx,
@@ -124,19 +125,37 @@ pub(crate) trait IdentityStatements: DirectoryStatements {
         hash: &[u8],
         now: Millis,
     ) -> StoreResult<bool>;
-    /// Revokes the family's `tokens` row; whether it was live.
-    async fn revoke_family(
-        &self,
-        tx: &mut Self::Tx,
-        family_hash: &[u8],
-        now: Millis,
-    ) -> StoreResult<bool>;
-    /// The tenant of the family's `tokens` row, while it is live.
+    /// The tenant of the family's `tokens` row and when it was made (the login's
+    /// start), while it is live.
     async fn family_tenant(
         &self,
         tx: &mut Self::Tx,
         family_hash: &[u8],
-    ) -> StoreResult<Option<TenantId>>;
+    ) -> StoreResult<Option<(TenantId, Millis)>>;
+}
+
+/// A refresh token's row.
+#[derive(Debug, Clone)]
+pub(crate) struct RefreshRow {
+    /// Its login's credential.
+    pub(crate) family: Vec<u8>,
+    pub(crate) used_at: Option<Millis>,
+    /// When it was issued: the login's last use.
+    pub(crate) created_at: Millis,
+}
+
+/// Ends the login `family` (its `tokens` row) and every credential it approved,
+/// in `tx`; whether it was live.
+pub(crate) async fn end_family<D: IdentityStatements + LineageStatements>(
+    d: &D,
+    tx: &mut D::Tx,
+    family: &[u8],
+    now: Millis,
+) -> StoreResult<bool> {
+    let Some((tenant, _)) = d.family_tenant(tx, family).await? else {
+        return Ok(false);
+    };
+    Ok(lineage::revoke_tree(d, tx, tenant, &[family.to_vec()], now).await? > 0)
 }
 
 /// Records what a successful grant issues: the next refresh token of `family` and
@@ -176,14 +195,15 @@ pub(crate) async fn grant_of<D: IdentityStatements>(
     }))
 }
 
-async fn decide<D: IdentityStatements>(
+async fn decide<D: IdentityStatements + AuditStatements>(
     d: &D,
     tenant: TenantId,
     user_code: &str,
     approval: Option<&Approval<'_>>,
-    decided_by: &str,
+    note: &AuditNote,
     now: Millis,
 ) -> StoreResult<Option<DeviceRequestRow>> {
+    let decided_by = note.actor.as_str();
     let mut tx = d.begin_write().await?;
     let Some((device_hash, asked)) = d
         .pending_device_for_update(&mut tx, tenant, user_code, now)
@@ -220,6 +240,8 @@ async fn decide<D: IdentityStatements>(
                     scopes: &scopes,
                     label: &label,
                     now,
+                    // The approving credential: revoking it ends this login.
+                    parent: Some(a.parent),
                 },
             )
             .await?;
@@ -237,6 +259,16 @@ async fn decide<D: IdentityStatements>(
     )
     .await?;
     let row = d.device_by_code(&mut tx, user_code).await?;
+    let detail = row.as_ref().map(|r| format!("agent:{}", r.agent_name));
+    let note = AuditNote {
+        detail,
+        ..note.clone()
+    };
+    let action = match approval {
+        Some(_) => "device_approved",
+        None => "device_denied",
+    };
+    audit::write(d, &mut tx, tenant, &note, action, 1, now).await?;
     d.commit(tx, &[]).await?;
     Ok(row)
 }
@@ -269,7 +301,7 @@ async fn poll<D: IdentityStatements>(
             "pending" => DevicePoll::Pending,
             "approved" => {
                 let family = row.family_hash.clone().ok_or(StoreError::NotFound)?;
-                let Some(tenant) = d.family_tenant(&mut tx, &family).await? else {
+                let Some((tenant, _)) = d.family_tenant(&mut tx, &family).await? else {
                     // The login was revoked before its tokens were taken.
                     d.commit(tx, &[]).await?;
                     return Ok(DevicePoll::Denied);
@@ -294,19 +326,21 @@ async fn poll<D: IdentityStatements>(
     Ok(outcome)
 }
 
-async fn refresh<D: IdentityStatements>(
+async fn refresh<D: IdentityStatements + LineageStatements>(
     d: &D,
     hash: &[u8],
     now: Millis,
+    lifetimes: RefreshLifetimes,
     issue: &Issue<'_>,
 ) -> StoreResult<Refreshed> {
     let mut tx = d.begin_write().await?;
-    let Some((family, used_at)) = d.refresh_for_update(&mut tx, hash).await? else {
+    let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
         return Ok(Refreshed::Unknown);
     };
-    if used_at.is_some() || !d.mark_refresh_used(&mut tx, hash, now).await? {
+    let family = row.family;
+    if row.used_at.is_some() || !d.mark_refresh_used(&mut tx, hash, now).await? {
         // Used before: whoever holds it now may have stolen it. End the login.
-        let revoked = d.revoke_family(&mut tx, &family, now).await?;
+        let revoked = end_family(d, &mut tx, &family, now).await?;
         d.commit(tx, &[]).await?;
         return Ok(if revoked {
             Refreshed::Reused
@@ -314,9 +348,17 @@ async fn refresh<D: IdentityStatements>(
             Refreshed::Revoked
         });
     }
-    let Some(tenant) = d.family_tenant(&mut tx, &family).await? else {
+    let Some((tenant, started)) = d.family_tenant(&mut tx, &family).await? else {
         return Ok(Refreshed::Revoked);
     };
+    // A login lives at most its absolute lifetime from its start, and ends when it
+    // went unused (no refresh) for its idle lifetime: ended here, on the server's
+    // clock, whichever backend.
+    if let Some(why) = lifetimes.ended(started, row.created_at, now) {
+        end_family(d, &mut tx, &family, now).await?;
+        d.commit(tx, &[]).await?;
+        return Ok(Refreshed::Expired(why));
+    }
     record_issue(d, &mut tx, &family, tenant, issue, now).await?;
     d.commit(tx, &[]).await?;
     Ok(match grant_of(d, &family).await? {
@@ -325,16 +367,16 @@ async fn refresh<D: IdentityStatements>(
     })
 }
 
-async fn revoke_refresh<D: IdentityStatements>(
+async fn revoke_refresh<D: IdentityStatements + LineageStatements>(
     d: &D,
     hash: &[u8],
     now: Millis,
 ) -> StoreResult<bool> {
     let mut tx = d.begin_write().await?;
-    let Some((family, _)) = d.refresh_for_update(&mut tx, hash).await? else {
+    let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
         return Ok(false);
     };
-    let revoked = d.revoke_family(&mut tx, &family, now).await?;
+    let revoked = end_family(d, &mut tx, &row.family, now).await?;
     d.commit(tx, &[]).await?;
     Ok(revoked)
 }
@@ -361,7 +403,9 @@ async fn insert_access_token<D: IdentityStatements>(
 }
 
 #[async_trait]
-impl<D: IdentityStatements> IdentityStore for D {
+impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatements> IdentityStore
+    for D
+{
     async fn signing_keys(&self) -> StoreResult<Vec<SigningKeyRow>> {
         self.signing_key_rows().await
     }
@@ -393,10 +437,8 @@ impl<D: IdentityStatements> IdentityStore for D {
     }
 
     async fn forget_access_tokens(&self, before: Millis) -> StoreResult<u64> {
-        self.retrying(|| self.delete_device_requests_before(before - DEVICE_FORGET_MS))
-            .await?;
-        self.retrying(|| self.delete_access_tokens_before(before))
-            .await
+        trim::trim(self, &trim::DEVICE_REQUESTS, before - DEVICE_FORGET_MS).await?;
+        trim::trim(self, &trim::ACCESS_TOKENS, before).await
     }
 
     async fn insert_device_request(&self, request: &NewDeviceRequest<'_>) -> StoreResult<bool> {
@@ -416,10 +458,10 @@ impl<D: IdentityStatements> IdentityStore for D {
         tenant: TenantId,
         user_code: &str,
         approval: Option<&Approval<'_>>,
-        decided_by: &str,
+        note: &AuditNote,
         now: Millis,
     ) -> StoreResult<Option<DeviceRequestRow>> {
-        self.retrying(|| decide(self, tenant, user_code, approval, decided_by, now))
+        self.retrying(|| decide(self, tenant, user_code, approval, note, now))
             .await
     }
 
@@ -434,8 +476,15 @@ impl<D: IdentityStatements> IdentityStore for D {
             .await
     }
 
-    async fn refresh(&self, hash: &[u8], now: Millis, issue: &Issue<'_>) -> StoreResult<Refreshed> {
-        self.retrying(|| refresh(self, hash, now, issue)).await
+    async fn refresh(
+        &self,
+        hash: &[u8],
+        now: Millis,
+        lifetimes: RefreshLifetimes,
+        issue: &Issue<'_>,
+    ) -> StoreResult<Refreshed> {
+        self.retrying(|| refresh(self, hash, now, lifetimes, issue))
+            .await
     }
 
     async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool> {

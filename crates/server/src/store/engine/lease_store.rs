@@ -2,6 +2,7 @@
 //! statements (and its driver's few methods) has them, over the transactions of
 //! `leases.rs` and `memories.rs`.
 
+use super::audit::AuditStatements;
 use super::leases::{self, LeaseDriver};
 use super::memories;
 use crate::clock::Millis;
@@ -14,7 +15,7 @@ use switchboard_proto::{
 /// Each write is one transaction, run again where the backend says a retry may cure
 /// its failure.
 #[async_trait]
-impl<D: LeaseDriver> LeaseStore for D {
+impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
     async fn register_memory(
         &self,
         tenant: TenantId,
@@ -79,7 +80,7 @@ impl<D: LeaseDriver> LeaseStore for D {
         id: LeaseId,
         token: u64,
         ttl_ms: Option<Millis>,
-        actor: &str,
+        actor: &Actor,
         now: Millis,
     ) -> StoreResult<Lease> {
         self.retrying(|| leases::renew(self, tenant, id, token, ttl_ms, actor, now))
@@ -91,7 +92,7 @@ impl<D: LeaseDriver> LeaseStore for D {
         tenant: TenantId,
         id: LeaseId,
         token: u64,
-        actor: &str,
+        actor: &Actor,
         now: Millis,
     ) -> StoreResult<()> {
         self.retrying(|| leases::release(self, tenant, id, token, actor, now))
@@ -102,10 +103,10 @@ impl<D: LeaseDriver> LeaseStore for D {
         &self,
         tenant: TenantId,
         id: LeaseId,
-        actor: &str,
+        note: &AuditNote,
         now: Millis,
     ) -> StoreResult<OpsLease> {
-        self.retrying(|| leases::force_release(self, tenant, id, actor, now))
+        self.retrying(|| leases::force_release(self, tenant, id, note, now))
             .await
     }
 
@@ -129,8 +130,10 @@ impl<D: LeaseDriver> LeaseStore for D {
         &self,
         tenant: TenantId,
         names: &[crate::names_import::Planned],
+        note: &AuditNote,
+        now: Millis,
     ) -> StoreResult<()> {
-        self.retrying(|| leases::register_names(self, tenant, names))
+        self.retrying(|| leases::register_names(self, tenant, names, note, now))
             .await
     }
 

@@ -21,6 +21,7 @@
 //! COMMITTED) locks rows `FOR UPDATE`; a row lock needs a row, so its
 //! [`LeaseDriver::lock_name`] makes the name's fence row before locking it.
 
+use super::audit::{self, AuditStatements};
 use super::idempotency;
 use super::lease_audit::{self, LeaseAuditStatements};
 use super::memories::MemoryStatements;
@@ -126,6 +127,14 @@ pub(crate) trait LeaseStatements:
     ) -> StoreResult<Option<Stored>>;
     /// The tenant's leases, soonest expiry first, read outside any transaction.
     async fn read_leases(&self, tenant: TenantId) -> StoreResult<Vec<Stored>>;
+    /// The ids of `tenant`'s leases that `holder_key` holds, read in `tx` (not
+    /// locked: [`end_held_by`] locks each in the lock order).
+    async fn leases_held_by(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        holder_key: &str,
+    ) -> StoreResult<Vec<LeaseId>>;
 }
 
 /// Where a backend's shape differs; methods with a body are the portable shape.
@@ -263,18 +272,26 @@ pub(super) async fn acquire<D: LeaseDriver>(
     let mut tx = d.begin_write().await?;
     let checked = check(d, &mut tx, new, now, true).await?;
     let fence = checked.next_fence();
-    // Expired leases in the way are taken over (their lock delay has passed).
+    // Expired leases in the way are taken over (their lock delay has passed). Each
+    // tenant's audit tells only its own leases' lives (I9): the old lease's end is
+    // written to its own tenant's trail, and the taker's to the taker's only when
+    // both are one tenant's; across tenants the taker learns only that the name
+    // was free, the old holder's tenant only that its lease expired.
     for held in &checked.expired {
         d.delete_lease(&mut tx, held.lease.lease_id).await?;
         let token = held.lease.fencing_token as i64;
-        for (event, actor) in [
-            ("expired", "system:leases"),
-            ("taken_over", new.holder.as_str()),
-        ] {
+        let lines: &[(&str, &str)] = match held.tenant == new.tenant {
+            true => &[
+                ("expired", "system:leases"),
+                ("taken_over", new.holder.as_str()),
+            ],
+            false => &[("expired", "system:leases")],
+        };
+        for &(event, actor) in lines {
             audit(
                 d,
                 &mut tx,
-                new.tenant,
+                held.tenant,
                 event,
                 &held.lease,
                 token,
@@ -330,7 +347,7 @@ pub(super) async fn renew<D: LeaseStatements>(
     id: LeaseId,
     token: u64,
     ttl_ms: Option<Millis>,
-    actor: &str,
+    actor: &Actor,
     now: Millis,
 ) -> StoreResult<Lease> {
     let mut tx = d.begin_write().await?;
@@ -351,7 +368,7 @@ pub(super) async fn renew<D: LeaseStatements>(
         "renewed",
         &lease,
         token as i64,
-        actor,
+        &actor.to_string(),
         now,
     )
     .await?;
@@ -364,7 +381,7 @@ pub(super) async fn release<D: LeaseStatements>(
     tenant: TenantId,
     id: LeaseId,
     token: u64,
-    actor: &str,
+    actor: &Actor,
     now: Millis,
 ) -> StoreResult<()> {
     let mut tx = d.begin_write().await?;
@@ -381,7 +398,7 @@ pub(super) async fn release<D: LeaseStatements>(
             "released",
             &held.lease,
             token as i64,
-            actor,
+            &actor.to_string(),
             now,
         )
         .await?;
@@ -390,54 +407,88 @@ pub(super) async fn release<D: LeaseStatements>(
     Ok(())
 }
 
-pub(super) async fn force_release<D: LeaseDriver>(
+pub(super) async fn force_release<D: LeaseDriver + AuditStatements>(
     d: &D,
     tenant: TenantId,
     id: LeaseId,
-    actor: &str,
+    note: &AuditNote,
     now: Millis,
 ) -> StoreResult<OpsLease> {
     let mut tx = d.begin_write().await?;
-    // The lease's name and memory never change: read them, lock them in the
-    // acquisition's order (name, memory, lease), then read the lease again.
-    let seen = d
-        .load_lease(&mut tx, tenant, id, false)
+    let held = end(d, &mut tx, tenant, id, "force_released", &note.actor, now)
         .await?
         .ok_or(StoreError::NotFound)?;
-    let memory = seen.lease.memory_instance_id;
-    d.lock_name(&mut tx, &seen.skeleton).await?;
-    d.load_memory(&mut tx, tenant, memory, true)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-    let held = d
-        .load_lease(&mut tx, tenant, id, true)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-    d.delete_lease(&mut tx, id).await?;
-    // Both fences pass the lease's token, so its holder is refused from now on.
-    let bumped = held.lease.fencing_token as i64 + 1;
-    let quiet_until = now + held.lock_delay_ms;
-    set_fences(d, &mut tx, &held.skeleton, memory, bumped, quiet_until).await?;
-    audit(
-        d,
-        &mut tx,
-        tenant,
-        "force_released",
-        &held.lease,
-        bumped,
-        actor,
-        now,
-    )
-    .await?;
+    audit::write(d, &mut tx, tenant, note, "lease_force_released", 1, now).await?;
     d.commit(tx, &[]).await?;
     Ok(held.ops(now))
 }
 
+/// Ends the lease `id` of `tenant` in `tx`, as a forced release does: the lease
+/// goes, both fences move past its token (its holder is refused from then on), the
+/// lock delay starts now, and the audit says `event` by `actor`. The lease as it
+/// was, or `None` when it is gone already.
+async fn end<D: LeaseDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    tenant: TenantId,
+    id: LeaseId,
+    event: &'static str,
+    actor: &str,
+    now: Millis,
+) -> StoreResult<Option<Stored>> {
+    // The lease's name and memory never change: read them, lock them in the
+    // acquisition's order (name, memory, lease), then read the lease again.
+    let Some(seen) = d.load_lease(tx, tenant, id, false).await? else {
+        return Ok(None);
+    };
+    let memory = seen.lease.memory_instance_id;
+    d.lock_name(tx, &seen.skeleton).await?;
+    if d.load_memory(tx, tenant, memory, true).await?.is_none() {
+        return Ok(None);
+    }
+    let Some(held) = d.load_lease(tx, tenant, id, true).await? else {
+        return Ok(None);
+    };
+    d.delete_lease(tx, id).await?;
+    // Both fences pass the lease's token, so its holder is refused from now on.
+    let bumped = held.lease.fencing_token as i64 + 1;
+    let quiet_until = now + held.lock_delay_ms;
+    set_fences(d, tx, &held.skeleton, memory, bumped, quiet_until).await?;
+    audit(d, tx, tenant, event, &held.lease, bumped, actor, now).await?;
+    Ok(Some(held))
+}
+
+/// Ends, in `tx`, every lease of `tenant` that `holder_key` ([`Actor::key`]) holds,
+/// each as a forced release audited as `agent_deleted` by `actor`: a deleted
+/// agent's leases end with it, so a later agent given its name inherits none (the
+/// holder checks compare keys, and the fences pass every token it held). How many.
+pub(crate) async fn end_held_by<D: LeaseDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    tenant: TenantId,
+    holder_key: &str,
+    actor: &str,
+    now: Millis,
+) -> StoreResult<u64> {
+    let mut ended = 0;
+    for id in d.leases_held_by(tx, tenant, holder_key).await? {
+        if end(d, tx, tenant, id, "agent_deleted", actor, now)
+            .await?
+            .is_some()
+        {
+            ended += 1;
+        }
+    }
+    Ok(ended)
+}
+
 /// All or none.
-pub(super) async fn register_names<D: LeaseStatements>(
+pub(super) async fn register_names<D: LeaseStatements + AuditStatements>(
     d: &D,
     tenant: TenantId,
     names: &[crate::names_import::Planned],
+    note: &AuditNote,
+    now: Millis,
 ) -> StoreResult<()> {
     let mut tx = d.begin_write().await?;
     for n in names {
@@ -449,5 +500,7 @@ pub(super) async fn register_names<D: LeaseStatements>(
             )));
         }
     }
+    let count = names.len() as u64;
+    audit::write(d, &mut tx, tenant, note, "names_imported", count, now).await?;
     d.commit(tx, &[]).await
 }

@@ -7,6 +7,7 @@
 //! SQLite the single writer serializes them anyway.
 
 use super::inbox::InboxStatements;
+use super::trim::{self, TrimStatements};
 use crate::clock::Millis;
 use crate::store::*;
 use async_trait::async_trait;
@@ -69,13 +70,14 @@ pub(crate) trait MaintenanceStatements: InboxStatements {
         last_error: &str,
         now: Millis,
     ) -> StoreResult<()>;
-    /// Up to `limit` pending events past their `expires_at`, locked `@SKIP_LOCKED`.
+    /// Up to `limit` pending events past their `expires_at`, with their tenants,
+    /// locked `@SKIP_LOCKED`.
     async fn expired_events(
         &self,
         tx: &mut Self::Tx,
         now: Millis,
         limit: u32,
-    ) -> StoreResult<Vec<EventId>>;
+    ) -> StoreResult<Vec<(EventId, TenantId)>>;
     /// Marks the event expired and drops its payload.
     async fn expire_event(&self, tx: &mut Self::Tx, event: EventId, now: Millis)
     -> StoreResult<()>;
@@ -116,14 +118,11 @@ pub(crate) trait MaintenanceStatements: InboxStatements {
     ) -> StoreResult<u64>;
     /// Raises the agent's low-water mark to `to` (never lowers it).
     async fn raise_low_water(&self, tx: &mut Self::Tx, agent: AgentId, to: u64) -> StoreResult<()>;
-    /// Deletes idempotency records expired by `now`; how many. One statement on its
-    /// own (autocommit).
-    async fn forget_idempotency(&self, now: Millis) -> StoreResult<u64>;
 }
 
 /// Where a backend's shape differs: each method has the portable default.
 #[async_trait]
-pub(crate) trait MaintenanceDriver: MaintenanceStatements {
+pub(crate) trait MaintenanceDriver: MaintenanceStatements + TrimStatements {
     /// Returns up to `limit` expired leases (of `agent`, or all) to pending, or to
     /// the quarantine at the attempt limit (I5), each with its history step.
     /// PostgreSQL: one CTE over a `FOR UPDATE SKIP LOCKED` subquery.
@@ -171,10 +170,16 @@ pub(crate) trait MaintenanceDriver: MaintenanceStatements {
     }
 
     /// Expires up to `limit` pending events past their `expires_at`, each with its
-    /// history step; how many. PostgreSQL: one CTE over a `SKIP LOCKED` subquery.
-    async fn expire_events(&self, tx: &mut Self::Tx, now: Millis, limit: u32) -> StoreResult<u64> {
+    /// history step; the tenant of each. PostgreSQL: one CTE over a `SKIP LOCKED`
+    /// subquery.
+    async fn expire_events(
+        &self,
+        tx: &mut Self::Tx,
+        now: Millis,
+        limit: u32,
+    ) -> StoreResult<Vec<TenantId>> {
         let expired = self.expired_events(tx, now, limit).await?;
-        for &id in &expired {
+        for &(id, _) in &expired {
             self.expire_event(tx, id, now).await?;
             // A pending event holds no claim or ack step in its row (`timeline.rs`):
             // nothing to move.
@@ -188,7 +193,7 @@ pub(crate) trait MaintenanceDriver: MaintenanceStatements {
             )
             .await?;
         }
-        Ok(expired.len() as u64)
+        Ok(expired.into_iter().map(|(_, tenant)| tenant).collect())
     }
 }
 
@@ -222,8 +227,11 @@ pub(crate) async fn return_expired<D: MaintenanceDriver>(
     let mut stats = ReapStats::default();
     for lease in d.return_expired_leases(tx, now, agent, BATCH).await? {
         stats.lease_expirations += 1;
+        let tenant = stats.by_tenant.entry(lease.tenant).or_default();
+        tenant.lease_expirations += 1;
         if lease.quarantined {
             stats.quarantined += 1;
+            tenant.quarantined += 1;
         } else {
             stats.wakes.push(Wake {
                 tenant_id: lease.tenant,
@@ -241,14 +249,15 @@ async fn reap<D: MaintenanceDriver>(d: &D, now: Millis) -> StoreResult<ReapStats
     let mut stats = ReapStats::default();
     loop {
         let mut tx = d.begin_write().await?;
-        let batch = return_expired(d, &mut tx, now, None).await?;
+        let mut batch = return_expired(d, &mut tx, now, None).await?;
         let expired = d.expire_events(&mut tx, now, BATCH).await?;
         d.commit(tx, &batch.wakes).await?;
-        let more = batch.lease_expirations == u64::from(BATCH) || expired == u64::from(BATCH);
-        stats.lease_expirations += batch.lease_expirations;
-        stats.quarantined += batch.quarantined;
-        stats.expired += expired;
-        stats.wakes.extend(batch.wakes);
+        let more = batch.lease_expirations == u64::from(BATCH) || expired.len() == BATCH as usize;
+        batch.expired = expired.len() as u64;
+        for tenant in expired {
+            batch.by_tenant.entry(tenant).or_default().expired += 1;
+        }
+        stats.add(batch);
         if !more {
             return Ok(stats);
         }
@@ -259,6 +268,13 @@ async fn reap<D: MaintenanceDriver>(d: &D, now: Millis) -> StoreResult<ReapStats
 /// and older than `cutoff`, and moves the low-water mark to its end. Only a prefix is
 /// removed, so a reader at or above the mark never misses an event silently (I6).
 /// With an `archive`, nothing is removed that the archive has not taken first.
+///
+/// In batches of at most [`RETAIN_BATCH`] events, one short write transaction each,
+/// so a long-offline agent's first pass never holds the writer (SQLite) or its row
+/// lock (PostgreSQL, MariaDB) for one huge delete. With an archive, each batch is
+/// copied out first, outside any write transaction (the archive's file I/O never
+/// holds the writer), and the write transaction then removes only the events still
+/// exactly as they were copied ([`unchanged_through`]).
 async fn retain<D: MaintenanceDriver>(
     d: &D,
     cutoff: Millis,
@@ -269,10 +285,23 @@ async fn retain<D: MaintenanceDriver>(
     for candidate in d.retention_candidates(cutoff).await? {
         let agent = candidate.agent;
         loop {
-            // One short transaction per agent (per batch, with an archive) keeps the
-            // writer free for sends and claims. The agent's row lock orders this
-            // against sends and another instance's retention.
-            //
+            let copied = match archive {
+                None => None,
+                Some(archive) => match copy_out(d, &candidate, cutoff).await? {
+                    None => break,
+                    Some(batch) => {
+                        let events: Vec<_> = batch.iter().map(|e| e.event.clone()).collect();
+                        if let Err(why) = archive.archive(batch).await {
+                            // Nothing is removed: the agent keeps its events.
+                            stats.held_back.get_or_insert(why);
+                            break;
+                        }
+                        #[cfg(feature = "failpoints")]
+                        fail::fail_point!("retention-archived");
+                        Some(events)
+                    }
+                },
+            };
             // Lock first, compute second, in two statements (I3, I6). At READ
             // COMMITTED a `SELECT … FOR UPDATE` that waited for a sender returns the
             // sender's new row (`head_seq = N+1`), but any subquery of that same
@@ -284,54 +313,121 @@ async fn retain<D: MaintenanceDriver>(
             // lock, so it covers only events that snapshot sees.
             let mut tx = d.begin_write().await?;
             let marks = d.marks(&mut tx, agent, true).await?;
-            let kept = d.first_kept_seq(&mut tx, agent, cutoff).await?;
-            let mut new_low = kept
-                .map_or(marks.head, |k| k.saturating_sub(1))
-                .min(marks.head);
-            if new_low <= marks.low_water {
+            let Some(mut new_low) = removable_through(d, &mut tx, agent, &marks, cutoff).await?
+            else {
                 break;
-            }
-            let mut more = false;
-            if let Some(archive) = archive {
-                // Archive first, in this transaction: the delete below commits only
-                // after the archive holds every event it removes. A server killed in
-                // between rolls the delete back; the next pass writes the batch again.
-                let events = d
-                    .events_after(&mut tx, agent, marks.low_water, new_low, ARCHIVE_BATCH)
-                    .await?;
-                if let Some(last) = events.last() {
-                    more = last.seq < new_low;
-                    new_low = last.seq;
-                }
-                let history = d
-                    .history_between(&mut tx, agent, marks.low_water, new_low)
-                    .await?;
-                let batch = archived(&candidate, events, history);
-                let n = batch.len() as u64;
-                if n > 0
-                    && let Err(why) = archive.archive(batch).await
-                {
-                    // The transaction is dropped: rolled back, the agent keeps its events.
-                    stats.held_back.get_or_insert(why);
+            };
+            if let Some(events) = &copied {
+                // Only what the archive took, and only while it is as it was taken.
+                new_low =
+                    unchanged_through(d, &mut tx, agent, marks.low_water, new_low, events).await?;
+                if new_low <= marks.low_water {
+                    // Changed since it was copied (or removed by another instance):
+                    // the next pass copies it again.
                     break;
                 }
-                stats.archived += n;
-                #[cfg(feature = "failpoints")]
-                fail::fail_point!("retention-archived");
             }
             d.delete_history_through(&mut tx, agent, new_low).await?;
             let removed = d.delete_events_through(&mut tx, agent, new_low).await?;
             d.raise_low_water(&mut tx, agent, new_low).await?;
             d.commit(tx, &[]).await?;
             stats.events_removed += removed;
-            if !more {
-                break;
+            stats.batches += 1;
+            if let Some(events) = &copied {
+                let archived = events.iter().filter(|e| e.seq <= new_low).count() as u64;
+                stats.archived += archived;
+                *stats
+                    .archived_by_tenant
+                    .entry(candidate.tenant)
+                    .or_default() += archived;
             }
         }
     }
-    stats.idempotency_removed = d.forget_idempotency(now).await?;
+    stats.idempotency_removed =
+        trim::trim(d, &trim::IDEMPOTENCY_KEYS, now.saturating_add(1)).await?;
     Ok(stats)
 }
+
+/// The end of the prefix retention may remove now, at most [`RETAIN_BATCH`] events
+/// past the low-water mark; `None` when there is none. Read in `tx` after the agent's
+/// row lock (`marks`).
+async fn removable_through<D: MaintenanceDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    agent: AgentId,
+    marks: &crate::store::engine::inbox::Marks,
+    cutoff: Millis,
+) -> StoreResult<Option<u64>> {
+    let kept = d.first_kept_seq(tx, agent, cutoff).await?;
+    let new_low = kept
+        .map_or(marks.head, |k| k.saturating_sub(1))
+        .min(marks.head)
+        .min(marks.low_water + u64::from(RETAIN_BATCH));
+    Ok((new_low > marks.low_water).then_some(new_low))
+}
+
+/// The next batch of `candidate`'s removable prefix with its history, read in a read
+/// transaction (no lock: the write transaction checks it again); `None` when there
+/// is none.
+async fn copy_out<D: MaintenanceDriver>(
+    d: &D,
+    candidate: &RetentionCandidate,
+    cutoff: Millis,
+) -> StoreResult<Option<Vec<crate::archive::ArchivedEvent>>> {
+    let agent = candidate.agent;
+    let mut tx = d.begin_read().await?;
+    let marks = d.marks(&mut tx, agent, false).await?;
+    let batch = match removable_through(d, &mut tx, agent, &marks, cutoff).await? {
+        None => None,
+        Some(through) => {
+            let events = d
+                .events_after(&mut tx, agent, marks.low_water, through, ARCHIVE_BATCH)
+                .await?;
+            let through = events.last().map_or(marks.low_water, |e| e.seq);
+            let history = d
+                .history_between(&mut tx, agent, marks.low_water, through)
+                .await?;
+            (!events.is_empty()).then(|| archived(candidate, events, history))
+        }
+    };
+    d.commit(tx, &[]).await?;
+    Ok(batch)
+}
+
+/// The end of the longest run of `copied` events, from just above `low_water`, that
+/// are in `tx` (after the agent's row lock) exactly as they were copied, capped at
+/// `through`: what may be removed now that the archive holds it.
+async fn unchanged_through<D: MaintenanceDriver>(
+    d: &D,
+    tx: &mut D::Tx,
+    agent: AgentId,
+    low_water: u64,
+    through: u64,
+    copied: &[switchboard_proto::InboxEvent],
+) -> StoreResult<u64> {
+    let copied: Vec<_> = copied
+        .iter()
+        .filter(|e| e.seq > low_water && e.seq <= through)
+        .collect();
+    let Some(last) = copied.last() else {
+        return Ok(low_water);
+    };
+    let now = d
+        .events_after(tx, agent, low_water, last.seq, ARCHIVE_BATCH)
+        .await?;
+    let mut end = low_water;
+    for (was, is) in copied.iter().zip(&now) {
+        if *was != is || was.seq != end + 1 {
+            break;
+        }
+        end = was.seq;
+    }
+    Ok(end)
+}
+
+/// Events one retention transaction removes at most: the time it holds the agent's
+/// row (and, on SQLite, the writer) stays bounded however long the prefix is.
+pub(crate) const RETAIN_BATCH: u32 = 1_000;
 
 /// Events one archived retention batch holds: the memory a batch takes and the time
 /// it holds the agent's row stay bounded however long the prefix is.
@@ -372,5 +468,17 @@ impl<D: MaintenanceDriver> MaintenanceStore for D {
         archive: Option<&dyn ArchiveSink>,
     ) -> StoreResult<RetentionStats> {
         self.retrying(|| retain(self, cutoff, now, archive)).await
+    }
+
+    async fn trim(&self, table: Horizon, before: Millis) -> StoreResult<u64> {
+        let what = match table {
+            Horizon::AuditLog => &trim::AUDIT_LOG,
+            Horizon::LeaseAudit => &trim::LEASE_AUDIT,
+            Horizon::FencingRejections => &trim::FENCING_REJECTIONS,
+            Horizon::RevokedTokens => &trim::REVOKED_TOKENS,
+            Horizon::RefreshTokens => &trim::REFRESH_TOKENS,
+            Horizon::IssuedTokens => &trim::ISSUED_TOKENS,
+        };
+        trim::trim(self, what, before).await
     }
 }

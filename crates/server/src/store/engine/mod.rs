@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use std::future::Future;
 use std::time::Duration;
 
+pub(crate) mod audit;
 pub(crate) mod bulk;
 pub(crate) mod callbacks;
 pub(crate) mod deletion;
@@ -34,6 +35,7 @@ pub(crate) mod jobs;
 pub(crate) mod lease_audit;
 mod lease_store;
 pub(crate) mod leases;
+pub(crate) mod lineage;
 pub(crate) mod maintenance;
 pub(crate) mod memories;
 pub(crate) mod ops;
@@ -43,6 +45,7 @@ pub(crate) mod signin;
 #[cfg(test)]
 pub(crate) mod suite;
 pub(crate) mod timeline;
+pub(crate) mod trim;
 
 /// What every driver has: write transactions and read snapshots.
 #[async_trait]
@@ -107,10 +110,13 @@ pub(crate) fn database_error(
 /// Runs `attempt` (one whole transaction) again while `retryable` says a retry may
 /// cure its failure, at most 5 times, waiting 5..=100 ms with full jitter in
 /// between. The loop of every driver's [`Driver::retrying`]; each driver says which
-/// failures (PostgreSQL: 40001 / 40P01; MySQL: 1213 / 1205).
+/// failures, by the database's code it answers for them (PostgreSQL: 40001 /
+/// 40P01; MySQL: 1213 / 1205), and each retry is counted under that code in
+/// `retries` (the store's, read by `Store::transaction_retries`).
 pub(crate) async fn retry_transaction<T, F, Fut>(
     attempt: F,
-    retryable: fn(&StoreError) -> bool,
+    retryable: fn(&StoreError) -> Option<&'static str>,
+    retries: &crate::store::retries::Retries,
 ) -> StoreResult<T>
 where
     F: FnMut() -> Fut,
@@ -125,7 +131,13 @@ where
                 .with_max_times(5)
                 .with_jitter(),
         )
-        .when(retryable)
-        .notify(|e, wait| tracing::debug!(error = %e, ?wait, "transaction retried"))
+        .when(|e| retryable(e).is_some())
+        // Called once per retry, right before its wait: not for the last failure.
+        .notify(|e, wait| {
+            if let Some(code) = retryable(e) {
+                retries.record(code);
+            }
+            tracing::debug!(error = %e, ?wait, "transaction retried");
+        })
         .await
 }

@@ -20,9 +20,30 @@ use switchboard_proto::{FencingRejection, MemoryId, MemoryRecord};
 
 /// To whom a fencing token went (`issued_tokens`).
 pub(crate) struct Issued {
-    /// The principal (`Actor`'s text) the token was issued to.
-    pub(crate) holder: String,
+    /// The principal the token was issued to.
+    pub(crate) holder: IssuedTo,
     pub(crate) owner_client: Option<String>,
+}
+
+/// Whom a fencing token went to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IssuedTo {
+    /// [`Actor::key`]: an agent by its id.
+    Key(String),
+    /// An `Actor`'s text (`agent:<name>`): a record made before keys were kept,
+    /// whose token is stale by now (migration 0018 / 0010 / 0009 gave the live
+    /// leases' records their keys).
+    Text(String),
+}
+
+impl IssuedTo {
+    /// Whether `who` is the one it names.
+    pub(crate) fn is(&self, who: &Actor) -> bool {
+        match self {
+            Self::Key(key) => *key == who.key(),
+            Self::Text(text) => *text == who.to_string(),
+        }
+    }
 }
 
 /// A refused call, as `fencing_rejections` keeps it.
@@ -145,7 +166,7 @@ async fn check_fence<D: RecordStatements>(
         .ok_or(StoreError::NotFound)?;
     let issued = d.issued(tx, call.memory, call.token).await?;
     let owner = issued.as_ref().and_then(|i| i.owner_client.clone());
-    let holder = issued.as_ref().map(|i| i.holder.as_str());
+    let holder = issued.as_ref().map(|i| &i.holder);
     if let Some(refusal) = holder_refusal(call.memory, call.token, holder, call.who) {
         return Ok(Err((refusal, fence, owner)));
     }

@@ -7,8 +7,10 @@
 //!   RFC 7636 §1), and a second redemption of a code that worked revokes the
 //!   sign-in it made (RFC 6749 §4.1.2).
 
+use super::audit::{self, AuditStatements};
 use super::directory::NewToken;
-use super::identity::{IdentityStatements, grant_of, record_issue};
+use super::identity::{IdentityStatements, end_family, grant_of, record_issue};
+use super::lineage::LineageStatements;
 use crate::clock::Millis;
 use crate::oauth::pkce;
 use crate::store::*;
@@ -25,6 +27,8 @@ pub(crate) struct CodeRow {
     pub(crate) expires_at: Millis,
     pub(crate) used_at: Option<Millis>,
     pub(crate) family_hash: Option<Vec<u8>>,
+    /// The consenting credential (none for a code made before it was kept).
+    pub(crate) parent_hash: Option<Vec<u8>>,
 }
 
 /// The statements of authorization codes (`store/statements/signin.rs`).
@@ -47,8 +51,6 @@ pub(crate) trait SignInStatements: IdentityStatements {
         now: Millis,
         family_hash: Option<&[u8]>,
     ) -> StoreResult<bool>;
-    /// Deletes codes that expired before `before` (write pool); how many.
-    async fn delete_codes_before(&self, before: Millis) -> StoreResult<u64>;
 }
 
 /// The label of a sign-in's credential in the tenant's token list.
@@ -56,7 +58,7 @@ fn label(client_id: &str) -> String {
     format!("sign-in: {client_id}")
 }
 
-async fn redeem<D: SignInStatements>(
+async fn redeem<D: SignInStatements + LineageStatements>(
     d: &D,
     r: &Redemption<'_>,
     now: Millis,
@@ -68,7 +70,7 @@ async fn redeem<D: SignInStatements>(
     };
     if row.used_at.is_some() {
         if let Some(family) = &row.family_hash {
-            d.revoke_family(&mut tx, family, now).await?;
+            end_family(d, &mut tx, family, now).await?;
             d.commit(tx, &[]).await?;
         }
         return Ok(Redeemed::Reused);
@@ -102,6 +104,8 @@ async fn redeem<D: SignInStatements>(
             scopes: &row.scopes,
             label: &label(&row.client_id),
             now,
+            // The consenting credential: revoking it ends the sign-in.
+            parent: row.parent_hash.as_deref(),
         },
     )
     .await?;
@@ -114,19 +118,36 @@ async fn redeem<D: SignInStatements>(
     })
 }
 
-async fn insert_code<D: SignInStatements>(
+async fn insert_code<D: SignInStatements + AuditStatements>(
     d: &D,
     code: &NewAuthorizationCode<'_>,
+    note: &AuditNote,
 ) -> StoreResult<()> {
     let mut tx = d.begin_write().await?;
     d.insert_code_row(&mut tx, code).await?;
+    audit::write(
+        d,
+        &mut tx,
+        code.tenant,
+        note,
+        "signin_consented",
+        1,
+        code.created_at,
+    )
+    .await?;
     d.commit(tx, &[]).await
 }
 
 #[async_trait]
-impl<D: SignInStatements> SignInStore for D {
-    async fn insert_authorization_code(&self, code: &NewAuthorizationCode<'_>) -> StoreResult<()> {
-        self.retrying(|| insert_code(self, code)).await
+impl<D: SignInStatements + AuditStatements + LineageStatements + super::trim::TrimStatements>
+    SignInStore for D
+{
+    async fn insert_authorization_code(
+        &self,
+        code: &NewAuthorizationCode<'_>,
+        note: &AuditNote,
+    ) -> StoreResult<()> {
+        self.retrying(|| insert_code(self, code, note)).await
     }
 
     async fn redeem_authorization_code(
@@ -139,6 +160,6 @@ impl<D: SignInStatements> SignInStore for D {
     }
 
     async fn forget_authorization_codes(&self, before: Millis) -> StoreResult<u64> {
-        self.retrying(|| self.delete_codes_before(before)).await
+        super::trim::trim(self, &super::trim::AUTHORIZATION_CODES, before).await
     }
 }

@@ -11,20 +11,26 @@
 //! - **Claims** `SELECT … FOR UPDATE SKIP LOCKED` on an index that leads with the
 //!   recipient, then `UPDATE` the rows they got, in the same transaction.
 //! - Deadlocks and lock wait timeouts (1213, 1205) are retried with jittered backoff,
-//!   a few times (the engine's loop); every session has a lock wait timeout and
-//!   (MariaDB) a statement time limit.
+//!   a few times (the engine's loop), and counted (`Store::transaction_retries`);
+//!   every pooled session has a lock wait timeout and (MariaDB) a statement time
+//!   limit.
+//! - Migrations run on a connection of their own, without that limit, under a named
+//!   lock that a second instance waits for ([`migrate`]).
 //! - Wake-ups for other instances are rows of the `wakes` table, inserted in the
 //!   committing transaction and polled by every instance ([`wakes`]).
 //! - At open the server must have `SKIP LOCKED`, and write its binary log (if on) in
 //!   ROW format ([`server`]).
 
 mod leases;
+mod migrate;
 pub(crate) mod server;
 #[cfg(test)]
 mod tests;
 mod wakes;
 
 use crate::hooks::Hooks;
+use crate::store::migrate::OpenOptions;
+use crate::store::retries::Retries;
 use crate::store::{Store, StoreError, StoreResult, Wake};
 use async_trait::async_trait;
 use server::Flavor;
@@ -37,12 +43,11 @@ use std::time::Duration;
 /// A statement waits at most this long for a row lock (1205, then retried).
 const LOCK_WAIT_TIMEOUT_SECONDS: u32 = 5;
 /// Every statement ends within this, or fails (and the request gets a 503). MariaDB
-/// limits every statement; MySQL only reads (`max_execution_time`).
-const STATEMENT_TIMEOUT_SECONDS: u32 = 15;
+/// limits every statement; MySQL only reads (`max_execution_time`). Not the
+/// migrations' (their runner's session has no limit).
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// A transaction left idle (a crashed request) is ended by the server (MariaDB).
 const IDLE_IN_TRANSACTION_SECONDS: u32 = 60;
-/// How long a starting instance waits for another one's migrations.
-const MIGRATION_LOCK_WAIT_SECONDS: i64 = 300;
 /// How long a request waits for a pooled connection before it answers 503.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// `ANSI_QUOTES`: `"key"` is a column, as in the other dialects; strict, so a value
@@ -59,13 +64,32 @@ pub struct MySqlStore {
     /// The wake-up table as it was at `open`, so nothing committed after the server
     /// started is missed; `listen` takes it.
     watch: Arc<Mutex<Option<wakes::Watch>>>,
+    /// Transactions run again, by error number (`Store::transaction_retries`).
+    retries: Arc<Retries>,
+    /// Stops the batched migration steps running in the background (at `close`).
+    steps: tokio_util::sync::CancellationToken,
 }
 
 impl MySqlStore {
     /// Connects to `url` (`mysql://user:password@host:3306/database`), checks the
     /// server and applies migrations. Several instances may open the same database
-    /// at once: migrations run under a named lock ([`migrate`]).
+    /// at once: migrations run under a named lock, which a second instance waits
+    /// for ([`migrate`]); then the batched steps they left run in the background.
     pub async fn open(url: &str, max_connections: u32, hooks: Hooks) -> StoreResult<Self> {
+        let options = OpenOptions {
+            statement_timeout: STATEMENT_TIMEOUT,
+            background_steps: true,
+        };
+        Self::open_with(url, max_connections, hooks, options).await
+    }
+
+    /// [`open`](Self::open) with other limits (tests).
+    pub(crate) async fn open_with(
+        url: &str,
+        max_connections: u32,
+        hooks: Hooks,
+        options: OpenOptions,
+    ) -> StoreResult<Self> {
         let opts = MySqlConnectOptions::from_str(url)
             .map_err(|e| StoreError::Invalid(format!("bad database URL: {e}")))?
             // The session is set in full by `session` below.
@@ -79,26 +103,38 @@ impl MySqlStore {
             conn.close().await?;
             server.flavor
         };
+        migrate::migrate(&opts, flavor).await?;
+        let limits = Limits {
+            statement: options.statement_timeout,
+            ..Limits::POOL
+        };
         let pool = MySqlPoolOptions::new()
             .max_connections(max_connections.max(2))
             .acquire_timeout(ACQUIRE_TIMEOUT)
             // A connection that died with a database restart is found and replaced
             // before a request gets it.
             .test_before_acquire(true)
-            .after_connect(move |conn, _| Box::pin(async move { session(conn, flavor).await }))
+            .after_connect(move |conn, _| {
+                Box::pin(async move { session(conn, flavor, limits).await })
+            })
             .connect_with(opts)
             .await?;
-        migrate(&pool).await?;
         let watch = {
             let mut conn = pool.acquire().await?;
             wakes::Watch::start(&mut conn).await?
         };
-        Ok(Self {
+        let store = Self {
             pool,
             hooks,
             instance: uuid::Uuid::now_v7().to_string(),
             watch: Arc::new(Mutex::new(Some(watch))),
-        })
+            retries: Arc::new(Retries::new("mysql")),
+            steps: tokio_util::sync::CancellationToken::new(),
+        };
+        if options.background_steps {
+            crate::store::migrate::spawn_steps(store.clone(), store.steps.clone());
+        }
+        Ok(store)
     }
 
     pub(crate) fn pool(&self) -> &MySqlPool {
@@ -124,65 +160,68 @@ impl MySqlStore {
     }
 }
 
-/// Applies the migrations while holding a named lock of the database, so
-/// instances starting at once apply each migration once. The migrator's own lock is
-/// `GET_LOCK(name, -1)`, which MySQL takes as "wait for ever" but MariaDB refuses at
-/// once (NULL), so the store takes the lock itself, on the migrator's connection.
-async fn migrate(pool: &MySqlPool) -> StoreResult<()> {
-    let mut conn = pool.acquire().await?;
-    let got: Option<i64> =
-        sqlx::query_scalar("SELECT GET_LOCK(CONCAT('switchboard_migrate_', SHA1(DATABASE())), ?)")
-            .bind(MIGRATION_LOCK_WAIT_SECONDS)
-            .fetch_one(&mut *conn)
-            .await?;
-    if got != Some(1) {
-        return Err(StoreError::Invalid(format!(
-            "another instance has been migrating this database for over \
-             {MIGRATION_LOCK_WAIT_SECONDS} s; start this one when it is done"
-        )));
-    }
-    let mut migrator = sqlx::migrate!("../../migrations/mysql");
-    migrator.set_locking(false);
-    let applied = migrator.run(&mut *conn).await;
-    // Released with the connection anyway, should this fail.
-    let released =
-        sqlx::query("SELECT RELEASE_LOCK(CONCAT('switchboard_migrate_', SHA1(DATABASE())))")
-            .execute(&mut *conn)
-            .await;
-    applied?;
-    released?;
-    Ok(())
+/// A session's time limits; zero is none.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// MariaDB `max_statement_time` (MySQL `max_execution_time`, reads only).
+    statement: Duration,
+    /// MariaDB `idle_transaction_timeout`.
+    idle_transaction_seconds: u32,
+    /// `innodb_lock_wait_timeout` (at least 1).
+    lock_wait_seconds: u32,
 }
 
-/// Every pooled session: READ COMMITTED, the SQL mode the shared statements are
-/// written for, UTC, short lock waits and a statement time limit.
-async fn session(conn: &mut MySqlConnection, flavor: Flavor) -> sqlx::Result<()> {
+impl Limits {
+    /// The pool's sessions (the statement limit is `OpenOptions`').
+    const POOL: Self = Self {
+        statement: STATEMENT_TIMEOUT,
+        idle_transaction_seconds: IDLE_IN_TRANSACTION_SECONDS,
+        lock_wait_seconds: LOCK_WAIT_TIMEOUT_SECONDS,
+    };
+    /// The migration runner's: no statement or idle limit; a row lock held by a
+    /// running instance of the previous version is waited for a while.
+    const MIGRATION: Self = Self {
+        statement: Duration::ZERO,
+        idle_transaction_seconds: 0,
+        lock_wait_seconds: 60,
+    };
+}
+
+/// Every session: READ COMMITTED, the SQL mode the shared statements are written
+/// for, UTC, and `limits` (the pool's: short lock waits and a statement time limit).
+async fn session(conn: &mut MySqlConnection, flavor: Flavor, limits: Limits) -> sqlx::Result<()> {
     (&mut *conn)
         .execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         .await?;
-    let limits = match flavor {
+    let time = match flavor {
         Flavor::MariaDb => format!(
-            "max_statement_time = {STATEMENT_TIMEOUT_SECONDS}, \
-             idle_transaction_timeout = {IDLE_IN_TRANSACTION_SECONDS}"
+            "max_statement_time = {:.3}, idle_transaction_timeout = {}",
+            limits.statement.as_secs_f64(),
+            limits.idle_transaction_seconds
         ),
-        Flavor::MySql => format!("max_execution_time = {}", STATEMENT_TIMEOUT_SECONDS * 1000),
+        Flavor::MySql => format!("max_execution_time = {}", limits.statement.as_millis()),
     };
     (&mut *conn)
         .execute(sqlx::AssertSqlSafe(format!(
             "SET SESSION sql_mode = '{SQL_MODE}', time_zone = '+00:00', \
-         innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT_SECONDS}, {limits}"
+         innodb_lock_wait_timeout = {}, {time}",
+            limits.lock_wait_seconds
         )))
         .await?;
     Ok(())
 }
 
-/// True for errors a retry of the whole transaction may cure: a deadlock (1213,
-/// which rolled the transaction back) or a lock wait timeout (1205; the attempt's
-/// transaction is rolled back when it is dropped).
-fn retryable(e: &StoreError) -> bool {
-    crate::store::engine::database_error(e)
-        .and_then(|db| db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
-        .is_some_and(|db| matches!(db.number(), 1213 | 1205))
+/// The error number (as text) of an error a retry of the whole transaction may
+/// cure: a deadlock (1213, which rolled the transaction back) or a lock wait
+/// timeout (1205; the attempt's transaction is rolled back when it is dropped).
+fn retryable(e: &StoreError) -> Option<&'static str> {
+    let db = crate::store::engine::database_error(e)?
+        .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?;
+    match db.number() {
+        1213 => Some("1213"),
+        1205 => Some("1205"),
+        _ => None,
+    }
 }
 
 #[async_trait]
@@ -197,7 +236,13 @@ impl Store for MySqlStore {
     }
 
     async fn close(&self) {
+        // A batch in flight ends and gives its connection back; no other starts.
+        self.steps.cancel();
         self.pool.close().await;
+    }
+
+    fn transaction_retries(&self) -> Vec<crate::store::RetryCount> {
+        self.retries.counts()
     }
 
     async fn listen(
@@ -244,11 +289,12 @@ impl crate::store::engine::Driver for MySqlStore {
         F: FnMut() -> Fut + Send,
         Fut: std::future::Future<Output = StoreResult<T>> + Send,
     {
-        crate::store::engine::retry_transaction(attempt, retryable).await
+        crate::store::engine::retry_transaction(attempt, retryable, &self.retries).await
     }
 }
 
 crate::store::statements::shared_statements!(MySqlStore);
+crate::store::migrate::step_statements!(MySqlStore);
 
 /// MySQL runs the portable shapes: no `UPDATE … RETURNING`, no data-modifying CTEs.
 impl crate::store::engine::events::EventDriver for MySqlStore {}
@@ -256,7 +302,41 @@ impl crate::store::engine::events::EventDriver for MySqlStore {}
 // The other areas' portable shapes.
 impl crate::store::engine::bulk::BulkDriver for MySqlStore {}
 impl crate::store::engine::directory::DirectoryDriver for MySqlStore {}
-impl crate::store::engine::idempotency::IdemDriver for MySqlStore {}
+#[async_trait::async_trait]
+impl crate::store::engine::idempotency::IdemDriver for MySqlStore {
+    /// An upsert that changes nothing on a duplicate: it takes the row's exclusive
+    /// lock at once (as `lock_name` does for name fences), so requests racing with
+    /// one key queue on it instead of deadlocking on shared locks. MySQL cannot
+    /// tell an insert from a duplicate here (`CLIENT_FOUND_ROWS`), so it always
+    /// answers "not new": the engine then reads the locked row, and a row this very
+    /// attempt made (its owner, in flight) is taken as its own.
+    async fn claim_key(
+        &self,
+        tx: &mut Self::Tx,
+        key: &crate::store::IdemKey,
+        now: crate::clock::Millis,
+        lock_ms: crate::clock::Millis,
+        ttl_ms: crate::clock::Millis,
+    ) -> crate::store::StoreResult<bool> {
+        sqlx::query(
+            "INSERT INTO idempotency_keys (tenant_id, principal, key_hash, fingerprint, \
+             state, created_at, locked_until, expires_at, owner) \
+             VALUES (?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) \
+             ON DUPLICATE KEY UPDATE key_hash = key_hash",
+        )
+        .bind(key.tenant_id.to_string())
+        .bind(&key.principal)
+        .bind(&key.key_hash)
+        .bind(&key.fingerprint)
+        .bind(now)
+        .bind(now + lock_ms)
+        .bind(now + ttl_ms)
+        .bind(&key.owner)
+        .execute(&mut **tx)
+        .await?;
+        Ok(false)
+    }
+}
 #[async_trait]
 impl crate::store::engine::inbox::InboxDriver for MySqlStore {
     /// The agent's row, `FOR UPDATE`: the claim writes `last_seen_at` there before it

@@ -91,22 +91,27 @@ impl MaintenanceDriver for PgStore {
             .collect()
     }
 
-    async fn expire_events(&self, tx: &mut Self::Tx, now: Millis, limit: u32) -> StoreResult<u64> {
-        let expired: i64 = sqlx::query_scalar(sql!(
+    async fn expire_events(
+        &self,
+        tx: &mut Self::Tx,
+        now: Millis,
+        limit: u32,
+    ) -> StoreResult<Vec<TenantId>> {
+        let expired: Vec<String> = sqlx::query_scalar(sql!(
             Self::DIALECT,
             "WITH x AS (UPDATE events SET status = 'expired', payload = NULL, updated_at = $1 \
                WHERE id IN (SELECT id FROM events WHERE status = 'pending' \
                  AND expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) \
-               RETURNING id), \
+               RETURNING id, tenant_id), \
              h AS (INSERT INTO event_history (event_id, at, action, actor) \
                SELECT id, $1, 'expired', $3 FROM x) \
-             SELECT count(*) FROM x"
+             SELECT tenant_id FROM x"
         ))
         .bind(now)
         .bind(i64::from(limit))
         .bind(EXPIRY.to_string())
-        .fetch_one(&mut **tx)
+        .fetch_all(&mut **tx)
         .await?;
-        Ok(expired as u64)
+        expired.iter().map(|t| parse_id(t)).collect()
     }
 }

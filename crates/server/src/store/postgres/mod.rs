@@ -11,7 +11,10 @@
 //!   lock (`InboxDriver::order_claims`), so none skips an earlier event that an
 //!   unfinished (or dead) claim still holds.
 //! - Serialization failures and deadlocks (40001, 40P01) are retried with jittered
-//!   backoff, a few times ([`retrying`]); every session has a statement timeout.
+//!   backoff, a few times (`Driver::retrying`), and counted
+//!   (`Store::transaction_retries`); every pooled session has a statement timeout.
+//! - Migrations run on a connection of their own, without that timeout, under
+//!   sqlx's advisory lock, which a second instance waits for ([`migrate`]).
 //! - Wake-ups are `pg_notify` calls inside the committing transaction, so they are
 //!   delivered to every instance after (and only after) the commit (I1).
 
@@ -21,21 +24,26 @@ mod health;
 mod inbox;
 mod leases;
 mod maintenance;
+mod migrate;
+#[cfg(test)]
+mod tests;
 mod timeline;
 mod wakes;
 
 use super::*;
 use crate::hooks::Hooks;
+use crate::store::migrate::OpenOptions;
+use crate::store::retries::Retries;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
-use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
 
 pub use wakes::WAKE_CHANNEL;
 
-/// Every statement ends within this, or fails (and the request gets a 503).
-const STATEMENT_TIMEOUT: &str = "15s";
+/// Every statement ends within this, or fails (and the request gets a 503); not the
+/// migrations' (their runner's session has no limit).
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// A transaction left idle (a crashed request) is ended by the server.
 const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
 /// How long a request waits for a pooled connection before it answers 503.
@@ -50,22 +58,44 @@ pub struct PgStore {
     /// LISTENing since `open`, so no wake-up committed after the server started is
     /// missed; `listen` takes it.
     listener: std::sync::Arc<std::sync::Mutex<Option<sqlx::postgres::PgListener>>>,
+    /// Transactions run again, by SQLSTATE (`Store::transaction_retries`).
+    retries: std::sync::Arc<Retries>,
+    /// Stops the batched migration steps running in the background (at `close`).
+    steps: tokio_util::sync::CancellationToken,
 }
 
 impl PgStore {
     /// Connects to `url` and applies migrations. Several instances may open the same
-    /// database: the migrator takes an advisory lock.
+    /// database: the migrations run under an advisory lock, which a second instance
+    /// waits for ([`migrate`]); then the batched steps they left run in the
+    /// background.
     pub async fn open(url: &str, max_connections: u32, hooks: Hooks) -> StoreResult<Self> {
-        let opts = PgConnectOptions::from_str(url)
+        let options = OpenOptions {
+            statement_timeout: STATEMENT_TIMEOUT,
+            background_steps: true,
+        };
+        Self::open_with(url, max_connections, hooks, options).await
+    }
+
+    /// [`open`](Self::open) with other limits (tests).
+    pub(crate) async fn open_with(
+        url: &str,
+        max_connections: u32,
+        hooks: Hooks,
+        options: OpenOptions,
+    ) -> StoreResult<Self> {
+        let base = PgConnectOptions::from_str(url)
             .map_err(|e| StoreError::Invalid(format!("bad database URL: {e}")))?
-            .application_name("switchboard")
-            .options([
-                ("statement_timeout", STATEMENT_TIMEOUT),
-                (
-                    "idle_in_transaction_session_timeout",
-                    IDLE_IN_TRANSACTION_TIMEOUT,
-                ),
-            ]);
+            .application_name("switchboard");
+        migrate::migrate(&base).await?;
+        let statement_timeout = format!("{}ms", options.statement_timeout.as_millis());
+        let opts = base.options([
+            ("statement_timeout", statement_timeout.as_str()),
+            (
+                "idle_in_transaction_session_timeout",
+                IDLE_IN_TRANSACTION_TIMEOUT,
+            ),
+        ]);
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(2))
             .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -74,16 +104,19 @@ impl PgStore {
             .test_before_acquire(true)
             .connect_with(opts)
             .await?;
-        sqlx::migrate!("../../migrations/postgres")
-            .run(&pool)
-            .await?;
         let listener = wakes::connect(&pool).await?;
-        Ok(Self {
+        let store = Self {
             pool,
             hooks,
             instance: uuid::Uuid::now_v7().to_string(),
             listener: std::sync::Arc::new(std::sync::Mutex::new(Some(listener))),
-        })
+            retries: std::sync::Arc::new(Retries::new("postgres")),
+            steps: tokio_util::sync::CancellationToken::new(),
+        };
+        if options.background_steps {
+            crate::store::migrate::spawn_steps(store.clone(), store.steps.clone());
+        }
+        Ok(store)
     }
 
     pub(crate) fn pool(&self) -> &PgPool {
@@ -128,21 +161,14 @@ impl PgStore {
     }
 }
 
-/// True for errors a retry of the whole transaction may cure: a serialization
-/// failure (40001) or a deadlock (40P01).
-fn retryable(e: &StoreError) -> bool {
-    crate::store::engine::database_error(e)
-        .is_some_and(|db| matches!(db.code().as_deref(), Some("40001" | "40P01")))
-}
-
-/// Runs `attempt` (one whole transaction) again on 40001 / 40P01 (the engine's
-/// loop: at most 5 times, with jittered backoff).
-pub(crate) async fn retrying<T, F, Fut>(attempt: F) -> StoreResult<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = StoreResult<T>>,
-{
-    crate::store::engine::retry_transaction(attempt, retryable).await
+/// The SQLSTATE of an error a retry of the whole transaction may cure: a
+/// serialization failure (40001) or a deadlock (40P01).
+fn retryable(e: &StoreError) -> Option<&'static str> {
+    match crate::store::engine::database_error(e)?.code().as_deref()? {
+        "40001" => Some("40001"),
+        "40P01" => Some("40P01"),
+        _ => None,
+    }
 }
 
 #[async_trait]
@@ -157,6 +183,8 @@ impl Store for PgStore {
     }
 
     async fn close(&self) {
+        // A batch in flight ends and gives its connection back; no other starts.
+        self.steps.cancel();
         // The first listener holds a pooled connection; close would wait for it.
         drop(self.take_listener());
         self.pool.close().await;
@@ -172,6 +200,10 @@ impl Store for PgStore {
 
     async fn health(&self) -> StoreResult<Option<switchboard_proto::QueueTableHealth>> {
         health::table_health(self).await.map(Some)
+    }
+
+    fn transaction_retries(&self) -> Vec<crate::store::RetryCount> {
+        self.retries.counts()
     }
 }
 
@@ -206,11 +238,12 @@ impl crate::store::engine::Driver for PgStore {
         F: FnMut() -> Fut + Send,
         Fut: std::future::Future<Output = StoreResult<T>> + Send,
     {
-        retrying(attempt).await
+        crate::store::engine::retry_transaction(attempt, retryable, &self.retries).await
     }
 }
 
 crate::store::statements::shared_statements!(PgStore);
+crate::store::migrate::step_statements!(PgStore);
 
 impl crate::store::engine::events::EventDriver for PgStore {}
 

@@ -314,20 +314,6 @@ macro_rules! callback_statements {
                     .collect()
             }
 
-            async fn trim_attempt_rows(
-                &self,
-                cutoff: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<u64> {
-                Ok(sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "DELETE FROM callback_attempts WHERE at < $1"
-                ))
-                .bind(cutoff)
-                .execute(self.write_pool())
-                .await?
-                .rows_affected())
-            }
-
             async fn count_callback_rows(
                 &self,
                 state: switchboard_proto::CallbackState,

@@ -89,8 +89,8 @@ macro_rules! directory_statements {
             ) -> $crate::store::StoreResult<()> {
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6)"
+                    "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at, \
+                     parent_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
                 .bind(token.hash)
                 .bind(token.tenant.to_string())
@@ -98,6 +98,7 @@ macro_rules! directory_statements {
                 .bind(token.scopes.join(" "))
                 .bind(token.label)
                 .bind(token.now)
+                .bind(token.parent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -119,25 +120,6 @@ macro_rules! directory_statements {
                 row.as_ref()
                     .map($crate::store::rows::token_record)
                     .transpose()
-            }
-
-                        async fn revoke_token(
-                &self,
-                tenant: switchboard_proto::TenantId,
-                hash: &[u8],
-                now: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<bool> {
-                let done = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "UPDATE tokens SET revoked_at = $1 \
-                     WHERE tenant_id = $2 AND hash = $3 AND revoked_at IS NULL"
-                ))
-                .bind(now)
-                .bind(tenant.to_string())
-                .bind(hash)
-                .execute(self.write_pool())
-                .await?;
-                Ok(done.rows_affected() > 0)
             }
 
             async fn revoke_agent_tokens(
@@ -168,7 +150,8 @@ macro_rules! directory_statements {
                 let rows = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT t.hash, t.agent_id, a.name, t.scopes, t.label, t.created_at, \
-                     t.revoked_at FROM tokens t LEFT JOIN agents a ON a.id = t.agent_id \
+                     t.revoked_at, t.parent_hash FROM tokens t \
+                     LEFT JOIN agents a ON a.id = t.agent_id \
                      WHERE t.tenant_id = $1 ORDER BY t.created_at, t.label, t.hash"
                 ))
                 .bind(tenant.to_string())
@@ -184,6 +167,7 @@ macro_rules! directory_statements {
                             label: r.text("label")?,
                             created_at: r.int("created_at")?,
                             revoked_at: r.opt_int("revoked_at")?,
+                            parent_hash: r.opt_bytes("parent_hash")?,
                         })
                     })
                     .collect()
@@ -457,6 +441,7 @@ macro_rules! directory_statements {
 
             async fn upsert_client_settings(
                 &self,
+                tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
                 agent: &str,
                 settings: switchboard_proto::ClientSettings,
@@ -477,13 +462,14 @@ macro_rules! directory_statements {
                 .bind(settings.reports_paused.map(i64::from))
                 .bind(now)
                 .bind(updated_by)
-                .execute(self.write_pool())
+                .execute(&mut **tx)
                 .await?;
                 Ok(())
             }
 
             async fn delete_client_settings_row(
                 &self,
+                tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
                 agent: &str,
             ) -> $crate::store::StoreResult<bool> {
@@ -493,7 +479,7 @@ macro_rules! directory_statements {
                 ))
                 .bind(tenant.to_string())
                 .bind(agent)
-                .execute(self.write_pool())
+                .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() > 0)
             }

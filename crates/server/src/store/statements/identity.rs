@@ -133,34 +133,6 @@ macro_rules! identity_statements {
                 Ok(done.rows_affected() > 0)
             }
 
-            async fn delete_access_tokens_before(
-                &self,
-                before: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<u64> {
-                let done = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "DELETE FROM access_tokens WHERE expires_at < $1"
-                ))
-                .bind(before)
-                .execute(self.write_pool())
-                .await?;
-                Ok(done.rows_affected())
-            }
-
-            async fn delete_device_requests_before(
-                &self,
-                before: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<u64> {
-                let done = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "DELETE FROM device_requests WHERE expires_at < $1"
-                ))
-                .bind(before)
-                .execute(self.write_pool())
-                .await?;
-                Ok(done.rows_affected())
-            }
-
             async fn insert_device_row(
                 &self,
                 tx: &mut Self::Tx,
@@ -328,17 +300,24 @@ macro_rules! identity_statements {
                 &self,
                 tx: &mut Self::Tx,
                 hash: &[u8],
-            ) -> $crate::store::StoreResult<Option<(Vec<u8>, Option<$crate::clock::Millis>)>> {
+            ) -> $crate::store::StoreResult<Option<$crate::store::engine::identity::RefreshRow>> {
                 use $crate::store::rows::Cols;
                 let row = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT family_hash, used_at FROM refresh_tokens WHERE hash = $1 @FOR_UPDATE"
+                    "SELECT family_hash, used_at, created_at FROM refresh_tokens \
+                     WHERE hash = $1 @FOR_UPDATE"
                 ))
                 .bind(hash)
                 .fetch_optional(&mut **tx)
                 .await?;
-                row.map(|r| Ok((r.bytes("family_hash")?, r.opt_int("used_at")?)))
-                    .transpose()
+                row.map(|r| {
+                    Ok($crate::store::engine::identity::RefreshRow {
+                        family: r.bytes("family_hash")?,
+                        used_at: r.opt_int("used_at")?,
+                        created_at: r.int("created_at")?,
+                    })
+                })
+                .transpose()
             }
 
             async fn insert_refresh_row(
@@ -377,36 +356,22 @@ macro_rules! identity_statements {
                 Ok(done.rows_affected() > 0)
             }
 
-            async fn revoke_family(
-                &self,
-                tx: &mut Self::Tx,
-                family_hash: &[u8],
-                now: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<bool> {
-                let done = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "UPDATE tokens SET revoked_at = $1 WHERE hash = $2 AND revoked_at IS NULL"
-                ))
-                .bind(now)
-                .bind(family_hash)
-                .execute(&mut **tx)
-                .await?;
-                Ok(done.rows_affected() > 0)
-            }
-
             async fn family_tenant(
                 &self,
                 tx: &mut Self::Tx,
                 family_hash: &[u8],
-            ) -> $crate::store::StoreResult<Option<switchboard_proto::TenantId>> {
-                let tenant: Option<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+            ) -> $crate::store::StoreResult<
+                Option<(switchboard_proto::TenantId, $crate::clock::Millis)>,
+            > {
+                let row: Option<(String, i64)> = sqlx::query_as($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT tenant_id FROM tokens WHERE hash = $1 AND revoked_at IS NULL"
+                    "SELECT tenant_id, created_at FROM tokens WHERE hash = $1 AND revoked_at IS NULL"
                 ))
                 .bind(family_hash)
                 .fetch_optional(&mut **tx)
                 .await?;
-                tenant.as_deref().map($crate::store::rows::parse_id).transpose()
+                row.map(|(tenant, created)| Ok(($crate::store::rows::parse_id(&tenant)?, created)))
+                    .transpose()
             }
         }
     };

@@ -152,8 +152,8 @@ macro_rules! lease_statements {
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
-                     owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+                     owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at, holder_key) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
                 ))
                 .bind(id.to_string())
                 .bind(new.tenant.to_string())
@@ -167,6 +167,7 @@ macro_rules! lease_statements {
                 .bind(new.lock_delay_ms)
                 .bind(now)
                 .bind(now + new.ttl_ms)
+                .bind(&new.holder_key)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -183,7 +184,7 @@ macro_rules! lease_statements {
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO issued_tokens (memory_id, fence, lease_id, owner_client, holder, \
-                     issued_at) VALUES ($1, $2, $3, $4, $5, $6)"
+                     issued_at, holder_key) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
                 .bind(new.memory.to_string())
                 .bind(fence)
@@ -191,6 +192,7 @@ macro_rules! lease_statements {
                 .bind(&new.owner_client)
                 .bind(&new.holder)
                 .bind(now)
+                .bind(&new.holder_key)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -289,6 +291,23 @@ macro_rules! lease_statements {
                 .as_ref()
                 .map($crate::store::lease_rules::lease_from_row)
                 .transpose()
+            }
+
+            async fn leases_held_by(
+                &self,
+                tx: &mut Self::Tx,
+                tenant: switchboard_proto::TenantId,
+                holder_key: &str,
+            ) -> $crate::store::StoreResult<Vec<switchboard_proto::LeaseId>> {
+                let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+                    <Self as $crate::store::engine::Driver>::DIALECT,
+                    "SELECT id FROM leases WHERE tenant_id = $1 AND holder_key = $2 ORDER BY id"
+                ))
+                .bind(tenant.to_string())
+                .bind(holder_key)
+                .fetch_all(&mut **tx)
+                .await?;
+                ids.iter().map(|id| $crate::store::rows::parse_id(id)).collect()
             }
 
             async fn read_leases(

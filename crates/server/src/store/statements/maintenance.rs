@@ -89,10 +89,13 @@ macro_rules! maintenance_statements {
                 tx: &mut Self::Tx,
                 now: $crate::clock::Millis,
                 limit: u32,
-            ) -> $crate::store::StoreResult<Vec<switchboard_proto::EventId>> {
-                let ids: Vec<String> = sqlx::query_scalar($crate::store::dialect::sql!(
+            ) -> $crate::store::StoreResult<
+                Vec<(switchboard_proto::EventId, switchboard_proto::TenantId)>,
+            > {
+                let ids: Vec<(String, String)> = sqlx::query_as($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
-                    "SELECT id FROM events @FORCE_INDEX(events_expiry) WHERE status = 'pending' \
+                    "SELECT id, tenant_id FROM events @FORCE_INDEX(events_expiry) \
+                     WHERE status = 'pending' \
                      AND expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 @SKIP_LOCKED"
                 ))
                 .bind(now)
@@ -100,7 +103,12 @@ macro_rules! maintenance_statements {
                 .fetch_all(&mut **tx)
                 .await?;
                 ids.iter()
-                    .map(|id| $crate::store::rows::parse_id(id))
+                    .map(|(id, tenant)| {
+                        Ok((
+                            $crate::store::rows::parse_id(id)?,
+                            $crate::store::rows::parse_id(tenant)?,
+                        ))
+                    })
                     .collect()
             }
 
@@ -278,19 +286,6 @@ macro_rules! maintenance_statements {
                 Ok(())
             }
 
-            async fn forget_idempotency(
-                &self,
-                now: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<u64> {
-                Ok(sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "DELETE FROM idempotency_keys WHERE expires_at <= $1"
-                ))
-                .bind(now)
-                .execute(self.write_pool())
-                .await?
-                .rows_affected())
-            }
         }
     };
 }

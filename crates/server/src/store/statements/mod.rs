@@ -13,6 +13,7 @@
 //! say so: reads on the backend's read pool (`self.read_pool()`), and single-statement
 //! writes on its write pool (`self.write_pool()`).
 
+mod audit;
 mod bulk;
 mod callbacks;
 mod deletion;
@@ -25,13 +26,16 @@ mod instances;
 mod jobs;
 mod lease_audit;
 mod leases;
+mod lineage;
 mod maintenance;
 mod memories;
 mod ops;
 mod records;
 mod send;
 mod signin;
+mod trim;
 
+pub(crate) use audit::audit_statements;
 pub(crate) use bulk::bulk_statements;
 pub(crate) use callbacks::callback_statements;
 pub(crate) use deletion::deletion_statements;
@@ -44,12 +48,14 @@ pub(crate) use instances::instance_statements;
 pub(crate) use jobs::job_statements;
 pub(crate) use lease_audit::lease_audit_statements;
 pub(crate) use leases::lease_statements;
+pub(crate) use lineage::lineage_statements;
 pub(crate) use maintenance::maintenance_statements;
 pub(crate) use memories::memory_statements;
 pub(crate) use ops::ops_statements;
 pub(crate) use records::record_statements;
 pub(crate) use send::send_statements;
 pub(crate) use signin::signin_statements;
+pub(crate) use trim::trim_statements;
 
 /// Implements every shared statement trait for `$store`.
 macro_rules! shared_statements {
@@ -72,6 +78,9 @@ macro_rules! shared_statements {
         $crate::store::statements::job_statements!($store);
         $crate::store::statements::callback_statements!($store);
         $crate::store::statements::deletion_statements!($store);
+        $crate::store::statements::audit_statements!($store);
+        $crate::store::statements::lineage_statements!($store);
+        $crate::store::statements::trim_statements!($store);
     };
 }
 pub(crate) use shared_statements;

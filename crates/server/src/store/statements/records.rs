@@ -28,22 +28,25 @@ macro_rules! record_statements {
                 memory: switchboard_proto::MemoryId,
                 token: u64,
             ) -> $crate::store::StoreResult<Option<$crate::store::engine::records::Issued>> {
-                let row: Option<(String, Option<String>)> =
+                let row: Option<(String, String, Option<String>)> =
                     sqlx::query_as($crate::store::dialect::sql!(
                         <Self as $crate::store::engine::Driver>::DIALECT,
-                        "SELECT holder, owner_client FROM issued_tokens \
+                        "SELECT holder_key, holder, owner_client FROM issued_tokens \
                          WHERE memory_id = $1 AND fence = $2"
                     ))
                     .bind(memory.to_string())
                     .bind(token as i64)
                     .fetch_optional(&mut **tx)
                     .await?;
-                Ok(row.map(
-                    |(holder, owner_client)| $crate::store::engine::records::Issued {
-                        holder,
+                Ok(row.map(|(key, holder, owner_client)| {
+                    $crate::store::engine::records::Issued {
+                        holder: match key.is_empty() {
+                            true => $crate::store::engine::records::IssuedTo::Text(holder),
+                            false => $crate::store::engine::records::IssuedTo::Key(key),
+                        },
                         owner_client,
-                    },
-                ))
+                    }
+                }))
             }
 
             async fn lock_live_lease(

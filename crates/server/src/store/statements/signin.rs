@@ -13,8 +13,8 @@ macro_rules! signin_statements {
                 sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "INSERT INTO authorization_codes (code_hash, tenant_id, client_id, \
-                     redirect_uri, code_challenge, scopes, granted_by, created_at, expires_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                     redirect_uri, code_challenge, scopes, granted_by, created_at, expires_at, \
+                     parent_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
                 ))
                 .bind(c.code_hash)
                 .bind(c.tenant.to_string())
@@ -25,6 +25,7 @@ macro_rules! signin_statements {
                 .bind(c.granted_by)
                 .bind(c.created_at)
                 .bind(c.expires_at)
+                .bind(c.parent_hash)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -39,7 +40,7 @@ macro_rules! signin_statements {
                 let row = sqlx::query($crate::store::dialect::sql!(
                     <Self as $crate::store::engine::Driver>::DIALECT,
                     "SELECT tenant_id, client_id, redirect_uri, code_challenge, scopes, \
-                     expires_at, used_at, family_hash \
+                     expires_at, used_at, family_hash, parent_hash \
                      FROM authorization_codes WHERE code_hash = $1 @FOR_UPDATE"
                 ))
                 .bind(hash)
@@ -55,6 +56,7 @@ macro_rules! signin_statements {
                         expires_at: r.int("expires_at")?,
                         used_at: r.opt_int("used_at")?,
                         family_hash: r.opt_bytes("family_hash")?,
+                        parent_hash: r.opt_bytes("parent_hash")?,
                     })
                 })
                 .transpose()
@@ -80,19 +82,6 @@ macro_rules! signin_statements {
                 Ok(done.rows_affected() > 0)
             }
 
-            async fn delete_codes_before(
-                &self,
-                before: $crate::clock::Millis,
-            ) -> $crate::store::StoreResult<u64> {
-                let done = sqlx::query($crate::store::dialect::sql!(
-                    <Self as $crate::store::engine::Driver>::DIALECT,
-                    "DELETE FROM authorization_codes WHERE expires_at < $1"
-                ))
-                .bind(before)
-                .execute(self.write_pool())
-                .await?;
-                Ok(done.rows_affected())
-            }
         }
     };
 }

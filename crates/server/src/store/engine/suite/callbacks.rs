@@ -2,6 +2,7 @@
 //! delivery lease (one holder, fenced updates), the attempt log and the schedule.
 
 use super::message;
+use super::note;
 use crate::store::engine::events::{EventDriver, deliver};
 use crate::store::*;
 use switchboard_proto::{CallbackAttempt, CallbackId, CallbackState};
@@ -48,17 +49,17 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
     let tenant = d.ensure_tenant("cb", 1).await.unwrap();
     let other = d.ensure_tenant("cb-other", 1).await.unwrap();
     let a = d
-        .create_agent(tenant, "cb-a", &[0xc1; 32], &[], 1)
+        .create_agent(tenant, "cb-a", &[0xc1; 32], &[], None, 1)
         .await
         .unwrap();
     let b = d
-        .create_agent(tenant, "cb-b", &[0xc2; 32], &[], 1)
+        .create_agent(tenant, "cb-b", &[0xc2; 32], &[], None, 1)
         .await
         .unwrap();
 
     // Registration, and the secret's sealed bytes as stored.
     let first = new_callback(tenant, a.id, "https://a.example/hook", 100);
-    let cb = d.put_callback(&first, None).await.unwrap();
+    let cb = d.put_callback(&first, None, &note()).await.unwrap();
     assert_eq!(cb.agent, "cb-a");
     assert_eq!(cb.state, CallbackState::Active);
     assert_eq!(cb.failure_streak, 0);
@@ -69,18 +70,22 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
     // Another tenant sees nothing of it.
     assert!(d.callback(other, first.id).await.unwrap().is_none());
     assert!(d.callbacks(other, None).await.unwrap().is_empty());
-    assert!(!d.delete_callback(other, first.id).await.unwrap());
+    assert!(
+        !d.delete_callback(other, first.id, &note(), 0)
+            .await
+            .unwrap()
+    );
 
     // A second registration of the agent replaces the first, with its log.
     let log = attempt(tenant, first.id, None, Some(200), 150);
     d.record_attempt(&log).await.unwrap();
     assert_eq!(d.callback_attempts(first.id, 10).await.unwrap().len(), 1);
     let second = new_callback(tenant, a.id, "https://a.example/v2", 200);
-    d.put_callback(&second, None).await.unwrap();
+    d.put_callback(&second, None, &note()).await.unwrap();
     assert!(d.callback(tenant, first.id).await.unwrap().is_none());
     assert!(d.callback_attempts(first.id, 10).await.unwrap().is_empty());
     let of_b = new_callback(tenant, b.id, "https://b.example/hook", 300);
-    d.put_callback(&of_b, None).await.unwrap();
+    d.put_callback(&of_b, None, &note()).await.unwrap();
     let all = d.callbacks(tenant, None).await.unwrap();
     assert_eq!(
         all.iter().map(|c| c.url.as_str()).collect::<Vec<_>>(),
@@ -249,7 +254,7 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
         "a disabled callback is not delivered to"
     );
     let enabled = d
-        .change_callback(tenant, second.id, &StateChange::Enable)
+        .change_callback(tenant, second.id, &StateChange::Enable, &note(), 0)
         .await
         .unwrap()
         .unwrap();
@@ -258,7 +263,9 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
     let off = StateChange::Disable {
         reason: "disabled by an operator".to_owned(),
     };
-    d.change_callback(tenant, second.id, &off).await.unwrap();
+    d.change_callback(tenant, second.id, &off, &note(), 0)
+        .await
+        .unwrap();
     // An operator disables b while a delivery is in flight; the delivery's 410
     // then keeps the operator's reason.
     assert!(
@@ -266,7 +273,9 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
             .await
             .unwrap()
     );
-    d.change_callback(tenant, of_b.id, &off).await.unwrap();
+    d.change_callback(tenant, of_b.id, &off, &note(), 0)
+        .await
+        .unwrap();
     let mut gone = attempt(tenant, of_b.id, Some(t2), Some(410), 83_000);
     gone.disable = Some("the endpoint answered 410 Gone".to_owned());
     let after = d.record_attempt(&gone).await.unwrap().unwrap();
@@ -276,7 +285,7 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
         Some("disabled by an operator")
     );
     assert!(
-        d.change_callback(other, second.id, &StateChange::Enable)
+        d.change_callback(other, second.id, &StateChange::Enable, &note(), 0)
             .await
             .unwrap()
             .is_none(),
@@ -295,7 +304,15 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
     assert_eq!(d.trim_callback_attempts(68_001).await.unwrap(), 3);
     assert_eq!(d.callback_attempts(second.id, 10).await.unwrap().len(), 2);
 
-    assert!(d.delete_callback(tenant, second.id).await.unwrap());
+    assert!(
+        d.delete_callback(tenant, second.id, &note(), 0)
+            .await
+            .unwrap()
+    );
     assert!(d.callback_attempts(second.id, 10).await.unwrap().is_empty());
-    assert!(!d.delete_callback(tenant, second.id).await.unwrap());
+    assert!(
+        !d.delete_callback(tenant, second.id, &note(), 0)
+            .await
+            .unwrap()
+    );
 }

@@ -2,6 +2,7 @@
 //! tokens (listed, revoked within their tenant) and console grants. Called from
 //! `directory.rs::check`, which shares its tenants and agents with them.
 
+use super::note;
 use crate::store::engine::directory::{DirectoryDriver, NewToken};
 use crate::store::*;
 
@@ -42,7 +43,7 @@ async fn created_tenants<D: DirectoryDriver + Store>(d: &D) {
         label: "operator",
     };
     let made = d
-        .create_tenant("dir-made", &operator(&[0xe0; 32]), 5)
+        .create_tenant("dir-made", &operator(&[0xe0; 32]), None, 5)
         .await
         .expect("create");
     assert_eq!(
@@ -54,7 +55,8 @@ async fn created_tenants<D: DirectoryDriver + Store>(d: &D) {
     assert_eq!(token.agent_id, None);
     assert_eq!(token.scopes, scopes);
     assert!(matches!(
-        d.create_tenant("dir-made", &operator(&[0xe1; 32]), 6).await,
+        d.create_tenant("dir-made", &operator(&[0xe1; 32]), None, 6)
+            .await,
         Err(StoreError::Conflict(_))
     ));
     assert!(d.live_token(&[0xe1; 32]).await.unwrap().is_none());
@@ -70,7 +72,7 @@ async fn created_tenants<D: DirectoryDriver + Store>(d: &D) {
                 scopes,
                 label: "operator",
             };
-            d.create_tenant("dir-raced", &operator, 7).await
+            d.create_tenant("dir-raced", &operator, None, 7).await
         }
     });
     let results = futures::future::join_all(racers).await;
@@ -118,6 +120,7 @@ pub(super) async fn tokens<D: DirectoryDriver + Store>(
             scopes: &scopes,
             label: "agent:dir-a",
             now: 20,
+            parent: None,
         },
     )
     .await
@@ -127,7 +130,7 @@ pub(super) async fn tokens<D: DirectoryDriver + Store>(
     assert_eq!((t.tenant_id, t.agent_id), (tenant, Some(a1.id)));
     assert_eq!((t.agent_name.as_deref(), t.scopes), (Some("dir-a"), scopes));
     // An operator's token: no agent.
-    d.insert_token(&[0xe2; 32], tenant, None, &["ops:read".into()], "ops", 21)
+    d.insert_token(&[0xe2; 32], tenant, &["ops:read".into()], "ops", None, 21)
         .await
         .unwrap();
     let t = d.token(&[0xe2; 32]).await.unwrap().expect("token");
@@ -148,34 +151,45 @@ pub(super) async fn tokens<D: DirectoryDriver + Store>(
         [("agent:dir-a", Some("dir-a"), None), ("ops", None, None)]
     );
     // Another tenant cannot revoke it.
-    assert!(
-        !d.revoke_token(TenantId::new(), &[0xe2; 32], 22)
+    assert_eq!(
+        d.revoke_credential(TenantId::new(), &[0xe2; 32], &note(), 22)
             .await
-            .unwrap()
+            .unwrap(),
+        0
     );
     assert!(d.live_token(&[0xe2; 32]).await.unwrap().is_some());
     // A revoked token is not returned, and revoking it again changes nothing.
-    assert!(d.revoke_credential(tenant, &[0xe2; 32], 22).await.unwrap());
-    assert!(!d.revoke_credential(tenant, &[0xe2; 32], 23).await.unwrap());
+    assert_eq!(
+        d.revoke_credential(tenant, &[0xe2; 32], &note(), 22)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        d.revoke_credential(tenant, &[0xe2; 32], &note(), 23)
+            .await
+            .unwrap(),
+        0
+    );
     assert!(d.live_token(&[0xe2; 32]).await.unwrap().is_none());
     assert!(d.token(&[0xe1; 32]).await.unwrap().is_some());
     // Every credential of an agent, within its tenant only.
     assert_eq!(
-        d.revoke_agent_credentials(tenant, foreign.id, 24)
+        d.revoke_agent_credentials(tenant, foreign.id, &note(), 24)
             .await
             .unwrap(),
         0
     );
     assert!(d.live_token(&[0xd0; 32]).await.unwrap().is_some());
     assert_eq!(
-        d.revoke_agent_credentials(other, foreign.id, 24)
+        d.revoke_agent_credentials(other, foreign.id, &note(), 24)
             .await
             .unwrap(),
         1
     );
     assert!(d.live_token(&[0xd0; 32]).await.unwrap().is_none());
     assert_eq!(
-        d.revoke_agent_credentials(other, foreign.id, 25)
+        d.revoke_agent_credentials(other, foreign.id, &note(), 25)
             .await
             .unwrap(),
         0
@@ -301,9 +315,13 @@ pub(super) async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, 
     d.delete_grant(&[0x51; 32]).await.unwrap();
 
     // A ticket works once.
-    d.insert_grant(&grant(&[0x71; 32], GrantKind::Ticket, &[0xe1; 32], 200), 40)
-        .await
-        .unwrap();
+    d.insert_grant(
+        &grant(&[0x71; 32], GrantKind::Ticket, &[0xe1; 32], 200),
+        None,
+        40,
+    )
+    .await
+    .unwrap();
     let g = d
         .take_live_grant(&[0x71; 32], GrantKind::Ticket, 50)
         .await
@@ -316,9 +334,13 @@ pub(super) async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, 
             .is_none()
     );
     // Not as a session; an expired one is refused, and gone all the same.
-    d.insert_grant(&grant(&[0x72; 32], GrantKind::Ticket, &[0xe1; 32], 200), 40)
-        .await
-        .unwrap();
+    d.insert_grant(
+        &grant(&[0x72; 32], GrantKind::Ticket, &[0xe1; 32], 200),
+        None,
+        40,
+    )
+    .await
+    .unwrap();
     assert!(
         d.take_grant(&[0x72; 32], GrantKind::Session, 50)
             .await
@@ -340,12 +362,14 @@ pub(super) async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, 
     // Inserting a grant forgets the expired ones.
     d.insert_grant(
         &grant(&[0x73; 32], GrantKind::Ticket, &[0xe1; 32], 300),
+        None,
         250,
     )
     .await
     .unwrap();
     d.insert_grant(
         &grant(&[0x74; 32], GrantKind::Ticket, &[0xe1; 32], 400),
+        None,
         300,
     )
     .await

@@ -2,6 +2,7 @@
 //! its open events purged (completed ones stay as they were), lookups and lists
 //! skip it, its sequence no longer advances, and a second deletion finds nothing.
 
+use super::note;
 use crate::store::*;
 
 fn msg() -> NewMessage {
@@ -27,11 +28,11 @@ pub(super) async fn check<D: Store>(d: &D) {
     let tenant = d.ensure_tenant("deletion", 1).await.unwrap();
     let scopes = vec!["messages:send".to_owned()];
     let doomed = d
-        .create_agent(tenant, "doomed", &hash(1), &scopes, 1)
+        .create_agent(tenant, "doomed", &hash(1), &scopes, None, 1)
         .await
         .unwrap();
     let keeper = d
-        .create_agent(tenant, "keeper", &hash(2), &scopes, 1)
+        .create_agent(tenant, "keeper", &hash(2), &scopes, None, 1)
         .await
         .unwrap();
     for _ in 0..3 {
@@ -41,12 +42,12 @@ pub(super) async fn check<D: Store>(d: &D) {
     }
     let other = d.ensure_tenant("deletion-other", 1).await.unwrap();
     assert_eq!(
-        d.delete_agent(other, doomed.id, 3).await.unwrap(),
+        d.delete_agent(other, doomed.id, &note(), 3).await.unwrap(),
         None,
         "another tenant's"
     );
 
-    let deleted = d.delete_agent(tenant, doomed.id, 3).await.unwrap();
+    let deleted = d.delete_agent(tenant, doomed.id, &note(), 3).await.unwrap();
     assert_eq!(
         deleted,
         Some(AgentDeletion {
@@ -55,7 +56,7 @@ pub(super) async fn check<D: Store>(d: &D) {
         })
     );
     assert_eq!(
-        d.delete_agent(tenant, doomed.id, 4).await.unwrap(),
+        d.delete_agent(tenant, doomed.id, &note(), 4).await.unwrap(),
         None,
         "once"
     );
@@ -85,7 +86,7 @@ pub(super) async fn check<D: Store>(d: &D) {
     assert!(matches!(late, Err(StoreError::NotFound)), "{late:?}");
     // The name is free.
     let again = d
-        .create_agent(tenant, "doomed", &hash(3), &scopes, 6)
+        .create_agent(tenant, "doomed", &hash(3), &scopes, None, 6)
         .await
         .unwrap();
     assert_ne!(again.id, doomed.id);

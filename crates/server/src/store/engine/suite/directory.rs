@@ -3,6 +3,8 @@
 
 use super::credentials::{grants, tenants, tokens};
 use super::message;
+use super::note;
+use super::note_by;
 use crate::store::engine::directory::{DepthCount, DirectoryDriver, depth_rows};
 use crate::store::engine::events::{EventDriver, deliver};
 use crate::store::*;
@@ -47,11 +49,12 @@ async fn agents<D: DirectoryDriver + Store>(
     assert!(!d.insert_agent(&mut tx, &twin).await.unwrap());
     drop(tx);
     let foreign = d
-        .create_agent(other, "dir-a", &[0xd0; 32], &[], 13)
+        .create_agent(other, "dir-a", &[0xd0; 32], &[], None, 13)
         .await
         .expect("same name, other tenant");
     assert!(matches!(
-        d.create_agent(tenant, "dir-b", &[0xd1; 32], &[], 14).await,
+        d.create_agent(tenant, "dir-b", &[0xd1; 32], &[], None, 14)
+            .await,
         Err(StoreError::Conflict(_))
     ));
     // The refused agent's token was not kept either.
@@ -286,7 +289,7 @@ async fn client_settings<D: DirectoryDriver + Store>(
         poll_ceiling_ms: Some(60_000),
         reports_paused: Some(true),
     };
-    d.put_client_settings(tenant, None, paused, "operator", 90)
+    d.put_client_settings(tenant, None, paused, &note_by("operator"), 90)
         .await
         .unwrap();
     assert_eq!(token().await.client_settings, paused, "the tenant's row");
@@ -295,10 +298,10 @@ async fn client_settings<D: DirectoryDriver + Store>(
         poll_ceiling_ms: None,
         reports_paused: Some(false),
     };
-    d.put_client_settings(tenant, Some(a1.id), own, "operator", 91)
+    d.put_client_settings(tenant, Some(a1.id), own, &note_by("operator"), 91)
         .await
         .unwrap();
-    d.put_client_settings(tenant, Some(a2.id), paused, "operator", 92)
+    d.put_client_settings(tenant, Some(a2.id), paused, &note_by("operator"), 92)
         .await
         .unwrap();
     assert_eq!(
@@ -313,7 +316,7 @@ async fn client_settings<D: DirectoryDriver + Store>(
         poll_ceiling_ms: Some(2_000),
         reports_paused: None,
     };
-    d.put_client_settings(tenant, Some(a1.id), faster, "agent:x", 93)
+    d.put_client_settings(tenant, Some(a1.id), faster, &note_by("agent:x"), 93)
         .await
         .unwrap();
     assert_eq!(
@@ -324,7 +327,7 @@ async fn client_settings<D: DirectoryDriver + Store>(
         }
     );
     // Another tenant's rows are not these, and do not reach this token.
-    d.put_client_settings(other, None, own, "operator", 94)
+    d.put_client_settings(other, None, own, &note_by("operator"), 94)
         .await
         .unwrap();
     let rows = d.client_settings(tenant).await.unwrap();
@@ -350,10 +353,22 @@ async fn client_settings<D: DirectoryDriver + Store>(
     );
     assert_eq!(d.client_settings(other).await.unwrap().len(), 1);
     // Deleting the agent's row leaves the tenant's; deleting twice finds nothing.
-    assert!(d.delete_client_settings(tenant, Some(a1.id)).await.unwrap());
-    assert!(!d.delete_client_settings(tenant, Some(a1.id)).await.unwrap());
+    assert!(
+        d.delete_client_settings(tenant, Some(a1.id), &note(), 0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !d.delete_client_settings(tenant, Some(a1.id), &note(), 0)
+            .await
+            .unwrap()
+    );
     assert_eq!(token().await.client_settings, paused);
-    assert!(d.delete_client_settings(tenant, None).await.unwrap());
+    assert!(
+        d.delete_client_settings(tenant, None, &note(), 0)
+            .await
+            .unwrap()
+    );
     assert_eq!(token().await.client_settings, ClientSettings::default());
     assert_eq!(d.client_settings(tenant).await.unwrap().len(), 1, "a2's");
 }

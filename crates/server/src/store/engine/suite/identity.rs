@@ -3,6 +3,8 @@
 //! parent credential in the same tenant, revoked only within their tenant,
 //! forgotten once expired).
 
+use super::note;
+use super::note_by;
 use crate::store::*;
 
 fn key(kid: &str, created_at: i64) -> SigningKeyRow {
@@ -31,7 +33,7 @@ pub(super) async fn check<D: Store>(d: &D) {
     let other = d.ensure_tenant("identity-other", 1).await.unwrap();
     let scopes = vec!["messages:send".to_owned()];
     let agent = d
-        .create_agent(tenant, "ida", &[0xa1; 32], &scopes, 1)
+        .create_agent(tenant, "ida", &[0xa1; 32], &scopes, None, 1)
         .await
         .unwrap();
     let issue = |jti: &'static str, parent: &'static [u8], tenant, expires_at| NewAccessToken {
@@ -84,7 +86,7 @@ pub(super) async fn check<D: Store>(d: &D) {
     // Revoking the parent credential ends every token issued from it.
     assert!(d.access_token("t2", 300).await.unwrap().is_some());
     assert_eq!(
-        d.revoke_agent_credentials(tenant, agent.id, 300)
+        d.revoke_agent_credentials(tenant, agent.id, &note(), 300)
             .await
             .unwrap(),
         1
@@ -185,15 +187,22 @@ async fn devices<D: Store>(d: &D, tenant: TenantId, other: TenantId) {
         agent_name: None,
         family_hash: &[0xc7; 32],
         scopes: &scopes,
+        parent: &[0xc8; 32],
     };
     assert!(
-        d.decide_device_request(other, "BCDF-GHJK", Some(&approval), "op", 31_000)
+        d.decide_device_request(other, "BCDF-GHJK", Some(&approval), &note_by("op"), 31_000)
             .await
             .unwrap()
             .is_none()
     );
     let approved = d
-        .decide_device_request(tenant, "BCDF-GHJK", Some(&approval), "operator", 31_000)
+        .decide_device_request(
+            tenant,
+            "BCDF-GHJK",
+            Some(&approval),
+            &note_by("operator"),
+            31_000,
+        )
         .await
         .unwrap()
         .expect("approved");
@@ -203,7 +212,7 @@ async fn devices<D: Store>(d: &D, tenant: TenantId, other: TenantId) {
     );
     let agent = approved.agent_id.expect("the agent it made");
     assert!(
-        d.decide_device_request(tenant, "BCDF-GHJK", None, "op", 31_000)
+        d.decide_device_request(tenant, "BCDF-GHJK", None, &note_by("op"), 31_000)
             .await
             .unwrap()
             .is_none()
@@ -235,20 +244,28 @@ async fn devices<D: Store>(d: &D, tenant: TenantId, other: TenantId) {
 
     let i2 = issue(&[0xd2; 32], "d2");
     assert!(matches!(
-        d.refresh(&[0xd1; 32], 70_000, &i2).await.unwrap(),
+        d.refresh(&[0xd1; 32], 70_000, RefreshLifetimes::DEFAULT, &i2)
+            .await
+            .unwrap(),
         Refreshed::Rotated(_)
     ));
     assert!(matches!(
-        d.refresh(&[0xee; 32], 70_000, &i2).await.unwrap(),
+        d.refresh(&[0xee; 32], 70_000, RefreshLifetimes::DEFAULT, &i2)
+            .await
+            .unwrap(),
         Refreshed::Unknown
     ));
     let i3 = issue(&[0xd3; 32], "d3");
     assert!(matches!(
-        d.refresh(&[0xd1; 32], 71_000, &i3).await.unwrap(),
+        d.refresh(&[0xd1; 32], 71_000, RefreshLifetimes::DEFAULT, &i3)
+            .await
+            .unwrap(),
         Refreshed::Reused
     ));
     assert!(matches!(
-        d.refresh(&[0xd2; 32], 72_000, &i3).await.unwrap(),
+        d.refresh(&[0xd2; 32], 72_000, RefreshLifetimes::DEFAULT, &i3)
+            .await
+            .unwrap(),
         Refreshed::Revoked
     ));
     assert!(

@@ -19,15 +19,15 @@ fn seqs(events: &[switchboard_proto::InboxEvent]) -> Vec<u64> {
 pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     let tenant = d.ensure_tenant("inbox", 0).await.expect("tenant");
     let agent = d
-        .create_agent(tenant, "reader", &[11; 32], &[], 0)
+        .create_agent(tenant, "reader", &[11; 32], &[], None, 0)
         .await
         .expect("agent");
     let other = d
-        .create_agent(tenant, "other", &[12; 32], &[], 0)
+        .create_agent(tenant, "other", &[12; 32], &[], None, 0)
         .await
         .expect("agent");
     let late = d
-        .create_agent(tenant, "late", &[13; 32], &[], 0)
+        .create_agent(tenant, "late", &[13; 32], &[], None, 0)
         .await
         .expect("agent");
     let a = agent.id;
@@ -252,7 +252,7 @@ async fn check_immediate_events_are_claimed_in_order<D: InboxDriver + Store>(
     tenant: TenantId,
 ) {
     let agent = d
-        .create_agent(tenant, "immediate", &[0xAB; 32], &[], 0)
+        .create_agent(tenant, "immediate", &[0xAB; 32], &[], None, 0)
         .await
         .expect("agent");
     // Each sent at once (available_at no later than created_at), clocks inverted.
@@ -304,7 +304,7 @@ async fn check_claim_waits_for_a_pass_returning_its_lease<D: InboxDriver + Store
         return;
     }
     let agent = d
-        .create_agent(tenant, "waits-for-the-pass", &[0xAA; 32], &[], 0)
+        .create_agent(tenant, "waits-for-the-pass", &[0xAA; 32], &[], None, 0)
         .await
         .expect("agent");
     let first = send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
@@ -345,7 +345,7 @@ async fn check_claim_waits_for_a_pass_returning_its_lease<D: InboxDriver + Store
 /// the next event first (the crash loop on PostgreSQL saw one: seq 90 after 91).
 async fn check_returned_lease_keeps_its_place<D: InboxDriver + Store>(d: &D, tenant: TenantId) {
     let agent = d
-        .create_agent(tenant, "keeps-place", &[0xA9; 32], &[], 0)
+        .create_agent(tenant, "keeps-place", &[0xA9; 32], &[], None, 0)
         .await
         .expect("agent");
     let first = send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
@@ -373,14 +373,14 @@ async fn check_claims_in_order<D: InboxDriver + Store>(d: &D, tenant: TenantId) 
         return;
     }
     let agent = d
-        .create_agent(tenant, "in-order", &[0xA7; 32], &[], 0)
+        .create_agent(tenant, "in-order", &[0xA7; 32], &[], None, 0)
         .await
         .expect("agent");
     let first = send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
     send(d, tenant, agent.id, &message_with(0, 5, 0, None), 1_000).await;
     // Another agent's claims are not held up.
     let other = d
-        .create_agent(tenant, "in-order-too", &[0xA8; 32], &[], 0)
+        .create_agent(tenant, "in-order-too", &[0xA8; 32], &[], None, 0)
         .await
         .expect("agent");
     let others = send(d, tenant, other.id, &message_with(0, 5, 0, None), 1_000).await;

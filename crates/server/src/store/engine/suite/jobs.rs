@@ -37,7 +37,7 @@ pub(super) async fn check<D: JobDriver + Store>(d: &D) {
     let tenant = d.ensure_tenant("jobs", 0).await.expect("tenant");
     let other = d.ensure_tenant("jobs-other", 0).await.expect("tenant");
     let agent = d
-        .create_agent(tenant, "j1", &[41; 32], &[], 0)
+        .create_agent(tenant, "j1", &[41; 32], &[], None, 0)
         .await
         .expect("agent");
     let mut events = Vec::new();

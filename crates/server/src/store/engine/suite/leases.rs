@@ -9,6 +9,7 @@ use std::time::Duration;
 use switchboard_proto::{LeaseId, MemoryId};
 
 fn lease(tenant: TenantId, name: &str, memory: MemoryId, holder: &str) -> NewLease {
+    let who = who(holder);
     NewLease {
         tenant,
         name: name.into(),
@@ -17,7 +18,22 @@ fn lease(tenant: TenantId, name: &str, memory: MemoryId, holder: &str) -> NewLea
         ttl_ms: 1_000,
         lock_delay_ms: 50,
         owner_client: Some("host".into()),
-        holder: holder.into(),
+        holder: who.to_string(),
+        holder_key: who.key(),
+    }
+}
+
+/// The actor `agent:<name>` (with an id of its own per name) or `operator`.
+pub(super) fn who(holder: &str) -> Actor {
+    match holder.strip_prefix("agent:") {
+        Some(name) => {
+            let n = name.bytes().fold(0u64, |h, b| h * 31 + u64::from(b)) % 1_000_000;
+            Actor::Agent {
+                id: format!("0192f0c4-0000-7000-8000-{n:012}").parse().unwrap(),
+                name: name.to_owned(),
+            }
+        }
+        None => Actor::Operator,
     }
 }
 
@@ -473,18 +489,19 @@ async fn transactions<D: LeaseDriver + Store>(d: &D, tenant: TenantId) {
         .expect("a known key passes");
     let id = first.lease_id;
     assert!(matches!(
-        d.renew_lease(tenant, id, 1, None, "agent:w2", 1).await,
+        d.renew_lease(tenant, id, 1, None, &who("agent:w2"), 1)
+            .await,
         Err(StoreError::NotHolder(_))
     ));
     let renewed = d
-        .renew_lease(tenant, id, 1, Some(5_000), "agent:w1", 500)
+        .renew_lease(tenant, id, 1, Some(5_000), &who("agent:w1"), 500)
         .await
         .expect("renew");
     assert_eq!(renewed.ttl_seconds, 5.0);
-    d.release_lease(tenant, id, 1, "agent:w1", 600)
+    d.release_lease(tenant, id, 1, &who("agent:w1"), 600)
         .await
         .unwrap();
-    d.release_lease(tenant, id, 1, "agent:w1", 600)
+    d.release_lease(tenant, id, 1, &who("agent:w1"), 600)
         .await
         .expect("releasing twice");
     // No lock delay after a clean release; the next token is above both fences.
@@ -494,7 +511,7 @@ async fn transactions<D: LeaseDriver + Store>(d: &D, tenant: TenantId) {
         .expect("acquire again");
     assert_eq!(second.fencing_token, 2);
     let forced = d
-        .force_release_lease(tenant, second.lease_id, "operator", 700)
+        .force_release_lease(tenant, second.lease_id, &super::note(), 700)
         .await
         .expect("force release");
     assert!(!forced.expired);

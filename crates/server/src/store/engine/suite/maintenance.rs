@@ -3,7 +3,7 @@
 //! before anything the other areas' checks left to expire (150 and later), and look
 //! for this area's rows among what they return.
 
-use super::{last_step, message_with, send};
+use super::{last_step, message, message_with, send};
 use crate::store::dialect::Dialect;
 use crate::store::engine::inbox::Marks;
 use crate::store::engine::maintenance::{ExpiredLease, MaintenanceDriver, ReturnedLease};
@@ -15,7 +15,7 @@ use switchboard_proto::EventStatus;
 pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
     let tenant = d.ensure_tenant("maintenance", 0).await.expect("tenant");
     let agent = d
-        .create_agent(tenant, "worker", &[21; 32], &[], 0)
+        .create_agent(tenant, "worker", &[21; 32], &[], None, 0)
         .await
         .expect("agent");
     let m = agent.id;
@@ -123,24 +123,23 @@ pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
     );
 
     // Expiry: pending events past `expires_at`.
-    let before = d.expired_events(&mut tx, 59, 1_000).await.unwrap();
+    let ids = |found: Vec<(EventId, TenantId)>| -> Vec<EventId> {
+        found.into_iter().map(|(id, _)| id).collect()
+    };
+    let before = ids(d.expired_events(&mut tx, 59, 1_000).await.unwrap());
     assert!(!before.contains(&e3) && !before.contains(&e5));
     let due = d.expired_events(&mut tx, 60, 1_000).await.unwrap();
+    assert!(
+        due.iter().all(|(_, t)| *t == tenant),
+        "each with its tenant: {due:?}"
+    );
+    let due = ids(due);
     assert!(due.contains(&e3) && due.contains(&e5), "{due:?}");
     d.expire_event(&mut tx, e3, 60).await.unwrap();
-    assert!(
-        !d.expired_events(&mut tx, 60, 1_000)
-            .await
-            .unwrap()
-            .contains(&e3)
-    );
-    assert!(d.expire_events(&mut tx, 60, 1_000).await.unwrap() >= 1);
-    assert!(
-        !d.expired_events(&mut tx, 60, 1_000)
-            .await
-            .unwrap()
-            .contains(&e5)
-    );
+    assert!(!ids(d.expired_events(&mut tx, 60, 1_000).await.unwrap()).contains(&e3));
+    let expired = d.expire_events(&mut tx, 60, 1_000).await.unwrap();
+    assert!(!expired.is_empty() && expired.iter().all(|t| *t == tenant));
+    assert!(!ids(d.expired_events(&mut tx, 60, 1_000).await.unwrap()).contains(&e5));
     d.commit(tx, &[]).await.expect("commit");
 
     // What each left, and its history step, alike on every backend.
@@ -181,6 +180,145 @@ pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
     check_retention(d, tenant).await;
     check_retention_locks_only_its_prefix(d, tenant).await;
     check_archived_retention(d, tenant).await;
+    check_retention_in_batches(d, tenant).await;
+    check_archive_outside_the_write(d, tenant).await;
+}
+
+/// `n` events of a new agent `name`, all expired (terminal) at 30.
+async fn expired_prefix<D: MaintenanceDriver + Store>(
+    d: &D,
+    tenant: TenantId,
+    name: &str,
+    key: u8,
+    n: u64,
+) -> AgentRecord {
+    let agent = d
+        .create_agent(tenant, name, &[key; 32], &[], None, 0)
+        .await
+        .expect("agent");
+    for _ in 0..n {
+        send(d, tenant, agent.id, &message_with(0, 5, 0, Some(20)), 10).await;
+    }
+    while d.reap(30).await.expect("reap").expired > 0 {}
+    agent
+}
+
+/// A long prefix without an archive goes in transactions of at most
+/// [`RETAIN_BATCH`] events (a long-offline agent's first pass never holds the writer
+/// or the agent's row for one huge delete), and all of it goes.
+async fn check_retention_in_batches<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
+    use crate::store::engine::maintenance::RETAIN_BATCH;
+    let n = 2 * u64::from(RETAIN_BATCH) + 500;
+    let agent = expired_prefix(d, tenant, "offline-long", 26, n).await;
+    let mut removed = 0;
+    let mut batches = 0;
+    // Other agents of earlier checks may have some too: count this agent's.
+    loop {
+        let stats = d.retain(1_000, 1_000, None).await.expect("retain");
+        if stats.events_removed == 0 {
+            break;
+        }
+        removed += stats.events_removed;
+        batches += stats.batches;
+    }
+    assert!(removed >= n, "all of it goes: {removed}");
+    assert!(
+        batches >= 3,
+        "{n} events in batches of at most {RETAIN_BATCH}: {batches} transactions"
+    );
+    assert!(matches!(
+        d.poll(agent.id, 0, 1).await,
+        Err(StoreError::CursorGone { oldest, .. }) if oldest == n
+    ));
+}
+
+/// An archive sink that holds each batch until the test lets it go.
+struct Held {
+    taken: tokio::sync::mpsc::UnboundedSender<Vec<crate::archive::ArchivedEvent>>,
+    go: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl ArchiveSink for Held {
+    async fn archive(&self, batch: Vec<crate::archive::ArchivedEvent>) -> Result<(), String> {
+        let _ = self.taken.send(batch);
+        self.go.acquire().await.map_err(|e| e.to_string())?.forget();
+        Ok(())
+    }
+}
+
+/// The archive is written outside retention's write transaction: while a batch is
+/// being written (held here), a send to the same agent commits (it needs the agent's
+/// row, and on SQLite the one writer) and an operator purges an event of the batch.
+/// The pass then removes only what is still exactly as the archive took it; the
+/// purged event and what follows stay for the next pass, which archives them again.
+async fn check_archive_outside_the_write<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
+    let agent = expired_prefix(d, tenant, "archived-held", 27, 6).await;
+    let (taken, mut batches) = tokio::sync::mpsc::unbounded_channel();
+    let sink = Held {
+        taken,
+        go: tokio::sync::Semaphore::new(0),
+    };
+    let pass = d.retain(1_000, 1_000, Some(&sink));
+    let meanwhile = async {
+        // Other agents' batches may come first: wait for this agent's.
+        let batch = loop {
+            let batch = batches.recv().await.expect("a batch");
+            if batch.iter().all(|e| e.event.agent_id == agent.id) {
+                break batch;
+            }
+            sink.go.add_permits(1);
+        };
+        assert_eq!(batch.len(), 6);
+        let sent = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            d.send_direct(tenant, agent.id, &Actor::Operator, &message(7), None, 40),
+        )
+        .await
+        .expect("a send commits while the archive is written")
+        .expect("send");
+        let purge = crate::store::Scope {
+            action: switchboard_proto::BulkAction::Purge,
+            ids: Some(&[batch[3].event.event_id]),
+            filter: None,
+        };
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            d.bulk(tenant, &purge, 10, &Actor::Operator, 1_000),
+        )
+        .await
+        .expect("an operator's purge commits while the archive is written")
+        .expect("purge");
+        sink.go.add_permits(1_000);
+        sent.value.event_id
+    };
+    let (stats, sent) = tokio::join!(pass, meanwhile);
+    stats.expect("retain");
+    // The pass removed 1..=3 as taken; the purged 4th had changed since it was
+    // copied, so it was copied again (as purged) with what follows before it went.
+    let ours: Vec<Vec<(u64, EventStatus)>> = std::iter::from_fn(|| batches.try_recv().ok())
+        .filter(|b| b.iter().all(|e| e.event.agent_id == agent.id))
+        .map(|b| b.iter().map(|e| (e.event.seq, e.event.status)).collect())
+        .collect();
+    assert_eq!(
+        ours,
+        [vec![
+            (4, EventStatus::Purged),
+            (5, EventStatus::Expired),
+            (6, EventStatus::Expired)
+        ]],
+        "the changed event and what follows are archived again, as they are now"
+    );
+    assert!(matches!(
+        d.poll(agent.id, 5, 1).await,
+        Err(StoreError::CursorGone { oldest: 6, .. })
+    ));
+    let left = d.poll(agent.id, 6, 10).await.expect("poll").events;
+    assert_eq!(
+        left.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        [sent],
+        "the pending send stays"
+    );
 }
 
 /// An archive sink that keeps the batches it took, or refuses them.
@@ -206,7 +344,7 @@ impl ArchiveSink for Collect {
 async fn check_archived_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
     use crate::store::engine::maintenance::ARCHIVE_BATCH;
     let agent = d
-        .create_agent(tenant, "archived", &[23; 32], &[], 0)
+        .create_agent(tenant, "archived", &[23; 32], &[], None, 0)
         .await
         .expect("agent");
     let n = u64::from(ARCHIVE_BATCH) + 1;
@@ -282,7 +420,7 @@ async fn check_archived_retention<D: MaintenanceDriver + Store>(d: &D, tenant: T
 /// prefix, the deletes and the low-water mark; idempotency records.
 async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
     let agent = d
-        .create_agent(tenant, "retained", &[22; 32], &[], 0)
+        .create_agent(tenant, "retained", &[22; 32], &[], None, 0)
         .await
         .expect("agent");
     let r = agent.id;
@@ -388,8 +526,9 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
         d.idem_begin(&key, 0, 1_000, 1_000).await.unwrap(),
         IdemBegin::Fresh
     );
-    assert_eq!(d.forget_idempotency(0).await.unwrap(), 0);
-    assert!(d.forget_idempotency(i64::MAX).await.unwrap() >= 1);
+    use crate::store::engine::trim::{IDEMPOTENCY_KEYS, trim};
+    assert_eq!(trim(d, &IDEMPOTENCY_KEYS, 1).await.unwrap(), 0);
+    assert!(trim(d, &IDEMPOTENCY_KEYS, i64::MAX).await.unwrap() >= 1);
     assert_eq!(
         d.idem_begin(&key, 0, 1_000, 1_000).await.unwrap(),
         IdemBegin::Fresh,
@@ -412,11 +551,11 @@ async fn check_retention_locks_only_its_prefix<D: MaintenanceDriver + Store>(
     }
     const DONE: u64 = 16;
     let agent = d
-        .create_agent(tenant, "retained-long", &[24; 32], &[], 0)
+        .create_agent(tenant, "retained-long", &[24; 32], &[], None, 0)
         .await
         .expect("agent");
     let bystander = d
-        .create_agent(tenant, "bystander", &[25; 32], &[], 0)
+        .create_agent(tenant, "bystander", &[25; 32], &[], None, 0)
         .await
         .expect("agent");
     let waiting = send(d, tenant, bystander.id, &message_with(0, 5, 0, None), 10).await;

@@ -18,6 +18,7 @@ mod inbox;
 mod instances;
 mod jobs;
 mod leases;
+mod lineage;
 mod maintenance;
 mod ops;
 mod records;
@@ -104,9 +105,11 @@ where
         + super::send::SendStatements
         + super::directory::DirectoryDriver
         + super::jobs::JobDriver
-        + super::inbox::InboxDriver,
+        + super::inbox::InboxDriver
+        + super::lineage::LineageStatements,
 {
     callbacks::check(d).await;
+    lineage::check(d).await;
     records::check(d).await;
     leases::check(d).await;
     idempotency::check(d).await;
@@ -157,4 +160,18 @@ async fn every_statement_on_mysql() {
     every_statement(&store).await;
     store.close().await;
     db.drop("").await;
+}
+
+/// The audit note of an operator's action in the suite.
+pub(super) fn note() -> AuditNote {
+    AuditNote::new(&Actor::Operator, "suite")
+}
+
+/// The audit note of an action by `actor` (an `Actor`'s text) in the suite.
+pub(super) fn note_by(actor: &str) -> AuditNote {
+    AuditNote {
+        actor: actor.to_owned(),
+        target: "suite".to_owned(),
+        detail: None,
+    }
 }

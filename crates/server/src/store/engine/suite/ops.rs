@@ -67,15 +67,15 @@ pub(super) async fn check<D: BulkDriver + Store>(d: &D) {
     let tenant = d.ensure_tenant("ops", 0).await.expect("tenant");
     let other = d.ensure_tenant("ops-other", 0).await.expect("tenant");
     let w1 = d
-        .create_agent(tenant, "w1", &[31; 32], &[], 0)
+        .create_agent(tenant, "w1", &[31; 32], &[], None, 0)
         .await
         .expect("agent");
     let w2 = d
-        .create_agent(tenant, "w2", &[32; 32], &[], 0)
+        .create_agent(tenant, "w2", &[32; 32], &[], None, 0)
         .await
         .expect("agent");
     let stranger = d
-        .create_agent(other, "w1", &[33; 32], &[], 0)
+        .create_agent(other, "w1", &[33; 32], &[], None, 0)
         .await
         .expect("agent");
     let plain = send(d, tenant, w1.id, "{\"n\":1}", 0, None).await;

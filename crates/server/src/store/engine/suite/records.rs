@@ -33,12 +33,12 @@ async fn seed<D: Store>(d: &D) -> Seeded {
     let tenant = d.ensure_tenant("suite", 0).await.expect("tenant");
     let other = d.ensure_tenant("other", 0).await.expect("tenant");
     let a1 = d
-        .create_agent(tenant, "w1", &[1; 32], &[], 0)
+        .create_agent(tenant, "w1", &[1; 32], &[], None, 0)
         .await
         .expect("agent")
         .id;
     let a2 = d
-        .create_agent(tenant, "w2", &[2; 32], &[], 0)
+        .create_agent(tenant, "w2", &[2; 32], &[], None, 0)
         .await
         .expect("agent")
         .id;
@@ -58,6 +58,7 @@ async fn seed<D: Store>(d: &D) -> Seeded {
                 lock_delay_ms: 0,
                 owner_client: Some("host".into()),
                 holder: "agent:w1".into(),
+                holder_key: format!("agent:{a1}"),
             },
             None,
             0,
@@ -104,8 +105,11 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
     // Whom the token went to; nobody for one never issued.
     let issued = d.issued(&mut tx, memory, t).await.unwrap().expect("issued");
     assert_eq!(
-        (issued.holder.as_str(), issued.owner_client.as_deref()),
-        ("agent:w1", Some("host"))
+        (&issued.holder, issued.owner_client.as_deref()),
+        (
+            &crate::store::engine::records::IssuedTo::Key(format!("agent:{a1}")),
+            Some("host")
+        )
     );
     assert!(d.issued(&mut tx, memory, t + 1).await.unwrap().is_none());
     // Live until its expiry, only with its own token.

@@ -14,13 +14,13 @@ pub(super) async fn check<D: SendStatements + Store>(d: &D) {
     let mut agents = Vec::new();
     for (n, name) in ["s1", "s2", "s3"].into_iter().enumerate() {
         let a = d
-            .create_agent(tenant, name, &[0x50 + n as u8; 32], &[], 0)
+            .create_agent(tenant, name, &[0x50 + n as u8; 32], &[], None, 0)
             .await
             .expect("agent");
         agents.push(a.id);
     }
     let stranger = d
-        .create_agent(other, "s1", &[20; 32], &[], 0)
+        .create_agent(other, "s1", &[20; 32], &[], None, 0)
         .await
         .expect("agent")
         .id;
@@ -138,7 +138,7 @@ pub(super) async fn check<D: SendStatements + Store>(d: &D) {
     assert!(matches!(
         d.send_room(tenant, room, &outsider, &message(5), None, 11)
             .await,
-        Err(StoreError::Forbidden(_))
+        Err(StoreError::NotFound)
     ));
     let direct = d
         .send_direct(tenant, a2, &Actor::Operator, &message(6), None, 12)

@@ -4,6 +4,7 @@
 //! tokens; a second redemption revokes that credential; expired codes are
 //! forgotten.
 
+use super::note;
 use crate::store::*;
 
 /// RFC 7636 Appendix B.
@@ -22,6 +23,7 @@ pub(super) async fn check<D: Store>(d: &D) {
         code_challenge: CHALLENGE,
         scopes: &scopes,
         granted_by: "0123456789abcdef",
+        parent_hash: &[0x5a; 32],
         created_at: 100,
         expires_at,
     };
@@ -50,7 +52,7 @@ pub(super) async fn check<D: Store>(d: &D) {
     assert!(matches!(unknown, Redeemed::Unknown), "{unknown:?}");
 
     // A wrong verifier spends the code.
-    d.insert_authorization_code(&code(&[0xc1; 32], 1_000))
+    d.insert_authorization_code(&code(&[0xc1; 32], 1_000), &note())
         .await
         .unwrap();
     let wrong = d
@@ -73,7 +75,7 @@ pub(super) async fn check<D: Store>(d: &D) {
     assert!(matches!(after, Redeemed::Reused), "{after:?}");
 
     // Expired (at its expiry).
-    d.insert_authorization_code(&code(&[0xc2; 32], 1_000))
+    d.insert_authorization_code(&code(&[0xc2; 32], 1_000), &note())
         .await
         .unwrap();
     let late = d
@@ -87,7 +89,7 @@ pub(super) async fn check<D: Store>(d: &D) {
     assert!(matches!(late, Redeemed::Expired), "{late:?}");
 
     // Redeemed: the sign-in's credential with the code's scopes, its tokens live.
-    d.insert_authorization_code(&code(&[0xc3; 32], 1_000))
+    d.insert_authorization_code(&code(&[0xc3; 32], 1_000), &note())
         .await
         .unwrap();
     let issued = d

@@ -44,7 +44,7 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
     let mut agents = Vec::new();
     for (name, n) in [("t-reader", 141), ("t-other", 142), ("t-writer", 143)] {
         agents.push(
-            d.create_agent(tenant, name, &[n; 32], &[], 0)
+            d.create_agent(tenant, name, &[n; 32], &[], None, 0)
                 .await
                 .expect("agent"),
         );
@@ -147,7 +147,7 @@ pub(super) async fn races<D: InboxDriver + Store>(d: &D) {
     use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
     let tenant = d.ensure_tenant("timeline-race", 0).await.expect("tenant");
     let agent = d
-        .create_agent(tenant, "t-racer", &[144; 32], &[], 0)
+        .create_agent(tenant, "t-racer", &[144; 32], &[], None, 0)
         .await
         .expect("agent");
     let clock = AtomicI64::new(1_000);
