@@ -12,6 +12,7 @@ mod callbacks;
 mod credentials;
 mod deletion;
 mod directory;
+mod horizons;
 mod idempotency;
 mod identity;
 mod inbox;
@@ -125,6 +126,7 @@ where
     maintenance::check(d).await;
     timeline::check(d).await;
     timeline::races(d).await;
+    horizons::check(d).await;
 }
 
 #[tokio::test]
