@@ -5,7 +5,7 @@ UPDATE leases SET holder_key = CASE
     WHEN holder = 'operator' THEN 'operator'
     ELSE COALESCE((SELECT 'agent:' || a.id FROM agents a
                    WHERE a.tenant_id = leases.tenant_id AND a.deleted_at IS NULL
-                     AND 'agent:' || a.name = leases.holder), '')
+                     AND 'agent:' || a.name = leases.holder), 'nobody')
 END;
 -- Only the records of live leases' tokens (the ones the data plane accepts): an
 -- older record keeps '' and is compared by its `holder` text, as before; it names a
@@ -14,7 +14,7 @@ UPDATE issued_tokens SET holder_key = CASE
     WHEN holder = 'operator' THEN 'operator'
     ELSE COALESCE((SELECT 'agent:' || a.id FROM agents a JOIN memories m ON m.tenant_id = a.tenant_id
                    WHERE m.id = issued_tokens.memory_id AND a.deleted_at IS NULL
-                     AND 'agent:' || a.name = issued_tokens.holder), '')
+                     AND 'agent:' || a.name = issued_tokens.holder), 'nobody')
 END
 WHERE EXISTS (SELECT 1 FROM leases l
               WHERE l.memory_id = issued_tokens.memory_id AND l.fence = issued_tokens.fence);

@@ -565,3 +565,111 @@ async fn transactions<D: LeaseDriver + Store>(d: &D, tenant: TenantId) {
     let lineage = d.lineage(tenant, m).await.unwrap();
     assert!(lineage.ancestors.is_empty() && lineage.descendants.is_empty());
 }
+
+/// A database written before holders were kept by id (migration 17) keeps its live
+/// leases through the upgrade to 18: their holder, found by name among the live
+/// agents, renews and writes as before; an agent later given a deleted holder's
+/// name does not.
+#[tokio::test]
+async fn an_upgraded_database_keeps_its_lease_holders() {
+    use crate::store::sqlite::SqliteStore;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.expect("connect");
+    let mut before = sqlx::migrate!("../../migrations/sqlite");
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version <= 17)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&pool).await.expect("the schema of migration 17");
+    let (tenant, agent, gone) = (TenantId::new(), AgentId::new(), AgentId::new());
+    let (memory, old_memory, lease, old_lease) = (
+        MemoryId::new(),
+        MemoryId::new(),
+        LeaseId::new(),
+        LeaseId::new(),
+    );
+    let statements = [
+        format!("INSERT INTO tenants (id, name, created_at) VALUES ('{tenant}', 'old', 0)"),
+        format!(
+            "INSERT INTO agents (id, tenant_id, name, created_at) VALUES \
+             ('{agent}', '{tenant}', 'holder', 0), \
+             ('{gone}', '{tenant}', 'deleted:{gone}', 0)"
+        ),
+        format!("UPDATE agents SET deleted_at = 5 WHERE id = '{gone}'"),
+        format!(
+            "INSERT INTO memories (id, tenant_id, fence, created_at) VALUES \
+             ('{memory}', '{tenant}', 1, 0), ('{old_memory}', '{tenant}', 1, 0)"
+        ),
+        format!("INSERT INTO name_fences (skeleton, fence) VALUES ('writer', 1), ('zombie', 1)"),
+        format!(
+            "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
+             ttl_ms, lock_delay_ms, acquired_at, expires_at) VALUES \
+             ('{lease}', '{tenant}', 'writer', 'writer', '{memory}', 1, 'agent:holder', \
+              100000, 0, 0, 100000), \
+             ('{old_lease}', '{tenant}', 'zombie', 'zombie', '{old_memory}', 1, \
+              'agent:ghost', 100000, 0, 0, 100000)"
+        ),
+        format!(
+            "INSERT INTO issued_tokens (memory_id, fence, lease_id, holder, issued_at) VALUES \
+             ('{memory}', 1, '{lease}', 'agent:holder', 0), \
+             ('{old_memory}', 1, '{old_lease}', 'agent:ghost', 0)"
+        ),
+    ];
+    for statement in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+            .expect("old rows");
+    }
+    pool.close().await;
+
+    let d = SqliteStore::open(&url, "normal", crate::hooks::Hooks::default())
+        .await
+        .expect("open and upgrade");
+    let holder = Actor::Agent {
+        id: agent,
+        name: "holder".into(),
+    };
+    d.renew_lease(tenant, lease, 1, None, &holder, 10)
+        .await
+        .expect("the holder renews after the upgrade");
+    let put = RecordCall {
+        tenant,
+        memory,
+        key: "plan",
+        token: 1,
+        who: &holder,
+        op: RecordOp::Put {
+            value: "1".into(),
+            if_match: None,
+            if_none_match: false,
+        },
+    };
+    d.record(&put, 11).await.expect("and writes");
+    // `agent:ghost` was deleted before the upgrade (no live agent of that name):
+    // its lease has no key, and a new agent named ghost is not its holder.
+    let ghost = d
+        .create_agent(tenant, "ghost", &[0x77; 32], &[], None, 12)
+        .await
+        .expect("a new ghost");
+    let namesake = ghost.actor();
+    assert!(matches!(
+        d.renew_lease(tenant, old_lease, 1, None, &namesake, 13)
+            .await,
+        Err(StoreError::NotHolder(_))
+    ));
+    let write = RecordCall {
+        memory: old_memory,
+        who: &namesake,
+        ..put.clone()
+    };
+    assert!(
+        matches!(d.record(&write, 14).await, Err(StoreError::NotHolder(_))),
+        "nor does it write the old holder's memory"
+    );
+    d.close().await;
+}
