@@ -8,7 +8,7 @@
 //! start at zero with it), cheap to lose at restart, and never written on the hot path.
 
 use crate::clock::{Millis, to_timestamp};
-use crate::metrics::Counters;
+use crate::metrics::{Counters, TenantSample};
 use crate::store::DepthRow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -36,13 +36,6 @@ impl Tick {
     fn of(&self, tenant: TenantId) -> Sampled {
         self.tenants.get(&tenant).cloned().unwrap_or_default()
     }
-}
-
-/// One tenant's counters and delivery-latency buckets at a sample.
-pub struct TenantSample {
-    pub tenant: TenantId,
-    pub counters: Counters,
-    pub latency: Vec<(f64, u64)>,
 }
 
 pub struct History {

@@ -381,10 +381,10 @@ impl Metrics {
     }
 
     /// Every tenant's counters and delivery-latency buckets (the sample history).
-    pub fn samples(&self) -> Vec<crate::history::TenantSample> {
+    pub fn samples(&self) -> Vec<TenantSample> {
         self.all()
             .into_iter()
-            .map(|(tenant, m)| crate::history::TenantSample {
+            .map(|(tenant, m)| TenantSample {
                 tenant,
                 counters: m.counters(),
                 latency: m.latency_buckets(),
@@ -588,6 +588,13 @@ fn depth(scrape: &Scrape<'_>) -> Series<DepthLabels, Gauge> {
         }
     }
     Series(series)
+}
+
+/// One tenant's counters and delivery-latency buckets at a sample.
+pub struct TenantSample {
+    pub tenant: TenantId,
+    pub counters: Counters,
+    pub latency: Vec<(f64, u64)>,
 }
 
 /// The server counters behind the overview's per-minute tiles.

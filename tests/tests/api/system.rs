@@ -812,6 +812,11 @@ async fn a_tenants_counters_latency_and_history_are_its_own() {
     }
 }
 
+/// The tasks that failed in a worker pass.
+fn failed(report: &switchboard_tests::server::TickReport) -> Vec<&'static str> {
+    report.failures.iter().map(|(task, _)| *task).collect()
+}
+
 /// One failing background task is logged, counted in the admin's metrics and run
 /// again at the next pass, and never keeps the pass's other tasks from running: here
 /// retention fails (a hook, as a database error would) while the scavenger, the
@@ -863,15 +868,7 @@ async fn a_failing_background_task_does_not_stop_the_others() {
     };
     let before = failures(&metrics(&server).await);
     let report = server.tick_report().await;
-    assert_eq!(
-        report
-            .failures
-            .iter()
-            .map(|(task, _)| *task)
-            .collect::<Vec<_>>(),
-        ["retention"],
-        "{report:?}"
-    );
+    assert_eq!(failed(&report), ["retention"], "{report:?}");
     assert_eq!(report.reap.lease_expirations, 1, "the scavenger ran first");
     assert_eq!(report.retention.events_removed, 0);
     assert_eq!(
@@ -931,15 +928,7 @@ async fn a_database_failure_of_one_task_leaves_the_others_running() {
     .unwrap_or(0.0);
     for pass in 1..=2 {
         let report = server.tick_report().await;
-        assert_eq!(
-            report
-                .failures
-                .iter()
-                .map(|(task, _)| *task)
-                .collect::<Vec<_>>(),
-            ["callback_attempts"],
-            "{report:?}"
-        );
+        assert_eq!(failed(&report), ["callback_attempts"], "{report:?}");
         if pass == 1 {
             assert_eq!(report.reap.lease_expirations, 1);
         }

@@ -326,32 +326,7 @@ pub(crate) fn client_addr(parts: &Parts, state: &AppState) -> Option<std::net::I
         .extensions
         .get::<axum::extract::ConnectInfo<super::PeerAddr>>()
         .map(|c| c.0.0.ip())?;
-    forwarded_client(peer, &parts.headers, &state.config.trusted_proxies)
-}
-
-/// See [`client_addr`].
-pub(crate) fn forwarded_client(
-    peer: std::net::IpAddr,
-    headers: &axum::http::HeaderMap,
-    trusted: &[ipnet::IpNet],
-) -> Option<std::net::IpAddr> {
-    let is_trusted = |ip: &std::net::IpAddr| trusted.iter().any(|net| net.contains(ip));
-    if !is_trusted(&peer) {
-        return Some(peer);
-    }
-    let hops: Vec<std::net::IpAddr> = headers
-        .get_all("x-forwarded-for")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|hop| hop.trim().parse().ok())
-        .collect();
-    Some(
-        hops.into_iter()
-            .rev()
-            .find(|ip| !is_trusted(ip))
-            .unwrap_or(peer),
-    )
+    super::notes::forwarded_client(peer, &parts.headers, &state.config.trusted_proxies)
 }
 
 /// The live static token with this hash, read through the token cache.

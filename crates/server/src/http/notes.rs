@@ -55,9 +55,7 @@ pub(super) async fn layer(State(state): State<AppState>, mut req: Request, next:
     let client = req
         .extensions()
         .get::<axum::extract::ConnectInfo<super::PeerAddr>>()
-        .and_then(|c| {
-            super::auth::forwarded_client(c.0.0.ip(), req.headers(), &state.config.trusted_proxies)
-        });
+        .and_then(|c| forwarded_client(c.0.0.ip(), req.headers(), &state.config.trusted_proxies));
     let notes = Notes(Arc::new(Inner {
         client,
         ..Inner::default()
@@ -83,4 +81,32 @@ pub(super) async fn layer(State(state): State<AppState>, mut req: Request, next:
         }
     }
     response
+}
+
+/// The client's address: the TCP peer's, or, when the peer is one of the
+/// configured trusted proxies (`--trusted-proxy`), the right-most address of
+/// `X-Forwarded-For` that is not a trusted proxy. Never the header of an untrusted
+/// peer: anyone can write it.
+pub(crate) fn forwarded_client(
+    peer: std::net::IpAddr,
+    headers: &axum::http::HeaderMap,
+    trusted: &[ipnet::IpNet],
+) -> Option<std::net::IpAddr> {
+    let is_trusted = |ip: &std::net::IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return Some(peer);
+    }
+    let hops: Vec<std::net::IpAddr> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|hop| hop.trim().parse().ok())
+        .collect();
+    Some(
+        hops.into_iter()
+            .rev()
+            .find(|ip| !is_trusted(ip))
+            .unwrap_or(peer),
+    )
 }

@@ -415,6 +415,27 @@ impl Refusal {
     }
 }
 
+/// Whom a fencing token went to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IssuedTo {
+    /// [`Actor::key`]: an agent by its id.
+    Key(String),
+    /// An `Actor`'s text (`agent:<name>`): a record made before keys were kept,
+    /// whose token is stale by now (migration 0018 / 0010 / 0009 gave the live
+    /// leases' records their keys).
+    Text(String),
+}
+
+impl IssuedTo {
+    /// Whether `who` is the one it names.
+    pub(crate) fn is(&self, who: &Actor) -> bool {
+        match self {
+            Self::Key(key) => *key == who.key(),
+            Self::Text(text) => *text == who.to_string(),
+        }
+    }
+}
+
 /// The data plane is bound to the lease holder (I7): a token counts only for the
 /// principal it was issued to (`issued_to`, from `issued_tokens`). Anyone else gets
 /// one refusal, the same whether the memory is leased or not, whether the token is
@@ -423,7 +444,7 @@ impl Refusal {
 pub(crate) fn holder_refusal(
     memory: MemoryId,
     token: u64,
-    issued_to: Option<&crate::store::engine::records::IssuedTo>,
+    issued_to: Option<&IssuedTo>,
     who: &crate::store::Actor,
 ) -> Option<Refusal> {
     if issued_to.is_some_and(|to| to.is(who)) {

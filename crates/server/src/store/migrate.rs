@@ -44,6 +44,17 @@ pub(crate) struct OpenOptions {
     pub(crate) background_steps: bool,
 }
 
+impl OpenOptions {
+    /// What a serving instance opens with: `statement_timeout` on every pooled
+    /// session, the steps in the background.
+    pub(crate) fn serving(statement_timeout: Duration) -> Self {
+        Self {
+            statement_timeout,
+            background_steps: true,
+        }
+    }
+}
+
 /// How long a starting instance waits for another one's migrations before it gives
 /// up. Generous: a schema migration on a big database may take minutes.
 pub(crate) const LOCK_DEADLINE: Duration = Duration::from_secs(30 * 60);

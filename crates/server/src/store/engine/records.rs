@@ -25,27 +25,6 @@ pub(crate) struct Issued {
     pub(crate) owner_client: Option<String>,
 }
 
-/// Whom a fencing token went to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum IssuedTo {
-    /// [`Actor::key`]: an agent by its id.
-    Key(String),
-    /// An `Actor`'s text (`agent:<name>`): a record made before keys were kept,
-    /// whose token is stale by now (migration 0018 / 0010 / 0009 gave the live
-    /// leases' records their keys).
-    Text(String),
-}
-
-impl IssuedTo {
-    /// Whether `who` is the one it names.
-    pub(crate) fn is(&self, who: &Actor) -> bool {
-        match self {
-            Self::Key(key) => *key == who.key(),
-            Self::Text(text) => *text == who.to_string(),
-        }
-    }
-}
-
 /// A refused call, as `fencing_rejections` keeps it.
 pub(crate) struct Rejection<'a> {
     pub(crate) tenant: TenantId,

@@ -76,10 +76,7 @@ impl MySqlStore {
     /// at once: migrations run under a named lock, which a second instance waits
     /// for ([`migrate`]); then the batched steps they left run in the background.
     pub async fn open(url: &str, max_connections: u32, hooks: Hooks) -> StoreResult<Self> {
-        let options = OpenOptions {
-            statement_timeout: STATEMENT_TIMEOUT,
-            background_steps: true,
-        };
+        let options = OpenOptions::serving(STATEMENT_TIMEOUT);
         Self::open_with(url, max_connections, hooks, options).await
     }
 

@@ -41,8 +41,8 @@ macro_rules! record_statements {
                 Ok(row.map(|(key, holder, owner_client)| {
                     $crate::store::engine::records::Issued {
                         holder: match key.is_empty() {
-                            true => $crate::store::engine::records::IssuedTo::Text(holder),
-                            false => $crate::store::engine::records::IssuedTo::Key(key),
+                            true => $crate::store::lease_rules::IssuedTo::Text(holder),
+                            false => $crate::store::lease_rules::IssuedTo::Key(key),
                         },
                         owner_client,
                     }

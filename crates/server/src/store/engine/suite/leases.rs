@@ -573,18 +573,6 @@ async fn transactions<D: LeaseDriver + Store>(d: &D, tenant: TenantId) {
 #[tokio::test]
 async fn an_upgraded_database_keeps_its_lease_holders() {
     use crate::store::sqlite::SqliteStore;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.expect("connect");
-    let mut before = sqlx::migrate!("../../migrations/sqlite");
-    before.migrations = before
-        .migrations
-        .iter()
-        .filter(|m| m.version <= 17)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    before.run(&pool).await.expect("the schema of migration 17");
     let (tenant, agent, gone) = (TenantId::new(), AgentId::new(), AgentId::new());
     let (memory, old_memory, lease, old_lease) = (
         MemoryId::new(),
@@ -604,7 +592,7 @@ async fn an_upgraded_database_keeps_its_lease_holders() {
             "INSERT INTO memories (id, tenant_id, fence, created_at) VALUES \
              ('{memory}', '{tenant}', 1, 0), ('{old_memory}', '{tenant}', 1, 0)"
         ),
-        format!("INSERT INTO name_fences (skeleton, fence) VALUES ('writer', 1), ('zombie', 1)"),
+        "INSERT INTO name_fences (skeleton, fence) VALUES ('writer', 1), ('zombie', 1)".to_owned(),
         format!(
             "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
              ttl_ms, lock_delay_ms, acquired_at, expires_at) VALUES \
@@ -619,13 +607,7 @@ async fn an_upgraded_database_keeps_its_lease_holders() {
              ('{old_memory}', 1, '{old_lease}', 'agent:ghost', 0)"
         ),
     ];
-    for statement in statements {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
-            .execute(&pool)
-            .await
-            .expect("old rows");
-    }
-    pool.close().await;
+    let (_dir, url) = super::old_sqlite_database(17, &statements).await;
 
     let d = SqliteStore::open(&url, "normal", crate::hooks::Hooks::default())
         .await

@@ -177,3 +177,32 @@ pub(super) fn note_by(actor: &str) -> AuditNote {
         detail: None,
     }
 }
+
+/// A SQLite database of the schema of migration `version` and the rows of
+/// `statements` (an upgrade test then opens it, migrating to the newest): its
+/// directory (kept while the test runs) and URL.
+pub(super) async fn old_sqlite_database(
+    version: i64,
+    statements: &[String],
+) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.expect("connect");
+    let mut before = sqlx::migrate!("../../migrations/sqlite");
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version <= version)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&pool).await.expect("the old schema");
+    for statement in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone()))
+            .execute(&pool)
+            .await
+            .expect("old rows");
+    }
+    pool.close().await;
+    (dir, url)
+}

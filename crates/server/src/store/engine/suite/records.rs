@@ -107,7 +107,7 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
     assert_eq!(
         (&issued.holder, issued.owner_client.as_deref()),
         (
-            &crate::store::engine::records::IssuedTo::Key(format!("agent:{a1}")),
+            &crate::store::lease_rules::IssuedTo::Key(format!("agent:{a1}")),
             Some("host")
         )
     );

@@ -245,18 +245,6 @@ pub(super) async fn races<D: InboxDriver + Store>(d: &D) {
 #[tokio::test]
 async fn an_upgraded_database_keeps_its_timelines() {
     use crate::store::sqlite::SqliteStore;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.expect("connect");
-    let mut before = sqlx::migrate!("../../migrations/sqlite");
-    before.migrations = before
-        .migrations
-        .iter()
-        .filter(|m| m.version <= 16)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    before.run(&pool).await.expect("the schema of migration 16");
     let (tenant, agent) = (TenantId::new(), AgentId::new());
     let (done, held, token) = (EventId::new(), EventId::new(), ClaimToken::new());
     let statements = [
@@ -285,13 +273,7 @@ async fn an_upgraded_database_keeps_its_timelines() {
              ('{held}', 50, 'claimed', 'agent:old-bot', 'attempt 1 of 5')"
         ),
     ];
-    for statement in statements {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
-            .execute(&pool)
-            .await
-            .expect("old rows");
-    }
-    pool.close().await;
+    let (_dir, url) = super::old_sqlite_database(16, &statements).await;
 
     let d = SqliteStore::open(&url, "normal", crate::hooks::Hooks::default())
         .await
