@@ -65,7 +65,7 @@ pub struct TestServer {
     pub database_url: String,
     /// `None` only while an outage holds the server down.
     workers: Option<Workers>,
-    deliverer: Option<switchboard_server::webhooks::deliver::Deliverer>,
+    deliverer: Option<switchboard_server::workers::deliverer::Deliverer>,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
@@ -346,7 +346,7 @@ impl TestServer {
 
     /// One pass of the background workers (scavenger, expiry, retention).
     /// One pass of the webhook delivery worker, waiting for its deliveries.
-    pub async fn deliver(&self) -> Vec<switchboard_server::webhooks::deliver::Delivered> {
+    pub async fn deliver(&self) -> Vec<switchboard_server::workers::deliverer::Delivered> {
         self.deliverer
             .as_ref()
             .expect("the server is up")

@@ -104,3 +104,32 @@ impl Call {
         self
     }
 }
+
+/// A server's base URL: http or https, no query or fragment, no trailing slash.
+pub(crate) fn parse_base_url(base_url: &str) -> Result<Url, Error> {
+    let mut url =
+        Url::parse(base_url).map_err(|e| Error::InvalidUrl(format!("{base_url}: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(Error::InvalidUrl(format!(
+            "{base_url}: scheme must be http or https"
+        )));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(Error::InvalidUrl(format!(
+            "{base_url}: must not have a query or fragment"
+        )));
+    }
+    url.path_segments_mut()
+        .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
+        .pop_if_empty();
+    Ok(url)
+}
+
+/// The `Authorization` header of `token`, marked sensitive (never logged).
+pub(crate) fn bearer(token: &crate::token::Token) -> Result<HeaderValue, Error> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
+        Error::InvalidInput("the token has characters an HTTP header cannot carry".into())
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}

@@ -241,7 +241,7 @@ impl Session {
             self.store.save(&Token::from(next.as_str()))?;
         }
         drop(guard);
-        let header = crate::client::bearer(&Token::from(tokens.access_token))?;
+        let header = crate::call::bearer(&Token::from(tokens.access_token))?;
         let generation = stale.map_or(1, |g| g + 1);
         let current = Current {
             header: header.clone(),
@@ -285,7 +285,7 @@ impl DeviceLogin {
         agent: &str,
         tenant: Option<&str>,
     ) -> Result<Self, Error> {
-        let root = crate::client::parse_base_url(server)?;
+        let root = crate::call::parse_base_url(server)?;
         let url = root
             .join("oauth/device_authorization")
             .map_err(|e| Error::InvalidUrl(e.to_string()))?;
@@ -379,7 +379,7 @@ impl std::fmt::Debug for DeviceLogin {
 
 /// Revokes `token` (a refresh token ends its whole login) at `server` (RFC 7009).
 pub async fn revoke(http: &reqwest::Client, server: &str, token: &Token) -> Result<(), Error> {
-    let root = crate::client::parse_base_url(server)?;
+    let root = crate::call::parse_base_url(server)?;
     let url = root
         .join("oauth/revoke")
         .map_err(|e| Error::InvalidUrl(e.to_string()))?;

@@ -100,7 +100,7 @@ impl SignIn {
     /// the consent page), asking for `scope` (space-separated; the server's
     /// default, `ops:read ops:write`, when `None`).
     pub async fn start(server: &str, client_id: &str, scope: Option<&str>) -> Result<Self, Error> {
-        let root = crate::client::parse_base_url(server)?;
+        let root = crate::call::parse_base_url(server)?;
         let join = |path: &str| {
             root.join(path)
                 .map_err(|e| Error::InvalidUrl(e.to_string()))

@@ -3,7 +3,6 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::hooks::Hooks;
-pub use crate::http::rate_limit::RateLimit;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -363,5 +362,45 @@ mod tests {
                 "{debug}"
             );
         }
+    }
+}
+
+/// One token bucket's shape: `per_second` tokens flow in, up to `burst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Sustained requests per second (fractions allowed: 0.5 is one per 2 s); 0
+    /// turns the limit off.
+    pub per_second: f64,
+    /// Requests allowed at once on a full bucket (at least 1).
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// No limit.
+    pub const OFF: Self = Self {
+        per_second: 0.0,
+        burst: 0,
+    };
+
+    /// Whether this limit is enforced.
+    pub fn is_on(&self) -> bool {
+        self.per_second > 0.0 && self.burst > 0
+    }
+
+    /// Checks the bounds of a configured limit; the message says how to fix it.
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        if !self.per_second.is_finite() || self.per_second < 0.0 || self.per_second > 1e6 {
+            return Err(format!(
+                "{what}_per_second must be between 0 (off) and 1000000, got {}",
+                self.per_second
+            ));
+        }
+        if self.per_second > 0.0 && !(1..=1_000_000).contains(&self.burst) {
+            return Err(format!(
+                "{what}_burst must be between 1 and 1000000, got {}",
+                self.burst
+            ));
+        }
+        Ok(())
     }
 }

@@ -4,9 +4,9 @@
 //! configured address and Ctrl-C, the desktop shell port 0 and its exit signal, tests
 //! port 0 and a future they resolve.
 
+pub mod access;
 pub mod app;
 pub mod archive;
-pub mod clock;
 pub mod config;
 pub mod doctor;
 pub mod embed;
@@ -15,15 +15,18 @@ pub mod history;
 pub mod hooks;
 pub mod http;
 pub mod hub;
-mod job_runner;
 pub mod metrics;
 pub mod names_import;
 pub mod oauth;
+pub mod sealing;
 mod server;
-pub mod store;
 pub mod tls;
 pub mod webhooks;
 pub mod workers;
+
+/// The store: its own crate below this one (`crates/store`).
+pub use switchboard_store as store;
+pub use switchboard_store::clock;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::Config;

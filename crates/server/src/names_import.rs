@@ -5,23 +5,12 @@
 //! of its input and of the skeletons already taken, so a dry run reports exactly
 //! what the real run does.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+pub use crate::store::{Planned, Taken};
+use std::collections::{BTreeMap, HashSet};
 use switchboard_proto::{ImportReport, ImportedName, LegacyName, RejectedName};
-
-/// A name to insert: canonical form, skeleton, original, creation time (ms).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Planned {
-    pub name: String,
-    pub skeleton: String,
-    pub original: String,
-    pub created_at: i64,
-}
 
 /// Suffixes tried per name before it is reported as rejected.
 const MAX_SUFFIX: u32 = 1000;
-
-/// Registered names by skeleton: (name, original).
-pub type Taken = HashMap<String, (String, String)>;
 
 /// `taken`: what the registry already holds. A name registered before from the same
 /// original is reported as `already_registered`, so running an import twice

@@ -9,8 +9,6 @@ use crate::http::auth::{admin_scopes, generate_token, hash_token};
 use crate::http::router;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
-use crate::store::mysql::MySqlStore;
-use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{Store, StoreError};
 use crate::workers::Workers;
@@ -35,6 +33,11 @@ pub enum StartError {
          or mysql://USER:PASSWORD@HOST/DATABASE"
     )]
     UnsupportedUrl(String),
+    #[error(
+        "this build has no {0} driver (the desktop app embeds SQLite only): serve this \
+         database with the `switchboard serve` of the CLI, or use sqlite://PATH"
+    )]
+    BackendNotBuilt(&'static str),
     #[error("webhooks: {0}")]
     Webhooks(String),
 }
@@ -60,19 +63,37 @@ impl Server {
                 })?;
             }
             let store =
-                SqliteStore::open(&url, &config.sqlite_synchronous, config.hooks.clone()).await?;
+                SqliteStore::open(&url, &config.sqlite_synchronous, config.hooks.store()).await?;
             store.set_group_commit(config.sqlite_group_commit);
             Arc::new(store)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Arc::new(
-                PgStore::open(&url, config.database_max_connections, config.hooks.clone()).await?,
-            )
+            #[cfg(feature = "postgres")]
+            let store = Arc::new(
+                crate::store::postgres::PgStore::open(
+                    &url,
+                    config.database_max_connections,
+                    config.hooks.store(),
+                )
+                .await?,
+            );
+            #[cfg(not(feature = "postgres"))]
+            return Err(StartError::BackendNotBuilt("PostgreSQL"));
+            #[cfg(feature = "postgres")]
+            store
         } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-            let url = url.replacen("mariadb://", "mysql://", 1);
-            Arc::new(
-                MySqlStore::open(&url, config.database_max_connections, config.hooks.clone())
-                    .await?,
-            )
+            #[cfg(feature = "mysql")]
+            let store = Arc::new(
+                crate::store::mysql::MySqlStore::open(
+                    &url.replacen("mariadb://", "mysql://", 1),
+                    config.database_max_connections,
+                    config.hooks.store(),
+                )
+                .await?,
+            );
+            #[cfg(not(feature = "mysql"))]
+            return Err(StartError::BackendNotBuilt("MariaDB / MySQL"));
+            #[cfg(feature = "mysql")]
+            store
         } else {
             return Err(StartError::UnsupportedUrl(crate::config::redact_url(&url)));
         };
@@ -143,7 +164,7 @@ impl Server {
             tasks: tokio_util::task::TaskTracker::new(),
             lookups: crate::app::lookups::Lookups::new(config.clock.clone()),
             signing,
-            limiter: crate::http::rate_limit::Limiter::new(
+            limiter: crate::access::rate_limit::Limiter::new(
                 config.rate_limit,
                 config.tenant_rate_limit,
                 config.clock.clone(),
@@ -187,8 +208,8 @@ impl Server {
     }
 
     /// The webhook delivery worker, for tests that drive it with a manual clock.
-    pub fn deliverer(&self) -> crate::webhooks::deliver::Deliverer {
-        crate::webhooks::deliver::Deliverer::new(self.state.clone())
+    pub fn deliverer(&self) -> crate::workers::deliverer::Deliverer {
+        crate::workers::deliverer::Deliverer::new(self.state.clone())
     }
 
     /// Serves until `shutdown` resolves, then closes SSE streams, lets in-flight
@@ -207,37 +228,10 @@ impl Server {
         let state = self.state.clone();
         crate::webhooks::check_listen(&state.webhooks.config, listener.local_addr()?)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        let workers = tokio::spawn(self.workers().run());
-        let beats = tokio::spawn(self.workers().beat());
-        let deliverer = tokio::spawn({
-            let deliverer = self.deliverer();
-            let background = state.webhooks.config.deliver_in_background;
-            async move {
-                if background {
-                    deliverer.run().await;
-                }
-            }
-        });
-        // Wake-ups committed on other instances sharing the database.
-        let remote = tokio::spawn({
-            let store = state.store.clone();
-            let remote = state.hub.remote_feed();
-            let stop = state.shutdown.clone();
-            async move { store.listen(remote, stop).await }
-        });
-        // Idle rate-limit buckets (full again) are dropped once a minute.
-        let limits = tokio::spawn({
-            let state = state.clone();
-            async move {
-                let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
-                loop {
-                    tokio::select! {
-                        _ = state.shutdown.cancelled() => break,
-                        _ = every.tick() => state.limiter.forget_idle(),
-                    }
-                }
-            }
-        });
+        // The background rooms (scavenger, retention, jobs, expiry, sampler, beat,
+        // deliverer, other instances' wake-ups, idle rate-limit buckets), each
+        // supervised; they end with `state.shutdown`.
+        let rooms = crate::workers::start(&state);
         let cancel = state.shutdown.clone();
         // The peer's address reaches handlers as `ConnectInfo` (device logins show
         // operators where a request came from).
@@ -252,11 +246,7 @@ impl Server {
             })
             .await;
         state.shutdown.cancel();
-        let _ = workers.await;
-        let _ = beats.await;
-        let _ = deliverer.await;
-        let _ = remote.await;
-        let _ = limits.await;
+        rooms.stopped().await;
         // Bulk jobs see the cancel, record where they stopped, and end.
         state.tasks.close();
         state.tasks.wait().await;

@@ -18,8 +18,7 @@ use crate::oauth::{get_with, oauth_error, part, post_form};
 use crate::support::{Reply, call};
 
 /// The shared PKCE vector (RFC 7636 Appendix B), as the server's unit test reads it.
-const VECTORS: &str =
-    include_str!("../../../crates/server/src/oauth/vectors/oauth_pkce_device_flow.json");
+const VECTORS: &str = include_str!("../../../crates/store/src/vectors/oauth_pkce_device_flow.json");
 const REDIRECT: &str = "http://127.0.0.1:49152/callback";
 const CLIENT: &str = "switchboard-desktop";
 

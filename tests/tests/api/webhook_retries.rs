@@ -10,7 +10,7 @@ use std::time::Duration;
 use switchboard_tests::receiver::{Answer, Receiver};
 use switchboard_tests::sdk::proto::{ClaimRequest, EventStatus, SendMessage};
 use switchboard_tests::sdk::reqwest::Method;
-use switchboard_tests::server::webhooks::deliver::Delivered;
+use switchboard_tests::server::workers::deliverer::Delivered;
 use switchboard_tests::{Options, TestServer, key};
 
 fn with_schedule(receiver: &Receiver, schedule: &[u64], disable_after_s: u64) -> Options {

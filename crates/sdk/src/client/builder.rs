@@ -9,6 +9,7 @@ use reqwest::Url;
 use reqwest::header::HeaderValue;
 
 use super::{Client, Inner};
+use crate::call::{bearer, parse_base_url};
 use crate::retry::{RetryPolicy, RetryQuota};
 use crate::{Error, Token};
 
@@ -137,31 +138,4 @@ impl ClientBuilder {
             }),
         })
     }
-}
-
-pub(crate) fn parse_base_url(base_url: &str) -> Result<Url, Error> {
-    let mut url =
-        Url::parse(base_url).map_err(|e| Error::InvalidUrl(format!("{base_url}: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(Error::InvalidUrl(format!(
-            "{base_url}: scheme must be http or https"
-        )));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(Error::InvalidUrl(format!(
-            "{base_url}: must not have a query or fragment"
-        )));
-    }
-    url.path_segments_mut()
-        .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
-        .pop_if_empty();
-    Ok(url)
-}
-
-pub(crate) fn bearer(token: &Token) -> Result<HeaderValue, Error> {
-    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
-        Error::InvalidInput("the token has characters an HTTP header cannot carry".into())
-    })?;
-    value.set_sensitive(true);
-    Ok(value)
 }

@@ -27,8 +27,8 @@ use crate::settings::RemoteSettings;
 use crate::{Error, Token};
 
 mod builder;
+pub(crate) use crate::call::bearer;
 pub use builder::ClientBuilder;
-pub(crate) use builder::{bearer, parse_base_url};
 
 /// Request header carrying the idempotency key of a business write (invariant I8).
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";

@@ -37,7 +37,7 @@ pub struct StateInner {
     /// The keys that sign access tokens (`oauth/keys.rs`).
     pub signing: crate::oauth::keys::SigningKeys,
     /// The rate-limit buckets of this instance (`http/rate_limit.rs`).
-    pub limiter: crate::http::rate_limit::Limiter,
+    pub limiter: crate::access::rate_limit::Limiter,
     /// The idempotency keys this process is running a request for.
     pub(crate) running: running::Running,
     /// Webhook callbacks: the key, the guarded client, the rules.

@@ -1,5 +1,5 @@
 use super::*;
-use switchboard_proto::{EventId, EventStatus, Sender};
+use switchboard_proto::{EventId, EventStatus, HistoryEntry, InboxEvent, Sender};
 use time::macros::datetime;
 
 fn event(

@@ -2,6 +2,12 @@
 //! SQLite's settings and lock, PostgreSQL's and MariaDB's version, connections,
 //! autovacuum, binary log and clock.
 
+// Without a networked driver (the desktop app's build) their checks are left out.
+#![cfg_attr(
+    not(all(feature = "postgres", feature = "mysql")),
+    allow(unused_imports, unused_variables, dead_code)
+)]
+
 use super::{Finding, Thresholds};
 use crate::clock::Clock;
 use crate::config::{Config, redact_url};
@@ -17,7 +23,8 @@ pub(super) async fn check(config: &Config, thresholds: &Thresholds) -> Vec<Findi
     if url.starts_with("sqlite:") {
         sqlite(config, &shown).await
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        match sqlx::PgConnection::connect(url).await {
+        #[cfg(feature = "postgres")]
+        return match sqlx::PgConnection::connect(url).await {
             Ok(mut conn) => {
                 let mut found = vec![Finding::ok("database", format!("{shown} is reachable"))];
                 found.extend(postgres(&mut conn, config, config.clock.as_ref(), thresholds).await);
@@ -25,10 +32,14 @@ pub(super) async fn check(config: &Config, thresholds: &Thresholds) -> Vec<Findi
                 found
             }
             Err(e) => vec![unreachable(&shown, &e)],
-        }
+        };
+        #[cfg(not(feature = "postgres"))]
+        vec![not_built(&shown, "PostgreSQL")]
     } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-        let url = url.replacen("mariadb://", "mysql://", 1);
-        match sqlx::MySqlConnection::connect(&url).await {
+        #[cfg(feature = "mysql")]
+        return match sqlx::MySqlConnection::connect(&url.replacen("mariadb://", "mysql://", 1))
+            .await
+        {
             Ok(mut conn) => {
                 let mut found = vec![Finding::ok("database", format!("{shown} is reachable"))];
                 found.extend(mysql(&mut conn, config, config.clock.as_ref(), thresholds).await);
@@ -36,7 +47,9 @@ pub(super) async fn check(config: &Config, thresholds: &Thresholds) -> Vec<Findi
                 found
             }
             Err(e) => vec![unreachable(&shown, &e)],
-        }
+        };
+        #[cfg(not(feature = "mysql"))]
+        vec![not_built(&shown, "MariaDB / MySQL")]
     } else {
         vec![Finding::error(
             "database",
@@ -44,6 +57,16 @@ pub(super) async fn check(config: &Config, thresholds: &Thresholds) -> Vec<Findi
             "use sqlite://PATH, postgres://USER:PASSWORD@HOST/DB or mysql://USER:PASSWORD@HOST/DB",
         )]
     }
+}
+
+/// A database this build cannot open (the desktop app embeds SQLite only).
+#[cfg(not(all(feature = "postgres", feature = "mysql")))]
+fn not_built(shown: &str, backend: &str) -> Finding {
+    Finding::error(
+        "database",
+        format!("{shown}: this build has no {backend} driver"),
+        "run `switchboard doctor` of the CLI, which has every driver",
+    )
 }
 
 fn unreachable(shown: &str, e: &sqlx::Error) -> Finding {
@@ -315,6 +338,7 @@ pub(super) fn skew(
     }
 }
 
+#[cfg(feature = "postgres")]
 async fn postgres(
     conn: &mut sqlx::PgConnection,
     config: &Config,
@@ -406,6 +430,7 @@ async fn postgres(
     found
 }
 
+#[cfg(feature = "mysql")]
 pub(super) async fn mysql(
     conn: &mut sqlx::MySqlConnection,
     config: &Config,

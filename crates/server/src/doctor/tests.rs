@@ -1,7 +1,9 @@
 //! Each check, caused: on real SQLite files here, and on the test PostgreSQL and
 //! MariaDB with `--include-ignored` (`cargo xtask test` runs them there).
 
-use super::database::{connections, mysql, skew};
+#[cfg(feature = "mysql")]
+use super::database::mysql;
+use super::database::{connections, skew};
 use super::*;
 use crate::clock::ManualClock;
 use crate::hooks::Hooks;
@@ -42,7 +44,7 @@ impl Scratch {
     }
 
     async fn serve_once(&self) {
-        let store = SqliteStore::open(&self.config.database_url, "full", Hooks::default())
+        let store = SqliteStore::open(&self.config.database_url, "full", Hooks::default().store())
             .await
             .unwrap();
         store.close().await;
@@ -112,7 +114,7 @@ async fn a_missing_file_is_a_warning_and_stays_missing() {
 #[tokio::test]
 async fn the_lock_tells_a_running_server() {
     let s = scratch();
-    let store = SqliteStore::open(&s.config.database_url, "full", Hooks::default())
+    let store = SqliteStore::open(&s.config.database_url, "full", Hooks::default().store())
         .await
         .unwrap();
     let report = s.report().await;
@@ -394,6 +396,7 @@ fn connections_leave_room_for_a_second_instance() {
 
 /// What both servers share: healthy after `open`, then a pool too big and a clock
 /// 30 s off.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 async fn server_checks(url: &str, open: impl AsyncFnOnce()) {
     let s = scratch();
     let config = Config {
@@ -431,12 +434,13 @@ async fn server_checks(url: &str, open: impl AsyncFnOnce()) {
 
 #[tokio::test]
 #[ignore = "needs PostgreSQL: cargo xtask test runs it there with --include-ignored"]
+#[cfg(feature = "postgres")]
 async fn postgres_checks() {
-    use crate::store::engine::suite::server_db::ServerDb;
     use crate::store::postgres::PgStore;
+    use crate::store::testing::ServerDb;
     let db = ServerDb::<sqlx::Postgres>::create("SWITCHBOARD_TEST_POSTGRES", "doctor").await;
     server_checks(&db.url, async || {
-        PgStore::open(&db.url, 4, Hooks::default())
+        PgStore::open(&db.url, 4, Hooks::default().store())
             .await
             .unwrap()
             .close()
@@ -464,12 +468,13 @@ async fn postgres_checks() {
 
 #[tokio::test]
 #[ignore = "needs MariaDB or MySQL: cargo xtask test runs it there with --include-ignored"]
+#[cfg(feature = "mysql")]
 async fn mysql_checks() {
-    use crate::store::engine::suite::server_db::ServerDb;
     use crate::store::mysql::MySqlStore;
+    use crate::store::testing::ServerDb;
     let db = ServerDb::<sqlx::MySql>::create("SWITCHBOARD_TEST_MYSQL", "doctor").await;
     server_checks(&db.url, async || {
-        MySqlStore::open(&db.url, 4, Hooks::default())
+        MySqlStore::open(&db.url, 4, Hooks::default().store())
             .await
             .unwrap()
             .close()

@@ -11,161 +11,58 @@
 //! carry an `Origin` header naming this server (the router's Origin check compares
 //! it with `Host`): browsers always send one, and a request without it is not ours.
 
+pub(super) mod jwt;
+
 use super::AppState;
 use super::notes::Notes;
-use super::rate_limit::Refused;
+use crate::access::rate_limit::Refused;
 use crate::error::ApiError;
-use crate::store::{Actor, AgentRecord, GrantKind};
+use crate::store::GrantKind;
 use axum::extract::FromRequestParts;
-use axum::http::Method;
 use axum::http::header::{AUTHORIZATION, COOKIE, ORIGIN};
 use axum::http::request::Parts;
-use base64::Engine;
-use rand::RngCore;
-use sha2::{Digest, Sha256};
-use switchboard_proto::{AgentId, ErrorCode, TenantId};
+use axum::http::{HeaderMap, Method};
+use switchboard_proto::{ErrorCode, TenantId};
 
-pub const SCOPE_OPS_READ: &str = "ops:read";
-pub const SCOPE_OPS_WRITE: &str = "ops:write";
-pub const SCOPE_SEND: &str = "messages:send";
-/// `/metrics`: the scraping token's own tenant's series, nothing else.
-pub const SCOPE_METRICS_READ: &str = "metrics:read";
-/// The deployment admin: creates and lists tenants (`/api/v1/admin/*`). Only the
-/// token `switchboard serve` writes carries it; it grants nothing in other tenants.
-pub const SCOPE_ADMIN: &str = "admin";
+pub use crate::access::{
+    Principal, SCOPE_ADMIN, SCOPE_METRICS_READ, SCOPE_OPS_READ, SCOPE_OPS_WRITE, SCOPE_SEND,
+    SESSION_COOKIE, SessionRef, admin_scopes, agent_scopes, generate_token, hash_token,
+    inbox_scope, operator_scopes, token_digest,
+};
 
-/// Name of the console's session cookie.
-pub const SESSION_COOKIE: &str = "sb_session";
-
-pub fn operator_scopes() -> Vec<String> {
-    [
-        SCOPE_OPS_READ,
-        SCOPE_OPS_WRITE,
-        SCOPE_SEND,
-        SCOPE_METRICS_READ,
-    ]
-    .map(str::to_owned)
-    .to_vec()
+/// Whether the cookie is `Secure`: the server serves HTTPS itself, or the browser
+/// reached it through a TLS-terminating proxy (see [`over_https`]).
+pub(super) fn secure(state: &AppState, headers: &HeaderMap) -> bool {
+    state.config.https || over_https(headers)
 }
 
-/// Scopes of the token `switchboard serve` writes: the default tenant's operator and
-/// the deployment admin.
-pub fn admin_scopes() -> Vec<String> {
-    let mut scopes = operator_scopes();
-    scopes.push(SCOPE_ADMIN.to_owned());
-    scopes
+/// Whether the browser reached us over HTTPS (through a TLS-terminating proxy, which
+/// says so in `X-Forwarded-Proto`): then the cookie is also `Secure`.
+fn over_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
 }
 
-/// Scopes of a new agent token; `{agent_id}` is filled in by the store.
-pub fn agent_scopes() -> Vec<String> {
-    vec!["agent:{agent_id}:inbox".to_owned(), SCOPE_SEND.to_owned()]
-}
-
-pub fn inbox_scope(agent: AgentId) -> String {
-    format!("agent:{agent}:inbox")
-}
-
-/// A new random token with `prefix`.
-pub fn generate_token(prefix: &str) -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    format!(
-        "{prefix}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    )
-}
-
-pub fn hash_token(token: &str) -> Vec<u8> {
-    token_digest(token).to_vec()
-}
-
-/// The SHA-256 of a token (or session id) as an array: the rate limiter's key.
-pub(super) fn token_digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
-
-/// Who is calling, from a verified bearer token.
-#[derive(Debug, Clone)]
-pub struct Principal {
-    pub tenant_id: TenantId,
-    pub agent_id: Option<AgentId>,
-    /// The agent's name (agent tokens), for history and audit rows.
-    pub agent_name: Option<String>,
-    pub scopes: Vec<String>,
-    /// SHA-256 of the token this principal acts with (directly, or behind a session).
-    pub token_hash: Vec<u8>,
-    /// Set when the request was authenticated by the console's session cookie.
-    pub session: Option<SessionRef>,
-}
-
-/// The console session behind a cookie-authenticated request.
-#[derive(Debug, Clone)]
-pub struct SessionRef {
-    /// SHA-256 of the session id (the cookie's value is never kept).
-    pub hash: Vec<u8>,
-    pub expires_at: crate::clock::Millis,
-}
-
-impl Principal {
-    pub fn has(&self, scope: &str) -> bool {
-        self.scopes.iter().any(|s| s == scope)
-    }
-
-    pub fn require(&self, scope: &str) -> Result<(), ApiError> {
-        if self.has(scope) {
-            Ok(())
-        } else {
-            Err(ApiError::new(
-                ErrorCode::Forbidden,
-                if self.session.is_some() {
-                    format!(
-                        "this console session lacks the {scope:?} scope (it is read-only); \
-                         log in with an operator token that has it"
-                    )
-                } else {
-                    format!("this token lacks the {scope:?} scope; use a token that has it")
-                },
-            ))
-        }
-    }
-
-    /// May this principal work `agent`'s inbox? Others get 404, not 403: they must not
-    /// learn that the agent exists (I9). (An operator without `ops:write`, a read-only
-    /// console session, is refused with 403 before the lookup: `inbox::inbox_agent`.)
-    pub fn may_use_inbox(&self, agent: &AgentRecord) -> bool {
-        agent.tenant_id == self.tenant_id
-            && (self.has(&inbox_scope(agent.id)) || self.has(SCOPE_OPS_WRITE))
-    }
-
-    /// May this principal scrape `/metrics`? A `metrics:read` token, or an operator
-    /// (`ops:read`, which operator tokens minted before `metrics:read` existed carry).
-    pub fn may_read_metrics(&self) -> bool {
-        self.has(SCOPE_METRICS_READ) || self.has(SCOPE_OPS_READ)
-    }
-
-    /// The principal's own identity for history and audit rows.
-    pub fn actor(&self) -> Actor {
-        match self.agent_id {
-            None => Actor::Operator,
-            Some(id) => Actor::Agent {
-                id,
-                name: self.agent_name.clone().unwrap_or_default(),
-            },
-        }
-    }
-
-    /// The audit log's note of an action of this principal on `target`.
-    pub fn note(&self, target: impl Into<String>) -> crate::store::AuditNote {
-        crate::store::AuditNote::new(&self.actor(), target)
-    }
-
-    /// A stable name for idempotency scoping.
-    pub fn key_scope(&self) -> String {
-        match self.agent_id {
-            Some(id) => format!("agent:{id}"),
-            None => "operator".to_owned(),
-        }
-    }
+/// This server's address as the request names it (`Host`, and the scheme by
+/// [`secure`]): the issuer of the access tokens it mints and accepts. `None` when
+/// `Host` is missing or not a `host[:port]`.
+pub(super) fn issuer(state: &AppState, headers: &axum::http::HeaderMap) -> Option<String> {
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        })?;
+    let scheme = if secure(state, headers) {
+        "https"
+    } else {
+        "http"
+    };
+    Some(format!("{scheme}://{}", host.to_ascii_lowercase()))
 }
 
 fn unauthorized(detail: &str) -> ApiError {
@@ -354,16 +251,16 @@ async fn from_access_token(
     notes: Option<&Notes>,
     token: &str,
 ) -> Result<Principal, ApiError> {
-    let issuer = super::oauth::issuer(state, &parts.headers).map_err(|_| {
+    let issuer = issuer(state, &parts.headers).ok_or_else(|| {
         unauthorized("an access token needs the Host header naming this server (its issuer)")
     })?;
     // An unknown `kid` may make the keys reload: the client address's bucket pays.
     let client = notes.map_or_else(|| client_addr(parts, state), Notes::client);
-    let claims = super::oauth::verified(state, token, &issuer, false, || {
+    let claims = jwt::verified(state, token, &issuer, false, || {
         limit(state, notes, None, state.limiter.address(client))
     })
     .await?;
-    super::oauth::principal(state, notes, &claims).await
+    jwt::principal(state, notes, &claims).await
 }
 
 /// Notes what a rate-limit bucket said for the response's headers; a refusal is
@@ -373,7 +270,7 @@ pub(super) fn limit(
     state: &AppState,
     notes: Option<&Notes>,
     tenant: Option<TenantId>,
-    taken: Result<Option<super::rate_limit::Standing>, Refused>,
+    taken: Result<Option<crate::access::rate_limit::Standing>, Refused>,
 ) -> Result<(), ApiError> {
     match taken {
         Ok(standing) => {
@@ -381,7 +278,7 @@ pub(super) fn limit(
             // every response (`RateLimit-Policy`), so its standing is told on a
             // refusal only.
             if let (Some(notes), Some(standing)) = (notes, standing)
-                && standing.policy != super::rate_limit::Policy::Address
+                && standing.policy != crate::access::rate_limit::Policy::Address
             {
                 notes.standing(standing);
             }

@@ -412,7 +412,7 @@ async fn test_callback(
         keyid: &keyid,
         webhook_id: &webhook_id,
         now_secs: now / 1000,
-        timeout: crate::webhooks::deliver::DELIVERY_TIMEOUT,
+        timeout: crate::workers::deliverer::DELIVERY_TIMEOUT,
     };
     let sent = state.webhooks.post(&post, body).await;
     let outcome = match sent {

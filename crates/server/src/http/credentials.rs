@@ -12,6 +12,7 @@ use super::auth::{
 };
 use super::extract::{Json, Path};
 use super::limits::*;
+use crate::access::token_id;
 use crate::clock::to_timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::store::CredentialRow;
@@ -27,12 +28,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(revoke_token))
         .routes(routes!(revoke_agent))
         .routes(routes!(delete_agent))
-}
-
-/// The public id of a stored token: the first 8 bytes of its SHA-256, in hex. It
-/// names the token in lists and URLs and cannot be used to authenticate.
-pub(super) fn token_id(hash: &[u8]) -> String {
-    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a token is, for people: by its agent or its scopes.

@@ -18,7 +18,6 @@ use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, RawJson, parse_json};
 use super::idempotency::{self, Policy};
 use super::limits::PageLimit;
-use super::memories::memory_not_found;
 use crate::clock::Millis;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{LeaseFields, NewLease, StoreError, lease_rules};
@@ -450,4 +449,11 @@ async fn import_names(
         );
     }
     Ok(axum::Json(report))
+}
+
+pub(super) fn memory_not_found(id: MemoryId) -> impl FnOnce(StoreError) -> ApiError {
+    move |e| match e {
+        StoreError::NotFound => ApiError::not_found(format_args!("memory {id}")),
+        e => e.into(),
+    }
 }

@@ -5,7 +5,7 @@
 use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_READ};
 use super::extract::{Json, Path};
-use super::leases::{may_lease, note};
+use super::leases::{may_lease, memory_not_found, note};
 use crate::error::{ApiError, ApiResult};
 use crate::store::StoreError;
 use axum::extract::State;
@@ -24,13 +24,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         // The seed's paths: the same handlers.
         .route("/v1/memories", post(register_memory))
         .route("/v1/memories/branch", post(branch_memory))
-}
-
-pub(super) fn memory_not_found(id: MemoryId) -> impl FnOnce(StoreError) -> ApiError {
-    move |e| match e {
-        StoreError::NotFound => ApiError::not_found(format_args!("memory {id}")),
-        e => e.into(),
-    }
 }
 
 /// Register a memory instance: the server mints its UUIDv7 identity.

@@ -25,7 +25,6 @@ mod notes;
 mod oauth;
 mod ops;
 mod problems;
-pub mod rate_limit;
 mod records;
 mod seed;
 pub mod session;

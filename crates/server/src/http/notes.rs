@@ -8,7 +8,7 @@
 //! as for a success. Unauthenticated requests get none.
 
 use super::AppState;
-use super::rate_limit::{Standing, standing_field};
+use crate::access::rate_limit::{Standing, standing_field};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;

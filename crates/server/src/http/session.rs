@@ -16,7 +16,7 @@
 use super::AppState;
 use super::auth::{
     Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE, SESSION_COOKIE, generate_token, hash_token,
-    request_cookie,
+    request_cookie, secure,
 };
 use super::extract::{Json, Query};
 use crate::clock::{Millis, to_timestamp};
@@ -52,21 +52,6 @@ pub(super) fn page_routes() -> Router<AppState> {
 
 fn millis(d: Duration) -> Millis {
     d.as_millis() as Millis
-}
-
-/// Whether the cookie is `Secure`: the server serves HTTPS itself, or the browser
-/// reached it through a TLS-terminating proxy (see [`over_https`]).
-pub(super) fn secure(state: &AppState, headers: &HeaderMap) -> bool {
-    state.config.https || over_https(headers)
-}
-
-/// Whether the browser reached us over HTTPS (through a TLS-terminating proxy, which
-/// says so in `X-Forwarded-Proto`): then the cookie is also `Secure`.
-fn over_https(headers: &HeaderMap) -> bool {
-    headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
 }
 
 /// The `Set-Cookie` value that stores `session` (or, with `None`, removes it).

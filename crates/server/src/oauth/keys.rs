@@ -20,8 +20,8 @@
 //! [`Config::signing_key_rotation`]: crate::config::Config::signing_key_rotation
 
 use crate::clock::Millis;
+use crate::sealing::WebhookKey;
 use crate::store::{SigningKeyRow, Store, StoreResult};
-use crate::webhooks::keys::WebhookKey;
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use base64::Engine as _;
 use jsonwebtoken::{DecodingKey, EncodingKey};

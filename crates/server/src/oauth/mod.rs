@@ -9,7 +9,7 @@
 //! instance within 2 s, as a static token's does.
 
 pub mod keys;
-pub mod pkce;
+pub use crate::store::pkce;
 
 use crate::clock::Millis;
 use serde::{Deserialize, Serialize};

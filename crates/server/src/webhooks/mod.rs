@@ -1,6 +1,6 @@
-//! Webhook callbacks (issue 14): the SSRF guard on targets ([`target`]), the key
-//! that seals their secrets ([`keys`]), registration with a challenge
-//! ([`register`]) and the delivery worker ([`deliver`]).
+//! Webhook callbacks (issue 14): the SSRF guard on targets ([`target`]) and
+//! registration with a challenge ([`register`]). The key that seals their secrets
+//! is [`crate::sealing`]; the delivery worker is `workers/deliverer.rs`.
 //!
 //! The path of a delivery: a send commits an event; the worker (woken by the hub,
 //! or its next pass) finds the agent's callback due, takes the callback's lease,
@@ -9,13 +9,11 @@
 //! schedule's delay (any other answer), or releases it and disables the callback
 //! (410). The HTTP request never runs inside a database transaction.
 
-pub mod deliver;
-pub mod keys;
 pub mod register;
 pub mod target;
 
 use crate::config::WebhookConfig;
-use keys::WebhookKey;
+use crate::sealing::WebhookKey;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_webhook::{Outgoing, Secret};

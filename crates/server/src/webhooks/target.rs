@@ -114,12 +114,7 @@ pub fn check_url(raw: &str, policy: TargetPolicy) -> Result<Url, Forbidden> {
     }
 }
 
-/// Name lookups, injectable for tests (DNS rebinding). [`SystemLookup`] uses
-/// `tokio::net::lookup_host`.
-pub trait Lookup: Send + Sync + 'static {
-    /// The addresses `host` resolves to, in preference order.
-    fn lookup(&self, host: &str) -> BoxFuture<'static, io::Result<Vec<IpAddr>>>;
-}
+pub use crate::hooks::Lookup;
 
 /// The system resolver (`getaddrinfo`, through `tokio::net::lookup_host`).
 #[derive(Clone, Copy, Debug, Default)]

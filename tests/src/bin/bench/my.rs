@@ -183,7 +183,7 @@ async fn run_w2(s: &Settings, my: &My) -> Result<Vec<Row>> {
         per_agent * W2_AGENTS
     ));
     let (name, url) = my.create().await?;
-    let store = MySqlStore::open(&url, 8, Hooks::default()).await?;
+    let store = MySqlStore::open(&url, 8, Hooks::default().store()).await?;
     let names: Vec<String> = (0..W2_AGENTS).map(|i| format!("w2-{i:03}")).collect();
     let seeded = crate::w2::seed(&store, &names, per_agent, 8).await?;
     switchboard_server::store::Store::close(&store).await;

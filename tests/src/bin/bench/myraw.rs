@@ -9,7 +9,7 @@
 //! read-back). A claim and an ack are steps in the event row, no history row. The pool has the store's size and
 //! session settings, but skips the store's `test_before_acquire` ping.
 //!
-//! The statements are copied from `crates/server/src/store/statements/` (`inbox.rs`,
+//! The statements are copied from `crates/store/src/statements/` (`inbox.rs`,
 //! `maintenance.rs`) as `dialect.rs` renders them for MySQL, with
 //! `store/rows.rs`'s column lists expanded; keep them in step when those change.
 

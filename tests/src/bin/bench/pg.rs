@@ -211,7 +211,7 @@ impl Templates {
             sb.name
         ))
         .await?;
-        let store = PgStore::open(&sb.url, 8, Hooks::default()).await?;
+        let store = PgStore::open(&sb.url, 8, Hooks::default().store()).await?;
         let seeded = crate::w2::seed(&store, &names, per_agent, 8).await?;
         // Not `close`: it would wait for the wake-up listener's connection, which
         // only a serving server takes. Copying the template ends its sessions.

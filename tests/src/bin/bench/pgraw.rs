@@ -7,7 +7,7 @@
 //! (`Config::default().database_max_connections`) and session settings, but skips
 //! the store's `test_before_acquire` ping.
 //!
-//! The statements are copied verbatim from `crates/server/src/store/postgres/`
+//! The statements are copied verbatim from `crates/store/src/postgres/`
 //! (`inbox.rs` claim and ack; `maintenance.rs` return_expired_leases, with
 //! `engine/maintenance.rs`'s BATCH and scavenger's actor and `engine/inbox.rs`'s
 //! QUARANTINES; `store/rows.rs` EVENT_COLS and STATE_COLS expanded); keep them in

@@ -8,7 +8,7 @@
 //! Baseline: the job's SQL in a raw sqlx loop over a copy of the same database:
 //! batches of the same size, each one `BEGIN IMMEDIATE` transaction that selects the
 //! next quarantined ids, updates each event, writes its history row and the audit
-//! count. Statements copied from `crates/server/src/store/statements/bulk.rs`.
+//! count. Statements copied from `crates/store/src/statements/bulk.rs`.
 
 use crate::Settings;
 use crate::report::{Row, cpu_seconds, progress};

@@ -6,7 +6,7 @@
 //! foreign keys on, busy timeout 10 s. Each claim, and the ack of what it claimed,
 //! is one `BEGIN IMMEDIATE` transaction.
 //!
-//! The statements are the SQLite renderings of `crates/server/src/store/statements/`
+//! The statements are the SQLite renderings of `crates/store/src/statements/`
 //! (`inbox.rs` claimable, take_claim and complete_claim;
 //! `maintenance.rs` expired_leases; `rows.rs` EVENT_COLS); keep them in step when
 //! those change. A claim and an ack write no history row: their steps are columns of

@@ -144,7 +144,7 @@ impl Template {
         let dir = temp_dir(parent)?;
         let url = format!("sqlite://{}", dir.path().join(DB_FILE).display());
         // Setup only, so no fsync per event; every drain reopens with FULL.
-        let store = SqliteStore::open(&url, "off", Hooks::default()).await?;
+        let store = SqliteStore::open(&url, "off", Hooks::default().store()).await?;
         let seeded = seed(&store, &[AGENT.to_owned()], events, 1).await;
         store.close().await;
         let agent = seeded?.pop().expect("one agent");

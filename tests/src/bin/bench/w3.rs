@@ -225,7 +225,7 @@ pub(crate) async fn run(s: &Settings) -> Result<W3> {
     let seeded = {
         let url = format!("sqlite://{}", dir.path().join(DB_FILE).display());
         // Setup only: no fsync per agent; the server reopens with FULL.
-        let store = SqliteStore::open(&url, "off", Hooks::default()).await?;
+        let store = SqliteStore::open(&url, "off", Hooks::default().store()).await?;
         let mut all = names.clone();
         all.push(SENDER.to_owned());
         let seeded = seed(&store, &all, 0, 1).await;

@@ -155,7 +155,7 @@ pub(crate) async fn run(s: &Settings) -> Result<W3Idle> {
     let url = format!("sqlite://{}", dir.path().join(DB_FILE).display());
     let names: Vec<String> = (0..connections).map(|i| format!("idle-{i:05}")).collect();
     let agents = {
-        let store = SqliteStore::open(&url, "off", Hooks::default()).await?;
+        let store = SqliteStore::open(&url, "off", Hooks::default().store()).await?;
         let seeded = seed(&store, &names, 0, 1).await;
         store.close().await;
         seeded?

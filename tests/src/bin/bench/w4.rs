@@ -138,7 +138,7 @@ where
 async fn store(s: &Settings) -> Result<(tempfile::TempDir, Arc<SqliteStore>)> {
     let dir = temp_dir(&s.dir)?;
     let url = format!("sqlite://{}", dir.path().join(DB_FILE).display());
-    let store = SqliteStore::open(&url, "full", Hooks::default()).await?;
+    let store = SqliteStore::open(&url, "full", Hooks::default().store()).await?;
     Ok((dir, Arc::new(store)))
 }
 

@@ -348,7 +348,7 @@ async fn decide(
     }
     let code = generate_token(oauth::AUTHORIZATION_CODE_PREFIX);
     let now = state.now();
-    let granted_by = crate::http::credentials::token_id(&principal.token_hash);
+    let granted_by = crate::access::token_id(&principal.token_hash);
     let note = principal
         .note(format!("app:{}", request.client_id))
         .detail(request.scopes.join(" "));

@@ -20,7 +20,6 @@ mod authorize;
 mod device;
 mod token;
 
-pub(super) use access::{principal, verified};
 pub(super) use authorize::api_routes;
 
 use super::AppState;
@@ -57,28 +56,14 @@ pub(super) fn routes() -> Router<AppState> {
 
 /// This server's issuer identifier as the request reached it.
 pub(super) fn issuer(state: &AppState, headers: &HeaderMap) -> Result<String, OAuthError> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| {
-            !h.is_empty()
-                && h.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
-        })
-        .ok_or_else(|| {
-            OAuthError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                "the Host header is missing or not a host[:port]; the issuer is this server's \
-                 address as the request names it",
-            )
-        })?;
-    let scheme = if super::session::secure(state, headers) {
-        "https"
-    } else {
-        "http"
-    };
-    Ok(format!("{scheme}://{}", host.to_ascii_lowercase()))
+    auth::issuer(state, headers).ok_or_else(|| {
+        OAuthError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "the Host header is missing or not a host[:port]; the issuer is this server's \
+             address as the request names it",
+        )
+    })
 }
 
 /// An OAuth error answer (RFC 6749 §5.2, RFC 7009 §2.2.1, RFC 8693 §2.2.2).

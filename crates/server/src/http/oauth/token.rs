@@ -62,7 +62,7 @@ impl Minted {
             iss: issuer.to_owned(),
             sub: match record.agent_id {
                 Some(agent) => agent.to_string(),
-                None => format!("token:{}", crate::http::credentials::token_id(parent_hash)),
+                None => format!("token:{}", crate::access::token_id(parent_hash)),
             },
             aud: issuer.to_owned(),
             exp: self.exp,

@@ -1,0 +1,166 @@
+//! Who may do what, below the HTTP layer: scopes, tokens (minting and hashing), the
+//! principal a verified credential stands for, and the rate-limit buckets. `http`
+//! keeps the extractors that build a [`Principal`] from a request, and the OAuth
+//! endpoints; the application layer and the workers use what is here.
+//!
+//! A token is 32 random bytes, base64url, with a prefix that says what it is
+//! (`sb_op_` operator, `sb_ag_` agent). Only its SHA-256 is stored. Scopes follow the
+//! design: `ops:read`, `ops:write`, `agent:{agent_id}:inbox`, `messages:send`.
+
+pub mod rate_limit;
+
+use crate::error::ApiError;
+use crate::store::{Actor, AgentRecord};
+use base64::Engine;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use switchboard_proto::{AgentId, ErrorCode, TenantId};
+
+pub const SCOPE_OPS_READ: &str = "ops:read";
+pub const SCOPE_OPS_WRITE: &str = "ops:write";
+pub const SCOPE_SEND: &str = "messages:send";
+/// `/metrics`: the scraping token's own tenant's series, nothing else.
+pub const SCOPE_METRICS_READ: &str = "metrics:read";
+/// The deployment admin: creates and lists tenants (`/api/v1/admin/*`). Only the
+/// token `switchboard serve` writes carries it; it grants nothing in other tenants.
+pub const SCOPE_ADMIN: &str = "admin";
+
+/// Name of the console's session cookie.
+pub const SESSION_COOKIE: &str = "sb_session";
+
+pub fn operator_scopes() -> Vec<String> {
+    [
+        SCOPE_OPS_READ,
+        SCOPE_OPS_WRITE,
+        SCOPE_SEND,
+        SCOPE_METRICS_READ,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Scopes of the token `switchboard serve` writes: the default tenant's operator and
+/// the deployment admin.
+pub fn admin_scopes() -> Vec<String> {
+    let mut scopes = operator_scopes();
+    scopes.push(SCOPE_ADMIN.to_owned());
+    scopes
+}
+
+/// Scopes of a new agent token; `{agent_id}` is filled in by the store.
+pub fn agent_scopes() -> Vec<String> {
+    vec!["agent:{agent_id}:inbox".to_owned(), SCOPE_SEND.to_owned()]
+}
+
+pub fn inbox_scope(agent: AgentId) -> String {
+    format!("agent:{agent}:inbox")
+}
+
+/// A new random token with `prefix`.
+pub fn generate_token(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!(
+        "{prefix}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+pub fn hash_token(token: &str) -> Vec<u8> {
+    token_digest(token).to_vec()
+}
+
+/// The SHA-256 of a token (or session id) as an array: the rate limiter's key.
+pub fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Who is calling, from a verified bearer token.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub tenant_id: TenantId,
+    pub agent_id: Option<AgentId>,
+    /// The agent's name (agent tokens), for history and audit rows.
+    pub agent_name: Option<String>,
+    pub scopes: Vec<String>,
+    /// SHA-256 of the token this principal acts with (directly, or behind a session).
+    pub token_hash: Vec<u8>,
+    /// Set when the request was authenticated by the console's session cookie.
+    pub session: Option<SessionRef>,
+}
+
+/// The console session behind a cookie-authenticated request.
+#[derive(Debug, Clone)]
+pub struct SessionRef {
+    /// SHA-256 of the session id (the cookie's value is never kept).
+    pub hash: Vec<u8>,
+    pub expires_at: crate::clock::Millis,
+}
+
+impl Principal {
+    pub fn has(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+
+    pub fn require(&self, scope: &str) -> Result<(), ApiError> {
+        if self.has(scope) {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                ErrorCode::Forbidden,
+                if self.session.is_some() {
+                    format!(
+                        "this console session lacks the {scope:?} scope (it is read-only); \
+                         log in with an operator token that has it"
+                    )
+                } else {
+                    format!("this token lacks the {scope:?} scope; use a token that has it")
+                },
+            ))
+        }
+    }
+
+    /// May this principal work `agent`'s inbox? Others get 404, not 403: they must not
+    /// learn that the agent exists (I9). (An operator without `ops:write`, a read-only
+    /// console session, is refused with 403 before the lookup: `inbox::inbox_agent`.)
+    pub fn may_use_inbox(&self, agent: &AgentRecord) -> bool {
+        agent.tenant_id == self.tenant_id
+            && (self.has(&inbox_scope(agent.id)) || self.has(SCOPE_OPS_WRITE))
+    }
+
+    /// May this principal scrape `/metrics`? A `metrics:read` token, or an operator
+    /// (`ops:read`, which operator tokens minted before `metrics:read` existed carry).
+    pub fn may_read_metrics(&self) -> bool {
+        self.has(SCOPE_METRICS_READ) || self.has(SCOPE_OPS_READ)
+    }
+
+    /// The principal's own identity for history and audit rows.
+    pub fn actor(&self) -> Actor {
+        match self.agent_id {
+            None => Actor::Operator,
+            Some(id) => Actor::Agent {
+                id,
+                name: self.agent_name.clone().unwrap_or_default(),
+            },
+        }
+    }
+
+    /// The audit log's note of an action of this principal on `target`.
+    pub fn note(&self, target: impl Into<String>) -> crate::store::AuditNote {
+        crate::store::AuditNote::new(&self.actor(), target)
+    }
+
+    /// A stable name for idempotency scoping.
+    pub fn key_scope(&self) -> String {
+        match self.agent_id {
+            Some(id) => format!("agent:{id}"),
+            None => "operator".to_owned(),
+        }
+    }
+}
+
+/// The public id of a stored token: the first 8 bytes of its SHA-256, in hex. It
+/// names the token in lists and URLs and cannot be used to authenticate.
+pub fn token_id(hash: &[u8]) -> String {
+    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}

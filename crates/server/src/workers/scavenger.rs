@@ -1,0 +1,21 @@
+//! The scavenger: leases that ran out go back to pending, or to the quarantine at
+//! the attempt limit (I5); events past their `expires_at` expire. Claims reap their
+//! own agent's expired leases too; this pass finds the rest.
+
+use super::{TickReport, Workers};
+
+/// One pass.
+pub(super) async fn pass(w: &Workers, now: i64, report: &mut TickReport) {
+    let state = &w.state;
+    let reap = w.task("scavenger", report, state.store.reap(now)).await;
+    state.reaped(&reap);
+    if reap.lease_expirations + reap.expired > 0 {
+        tracing::info!(
+            lease_expirations = reap.lease_expirations,
+            quarantined = reap.quarantined,
+            expired = reap.expired,
+            "scavenger pass"
+        );
+    }
+    report.reap = reap;
+}

@@ -1,0 +1,592 @@
+//! Who is who, once for every backend: tenants, bearer tokens, console grants,
+//! agents with their inbox depth, client reports and client settings.
+//!
+//! Only hashes are stored: a token, a session id and a login ticket never are (I11).
+//! Names are unique per tenant (agents) or overall (tenants) by the schema; a second
+//! writer of the same name, on any instance, meets the unique index, which answers
+//! for it where a read-then-insert could not (two readers both find the name free).
+
+use super::Driver;
+use super::audit::{self, AuditStatements};
+use super::lineage::{self, LineageStatements};
+use crate::clock::Millis;
+use crate::rows::add_count;
+use crate::*;
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+
+/// A token row to insert.
+pub(crate) struct NewToken<'a> {
+    pub(crate) hash: &'a [u8],
+    pub(crate) tenant: TenantId,
+    pub(crate) agent: Option<AgentId>,
+    pub(crate) scopes: &'a [String],
+    pub(crate) label: &'a str,
+    pub(crate) now: Millis,
+    /// The credential that approved this one (a login's), whose revocation ends it
+    /// (`lineage.rs`).
+    pub(crate) parent: Option<&'a [u8]>,
+}
+
+/// One agent's events of one status (`None`, with `count` 0: an agent without
+/// events), as the depth statement groups them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DepthCount {
+    pub(crate) agent_id: AgentId,
+    pub(crate) tenant_id: TenantId,
+    pub(crate) agent_name: String,
+    pub(crate) status: Option<String>,
+    pub(crate) count: u64,
+    /// The earliest `available_at` of the group's pending events.
+    pub(crate) oldest_pending_at: Option<Millis>,
+}
+
+/// `touch_agent` leaves a `last_seen_at` this recent alone: a busy agent would
+/// otherwise rewrite its row (and, on PostgreSQL, make a dead tuple) on every request.
+pub(crate) const SEEN_RESOLUTION_MS: Millis = 1000;
+
+/// The statements of the directory (`store/statements/directory.rs`). Each is one
+/// statement: in `tx`, or, where it says so, alone on the read or the write pool.
+#[async_trait]
+pub(crate) trait DirectoryStatements: Driver {
+    /// The tenant called `name` (read pool).
+    async fn tenant_named(&self, name: &str) -> StoreResult<Option<TenantId>>;
+    /// Inserts a tenant; `false`: the name is taken (the transaction is then to be
+    /// abandoned: PostgreSQL has ended it).
+    async fn insert_tenant(
+        &self,
+        tx: &mut Self::Tx,
+        id: TenantId,
+        name: &str,
+        now: Millis,
+    ) -> StoreResult<bool>;
+    /// Every tenant with its number of agents, by name (read pool).
+    async fn tenants_with_counts(&self) -> StoreResult<Vec<TenantRecord>>;
+    /// Replaces a token's scopes (write pool).
+    async fn update_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()>;
+
+    async fn insert_token_row(&self, tx: &mut Self::Tx, token: &NewToken<'_>) -> StoreResult<()>;
+    /// The token with this hash, unless revoked, with its agent's name (read pool).
+    async fn live_token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
+    /// Revokes every live token of `agent`; how many.
+    async fn revoke_agent_tokens(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        agent: AgentId,
+        now: Millis,
+    ) -> StoreResult<u64>;
+    /// `tenant`'s tokens, live and revoked, oldest first (read pool).
+    async fn tokens_of(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>>;
+
+    /// Forgets the grants expired at `now`.
+    async fn delete_expired_grants(&self, tx: &mut Self::Tx, now: Millis) -> StoreResult<()>;
+    async fn insert_grant_row(
+        &self,
+        tx: &mut Self::Tx,
+        grant: &NewGrant<'_>,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// The grant with this hash and kind, unexpired at `now`, its token not revoked,
+    /// read in `tx` or else on the read pool.
+    async fn live_grant(
+        &self,
+        tx: Option<&mut Self::Tx>,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>>;
+    /// Deletes the grant with this hash and kind, live or not; whether there was one.
+    async fn delete_grant_of_kind(
+        &self,
+        tx: &mut Self::Tx,
+        hash: &[u8],
+        kind: GrantKind,
+    ) -> StoreResult<bool>;
+    /// Deletes the grant with this hash, of any kind (write pool).
+    async fn delete_grant_row(&self, hash: &[u8]) -> StoreResult<()>;
+
+    /// Inserts an agent; `false`: its name is taken in the tenant (the transaction
+    /// is then to be abandoned: PostgreSQL has ended it).
+    async fn insert_agent(&self, tx: &mut Self::Tx, agent: &AgentRecord) -> StoreResult<bool>;
+    /// An agent of `tenant` by id (its canonical form) or else by name, read
+    /// outside a write transaction (read pool).
+    async fn agent_by_key(&self, tenant: TenantId, key: &str) -> StoreResult<Option<AgentRecord>>;
+    /// `tenant`'s agents by name (read pool).
+    async fn agents_of(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>>;
+    /// Sets the agent's `last_seen_at` to `now` unless it is `seen_after` or later,
+    /// in `tx` or else on its own (write pool).
+    async fn note_seen(
+        &self,
+        tx: Option<&mut Self::Tx>,
+        agent: AgentId,
+        now: Millis,
+        seen_after: Millis,
+    ) -> StoreResult<()>;
+    /// Every agent (of `tenant`, or all) with its events grouped by status, in one
+    /// statement, so one snapshot (read pool).
+    async fn depth_counts(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthCount>>;
+
+    /// Inserts or replaces `agent`'s report (write pool).
+    async fn upsert_client_report(
+        &self,
+        agent: AgentId,
+        report: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// `tenant`'s reports by agent name (read pool).
+    async fn client_reports_of(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>>;
+
+    /// Inserts or replaces a row of client settings (write pool); `agent` `""` is
+    /// the tenant's row.
+    async fn upsert_client_settings(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        agent: &str,
+        settings: ClientSettings,
+        updated_by: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// Deletes a row of client settings; whether there was one.
+    async fn delete_client_settings_row(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        agent: &str,
+    ) -> StoreResult<bool>;
+    /// `tenant`'s rows of client settings, its own first (read pool).
+    async fn client_settings_of(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>>;
+}
+
+/// Where a backend's shape differs: each method has the portable default.
+#[async_trait]
+pub(crate) trait DirectoryDriver: DirectoryStatements {
+    /// Reads a live grant and deletes it (used or not, valid or not: a presented
+    /// ticket is gone), so a ticket works once even when two requests, on any
+    /// instances, race for it: the second `DELETE` waits for the first one's row
+    /// lock and then deletes nothing, and only the request whose delete took the row
+    /// gets the grant. PostgreSQL does it in one statement (`DELETE … RETURNING`).
+    async fn take_live_grant(
+        &self,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>> {
+        let mut tx = self.begin_write().await?;
+        let grant = self.live_grant(Some(&mut tx), hash, kind, now).await?;
+        let taken = self.delete_grant_of_kind(&mut tx, hash, kind).await?;
+        self.commit(tx, &[]).await?;
+        Ok(grant.filter(|_| taken))
+    }
+}
+
+/// The tenant called `name`, created if missing. Several instances may start at
+/// once: when another one inserts the name first, its tenant is the one.
+async fn ensure_tenant<D: DirectoryStatements>(
+    d: &D,
+    name: &str,
+    now: Millis,
+) -> StoreResult<TenantId> {
+    if let Some(id) = d.tenant_named(name).await? {
+        return Ok(id);
+    }
+    let mut tx = d.begin_write().await?;
+    if d.insert_tenant(&mut tx, TenantId::new(), name, now).await? {
+        d.commit(tx, &[]).await?;
+    }
+    d.tenant_named(name).await?.ok_or(StoreError::NotFound)
+}
+
+/// A new tenant and its first operator token, in one transaction: a tenant nobody
+/// can operate never exists, and a name taken (on any instance) creates nothing.
+async fn create_tenant<D: DirectoryStatements + AuditStatements>(
+    d: &D,
+    name: &str,
+    operator: &NewOperator<'_>,
+    by: Option<(TenantId, &AuditNote)>,
+    now: Millis,
+) -> StoreResult<TenantRecord> {
+    let id = TenantId::new();
+    let mut tx = d.begin_write().await?;
+    if !d.insert_tenant(&mut tx, id, name, now).await? {
+        return Err(StoreError::Conflict(format!(
+            "a tenant named {name:?} already exists; pick another name"
+        )));
+    }
+    let token = NewToken {
+        hash: operator.token_hash,
+        tenant: id,
+        agent: None,
+        scopes: operator.scopes,
+        label: operator.label,
+        now,
+        parent: None,
+    };
+    d.insert_token_row(&mut tx, &token).await?;
+    if let Some((admin_tenant, note)) = by {
+        audit::write(d, &mut tx, admin_tenant, note, "tenant_created", 1, now).await?;
+    }
+    d.commit(tx, &[]).await?;
+    Ok(TenantRecord {
+        id,
+        name: name.to_owned(),
+        created_at: now,
+        agents: 0,
+    })
+}
+
+async fn insert_token<D: DirectoryStatements + AuditStatements>(
+    d: &D,
+    token: &NewToken<'_>,
+    note: Option<&AuditNote>,
+) -> StoreResult<()> {
+    let mut tx = d.begin_write().await?;
+    d.insert_token_row(&mut tx, token).await?;
+    if let Some(note) = note {
+        audit::write(
+            d,
+            &mut tx,
+            token.tenant,
+            note,
+            "token_created",
+            1,
+            token.now,
+        )
+        .await?;
+    }
+    d.commit(tx, &[]).await
+}
+
+/// Revokes `tenant`'s live tokens `roots` and every credential they approved
+/// (`lineage.rs`), with the audit row of `action`, in one transaction; how many
+/// were live (no row when none was).
+async fn revoke<D: DirectoryStatements + AuditStatements + LineageStatements>(
+    d: &D,
+    tenant: TenantId,
+    roots: Roots<'_>,
+    note: &AuditNote,
+    action: &str,
+    now: Millis,
+) -> StoreResult<u64> {
+    let mut tx = d.begin_write().await?;
+    let roots = match roots {
+        Roots::Token(hash) => vec![hash.to_vec()],
+        Roots::Agent(agent) => d.live_tokens_of(&mut tx, tenant, agent).await?,
+    };
+    let revoked = lineage::revoke_tree(d, &mut tx, tenant, &roots, now).await?;
+    if revoked > 0 {
+        audit::write(d, &mut tx, tenant, note, action, revoked, now).await?;
+    }
+    d.commit(tx, &[]).await?;
+    Ok(revoked)
+}
+
+/// What a revocation starts from.
+#[derive(Clone, Copy)]
+enum Roots<'a> {
+    Token(&'a [u8]),
+    /// Every live token of the agent.
+    Agent(AgentId),
+}
+
+/// Stores a grant, forgetting expired ones while writing anyway: they are of no use
+/// to anyone.
+async fn insert_grant<D: DirectoryStatements + AuditStatements>(
+    d: &D,
+    grant: &NewGrant<'_>,
+    note: Option<&AuditNote>,
+    now: Millis,
+) -> StoreResult<()> {
+    let mut tx = d.begin_write().await?;
+    d.delete_expired_grants(&mut tx, now).await?;
+    d.insert_grant_row(&mut tx, grant, now).await?;
+    if let Some(note) = note {
+        let action = match grant.kind {
+            GrantKind::Ticket => "login_link_created",
+            GrantKind::Session => "session_opened",
+        };
+        audit::write(d, &mut tx, grant.tenant, note, action, 1, now).await?;
+    }
+    d.commit(tx, &[]).await
+}
+
+/// An agent and its token, in one transaction.
+async fn create_agent<D: DirectoryStatements + AuditStatements>(
+    d: &D,
+    tenant: TenantId,
+    name: &str,
+    token_hash: &[u8],
+    scopes: &[String],
+    note: Option<&AuditNote>,
+    now: Millis,
+) -> StoreResult<AgentRecord> {
+    let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
+    let mut tx = d.begin_write().await?;
+    if !d.insert_agent(&mut tx, &agent).await? {
+        return Err(StoreError::Conflict(format!(
+            "an agent named {name:?} already exists in this tenant; pick another name"
+        )));
+    }
+    let (scopes, label) = agent.token_grant(scopes);
+    let token = NewToken {
+        hash: token_hash,
+        tenant,
+        agent: Some(agent.id),
+        scopes: &scopes,
+        label: &label,
+        now,
+        parent: None,
+    };
+    d.insert_token_row(&mut tx, &token).await?;
+    if let Some(note) = note {
+        audit::write(d, &mut tx, tenant, note, "agent_created", 1, now).await?;
+    }
+    d.commit(tx, &[]).await?;
+    Ok(agent)
+}
+
+/// An agent of `tenant` by id (its canonical form) or else by name.
+async fn agent<D: DirectoryStatements>(
+    d: &D,
+    tenant: TenantId,
+    key: &str,
+) -> StoreResult<AgentRecord> {
+    d.agent_by_key(tenant, key)
+        .await?
+        .ok_or(StoreError::NotFound)
+}
+
+/// The `inbox_depth` rows from the grouped counts: one per agent, by name (agents of
+/// one name in several tenants by id).
+pub(crate) fn depth_rows(counts: Vec<DepthCount>) -> Vec<DepthRow> {
+    let mut by_agent: BTreeMap<String, DepthRow> = BTreeMap::new();
+    for c in counts {
+        let d = by_agent
+            .entry(c.agent_id.to_string())
+            .or_insert_with(|| DepthRow {
+                agent_id: c.agent_id,
+                tenant_id: c.tenant_id,
+                agent_name: c.agent_name.clone(),
+                counts: StatusCounts::default(),
+                oldest_pending_at: None,
+            });
+        if let Some(status) = &c.status {
+            add_count(&mut d.counts, status, c.count);
+        }
+        if let Some(at) = c.oldest_pending_at {
+            d.oldest_pending_at = Some(d.oldest_pending_at.map_or(at, |o| o.min(at)));
+        }
+    }
+    let mut out: Vec<DepthRow> = by_agent.into_values().collect();
+    out.sort_by(|a, b| a.agent_name.cmp(&b.agent_name));
+    out
+}
+
+/// Every backend with the directory's statements has the directory.
+#[async_trait]
+impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore for D {
+    async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
+        ensure_tenant(self, name, now).await
+    }
+
+    async fn create_tenant(
+        &self,
+        name: &str,
+        operator: &NewOperator<'_>,
+        by: Option<(TenantId, &AuditNote)>,
+        now: Millis,
+    ) -> StoreResult<TenantRecord> {
+        self.retrying(|| create_tenant(self, name, operator, by, now))
+            .await
+    }
+
+    async fn tenant_by_name(&self, name: &str) -> StoreResult<Option<TenantId>> {
+        DirectoryStatements::tenant_named(self, name).await
+    }
+
+    async fn tenants(&self) -> StoreResult<Vec<TenantRecord>> {
+        self.tenants_with_counts().await
+    }
+
+    async fn credentials(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>> {
+        self.tokens_of(tenant).await
+    }
+
+    async fn revoke_credential(
+        &self,
+        tenant: TenantId,
+        hash: &[u8],
+        note: &AuditNote,
+        now: Millis,
+    ) -> StoreResult<u64> {
+        let roots = Roots::Token(hash);
+        self.retrying(|| revoke(self, tenant, roots, note, "credential_revoked", now))
+            .await
+    }
+
+    async fn revoke_agent_credentials(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        note: &AuditNote,
+        now: Millis,
+    ) -> StoreResult<u64> {
+        let roots = Roots::Agent(agent);
+        self.retrying(|| revoke(self, tenant, roots, note, "agent_credentials_revoked", now))
+            .await
+    }
+
+    async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()> {
+        self.update_token_scopes(hash, scopes).await
+    }
+
+    async fn insert_token(
+        &self,
+        hash: &[u8],
+        tenant: TenantId,
+        scopes: &[String],
+        label: &str,
+        note: Option<&AuditNote>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let token = NewToken {
+            hash,
+            tenant,
+            agent: None,
+            scopes,
+            label,
+            now,
+            parent: None,
+        };
+        self.retrying(|| insert_token(self, &token, note)).await
+    }
+
+    async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
+        self.live_token(hash).await
+    }
+
+    async fn insert_grant(
+        &self,
+        grant: &NewGrant<'_>,
+        note: Option<&AuditNote>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.retrying(|| insert_grant(self, grant, note, now)).await
+    }
+
+    async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
+        DirectoryStatements::live_grant(self, None, hash, kind, now).await
+    }
+
+    async fn take_grant(
+        &self,
+        hash: &[u8],
+        kind: GrantKind,
+        now: Millis,
+    ) -> StoreResult<Option<Grant>> {
+        self.retrying(|| self.take_live_grant(hash, kind, now))
+            .await
+    }
+
+    async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()> {
+        self.delete_grant_row(hash).await
+    }
+
+    async fn create_agent(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        token_hash: &[u8],
+        scopes: &[String],
+        note: Option<&AuditNote>,
+        now: Millis,
+    ) -> StoreResult<AgentRecord> {
+        self.retrying(|| create_agent(self, tenant, name, token_hash, scopes, note, now))
+            .await
+    }
+
+    async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {
+        agent(self, tenant, key).await
+    }
+
+    async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()> {
+        self.note_seen(None, agent, now, now - SEEN_RESOLUTION_MS)
+            .await
+    }
+
+    async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>> {
+        Ok(depth_rows(self.depth_counts(tenant).await?))
+    }
+
+    async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>> {
+        self.agents_of(tenant).await
+    }
+
+    async fn put_client_report(
+        &self,
+        agent: AgentId,
+        report: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.upsert_client_report(agent, report, now).await
+    }
+
+    async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
+        self.client_reports_of(tenant).await
+    }
+
+    async fn put_client_settings(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        settings: ClientSettings,
+        note: &AuditNote,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let agent = agent.map(|a| a.to_string()).unwrap_or_default();
+        self.retrying(|| async {
+            let mut tx = self.begin_write().await?;
+            self.upsert_client_settings(&mut tx, tenant, &agent, settings, &note.actor, now)
+                .await?;
+            audit::write(self, &mut tx, tenant, note, "client_settings_set", 1, now).await?;
+            self.commit(tx, &[]).await
+        })
+        .await
+    }
+
+    async fn delete_client_settings(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        note: &AuditNote,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        let agent = agent.map(|a| a.to_string()).unwrap_or_default();
+        self.retrying(|| async {
+            let mut tx = self.begin_write().await?;
+            let deleted = self
+                .delete_client_settings_row(&mut tx, tenant, &agent)
+                .await?;
+            if deleted {
+                audit::write(
+                    self,
+                    &mut tx,
+                    tenant,
+                    note,
+                    "client_settings_cleared",
+                    1,
+                    now,
+                )
+                .await?;
+            }
+            self.commit(tx, &[]).await?;
+            Ok(deleted)
+        })
+        .await
+    }
+
+    async fn client_settings(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>> {
+        self.client_settings_of(tenant).await
+    }
+}

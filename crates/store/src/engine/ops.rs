@@ -1,0 +1,123 @@
+//! What operators read, once for every backend: a filtered page of a tenant's
+//! events, one event with its history, and the audit log. The bulk actions are in
+//! `bulk.rs`, the jobs in `jobs.rs`; [`OpsStore`] is implemented here for every
+//! backend with the bulk driver.
+//!
+//! A filter is built at run time (`sqlx::QueryBuilder`, whose `push_bind` numbers
+//! the parameters as the backend wants them), once in the statements macro.
+
+use super::Driver;
+pub(crate) mod bulk;
+
+use crate::clock::Millis;
+use crate::*;
+use async_trait::async_trait;
+use bulk::BulkDriver;
+use switchboard_proto::{HistoryEntry, OpsEvent};
+
+/// The statements of the operator views (`store/statements/ops.rs`).
+#[async_trait]
+pub(crate) trait OpsStatements: Driver {
+    /// The backend's database, for the statements built at run time.
+    type Db: sqlx::Database;
+
+    /// Appends `filter`'s conditions (on `events e` joined with `agents a`) to `qb`.
+    fn push_filter(qb: &mut sqlx::QueryBuilder<Self::Db>, filter: &EventFilter);
+
+    /// At most `limit` of `tenant`'s events matching `query` and after its cursor,
+    /// in id order (a read, outside any write transaction).
+    async fn events_page(
+        &self,
+        tenant: TenantId,
+        query: &EventListQuery,
+        limit: u32,
+    ) -> StoreResult<Vec<OpsEvent>>;
+    /// `NotFound` when `tenant` has no such event.
+    async fn load_ops_event(
+        &self,
+        tx: &mut Self::Tx,
+        tenant: TenantId,
+        event: EventId,
+    ) -> StoreResult<OpsEvent>;
+    /// The event's history, oldest first.
+    async fn event_history(
+        &self,
+        tx: &mut Self::Tx,
+        event: EventId,
+    ) -> StoreResult<Vec<HistoryEntry>>;
+    /// Newest first (a read, outside any write transaction).
+    async fn audit_entries(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>>;
+}
+
+/// A page of `tenant`'s events: one more than `limit` is read, so a full page
+/// knows whether another follows.
+async fn list_events<D: OpsStatements>(
+    d: &D,
+    tenant: TenantId,
+    query: &EventListQuery,
+    limit: u32,
+) -> StoreResult<OpsEventPage> {
+    let mut events = d
+        .events_page(tenant, query, limit.saturating_add(1))
+        .await?;
+    let has_more = events.len() > limit as usize;
+    events.truncate(limit as usize);
+    let next_cursor = if has_more {
+        events.last().map(|e| e.event.event_id)
+    } else {
+        None
+    };
+    Ok(OpsEventPage {
+        events,
+        next_cursor,
+    })
+}
+
+/// The event and its history, read in one snapshot.
+async fn event_detail<D: OpsStatements>(
+    d: &D,
+    tenant: TenantId,
+    event: EventId,
+) -> StoreResult<EventDetail> {
+    let mut tx = d.begin_read().await?;
+    let found = d.load_ops_event(&mut tx, tenant, event).await?;
+    let history = d.event_history(&mut tx, event).await?;
+    d.commit(tx, &[]).await?;
+    Ok(EventDetail {
+        event: found,
+        history,
+    })
+}
+
+/// Every backend with the bulk driver has the operator views and bulk actions.
+#[async_trait]
+impl<D: BulkDriver> OpsStore for D {
+    async fn list_events(
+        &self,
+        tenant: TenantId,
+        query: &EventListQuery,
+        limit: u32,
+    ) -> StoreResult<OpsEventPage> {
+        list_events(self, tenant, query, limit).await
+    }
+
+    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
+        event_detail(self, tenant, event).await
+    }
+
+    async fn bulk(
+        &self,
+        tenant: TenantId,
+        scope: &Scope<'_>,
+        max: u64,
+        actor: &Actor,
+        now: Millis,
+    ) -> StoreResult<Committed<(u64, i64)>> {
+        self.retrying(|| bulk::bulk(self, tenant, scope, max, actor, now))
+            .await
+    }
+
+    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
+        self.audit_entries(tenant, limit).await
+    }
+}
