@@ -14,6 +14,7 @@ use crate::{chaos, cmd, mariadb, postgres, prereqs};
 
 mod build;
 mod isolated;
+mod layers;
 pub(crate) use isolated::{Scratch, smoke_command};
 mod package;
 use build::{Built, Select, build, build_env};
@@ -28,7 +29,7 @@ const CONFORMANCE: &[&str] = &["protocol", "api", "instances", "chaos_crash"];
 /// (migrations under the statement limit, retried deadlocks), the driver suite's
 /// run there, and `switchboard doctor`'s PostgreSQL checks.
 const ON_POSTGRES: &[&str] = &[
-    "store::postgres",
+    "postgres::",
     "engine::suite::every_statement_on_postgres",
     "doctor::tests::postgres_checks",
 ];
@@ -36,7 +37,7 @@ const ON_POSTGRES: &[&str] = &[
 /// The MySQL backend's tests (name filters), run on MariaDB: the store's own and the
 /// driver suite's MySQL run, and `switchboard doctor`'s MariaDB checks.
 const ON_MARIADB: &[&str] = &[
-    "store::mysql",
+    "mysql::",
     "engine::suite::every_statement_on_mysql",
     "doctor::tests::mysql_checks",
 ];
@@ -137,6 +138,14 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         step(&mut outcomes, "cargo fmt --check", || {
             cmd::run(cmd::cargo().args(["fmt", "--all", "--", "--check"]))
         });
+        step(
+            &mut outcomes,
+            "layers (no import cycle, no upward import)",
+            || {
+                layers::check(&cmd::root())?;
+                layers::sqlite_only_desktop()
+            },
+        );
         step(&mut outcomes, "build + clippy (host, console)", || {
             built = Some(build(cargo_test_args)?);
             Ok(())
