@@ -889,6 +889,59 @@ async fn a_failing_background_task_does_not_stop_the_others() {
     );
 }
 
+/// Each background task runs in a room of its own, under a supervisor: a room
+/// that panics (here the scavenger, from a hook, on its first pass) is counted and
+/// started again a second later, and the other rooms never stop meanwhile.
+#[tokio::test]
+async fn a_panicking_room_is_started_again_and_the_others_keep_running() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let scavenger = std::sync::Arc::new(AtomicUsize::new(0));
+    let retention = std::sync::Arc::new(AtomicUsize::new(0));
+    let (s, r) = (scavenger.clone(), retention.clone());
+    let server = TestServer::with(Options {
+        worker_interval: Some(Duration::from_millis(50)),
+        hooks: switchboard_tests::server::Hooks {
+            before_background_task: Some(std::sync::Arc::new(move |task| {
+                match task {
+                    "scavenger" if s.fetch_add(1, Ordering::SeqCst) == 0 => {
+                        panic!("the scavenger's first pass panics (injected)")
+                    }
+                    "retention" => {
+                        r.fetch_add(1, Ordering::SeqCst);
+                    }
+                    _ => {}
+                }
+                Ok(())
+            })),
+            ..Default::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while scavenger.load(Ordering::SeqCst) < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the scavenger's room was never started again ({} passes)",
+            scavenger.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Its restart waited a second; retention ran all along, every 50 ms.
+    assert!(
+        retention.load(Ordering::SeqCst) >= 10,
+        "retention kept running: {} passes",
+        retention.load(Ordering::SeqCst)
+    );
+    let text = metrics(&server).await;
+    let failures = switchboard_tests::exposition::labelled(
+        &text,
+        "background_task_failures_total",
+        &[("task", "scavenger")],
+    );
+    assert_eq!(failures, Some(1.0), "the panic is counted once: {text}");
+}
+
 /// The same with a real database failure (SQLite: a table retention's neighbour
 /// task trims is gone): the pass's other tasks run, the failure is counted each time.
 #[tokio::test]
