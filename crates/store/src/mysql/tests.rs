@@ -336,10 +336,15 @@ impl Heard {
             .expect("a wake-up within 10 s")
     }
 
-    /// Whether nothing more was delivered.
+    /// Whether no wake-up was delivered since (the feed's other messages, and
+    /// empty batches, wake nobody).
     fn nothing(&mut self) -> bool {
+        while let Ok(delivered) = self.feed.try_recv() {
+            if let RemoteWake::Wakes(wakes) = delivered {
+                self.queued.extend(wakes);
+            }
+        }
         self.queued.is_empty()
-            && matches!(self.feed.try_recv(), Err(mpsc::error::TryRecvError::Empty))
     }
 }
 
