@@ -1,6 +1,6 @@
 //! The tray's view of the server: the quarantined count in the tooltip, refreshed
-//! every [`INTERVAL`] from the embedded server's store (through the `Store` trait,
-//! no SQL here), plus the bursts of newly quarantined work the notifier reports.
+//! every [`INTERVAL`] from the embedded server (`embed::Console::quarantined`, no
+//! SQL here), plus the bursts of newly quarantined work the notifier reports.
 //!
 //! A *burst*: quarantines of one agent seen on consecutive polls. It is reported once,
 //! when a poll sees no new ones for that agent (see [`Coalescer`]).

@@ -2,7 +2,7 @@
 //! agent and to the console's operator stream. It carries no payloads: subscribers
 //! pull the events themselves.
 
-use crate::store::{RemoteWake, RemoteWakes, Wake};
+use crate::store::Wake;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use switchboard_proto::{AgentId, Job, TenantId};
@@ -167,22 +167,6 @@ impl Hub {
         }
     }
 
-    /// A channel for [`Store::listen`](crate::store::Store::listen): what other
-    /// instances committed is delivered here until every sender is dropped.
-    pub fn remote_feed(&self) -> RemoteWakes {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let hub = self.clone();
-        tokio::spawn(async move {
-            while let Some(remote) = rx.recv().await {
-                match remote {
-                    RemoteWake::Wakes(wakes) => hub.notify(&wakes),
-                    RemoteWake::All => hub.wake_all(),
-                }
-            }
-        });
-        tx
-    }
-
     /// Tells only the console: something changed that gives agents no new work
     /// (an ack, a claim).
     pub fn changed(&self, wake: Wake) {
@@ -242,6 +226,17 @@ impl Hub {
     pub fn subscribers(&self, agent: AgentId) -> u64 {
         let agents = self.inner.agents.lock().unwrap_or_else(|e| e.into_inner());
         agents.get(&agent).map_or(0, |c| c.count)
+    }
+}
+
+/// The store's one road for wake-ups: its commits' and the other instances'.
+impl crate::store::WakeSink for Hub {
+    fn wake(&self, wakes: &[Wake]) {
+        self.notify(wakes);
+    }
+
+    fn wake_all(&self) {
+        Hub::wake_all(self);
     }
 }
 

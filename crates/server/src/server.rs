@@ -155,6 +155,10 @@ impl Server {
         )
         .await?;
         let running = Running::new(store.instance_name());
+        // Every wake-up takes one road: the store hands its commits' (and the
+        // other instances') to the hub.
+        let hub = Hub::new();
+        store.deliver_wakes_to(Arc::new(hub.clone()));
         let state = AppState::new(StateInner {
             archive,
             retention_held: Default::default(),
@@ -172,7 +176,7 @@ impl Server {
             .with_addresses(config.address_rate_limit),
             running,
             config,
-            hub: Hub::new(),
+            hub,
             metrics: Metrics::new(),
             tenant,
             shutdown: CancellationToken::new(),

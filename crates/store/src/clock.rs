@@ -2,7 +2,8 @@
 //! advances a [`ManualClock`] instead of sleeping through a real lease.
 //!
 //! On SQLite the server process is the database host, so the system clock *is* the
-//! database clock. A networked backend reads its clock from the database instead.
+//! database clock. PostgreSQL and MariaDB instances use their own clocks too;
+//! `switchboard doctor` reports how far one is from the database's.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

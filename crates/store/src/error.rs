@@ -1,6 +1,6 @@
 //! What the store answers when it cannot do what it was asked: the store's own
 //! errors, with no HTTP in them. The HTTP layer maps each to a problem document
-//! (`crate::error::ApiError`'s `From<StoreError>`).
+//! (the server's `ApiError` has a `From<StoreError>`).
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

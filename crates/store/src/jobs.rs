@@ -1,4 +1,4 @@
-//! The store's bulk-job seam (see `crate::job_runner` for the runner).
+//! The store's bulk-job seam (the runner is the server's `workers/jobs.rs`).
 
 use super::*;
 use async_trait::async_trait;

@@ -183,20 +183,42 @@ pub struct Wake {
     pub cursor_hint: u64,
 }
 
-/// What a backend shared by several instances heard from the others
-/// ([`Store::listen`]). The store reports it on a channel; the wake-up hub, a layer
-/// above, delivers it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RemoteWake {
-    /// Other instances committed these.
-    Wakes(Vec<Wake>),
-    /// The feed was interrupted (the database was lost and is back): anything may
-    /// have been missed, so every local subscriber should look again.
-    All,
+/// Where a store delivers wake-ups (the server's hub implements it): its own
+/// commits' right after each commit returned (I1), and, on a database shared by
+/// several instances, the others' as [`Store::listen`] hears them. The one road of
+/// every wake-up; set once with [`Store::deliver_wakes_to`].
+pub trait WakeSink: Send + Sync + 'static {
+    /// These inboxes reach these cursors now.
+    fn wake(&self, wakes: &[Wake]);
+    /// The feed from the other instances was interrupted (the database was lost
+    /// and is back): anything may have been missed, so every subscriber should look
+    /// again.
+    fn wake_all(&self);
 }
 
-/// Where [`Store::listen`] reports.
-pub type RemoteWakes = tokio::sync::mpsc::UnboundedSender<RemoteWake>;
+/// A store's [`WakeSink`], once set; until then wake-ups go nowhere (a store used
+/// alone, in its tests and the benchmarks).
+#[derive(Clone, Default)]
+pub(crate) struct WakeOut(std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn WakeSink>>>);
+
+impl WakeOut {
+    /// Sets the sink; a second one is refused (`false`).
+    pub(crate) fn set(&self, sink: std::sync::Arc<dyn WakeSink>) -> bool {
+        self.0.set(sink).is_ok()
+    }
+
+    pub(crate) fn wake(&self, wakes: &[Wake]) {
+        if let (false, Some(sink)) = (wakes.is_empty(), self.0.get()) {
+            sink.wake(wakes);
+        }
+    }
+
+    pub(crate) fn wake_all(&self) {
+        if let Some(sink) = self.0.get() {
+            sink.wake_all();
+        }
+    }
+}
 
 /// A write's result plus its wake-ups.
 #[derive(Debug)]
@@ -311,9 +333,12 @@ pub trait Store:
     async fn close(&self);
 
     // --- several instances on one database ---
-    /// Reports on `remote` the wake-ups that other server instances sharing this
+    /// Where every wake-up goes from now on ([`WakeSink`]); set once (a second
+    /// sink is ignored, and logged).
+    fn deliver_wakes_to(&self, sink: std::sync::Arc<dyn WakeSink>);
+    /// Delivers to the sink the wake-ups that other server instances sharing this
     /// database committed, until `stop`. A backend that one process owns has none.
-    async fn listen(&self, _remote: RemoteWakes, stop: tokio_util::sync::CancellationToken) {
+    async fn listen(&self, stop: tokio_util::sync::CancellationToken) {
         stop.cancelled().await;
     }
     /// The queue table's health (dead tuples, oldest open transaction), where the

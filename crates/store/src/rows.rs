@@ -1,5 +1,5 @@
-//! Row mapping shared by both backends. The schemas have the same tables and column
-//! types (text ids, 64-bit integer times), so one mapping reads a row of either;
+//! Row mapping shared by the three backends. The schemas have the same tables and
+//! column types (text ids, 64-bit integer times), so one mapping reads a row of any;
 //! [`Cols`] is the few typed getters it needs, for `SqliteRow`, `PgRow` and `MySqlRow`.
 
 use crate::clock::to_timestamp;

@@ -9,7 +9,7 @@ pub(crate) mod running;
 use crate::config::Config;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
-use crate::store::{Store, Wake};
+use crate::store::Store;
 use std::ops::Deref;
 use std::sync::Arc;
 use switchboard_proto::TenantId;
@@ -64,11 +64,6 @@ impl AppState {
         self.config.clock.now_ms()
     }
 
-    /// Sends wake-ups; call after the commit that made them.
-    pub fn wake(&self, wakes: &[Wake]) {
-        self.hub.notify(wakes);
-    }
-
     /// After a retention pass: counts what it archived, and holds the reason while
     /// archive writes fail (in `/metrics`, the overview and the log, once per hold).
     pub(crate) fn retention_pass(&self, stats: &crate::store::RetentionStats, now: i64) {
@@ -94,8 +89,8 @@ impl AppState {
     }
 
     /// After expired leases went back and events expired (by the scavenger, or by a
-    /// claim first): counts them and their quarantines in each tenant's metrics, and
-    /// sends their wake-ups.
+    /// claim first): counts them and their quarantines in each tenant's metrics. (Their
+    /// wake-ups went out with the commit: the store hands them to the hub.)
     pub fn reaped(&self, reaped: &crate::store::ReapStats) {
         for (tenant, r) in &reaped.by_tenant {
             let m = self.metrics.tenant(*tenant);
@@ -103,7 +98,6 @@ impl AppState {
             m.quarantined.inc_by(r.quarantined);
             m.expired.inc_by(r.expired);
         }
-        self.wake(&reaped.wakes);
     }
 
     /// Counts an ack of `tenant` that completed an event (not a repeat).
@@ -115,8 +109,7 @@ impl AppState {
         }
     }
 
-    /// After a release of `tenant` committed: counts a quarantine and sends its
-    /// wake-ups.
+    /// After a release of `tenant` committed: counts a quarantine.
     pub fn released(
         &self,
         tenant: TenantId,
@@ -125,7 +118,6 @@ impl AppState {
         if done.value.status == switchboard_proto::EventStatus::Quarantined {
             self.metrics.tenant(tenant).quarantined.inc();
         }
-        self.wake(&done.wakes);
     }
 
     /// The queue table's health where the backend has it. Best effort: `/metrics`

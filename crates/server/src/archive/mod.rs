@@ -1,7 +1,7 @@
 //! Archive before retention (`--archive-dir`): what a retention pass removes is first
-//! written here, and only then deleted, in the same database transaction that holds
-//! the agent's row. An archive that cannot be written holds retention back; it never
-//! drops data.
+//! copied out and written here, outside any write transaction, and only then deleted
+//! (what is still unchanged). An archive that cannot be written holds retention
+//! back; it never drops data.
 //!
 //! Layout: `<dir>/<tenant id>/<YYYY-MM-DD>/<agent id>-<first seq>-<last seq>.jsonl.gz`,
 //! one gzip file of JSON lines ([`ArchivedEvent`]) per agent, batch and day (the day an

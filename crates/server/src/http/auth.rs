@@ -1,9 +1,8 @@
-//! Bearer tokens and scopes.
-//!
-//! A token is 32 random bytes, base64url, with a prefix that says what it is
-//! (`sb_op_` operator, `sb_ag_` agent). Only its SHA-256 is stored. Scopes follow the
-//! design: `ops:read`, `ops:write`, `agent:{agent_id}:inbox`, `messages:send`; a JWT
-//! carrying the same scopes can replace the lookup later without touching handlers.
+//! The request's credential, as extractors: a static bearer token (looked up through
+//! the token cache), an access token (an EdDSA JWT, [`jwt`]) or the console's session
+//! cookie, each drawn from its rate-limit bucket first, into a [`Principal`]. The
+//! scopes, the tokens' minting and hashing and the principal itself are in
+//! `access/`, below this layer.
 //!
 //! The console may instead present a session cookie ([`SESSION_COOKIE`], see
 //! `http/session.rs`). It stands for the operator token it was made from, with that

@@ -127,7 +127,6 @@ async fn send_direct(
                 .store
                 .send_direct(me.tenant_id, to.id, &from, &msg, Some(&key), st.now())
                 .await?;
-            st.wake(&done.wakes);
             Ok(done.value)
         },
     )
@@ -289,7 +288,6 @@ async fn send_room(
                     StoreError::NotFound => ApiError::not_found(format_args!("room {room:?}")),
                     e => e.into(),
                 })?;
-            st.wake(&done.wakes);
             Ok(done.value)
         },
     )

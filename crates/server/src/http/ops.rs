@@ -271,7 +271,6 @@ async fn bulk(
             state.now(),
         )
         .await?;
-    state.wake(&done.wakes);
     let (affected, audit_id) = done.value;
     tracing::info!(
         action = action.as_str(),

@@ -111,10 +111,7 @@ async fn call(
         op,
     };
     match state.store.record(&call, state.now()).await {
-        Ok(done) => {
-            state.wake(&done.wakes);
-            Ok(done.value)
-        }
+        Ok(done) => Ok(done.value),
         Err(
             e
             @ (StoreError::StaleFence(_) | StoreError::LeaseExpired(_) | StoreError::NotHolder(_)),

@@ -114,7 +114,6 @@ async fn step(
             .await
         {
             Ok(done) => {
-                state.wake(&done.wakes);
                 return Ok(done.value);
             }
             Err(e @ (StoreError::Unavailable(_) | StoreError::Aborted(_)))

@@ -5,14 +5,9 @@
 //! engine holds the order of the steps, the checks between them and the rules.
 //!
 //! Each area has a `…Statements` trait (the statements every backend writes alike,
-//! implemented once in `store/statements/`), where needed a `…Driver` trait (what a
+//! implemented once in `statements/`), where needed a `…Driver` trait (what a
 //! backend does in its own shape, with a portable default), and its logic as
 //! functions generic over them, behind a blanket `impl` of the area's store trait.
-//!
-//! The move is incremental: events, memories and leases with their audit trail, and
-//! the data plane run on the engine; the other store modules still have one
-//! implementation per backend, behind the same `Store` traits, until they move here
-//! too.
 
 use crate::dialect::Dialect;
 use crate::{StoreError, StoreResult, Wake};

@@ -59,6 +59,8 @@ const SQL_MODE: &str = "ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_ALL_TABLES,NO_ZERO_DA
 pub struct MySqlStore {
     pool: MySqlPool,
     hooks: StoreHooks,
+    /// Where wake-ups go (`Store::deliver_wakes_to`).
+    wakes_out: crate::WakeOut,
     /// This process; wake-ups it published itself are not delivered twice.
     instance: String,
     /// The wake-up table as it was at `open`, so nothing committed after the server
@@ -123,6 +125,7 @@ impl MySqlStore {
         let store = Self {
             pool,
             hooks,
+            wakes_out: crate::WakeOut::default(),
             instance: uuid::Uuid::now_v7().to_string(),
             watch: Arc::new(Mutex::new(Some(watch))),
             retries: Arc::new(Retries::new("mysql")),
@@ -146,6 +149,11 @@ impl MySqlStore {
     /// Where a shared statement that is a transaction of its own runs (autocommit).
     pub(crate) fn write_pool(&self) -> &MySqlPool {
         &self.pool
+    }
+
+    /// Where this store's wake-ups go.
+    pub(crate) fn wakes_out(&self) -> &crate::WakeOut {
+        &self.wakes_out
     }
 
     pub(crate) fn instance(&self) -> &str {
@@ -242,8 +250,14 @@ impl Store for MySqlStore {
         self.retries.counts()
     }
 
-    async fn listen(&self, remote: crate::RemoteWakes, stop: tokio_util::sync::CancellationToken) {
-        wakes::listen(self, remote, stop).await;
+    fn deliver_wakes_to(&self, sink: std::sync::Arc<dyn crate::WakeSink>) {
+        if !self.wakes_out.set(sink) {
+            tracing::warn!("the store already delivers its wake-ups elsewhere");
+        }
+    }
+
+    async fn listen(&self, stop: tokio_util::sync::CancellationToken) {
+        wakes::listen(self, stop).await;
     }
 }
 
@@ -273,6 +287,7 @@ impl crate::engine::Driver for MySqlStore {
     async fn commit(&self, mut tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()> {
         wakes::publish(&mut tx, &self.instance, wakes).await?;
         tx.commit().await?;
+        self.wakes_out.wake(wakes);
         Ok(())
     }
 

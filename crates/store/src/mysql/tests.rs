@@ -6,15 +6,15 @@
 use super::*;
 use crate::Actor;
 use crate::RetryCount;
+use crate::WakeSink;
 use crate::engine::Driver;
 use crate::migrate::OpenOptions;
 use crate::testing::ServerDb;
-use crate::{RemoteWake, RemoteWakes};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 use switchboard_proto::{AgentId, TenantId};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// A database of its own on the test server.
@@ -301,34 +301,43 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
     db.drop().await;
 }
 
-/// What one instance's [`Store::listen`] delivered: other instances' wake-ups, in
-/// the order they came.
+/// One instance's wake-up sink: what its own commits and its listener delivered,
+/// in the order they came.
+#[derive(Default)]
 struct Heard {
-    feed: mpsc::UnboundedReceiver<RemoteWake>,
-    queued: VecDeque<Wake>,
+    queued: std::sync::Mutex<VecDeque<Wake>>,
+    more: tokio::sync::Notify,
+}
+
+impl WakeSink for Heard {
+    fn wake(&self, wakes: &[Wake]) {
+        self.queued.lock().unwrap().extend(wakes);
+        self.more.notify_one();
+    }
+    fn wake_all(&self) {}
 }
 
 impl Heard {
-    /// A feed for `listen`, and what it delivers.
-    fn new() -> (RemoteWakes, Self) {
-        let (tx, feed) = mpsc::unbounded_channel();
-        let queued = VecDeque::new();
-        (tx, Self { feed, queued })
+    /// A sink for `store`, set as its one.
+    fn of(store: &MySqlStore) -> Arc<Self> {
+        let heard = Arc::new(Self::default());
+        store.deliver_wakes_to(heard.clone());
+        heard
     }
 
     /// The next wake-up for `agent`: its cursor hint.
-    async fn next(&mut self, agent: AgentId) -> u64 {
+    async fn next(&self, agent: AgentId) -> u64 {
         let wait = async {
             loop {
-                while let Some(w) = self.queued.pop_front() {
-                    if w.agent_id == agent {
-                        return w.cursor_hint;
+                {
+                    let mut queued = self.queued.lock().unwrap();
+                    while let Some(w) = queued.pop_front() {
+                        if w.agent_id == agent {
+                            return w.cursor_hint;
+                        }
                     }
                 }
-                match self.feed.recv().await.expect("the feed is open") {
-                    RemoteWake::Wakes(wakes) => self.queued.extend(wakes),
-                    RemoteWake::All => {}
-                }
+                self.more.notified().await;
             }
         };
         tokio::time::timeout(Duration::from_secs(10), wait)
@@ -336,15 +345,9 @@ impl Heard {
             .expect("a wake-up within 10 s")
     }
 
-    /// Whether no wake-up was delivered since (the feed's other messages, and
-    /// empty batches, wake nobody).
-    fn nothing(&mut self) -> bool {
-        while let Ok(delivered) = self.feed.try_recv() {
-            if let RemoteWake::Wakes(wakes) = delivered {
-                self.queued.extend(wakes);
-            }
-        }
-        self.queued.is_empty()
+    /// Whether no wake-up was delivered since.
+    fn nothing(&self) -> bool {
+        self.queued.lock().unwrap().is_empty()
     }
 }
 
@@ -353,16 +356,16 @@ impl Heard {
 async fn wake_ups_reach_other_instances_after_their_commit_only() {
     let db = TestDb::new().await;
     let (a, b) = (db.open().await, db.open().await);
-    let ((feed_a, mut heard_a), (feed_b, mut heard_b)) = (Heard::new(), Heard::new());
+    let (heard_a, heard_b) = (Heard::of(&a), Heard::of(&b));
     let stop = CancellationToken::new();
     let listening = [
         tokio::spawn({
             let (a, stop) = (a.clone(), stop.clone());
-            async move { a.listen(feed_a, stop).await }
+            async move { a.listen(stop).await }
         }),
         tokio::spawn({
             let (b, stop) = (b.clone(), stop.clone());
-            async move { b.listen(feed_b, stop).await }
+            async move { b.listen(stop).await }
         }),
     ];
     let (tenant, agent) = (TenantId::new(), AgentId::new());
@@ -404,13 +407,21 @@ async fn wake_ups_reach_other_instances_after_their_commit_only() {
     assert_eq!(heard_b.next(agent).await, 5);
     assert_eq!(heard_b.next(agent).await, 6);
 
-    // The other way round; an instance never hears its own.
+    // Its own commits reached a's sink once each, at the commit (2 and 4 were
+    // written around the store's commit); its listener skipped them.
+    for n in [1, 3, 5, 6] {
+        assert_eq!(heard_a.next(agent).await, n, "a's own, at its commit");
+    }
+    assert!(heard_a.nothing(), "a heard its own once");
+
+    // The other way round: each instance hears each wake-up once.
     let tx = b.begin_write().await.expect("begin");
     b.commit(tx, &[wake(7)]).await.expect("commit");
-    assert_eq!(heard_a.next(agent).await, 7);
+    assert_eq!(heard_b.next(agent).await, 7, "b's own, at its commit");
+    assert_eq!(heard_a.next(agent).await, 7, "b's, through a's listener");
     tokio::time::sleep(wakes::POLL * 4).await;
-    assert!(heard_a.nothing(), "a hears only b's");
-    assert!(heard_b.nothing(), "b hears only a's");
+    assert!(heard_a.nothing(), "a hears b's once");
+    assert!(heard_b.nothing(), "b never hears its own from the listener");
 
     stop.cancel();
     for l in listening {
@@ -427,11 +438,11 @@ async fn wake_up_delay_across_instances() {
     const WAKES: u64 = 300;
     let db = TestDb::new().await;
     let (a, b) = (db.open().await, db.open().await);
-    let (feed, mut heard) = Heard::new();
+    let heard = Heard::of(&b);
     let stop = CancellationToken::new();
     let listening = tokio::spawn({
         let (b, stop) = (b.clone(), stop.clone());
-        async move { b.listen(feed, stop).await }
+        async move { b.listen(stop).await }
     });
     let (tenant, agent) = (TenantId::new(), AgentId::new());
     let mut delays = Vec::with_capacity(WAKES as usize);

@@ -22,7 +22,7 @@
 //! high-water mark that long ago (never an id it still waits for).
 
 use super::MySqlStore;
-use crate::{RemoteWake, RemoteWakes};
+use crate::WakeOut;
 use crate::{StoreResult, Wake};
 use sqlx::{MySql, MySqlConnection, QueryBuilder, Row};
 use std::collections::{BTreeMap, VecDeque};
@@ -164,13 +164,13 @@ impl Watch {
     }
 
     /// One poll: the rows above `high` and the holes that appeared, delivered to
-    /// `remote` unless `me` wrote them; then expiry and pruning. Returns whether a full
+    /// `out` unless `me` wrote them; then expiry and pruning. Returns whether a full
     /// batch came (read again at once).
     async fn poll(
         &mut self,
         conn: &mut MySqlConnection,
         me: &str,
-        remote: &RemoteWakes,
+        out: &WakeOut,
     ) -> StoreResult<bool> {
         let now = Instant::now();
         let rows = sqlx::query(
@@ -206,7 +206,7 @@ impl Watch {
             }
         }
         self.saw_new(ids, now);
-        let _ = remote.send(RemoteWake::Wakes(wakes));
+        out.wake(&wakes);
         self.expire(now);
         if let Some(below) = self.prune_below(now) {
             prune(conn, below).await?;
@@ -245,10 +245,10 @@ async fn prune(conn: &mut MySqlConnection, below: i64) -> StoreResult<()> {
     }
 }
 
-/// Reports other instances' wake-ups on `remote` until `stop`. The watch was taken
+/// Delivers other instances' wake-ups to the store's sink until `stop`. The watch was taken
 /// when the store opened, so nothing committed after that is missed; after losing
 /// the database it goes on where it was and wakes every local subscriber once.
-pub(super) async fn listen(store: &MySqlStore, remote: RemoteWakes, stop: CancellationToken) {
+pub(super) async fn listen(store: &MySqlStore, stop: CancellationToken) {
     let mut watch = store.take_watch();
     let mut failures = 0u32;
     while !stop.is_cancelled() {
@@ -260,12 +260,14 @@ pub(super) async fn listen(store: &MySqlStore, remote: RemoteWakes, stop: Cancel
             };
             if failures > 0 {
                 // Whatever was written while this instance could not read: look again.
-                let _ = remote.send(RemoteWake::All);
+                store.wakes_out().wake_all();
                 tracing::info!("reading other instances' wake-ups again");
                 failures = 0;
             }
             loop {
-                let full = w.poll(&mut conn, store.instance(), &remote).await?;
+                let full = w
+                    .poll(&mut conn, store.instance(), store.wakes_out())
+                    .await?;
                 if full {
                     continue;
                 }

@@ -53,6 +53,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct PgStore {
     pool: PgPool,
     hooks: StoreHooks,
+    /// Where wake-ups go (`Store::deliver_wakes_to`).
+    wakes_out: crate::WakeOut,
     /// This process; wake-ups it published itself are not delivered twice.
     instance: String,
     /// LISTENing since `open`, so no wake-up committed after the server started is
@@ -105,6 +107,7 @@ impl PgStore {
         let store = Self {
             pool,
             hooks,
+            wakes_out: crate::WakeOut::default(),
             instance: uuid::Uuid::now_v7().to_string(),
             listener: std::sync::Arc::new(std::sync::Mutex::new(Some(listener))),
             retries: std::sync::Arc::new(Retries::new("postgres")),
@@ -143,7 +146,13 @@ impl PgStore {
     ) -> StoreResult<()> {
         wakes::publish(&mut tx, &self.instance, wakes).await?;
         tx.commit().await?;
+        self.wakes_out.wake(wakes);
         Ok(())
+    }
+
+    /// Where this store's wake-ups go.
+    pub(crate) fn wakes_out(&self) -> &crate::WakeOut {
+        &self.wakes_out
     }
 
     fn take_listener(&self) -> Option<sqlx::postgres::PgListener> {
@@ -187,8 +196,14 @@ impl Store for PgStore {
         self.pool.close().await;
     }
 
-    async fn listen(&self, remote: crate::RemoteWakes, stop: tokio_util::sync::CancellationToken) {
-        wakes::listen(self, remote, stop).await;
+    fn deliver_wakes_to(&self, sink: std::sync::Arc<dyn crate::WakeSink>) {
+        if !self.wakes_out.set(sink) {
+            tracing::warn!("the store already delivers its wake-ups elsewhere");
+        }
+    }
+
+    async fn listen(&self, stop: tokio_util::sync::CancellationToken) {
+        wakes::listen(self, stop).await;
     }
 
     async fn health(&self) -> StoreResult<Option<switchboard_proto::QueueTableHealth>> {

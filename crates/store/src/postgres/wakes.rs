@@ -12,7 +12,6 @@
 //! all its subscribers once: they poll and find whatever they missed.
 
 use super::PgStore;
-use crate::{RemoteWake, RemoteWakes};
 use crate::{StoreResult, Wake};
 use sqlx::PgConnection;
 use sqlx::postgres::PgListener;
@@ -70,10 +69,10 @@ pub(super) async fn publish(
     Ok(())
 }
 
-/// Reports other instances' wake-ups on `remote` until `stop`, reconnecting (with
+/// Delivers other instances' wake-ups to the store's sink until `stop`, reconnecting (with
 /// a catch-up wake of every subscriber) after any break. The first listener was
 /// connected when the store opened, before the server took any subscriber.
-pub(super) async fn listen(store: &PgStore, remote: RemoteWakes, stop: CancellationToken) {
+pub(super) async fn listen(store: &PgStore, stop: CancellationToken) {
     let mut first = store.take_listener();
     let mut failures = 0u32;
     while !stop.is_cancelled() {
@@ -83,7 +82,7 @@ pub(super) async fn listen(store: &PgStore, remote: RemoteWakes, stop: Cancellat
                 Ok(l) => {
                     failures = 0;
                     // Whatever was published while nobody here listened: look again.
-                    let _ = remote.send(RemoteWake::All);
+                    store.wakes_out().wake_all();
                     l
                 }
                 Err(e) => {
@@ -105,7 +104,7 @@ pub(super) async fn listen(store: &PgStore, remote: RemoteWakes, stop: Cancellat
                 got = listener.try_recv() => match got {
                     Ok(Some(n)) => match decode(n.payload()) {
                         Some((from, wakes)) if from != store.instance() => {
-                            let _ = remote.send(RemoteWake::Wakes(wakes));
+                            store.wakes_out().wake(&wakes);
                         }
                         Some(_) => {}
                         None => tracing::warn!(payload = n.payload(), "unreadable wake-up notification"),

@@ -25,13 +25,13 @@
 //! spawns the batch's closer, which queues for the lock (FIFO) behind the writers
 //! that were waiting, and commits whatever is still open when its turn comes. A
 //! member whose caller went away (a client disconnected while it waited) still has
-//! its work committed; its wake-ups, which its caller would have sent after the
-//! commit, go to the hub through [`Group::orphans`].
+//! its work committed, and its wake-ups delivered: every member's wake-ups go to the
+//! store's sink once its commit is done, whoever is still waiting.
 //!
 //! With nobody else writing, a member commits at once: uncontended latency is that
 //! of a plain transaction.
 
-use crate::{RemoteWake, RemoteWakes, StoreError, StoreResult, Wake};
+use crate::{StoreError, StoreResult, Wake};
 use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -56,9 +56,9 @@ pub(crate) struct Group {
     enabled: AtomicBool,
     /// Physical commits, for tests and the bench.
     commits: AtomicU64,
-    /// Where the wake-ups of members whose caller went away are delivered (the
-    /// store's `listen` feed), once the server listens.
-    orphans: std::sync::Mutex<Option<RemoteWakes>>,
+    /// Where the members' wake-ups go once their commit is done (the store's
+    /// sink), whether or not their caller still waits.
+    wakes_out: crate::WakeOut,
 }
 
 #[derive(Default)]
@@ -92,14 +92,14 @@ impl Drop for Queued<'_> {
 }
 
 impl Group {
-    pub(crate) fn new(pool: SqlitePool) -> Arc<Self> {
+    pub(crate) fn new(pool: SqlitePool, wakes_out: crate::WakeOut) -> Arc<Self> {
         Arc::new(Self {
             pool,
             batch: Arc::default(),
             waiting: AtomicUsize::new(0),
             enabled: AtomicBool::new(true),
             commits: AtomicU64::new(0),
-            orphans: std::sync::Mutex::new(None),
+            wakes_out,
         })
     }
 
@@ -110,11 +110,6 @@ impl Group {
     /// Physical commits so far.
     pub(crate) fn commits(&self) -> u64 {
         self.commits.load(Ordering::SeqCst)
-    }
-
-    /// Where orphaned members' wake-ups go (`None`: nobody listens any more).
-    pub(crate) fn set_orphans(&self, feed: Option<RemoteWakes>) {
-        *self.orphans.lock().unwrap_or_else(|e| e.into_inner()) = feed;
     }
 
     /// The batch's lock, with a rollback a dropped member left behind done first.
@@ -198,13 +193,11 @@ impl Group {
                 Ok(()) => Ok(()),
                 Err(e) => Err(echo(e)),
             };
-            if member.tell.send(answer).is_err() && result.is_ok() && !member.wakes.is_empty() {
-                // Its caller went away before the commit: nobody else sends these.
-                let orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(feed) = orphans.as_ref() {
-                    let _ = feed.send(RemoteWake::Wakes(member.wakes));
-                }
+            if result.is_ok() {
+                // Committed: its wake-ups go out now, even if its caller went away.
+                self.wakes_out.wake(&member.wakes);
             }
+            let _ = member.tell.send(answer);
         }
     }
 
@@ -259,7 +252,11 @@ impl Member {
             && group.waiting.load(Ordering::SeqCst) > 0
             && batch.done.len() < MAX_MEMBERS;
         if !defer {
-            return group.commit(&mut batch).await;
+            let committed = group.commit(&mut batch).await;
+            if committed.is_ok() {
+                group.wakes_out.wake(wakes);
+            }
+            return committed;
         }
         let (tell, told) = oneshot::channel();
         group.leave(
@@ -409,7 +406,7 @@ mod tests {
         for grouped in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let (write, read) = file(&dir).await;
-            let group = Group::new(write);
+            let group = Group::new(write, crate::WakeOut::default());
             group.set_enabled(grouped);
             let mut expected = Vec::new();
             for round in 0..3_i64 {
@@ -459,15 +456,27 @@ mod tests {
         panic!("timed out");
     }
 
+    /// A sink that keeps what it was given.
+    #[derive(Default)]
+    struct Heard(std::sync::Mutex<Vec<Wake>>);
+
+    impl crate::WakeSink for Heard {
+        fn wake(&self, wakes: &[Wake]) {
+            self.0.lock().unwrap().extend_from_slice(wakes);
+        }
+        fn wake_all(&self) {}
+    }
+
     /// A member whose caller went away while it waited for its group: its work is
-    /// committed with the group, and its wake-ups reach the hub's feed.
+    /// committed with the group, and its wake-ups reach the store's sink.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_member_whose_caller_went_away_is_committed_and_its_wakes_sent() {
         let dir = tempfile::tempdir().unwrap();
         let (write, read) = file(&dir).await;
-        let group = Group::new(write);
-        let (feed, mut heard) = tokio::sync::mpsc::unbounded_channel();
-        group.set_orphans(Some(feed));
+        let heard = Arc::new(Heard::default());
+        let out = crate::WakeOut::default();
+        out.set(heard.clone());
+        let group = Group::new(write, out);
         let wake = Wake {
             tenant_id: TenantId::new(),
             agent_id: AgentId::new(),
@@ -513,10 +522,11 @@ mod tests {
         a.await.unwrap().unwrap();
         assert_eq!(ids(&read).await, [1, 2, 3]);
         assert_eq!(group.commits(), 1, "one commit for the three");
-        match heard.recv().await {
-            Some(RemoteWake::Wakes(wakes)) => assert_eq!(wakes, [wake]),
-            _ => panic!("b's wake-up was not delivered"),
-        }
+        assert_eq!(
+            *heard.0.lock().unwrap(),
+            [wake],
+            "b's wake-up was delivered, once"
+        );
     }
 
     /// A member that fails after others left their work in the open transaction
@@ -525,7 +535,7 @@ mod tests {
     async fn a_failing_member_in_the_middle_of_a_group_loses_only_its_own_work() {
         let dir = tempfile::tempdir().unwrap();
         let (write, read) = file(&dir).await;
-        let group = Group::new(write);
+        let group = Group::new(write, crate::WakeOut::default());
         let mut a = group.begin().await.unwrap();
         let b = tokio::spawn({
             let group = group.clone();
@@ -557,7 +567,7 @@ mod tests {
     async fn work_committed_later_joins_the_next_commit_or_is_closed_soon() {
         let dir = tempfile::tempdir().unwrap();
         let (write, read) = file(&dir).await;
-        let group = Group::new(write);
+        let group = Group::new(write, crate::WakeOut::default());
         let mut key = group.begin().await.unwrap();
         insert(&mut key, 1).await;
         key.commit_later().await.unwrap();

@@ -25,6 +25,8 @@ pub struct SqliteStore {
     /// Readers (WAL snapshots). The same pool as `write` for an in-memory database.
     read: SqlitePool,
     hooks: StoreHooks,
+    /// Where wake-ups go (`Store::deliver_wakes_to`).
+    wakes_out: crate::WakeOut,
     /// Set when a write failed because the file could not be written (a read-only
     /// or failing file system, an immutable file): SQLite's connection may stay
     /// read-only after that, so the writer is replaced before its next use.
@@ -104,11 +106,13 @@ impl SqliteStore {
                 .connect_with(opts.read_only(true))
                 .await?
         };
+        let wakes_out = crate::WakeOut::default();
         Ok(Self {
-            group: group::Group::new(write.clone()),
+            group: group::Group::new(write.clone(), wakes_out.clone()),
             write,
             read,
             hooks,
+            wakes_out,
             writer_suspect,
             _owner: owner,
         })
@@ -200,12 +204,12 @@ impl Store for SqliteStore {
         self.write.close().await;
     }
 
-    /// Nobody else writes this file; but the group commit hands the wake-ups of a
-    /// request that went away while its commit was pending to the hub here.
-    async fn listen(&self, remote: RemoteWakes, stop: tokio_util::sync::CancellationToken) {
-        self.group.set_orphans(Some(remote));
-        stop.cancelled().await;
-        self.group.set_orphans(None);
+    /// Nobody else writes this file: `listen` has nothing to hear. The group
+    /// commit delivers its members' wake-ups itself, after the commit.
+    fn deliver_wakes_to(&self, sink: std::sync::Arc<dyn crate::WakeSink>) {
+        if !self.wakes_out.set(sink) {
+            tracing::warn!("the store already delivers its wake-ups elsewhere");
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! Access tokens on the API (verified before any database work, then their record
-//! through the token cache) and revocation (RFC 7009).
+//! Revocation (RFC 7009) of an access token, a refresh token or a static token. The
+//! access tokens' verification on every request is in `http/auth/jwt.rs`.
 
 use super::{OAuthError, form, no_store, required};
 use crate::http::AppState;
