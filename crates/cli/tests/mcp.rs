@@ -151,19 +151,58 @@ async fn python_client_lists_the_tools_with_valid_schemas_on_both_eras() {
     }
 }
 
+/// Whether the console saw `agent` online (an open SSE subscription) within 30 s.
+async fn seen_online(server: &TestServer, agent: &str) -> bool {
+    let operator = server.operator();
+    for _ in 0..300 {
+        let agents = operator.agents().await.expect("list the agents");
+        if agents.iter().any(|a| a.name == agent && a.subscribers > 0) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Also what operators see: while the sessions run the console lists bob online,
+/// and each session's client report names it as `switchboard mcp` over stdio.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_agents_hand_work_over_on_2025_with_sse_only() {
     let Some(py) = python() else { return };
     let world = world().await;
-    let out = scenario(
-        &world,
-        &py,
-        "handoff",
-        "legacy",
-        &[("SB_ARGS", "--no-poll")],
-    )
-    .await;
+    let (out, online) = tokio::join!(
+        scenario(
+            &world,
+            &py,
+            "handoff",
+            "legacy",
+            &[("SB_ARGS", "--no-poll")],
+        ),
+        seen_online(&world.server, "bob"),
+    );
     assert!(out.contains("ok: handoff on legacy"), "{out}");
+    assert!(
+        online,
+        "bob's MCP session never showed online in the console"
+    );
+    let reports = world
+        .server
+        .operator()
+        .client_reports()
+        .await
+        .expect("client reports");
+    for agent in ["alice", "bob"] {
+        let report = reports
+            .iter()
+            .find(|r| r.name == agent)
+            .unwrap_or_else(|| panic!("no client report from {agent}: {reports:?}"));
+        assert!(
+            report.report.sdk.starts_with("switchboard-mcp/")
+                && report.report.sdk.contains("MCP over stdio"),
+            "{agent}'s report does not name its transport: {}",
+            report.report.sdk
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,10 @@
 //! The follower runs for the whole session, subscribed or not: its open SSE
 //! subscription is what shows the agent online in the console.
 //!
+//! The session's client report (outbox counts, poison sends, the watch's mode)
+//! goes to the console as `agent run`'s does, naming the client
+//! `switchboard-mcp/<version> (MCP over stdio)`.
+//!
 //! Its cursor is this process's own (`mcp-watch:<agent>:<pid>`, set to the inbox's
 //! head at start, so only new work raises the signal): a cursor shared by several
 //! sessions of the profile would let one of them read past an event before another
@@ -15,9 +19,10 @@
 
 use std::time::Duration;
 
-use switchboard_sdk::consumer::FollowerConfig;
+use switchboard_sdk::consumer::{ConsumerStatus, FollowerConfig, Mode};
+use switchboard_sdk::report::Reporter;
 use switchboard_sdk::{Client, Follower, LocalDb};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 /// The URI of the inbox resource.
@@ -77,7 +82,20 @@ pub(crate) async fn run(
         follow.max_poll = NO_POLL;
     }
     let cursor_name = format!("mcp-watch:{agent}:{}", std::process::id());
-    let follower = Follower::new(client.clone(), agent.clone(), db, cursor_name, follow);
+    let follower = Follower::new(
+        client.clone(),
+        agent.clone(),
+        db.clone(),
+        cursor_name,
+        follow,
+    );
+    let reporting = tokio::spawn(report(
+        client.clone(),
+        agent.clone(),
+        db,
+        follower.mode(),
+        cancel.clone(),
+    ));
     // Start at the head: what is already there is not news (look_at_inbox shows it).
     match client.snapshot(&agent).await {
         Ok(snapshot) => {
@@ -89,10 +107,48 @@ pub(crate) async fn run(
     }
     let on_event = |_: &switchboard_sdk::proto::InboxEvent| signal.raise();
     let on_resync = |_: &switchboard_sdk::proto::Snapshot| signal.raise();
-    if let Err(e) = follower.run(on_event, on_resync, cancel).await {
+    if let Err(e) = follower.run(on_event, on_resync, cancel.clone()).await {
         eprintln!(
             "switchboard mcp: watching the inbox of {agent} stopped: {e}; tools still work, \
              but no inbox notifications will come"
         );
     }
+    let _ = reporting.await;
+}
+
+/// The client report, its inbox mode the follower's.
+async fn report(
+    client: Client,
+    agent: String,
+    db: LocalDb,
+    mut mode: watch::Receiver<Mode>,
+    cancel: CancellationToken,
+) {
+    let status = |mode: Mode| ConsumerStatus {
+        mode,
+        handled: 0,
+        acked: 0,
+        deduplicated: 0,
+        claims: 0,
+        poisoned: 0,
+        last_error: None,
+    };
+    let (tx, rx) = watch::channel(status(*mode.borrow()));
+    let forwarding = {
+        let cancel = cancel.clone();
+        async move {
+            loop {
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    changed = mode.changed() => if changed.is_err() { break },
+                }
+                tx.send_replace(status(*mode.borrow_and_update()));
+            }
+        }
+    };
+    let reporter = Reporter::new(client, agent, db, Some(rx)).sdk(format!(
+        "switchboard-mcp/{} (MCP over stdio)",
+        env!("CARGO_PKG_VERSION")
+    ));
+    tokio::join!(forwarding, reporter.run(cancel));
 }
