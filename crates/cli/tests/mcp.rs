@@ -202,6 +202,17 @@ async fn python_agents_hand_work_over_on_2025_with_sse_only() {
             "{agent}'s report does not name its transport: {}",
             report.report.sdk
         );
+        // A session that ended cleanly leaves no watch cursor behind.
+        let state = world.dir.path().join(format!("{agent}.db"));
+        let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", state.display()))
+            .await
+            .expect("open the state file");
+        let left: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM cursors WHERE name LIKE 'mcp-watch:%'")
+                .fetch_one(&db)
+                .await
+                .expect("count the cursors");
+        assert_eq!(left, 0, "{agent}'s watch cursor outlived its session");
     }
 }
 
@@ -262,8 +273,9 @@ async fn python_stale_claim_is_refused_and_leases_are_fenced() {
 }
 
 /// alice's session queues a message while every connection to the server is
-/// swallowed (the entry is mid-send), and is killed with SIGKILL before the outbox
-/// could deliver it; a new session of the profile delivers it, and bob gets it once.
+/// swallowed (the entry is queued or mid-send: the script says which), and is killed
+/// with SIGKILL before the outbox could deliver it; a new session of the profile
+/// delivers it, and bob gets it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_a_killed_session_loses_no_send() {
     let Some(py) = python() else { return };

@@ -92,8 +92,9 @@ struct ReadRoomArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct LookAtInboxArgs {
-    /// Show events after this sequence number (default 0: the oldest retained).
-    /// Pass the previous answer's next_cursor to read on.
+    /// Show events after this sequence number (default: from the oldest open one,
+    /// pending, claimed or quarantined; 0 shows the whole retained history). Pass the
+    /// previous answer's next_cursor to read on.
     #[serde(default)]
     after_cursor: Option<u64>,
     /// At most this many events, 1..=100 (default 20).
@@ -657,7 +658,10 @@ async fn look_at_inbox(session: &Session, args: Result<LookAtInboxArgs, ToolErro
     let args = args?;
     let limit = in_range("limit", args.limit, 1, 100)?.unwrap_or(20);
     let snapshot = session.client.snapshot(&session.agent).await?;
-    let after = args.after_cursor.unwrap_or(0).max(snapshot.oldest_cursor);
+    let after = args
+        .after_cursor
+        .unwrap_or(snapshot.resume_cursor)
+        .max(snapshot.oldest_cursor);
     let page = session
         .client
         .poll(&session.agent, after, Some(limit))

@@ -13,7 +13,7 @@
 //! `switchboard-mcp/<version> (MCP over stdio)`.
 //!
 //! Its cursor is this process's own (`mcp-watch:<agent>:<pid>`, set to the inbox's
-//! head at start, so only new work raises the signal): a cursor shared by several
+//! head at start, so only new work raises the signal, and removed at the end): a cursor shared by several
 //! sessions of the profile would let one of them read past an event before another
 //! had told its client.
 
@@ -86,13 +86,13 @@ pub(crate) async fn run(
         client.clone(),
         agent.clone(),
         db.clone(),
-        cursor_name,
+        cursor_name.clone(),
         follow,
     );
     let reporting = tokio::spawn(report(
         client.clone(),
         agent.clone(),
-        db,
+        db.clone(),
         follower.mode(),
         cancel.clone(),
     ));
@@ -114,6 +114,11 @@ pub(crate) async fn run(
         );
     }
     let _ = reporting.await;
+    // The cursor was this session's alone. (A killed session leaves its row: one
+    // small row per crash, never read again.)
+    if let Err(e) = db.forget_cursor(&cursor_name).await {
+        tracing::debug!(error = %e, "the watch cursor stays in the state file");
+    }
 }
 
 /// The client report, its inbox mode the follower's.
