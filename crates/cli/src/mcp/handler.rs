@@ -72,7 +72,15 @@ impl Handler {
             .keeper
             .claims()
             .into_iter()
-            .map(|(id, c)| json!({"event_id": id, "lease_expires_at": c.lease_expires_at.to_string()}))
+            .map(|(id, c)| {
+                json!({
+                    "event_id": id,
+                    "lease_expires_at": c.lease_expires_at.to_string(),
+                    // Past its lease another claimer may take it; complete_work
+                    // then answers stale_claim.
+                    "lease_ended": c.lease_expires_at <= time::OffsetDateTime::now_utc(),
+                })
+            })
             .collect();
         Ok(json!({
             "agent": snapshot.name,
