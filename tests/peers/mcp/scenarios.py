@@ -94,7 +94,9 @@ class Updates:
         self.event = asyncio.Event()
 
     async def handler(self, message):
-        if getattr(message, "method", None) == "notifications/resources/updated":
+        # On 2026-07-28 only the listen stream counts (see `subscribed`): a bare
+        # notification outside it would not be the revision's delivery.
+        if MODE == "legacy" and getattr(message, "method", None) == "notifications/resources/updated":
             if message.params.uri == INBOX:
                 self.count += 1
                 self.event.set()
