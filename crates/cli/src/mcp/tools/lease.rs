@@ -5,13 +5,12 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use switchboard_sdk::Precondition;
+use switchboard_sdk::proto::{AcquireLease, MemoryId, RegisterMemory, ReleaseLease, RenewLease};
 
 use super::{Answer, in_range};
 use crate::mcp::Session;
-use crate::mcp::text::NO_LEASE;
-use crate::mcp::text::{self, INVALID_ARGUMENTS, ToolError};
-use switchboard_sdk::Precondition;
-use switchboard_sdk::proto::{AcquireLease, MemoryId, RegisterMemory, ReleaseLease, RenewLease};
+use crate::mcp::text::{self, INVALID_ARGUMENTS, NO_LEASE, ToolError};
 
 /// Arguments of `acquire_lease`.
 #[derive(Debug, Deserialize, JsonSchema)]

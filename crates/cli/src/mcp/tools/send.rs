@@ -4,14 +4,13 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-
-use super::{Answer, in_range};
-use crate::mcp::Session;
-use crate::mcp::text::{self, ToolError};
-use crate::mcp::text::{LOCAL_STATE, PAYLOAD_REFUSED};
 use switchboard_sdk::outbox::EntryState;
 use switchboard_sdk::proto::SendMessage;
 use switchboard_sdk::{OutboxError, Target};
+
+use super::{Answer, in_range};
+use crate::mcp::Session;
+use crate::mcp::text::{self, LOCAL_STATE, PAYLOAD_REFUSED, ToolError};
 
 /// Arguments of `send_message`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -4,13 +4,12 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use switchboard_sdk::proto::{ClaimRequest, EventId, ExtendRequest, ReleaseRequest};
 
 use super::{Answer, event_id, in_range};
 use crate::mcp::Session;
 use crate::mcp::keeper::Claim;
-use crate::mcp::text::NOT_CLAIMED;
-use crate::mcp::text::{self, ToolError};
-use switchboard_sdk::proto::{ClaimRequest, EventId, ExtendRequest, ReleaseRequest};
+use crate::mcp::text::{self, NOT_CLAIMED, ToolError};
 
 /// Arguments of `claim_work`.
 #[derive(Debug, Deserialize, JsonSchema)]
