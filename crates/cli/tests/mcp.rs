@@ -256,6 +256,23 @@ async fn without_sse_or_polling_no_notification_comes() {
     );
 }
 
+/// Two sessions of one profile (two editor windows sharing its state file) are
+/// both notified, on SSE alone; one claims, the other cannot ack that claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_two_sessions_of_one_profile_are_both_told() {
+    let Some(py) = python() else { return };
+    let world = world().await;
+    let out = scenario(
+        &world,
+        &py,
+        "two_windows",
+        "legacy",
+        &[("SB_ARGS", "--no-poll")],
+    )
+    .await;
+    assert!(out.contains("ok: two windows"), "{out}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_bad_arguments_and_refusals_are_tool_errors() {
     let Some(py) = python() else { return };

@@ -240,6 +240,35 @@ async def handoff():
     print(f"ok: handoff on {MODE}; send + notification in {latency * 1000:.0f} ms")
 
 
+async def two_windows():
+    """Two sessions of bob's profile (two editor windows, one state file) are both
+    told about new work, and the work is claimed once: the second window finds
+    nothing left."""
+    first_updates, second_updates = Updates(), Updates()
+    async with client("alice") as alice, client("bob", handler=first_updates.handler) as first, client(
+        "bob", handler=second_updates.handler
+    ) as second:
+
+        async def both():
+            async def inner():
+                await asyncio.sleep(0.5)
+                await call(alice, "send_message", {"to": "bob", "payload": {"text": "for either window"}})
+                await first_updates.wait("the first window")
+                await second_updates.wait("the second window")
+                claimed, _ = await call(first, "claim_work", {})
+                check(len(claimed["events"]) == 1, claimed)
+                again, _ = await call(second, "claim_work", {})
+                check(again["events"] == [], f"claimed twice: {again}")
+                code, _ = await refused(second, "complete_work", {"event_id": claimed["events"][0]["event_id"]})
+                check(code == "not_claimed", f"the other window acked a claim it does not hold: {code}")
+                await call(first, "complete_work", {"event_id": claimed["events"][0]["event_id"]})
+
+            return await subscribed(second, second_updates, inner)
+
+        await subscribed(first, first_updates, both)
+    print(f"ok: two windows on {MODE}")
+
+
 def children(name):
     """The pids of this process's children called `name` (from /proc)."""
     found = []
@@ -374,7 +403,7 @@ async def stale():
     print("ok: stale claim refused, lease fenced")
 
 
-SCENARIOS = {f.__name__: f for f in [schemas, handoff, crash_send, resume, errors, stale]}
+SCENARIOS = {f.__name__: f for f in [schemas, handoff, two_windows, crash_send, resume, errors, stale]}
 
 if __name__ == "__main__":
     scenario = SCENARIOS[sys.argv[1]]
