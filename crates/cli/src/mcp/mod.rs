@@ -98,7 +98,8 @@ async fn serve(args: McpArgs) -> anyhow::Result<u8> {
     let common = &args.common;
     let client = common.connected_client().await?;
     let db = common.db().await?;
-    let outbox = Outbox::open(db.clone(), &client, common.gate()?, OutboxConfig::default()).await?;
+    let (gate, payload_note) = (common.gate()?, tools::payload_note(&common.schemas()?.0));
+    let outbox = Outbox::open(db.clone(), &client, gate, OutboxConfig::default()).await?;
     let cancel = CancellationToken::new();
     let delivering = tokio::spawn({
         let (outbox, cancel) = (outbox.clone(), cancel.clone());
@@ -124,7 +125,7 @@ async fn serve(args: McpArgs) -> anyhow::Result<u8> {
         keeper: keeper::Keeper::default(),
         inbox,
         send_wait: Duration::from_secs(args.send_wait_seconds),
-        payload_note: tools::payload_note(&common.schemas()?.0),
+        payload_note,
     });
     eprintln!(
         "switchboard mcp: serving agent {} over stdio (state {})",

@@ -259,3 +259,48 @@ pub(super) fn event_id(text: &str) -> Result<EventId, ToolError> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sends' payload description lists each message type's fields, which the
+    /// gate keeps (it strips the rest): a model learns them from the schema.
+    #[test]
+    fn the_payload_description_lists_what_the_gate_keeps() {
+        let note = payload_note(switchboard_sdk::privacy::DEFAULT_SCHEMAS);
+        let tools = catalogue(&note);
+        let send = tools
+            .iter()
+            .find(|t| t.name == "send_message")
+            .expect("send_message");
+        let described = send.input_schema["properties"]["payload"]["description"]
+            .as_str()
+            .expect("a description");
+        assert!(
+            described.contains("\"message\"") && described.contains("\"subject\""),
+            "{described}"
+        );
+        let claim = tools
+            .iter()
+            .find(|t| t.name == "claim_work")
+            .expect("claim");
+        assert_eq!(
+            claim.input_schema["properties"]["limit"]["maximum"], 10,
+            "the schema carries the range the tool enforces"
+        );
+        assert_eq!(
+            payload_note("not json"),
+            "",
+            "a broken document adds nothing"
+        );
+    }
+
+    #[test]
+    fn a_bad_argument_names_its_path() {
+        let error = parse::<ClaimWorkArgs>("claim_work", serde_json::json!({"limit": "x"}))
+            .expect_err("a string is not a limit");
+        assert_eq!(error.code, INVALID_ARGUMENTS);
+        assert!(error.message.contains("at limit"), "{}", error.message);
+    }
+}
