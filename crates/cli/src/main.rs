@@ -3,6 +3,7 @@
 mod agent;
 mod archive;
 mod doctor;
+mod mcp;
 mod names;
 mod operator;
 mod serve;
@@ -31,6 +32,10 @@ enum Command {
     /// Check a deployment (the settings `serve` would use) and say how to fix each
     /// problem; exit status 0 ok, 1 warnings, 2 errors.
     Doctor(Box<doctor::DoctorArgs>),
+    /// An MCP server over stdio acting as one agent: tools to send, claim, ack and
+    /// release work and to hold a name and memory lease; the inbox as a resource
+    /// with update notifications. Add it to an MCP client's configuration.
+    Mcp(Box<mcp::McpArgs>),
     /// Canonical agent names: import legacy names into the server's registry.
     Names(names::NamesCli),
     /// The deployment admin's tenants: create one (prints its operator token once),
@@ -64,6 +69,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(*args).map(|()| 0),
         Command::Agent(args) => agent::run(*args),
         Command::Doctor(args) => doctor::run(*args),
+        Command::Mcp(args) => mcp::run(*args),
         Command::Names(args) => names::run(args),
         Command::Archive(args) => archive::run(args),
         Command::Tenants(args) => tenants::run(args),

@@ -109,6 +109,17 @@ impl LocalDb {
         Ok(())
     }
 
+    /// Removes the saved cursor called `name` (a reader that will not come back,
+    /// such as one `switchboard mcp` session's).
+    pub async fn forget_cursor(&self, name: &str) -> Result<(), LocalError> {
+        sqlx::query("DELETE FROM cursors WHERE name = ?")
+            .bind(name)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
     /// A value a running process published about itself (see
     /// [`LocalDb::publish`]), with when it did.
     pub async fn published(&self, name: &str) -> Result<Option<(String, i64)>, LocalError> {

@@ -32,6 +32,8 @@ pub struct Reporter {
     status: Option<watch::Receiver<ConsumerStatus>>,
     interval: Duration,
     paused_check: Duration,
+    /// What the report names as the client (`sdk`), when not the SDK itself.
+    sdk: Option<String>,
 }
 
 /// At least this often a report goes out even when nothing changed.
@@ -52,7 +54,16 @@ impl Reporter {
             status,
             interval: Duration::from_secs(10),
             paused_check: SIGN_OF_LIFE,
+            sdk: None,
         }
+    }
+
+    /// Names the client in the report (its `sdk` member; default
+    /// `switchboard-sdk/<version>`): a front built on the SDK, such as `switchboard
+    /// mcp`, says what it is and how its agent is connected.
+    pub fn sdk(mut self, name: impl Into<String>) -> Self {
+        self.sdk = Some(clip(&name.into(), MAX_REPORT_TEXT));
+        self
     }
 
     /// The shortest time between two reports (default 10 s).
@@ -72,7 +83,11 @@ impl Reporter {
     /// Builds the report now.
     pub async fn build(&self) -> Result<ClientReport, OutboxError> {
         let status = self.status.as_ref().map(|s| s.borrow().clone());
-        build(&self.db, &self.agent, status.as_ref()).await
+        let mut report = build(&self.db, &self.agent, status.as_ref()).await?;
+        if let Some(sdk) = &self.sdk {
+            report.sdk.clone_from(sdk);
+        }
+        Ok(report)
     }
 
     /// Sends a report whenever it changed (at most every interval) and at least

@@ -38,6 +38,12 @@
 //! - *WH*: webhook deliveries from 16 agents' callbacks to a local HTTPS receiver.
 //!   Baseline: the same signed POSTs through the same client with no queue. See
 //!   `bench/wh.rs`.
+//! - *MCP*: `switchboard mcp` (issue 41): a tool's round trip (`tools/call
+//!   claim_work` → HTTP → answer) and the inbox notification's latency (send →
+//!   `notifications/resources/updated`, SSE only), each next to the same call or
+//!   wake-up through the SDK. Needs the `switchboard` binary in
+//!   `SWITCHBOARD_BENCH_CLI` (`cargo xtask bench` builds and sets it). See
+//!   `bench/mcp.rs`.
 //! - *ratio*: server msgs/s ÷ baseline msgs/s. *goal*: the ratio an issue asks for.
 //!
 //! Every server runs in this process with `Config::default()` (WAL, synchronous
@@ -64,7 +70,7 @@
 //! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
 //! consumers, 2,000 events with `--quick`), `--rate R` (W3 sends/s, default 200),
 //! `--postgres URL`, `--mysql URL`,
-//! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2|PEERS` (`PG`, `MY`:
+//! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|MCP|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2|PEERS` (`PG`, `MY`:
 //! both parts; `PEERS`: `--peers` with only the workloads they are compared with),
 //! `--peers`. `BENCH_QUICK=1` is the same as `--quick`. A full run takes about 3 minutes
 //! on 2 cores (W3I alone about 1.5: 10,000 connections and a 30 s idle window), plus
@@ -81,6 +87,8 @@ mod drain;
 #[cfg(feature = "peers")]
 #[path = "bench/etcd.rs"]
 mod etcd;
+#[path = "bench/mcp.rs"]
+mod mcp;
 #[path = "bench/my.rs"]
 mod my;
 #[path = "bench/myraw.rs"]
@@ -156,9 +164,9 @@ struct Settings {
 
 /// The `--only` values; `PG` runs `PG-W1` and `PG-W2`, `MY` both MY parts,
 /// `PEERS` the peers and [`PEERS_OURS`].
-const WORKLOADS: [&str; 15] = [
-    "W1", "AUTH", "W2", "R1", "W3", "W3I", "W4", "WH", "PG", "PG-W1", "PG-W2", "MY", "MY-W1",
-    "MY-W2", "PEERS",
+const WORKLOADS: [&str; 16] = [
+    "W1", "AUTH", "W2", "R1", "W3", "W3I", "W4", "WH", "MCP", "PG", "PG-W1", "PG-W2", "MY",
+    "MY-W1", "MY-W2", "PEERS",
 ];
 
 /// Our workloads the peers are compared with.
@@ -204,7 +212,7 @@ impl Settings {
                          PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
                          --mysql URL  admin URL of a MariaDB / MySQL server for MY-W1 and \
                          MY-W2 (default: $SWITCHBOARD_BENCH_MYSQL; none: skipped)\n  \
-                         --only W     run only W1, AUTH, W2, R1, W3, W3I, W4, WH, PG-W1, PG-W2, \
+                         --only W     run only W1, AUTH, W2, R1, W3, W3I, W4, WH, MCP, PG-W1, PG-W2, \
                          PG (both), MY-W1, MY-W2, MY (both) or PEERS (the peers and what they \
                          are compared with)\n  \
                          --peers      also measure the peers (pg-boss, graphile-worker, apalis, \
@@ -316,6 +324,12 @@ async fn main() -> Result<()> {
         let wh = wh::run(&settings).await.context("WH")?;
         report::write_json(&dir.join("wh.json"), std::slice::from_ref(&wh))?;
         rows.push(wh);
+    }
+    if runs("MCP")
+        && let Some(mcp) = mcp::run(&settings).await.context("MCP")?
+    {
+        report::write_json(&dir.join("mcp.json"), &mcp)?;
+        rows.extend(mcp);
     }
     let mut notes = Vec::new();
     let mut wakeups = None;

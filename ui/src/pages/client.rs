@@ -1,5 +1,6 @@
 //! The client side of each agent, as its SDK reports it (`/ops/client-reports`):
-//! the connection mode, the local outbox by state, and the entries the server
+//! the connection mode, the client (the SDK, or a front such as `switchboard mcp`
+//! and its transport), the local outbox by state, and the entries the server
 //! cannot see otherwise: poison on both sides of the wire, and outbox entries that
 //! expired (not sent within the server's idempotency window, so not resent: a
 //! resend could be stored twice; someone has to inspect and resend them by hand).
@@ -54,6 +55,7 @@ fn row(r: &ReceivedReport) -> AnyView {
         <tr data-client-agent=r.name.clone()>
             <td>{r.name.clone()}</td>
             <td data-col="mode" class={if i.mode == "sse" { "ok" } else { "muted" }}>{mode(r)}</td>
+            <td data-col="client" class="muted">{r.report.sdk.clone()}</td>
             <td data-col="reported">{format::when(r.received_at)}</td>
             <td data-col="outbox-open" class="num">{o.queued + o.sending + o.retryable}</td>
             <td data-col="outbox-retryable" class="num">{o.retryable}</td>
@@ -103,7 +105,9 @@ pub(crate) fn ClientSide() -> impl IntoView {
                         <table id="client-table">
                             <thead>
                                 <tr>
-                                    <th>"Agent"</th><th>"Connection"</th><th>"Reported"</th>
+                                    <th>"Agent"</th><th>"Connection"</th>
+                                    <th title="What the agent runs: the SDK, or a front over it such as switchboard mcp (MCP over stdio)">"Client"</th>
+                                    <th>"Reported"</th>
                                     <th class="num">"Outbox open"</th><th class="num">"Retrying"</th>
                                     <th class="num">"Outbox poison"</th>
                                     <th class="num" title="Not sent within the server's idempotency window: not resent, since a resend could be stored twice">"Outbox expired"</th>

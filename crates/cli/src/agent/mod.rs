@@ -119,7 +119,7 @@ impl Common {
     /// version is refused with what to do. A server that does not answer is let
     /// pass: the commands retry, and the outbox keeps what is sent until it is
     /// reachable.
-    async fn connected_client(&self) -> anyhow::Result<Client> {
+    pub(crate) async fn connected_client(&self) -> anyhow::Result<Client> {
         let (credentials, from_env) = self.credentials()?;
         let check = self
             .builder()?
@@ -177,13 +177,21 @@ impl Common {
         })
     }
 
-    async fn db(&self) -> anyhow::Result<LocalDb> {
+    pub(crate) async fn db(&self) -> anyhow::Result<LocalDb> {
         Ok(LocalDb::open(self.state_path()).await?)
     }
 
     /// The privacy gate with the configured schemas.
-    fn gate(&self) -> anyhow::Result<Gate> {
-        let (text, from) = match &self.schemas {
+    pub(crate) fn gate(&self) -> anyhow::Result<Gate> {
+        let (text, from) = self.schemas()?;
+        Gate::new()
+            .load_schemas(&text)
+            .map_err(|e| anyhow::anyhow!("{from}: {e}"))
+    }
+
+    /// The privacy gate's schema document and where it came from.
+    pub(crate) fn schemas(&self) -> anyhow::Result<(String, String)> {
+        Ok(match &self.schemas {
             Some(path) => (
                 std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read the schemas {}", path.display()))?,
@@ -200,10 +208,7 @@ impl Common {
                     Err(e) => bail!("cannot read the schemas {}: {e}", path.display()),
                 }
             }
-        };
-        Gate::new()
-            .load_schemas(&text)
-            .map_err(|e| anyhow::anyhow!("{from}: {e}"))
+        })
     }
 }
 

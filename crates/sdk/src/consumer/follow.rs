@@ -10,9 +10,10 @@
 use std::time::Duration;
 
 use switchboard_proto::{ErrorCode, InboxEvent, Snapshot};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::wake::{self, PollSchedule, Waker};
+use super::wake::{self, Mode, PollSchedule, Waker};
 use super::{ConsumerError, is_fatal};
 use crate::local::LocalDb;
 use crate::{Client, Error};
@@ -53,6 +54,9 @@ pub struct Follower {
     db: LocalDb,
     cursor_name: String,
     config: FollowerConfig,
+    /// How [`Follower::run`] learns of new events now, for whoever reports it (an
+    /// MCP session's client report).
+    mode: watch::Sender<Mode>,
 }
 
 impl Follower {
@@ -70,7 +74,14 @@ impl Follower {
             db,
             cursor_name: cursor_name.into(),
             config,
+            mode: watch::channel(Mode::Starting).0,
         }
+    }
+
+    /// Watches how [`Follower::run`] learns of new events: the SSE stream, or
+    /// polling (and how often), or stopped.
+    pub fn mode(&self) -> watch::Receiver<Mode> {
+        self.mode.subscribe()
     }
 
     /// The saved cursor (0 when none: from the start).
@@ -163,9 +174,12 @@ impl Follower {
                     schedule.idle();
                 }
             }
+            self.mode
+                .send_replace(wake::mode(waker.as_ref(), &schedule));
             wake::wait(waker.as_ref(), &schedule, None, &mut settings, &cancel).await;
         };
         stop_waker.cancel();
+        self.mode.send_replace(Mode::Stopped);
         result
     }
 }

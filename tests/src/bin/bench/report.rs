@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 /// Compatibility: fields are only ever added, so scripts reading old files keep working.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Row {
-    /// `W1`, `AUTH`, `W2`, `R1`, `W4`, `WH`, `PG-W1`, `PG-W2`, `MY-W1` or `MY-W2`.
+    /// `W1`, `AUTH`, `W2`, `R1`, `W4`, `WH`, `MCP`, `PG-W1`, `PG-W2`, `MY-W1` or `MY-W2`.
     pub(crate) workload: &'static str,
     /// Machine-friendly name of the variant (`batch_16` …).
     pub(crate) variant: String,
@@ -109,6 +109,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         "R1" => format!("bulk replay job, {} events", row.messages),
         "W4" => format!("leases: {}", row.variant),
         "WH" => "webhook deliveries, HTTPS".to_owned(),
+        "MCP" => format!("switchboard mcp, {}", row.variant.replace('_', " ")),
         _ => format!("drain claim+ack, {}", row.variant.replace('_', " ")),
     };
     let base = |row: &Row| match row.workload {
@@ -120,6 +121,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         "R1" => "raw sqlx batches",
         "W4" => "store, no HTTP",
         "WH" => "signed POSTs, no queue",
+        "MCP" => "the same via the SDK",
         _ => "raw sqlx loop",
     };
     for row in rows {
