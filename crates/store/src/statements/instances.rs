@@ -1,5 +1,7 @@
 //! [`InstanceStatements`](crate::engine::instances::InstanceStatements): one
-//! row per server instance of a shared database, upserted by its heartbeat.
+//! row per server instance of a shared database, upserted by its heartbeat. A beat
+//! never moves the row back: one that read the clock earlier but committed later
+//! (a pass of the beat room racing another beat) keeps the newer time.
 
 macro_rules! instance_statements {
     ($store:ty) => {
@@ -15,7 +17,7 @@ macro_rules! instance_statements {
                 sqlx::query($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "INSERT INTO instances (instance, beat_at) VALUES ($1, $2) \
-                     @UPSERT(instance) beat_at = @NEW(beat_at)"
+                     @UPSERT(instance) beat_at = @GREATEST(instances.beat_at, @NEW(beat_at))"
                 ))
                 .bind(instance)
                 .bind(now)

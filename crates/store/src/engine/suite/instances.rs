@@ -22,6 +22,12 @@ pub(super) async fn check<D: IdemDriver + JobDriver + Store>(d: &D) {
     d.beat_instance(&mut tx, &a_name, 200, 0).await.unwrap();
     d.beat_instance(&mut tx, &b_name, 150, 0).await.unwrap();
     assert_eq!(d.last_beat(&mut tx, &a_name).await.unwrap(), Some(200));
+    d.beat_instance(&mut tx, &a_name, 150, 0).await.unwrap();
+    assert_eq!(
+        d.last_beat(&mut tx, &a_name).await.unwrap(),
+        Some(200),
+        "a beat that read the clock earlier but came later never moves it back"
+    );
     d.beat_instance(&mut tx, &b_name, 160, 180).await.unwrap();
     assert_eq!(
         d.last_beat(&mut tx, &a_name).await.unwrap(),
