@@ -202,9 +202,11 @@ pub trait WakeSink: Send + Sync + 'static {
 pub(crate) struct WakeOut(std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn WakeSink>>>);
 
 impl WakeOut {
-    /// Sets the sink; a second one is refused (`false`).
-    pub(crate) fn set(&self, sink: std::sync::Arc<dyn WakeSink>) -> bool {
-        self.0.set(sink).is_ok()
+    /// Sets the sink; a second one is refused, and logged.
+    pub(crate) fn set(&self, sink: std::sync::Arc<dyn WakeSink>) {
+        if self.0.set(sink).is_err() {
+            tracing::warn!("the store already delivers its wake-ups elsewhere");
+        }
     }
 
     pub(crate) fn wake(&self, wakes: &[Wake]) {

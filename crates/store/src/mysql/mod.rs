@@ -251,9 +251,7 @@ impl Store for MySqlStore {
     }
 
     fn deliver_wakes_to(&self, sink: std::sync::Arc<dyn crate::WakeSink>) {
-        if !self.wakes_out.set(sink) {
-            tracing::warn!("the store already delivers its wake-ups elsewhere");
-        }
+        self.wakes_out.set(sink);
     }
 
     async fn listen(&self, stop: tokio_util::sync::CancellationToken) {
