@@ -80,6 +80,18 @@ struct HubInner {
     agents: Mutex<HashMap<AgentId, AgentChannel>>,
     /// Every wake-up and job progress, for the console's operator stream.
     ops: broadcast::Sender<OpsSignal>,
+    /// New work for the webhook deliverer: counts that move with each wake-up and
+    /// each change of a callback (a `watch`, so a burst is one look).
+    work: watch::Sender<Work>,
+}
+
+/// What the webhook deliverer watches ([`Hub::subscribe_work`]): the wake-ups the
+/// store committed (here or on another instance, or a look-again), and the changes
+/// of callbacks on this instance, each counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    pub wakes: u64,
+    pub callbacks: u64,
 }
 
 struct AgentChannel {
@@ -140,6 +152,7 @@ impl Hub {
             inner: Arc::new(HubInner {
                 agents: Mutex::new(HashMap::new()),
                 ops: broadcast::channel(CAPACITY).0,
+                work: watch::Sender::new(Work::default()),
             }),
         }
     }
@@ -156,6 +169,8 @@ impl Hub {
             }
             let _ = self.inner.ops.send(OpsSignal::Changed(*wake));
         }
+        drop(agents);
+        self.inner.work.send_modify(|w| w.wakes += 1);
     }
 
     /// Wakes every subscriber of this instance (hint 0: "look again"), after
@@ -165,6 +180,8 @@ impl Hub {
         for ch in agents.values() {
             ch.tx.send_modify(|latest| latest.look_again += 1);
         }
+        drop(agents);
+        self.inner.work.send_modify(|w| w.wakes += 1);
     }
 
     /// Tells only the console: something changed that gives agents no new work
@@ -178,10 +195,10 @@ impl Hub {
         let _ = self.inner.ops.send(OpsSignal::Leases(tenant));
     }
 
-    /// Tells the console the history has a new sample.
-    /// Tells the console that a callback of `tenant` changed.
+    /// Tells the console and the deliverer that a callback of `tenant` changed.
     pub fn callbacks(&self, tenant: TenantId) {
         let _ = self.inner.ops.send(OpsSignal::Callbacks(tenant));
+        self.inner.work.send_modify(|w| w.callbacks += 1);
     }
 
     /// Tells the console that `tenant`'s client settings changed.
@@ -189,6 +206,7 @@ impl Hub {
         let _ = self.inner.ops.send(OpsSignal::ClientSettings(tenant));
     }
 
+    /// Tells the console the history has a new sample.
     pub fn sampled(&self) {
         let _ = self.inner.ops.send(OpsSignal::Sampled);
     }
@@ -220,6 +238,12 @@ impl Hub {
 
     pub fn subscribe_ops(&self) -> broadcast::Receiver<OpsSignal> {
         self.inner.ops.subscribe()
+    }
+
+    /// The deliverer's wake-ups: the same the store hands this hub (its sink) for
+    /// SSE, plus the changes of callbacks; not the console's own signals.
+    pub fn subscribe_work(&self) -> watch::Receiver<Work> {
+        self.inner.work.subscribe()
     }
 
     /// Live SSE subscriptions of `agent` on this server.
@@ -266,6 +290,32 @@ mod tests {
             .await
             .expect("a wake-up")
             .expect("the hub is alive")
+    }
+
+    #[test]
+    fn the_deliverer_sees_the_stores_wakeups_and_callback_changes_not_console_signals() {
+        let hub = Hub::new();
+        let mut work = hub.subscribe_work();
+        let tenant = TenantId::new();
+        let seen = *work.borrow_and_update();
+        // The console's own signals are no work.
+        hub.changed(wake(AgentId::new(), 1));
+        hub.leases(tenant);
+        hub.sampled();
+        assert!(!work.has_changed().expect("the hub is alive"));
+        // A wake-up the store committed (through its sink), and a look-again.
+        crate::store::WakeSink::wake(&hub, &[wake(AgentId::new(), 3)]);
+        assert!(work.has_changed().expect("alive"));
+        let now = *work.borrow_and_update();
+        assert_eq!((now.wakes, now.callbacks), (seen.wakes + 1, seen.callbacks));
+        hub.wake_all();
+        assert_eq!(work.borrow_and_update().wakes, seen.wakes + 2);
+        // A callback changed: the deliverer counts its callbacks again.
+        hub.callbacks(tenant);
+        assert_eq!(work.borrow_and_update().callbacks, seen.callbacks + 1);
+        // Nothing to send, no wake-up.
+        hub.notify(&[]);
+        assert!(!work.has_changed().expect("alive"));
     }
 
     #[tokio::test]

@@ -46,6 +46,16 @@ pub(crate) const SERVER_LAYERS: &[(&str, &[&str])] = &[
     ("store", &["store", "clock"]),
 ];
 
+/// Arrows forbidden even where the order allows them: `(from, to, why)`. The HTTP
+/// layer translates requests and answers; every read and write goes through the
+/// application's use cases (`app/`), so it neither imports the store nor reaches it
+/// through the application state's field (`state.store`).
+pub(crate) const FORBIDDEN: &[(&str, &str, &str)] = &[(
+    "http",
+    "store",
+    "call the use case in app/ (add one there) instead of the store",
+)];
+
 /// Runs both checks from the workspace root.
 pub(crate) fn check(root: &Path) -> Result<()> {
     let mut problems = Vec::new();
@@ -60,6 +70,7 @@ pub(crate) fn check(root: &Path) -> Result<()> {
         }
         if *dir == "crates/server/src" {
             problems.extend(upward(&graph, SERVER_LAYERS));
+            problems.extend(forbidden(&graph, FORBIDDEN));
         }
     }
     if problems.is_empty() {
@@ -135,13 +146,68 @@ fn upward(graph: &Graph, layers: &[(&str, &[&str])]) -> Vec<String> {
     found.into_iter().collect()
 }
 
+/// The forbidden arrows `graph` has: an import of the module, or a use of a field
+/// of that name (`state.store`) in the module's code.
+fn forbidden(graph: &Graph, rules: &[(&str, &str, &str)]) -> Vec<String> {
+    let mut found = BTreeSet::new();
+    for (from, to, why) in rules {
+        for (a, b, file) in &graph.arrows {
+            if a.first().map(String::as_str) == Some(*from)
+                && b.first().map(String::as_str) == Some(*to)
+            {
+                found.insert(format!(
+                    "crates/server/src: {file} imports `{to}`, which `{from}` may not: {why}"
+                ));
+            }
+        }
+        for (module, file) in &graph.fields {
+            if module.first().map(String::as_str) == Some(*from) && file.1.contains(*to) {
+                found.insert(format!(
+                    "crates/server/src: {} reaches `.{to}`, which `{from}` may not: {why}",
+                    file.0
+                ));
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// The fields and methods (`.name`) that `code` names.
+fn fields_named(code: &str) -> BTreeSet<String> {
+    let bytes = code.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut out = BTreeSet::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'.' && i > 0 && (ident(bytes[i - 1]) || bytes[i - 1] == b')') {
+            let start = i + 1;
+            let mut end = start;
+            while end < bytes.len() && ident(bytes[end]) {
+                end += 1;
+            }
+            if end > start && !bytes[start].is_ascii_digit() {
+                out.insert(code[start..end].to_owned());
+            }
+            i = end.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
 /// A crate's modules and the arrows between them.
 struct Graph {
     /// Every module with a file, by path (`["http", "auth"]`); the crate root is `[]`.
     modules: BTreeSet<Vec<String>>,
     /// From, to (a module, or an item inside one), and the file that names it.
     arrows: Vec<(Vec<String>, Vec<String>, String)>,
+    /// Per module: its file, and the fields its code reads.
+    fields: Vec<(Vec<String>, FieldsOf)>,
 }
+
+/// A file, and the fields and methods its code names.
+type FieldsOf = (String, BTreeSet<String>);
 
 impl Graph {
     fn read(src: &Path) -> Result<Self> {
@@ -162,6 +228,7 @@ impl Graph {
         }
         let mut modules = BTreeSet::new();
         let mut arrows = Vec::new();
+        let mut fields = Vec::new();
         for (path, here, text) in texts {
             if (1..=here.len()).any(|i| test_mods.contains(&here[..i])) {
                 continue;
@@ -175,9 +242,14 @@ impl Graph {
             for target in paths_named(&code, &here) {
                 arrows.push((here.clone(), target, file.clone()));
             }
+            fields.push((here.clone(), (file, fields_named(&code))));
             modules.insert(here);
         }
-        Ok(Self { modules, arrows })
+        Ok(Self {
+            modules,
+            arrows,
+            fields,
+        })
     }
 
     /// The cycles between siblings, by the folder that holds them.

@@ -8,6 +8,7 @@
 //! design: `ops:read`, `ops:write`, `agent:{agent_id}:inbox`, `messages:send`.
 
 pub mod rate_limit;
+pub mod sessions;
 
 use crate::error::ApiError;
 use crate::store::{Actor, AgentRecord};
@@ -98,6 +99,18 @@ pub struct SessionRef {
 }
 
 impl Principal {
+    /// The principal of the static token hashed `token_hash`, as its record says.
+    pub fn of_token(record: crate::store::TokenRecord, token_hash: Vec<u8>) -> Self {
+        Self {
+            tenant_id: record.tenant_id,
+            agent_id: record.agent_id,
+            agent_name: record.agent_name,
+            scopes: record.scopes,
+            token_hash,
+            session: None,
+        }
+    }
+
     pub fn has(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
     }

@@ -199,3 +199,54 @@ mod tests {
         assert!(map.contains_key(&1) && map.contains_key(&CAPACITY));
     }
 }
+
+/// The reads that find who a request's credential stands for, through the caches
+/// above: http's extractors turn their answers into a principal.
+pub mod reads {
+    use crate::app::AppState;
+    use crate::error::ApiResult;
+    use crate::store::{AccessGrant, Grant, GrantKind, TokenRecord};
+
+    /// The live static token with this hash, read through the token cache.
+    pub async fn static_token(state: &AppState, hash: &[u8]) -> ApiResult<Option<TokenRecord>> {
+        if let Some(record) = state.lookups.token(hash) {
+            return Ok(Some(record));
+        }
+        let record = state.store.token(hash).await?;
+        if let Some(record) = &record {
+            state.lookups.put_token(hash, record);
+        }
+        Ok(record)
+    }
+
+    /// The live console session with this hash (sessions are not cached).
+    pub async fn session(state: &AppState, hash: &[u8]) -> ApiResult<Option<Grant>> {
+        Ok(state
+            .store
+            .grant(hash, GrantKind::Session, state.now())
+            .await?)
+    }
+
+    /// The record of access token `jti`, read through the cache; `None` when it or
+    /// the credential it was issued from was revoked.
+    pub async fn access(state: &AppState, jti: &str) -> ApiResult<Option<AccessGrant>> {
+        if let Some(grant) = state.lookups.access(jti) {
+            return Ok(Some(grant));
+        }
+        let grant = state.store.access_token(jti, state.now()).await?;
+        if let Some(grant) = &grant {
+            state.lookups.put_access(jti, grant);
+        }
+        Ok(grant)
+    }
+
+    /// Reads the signing keys again, for a token signed with a key this instance
+    /// does not know yet (another instance rotated).
+    pub async fn reload_keys(state: &AppState) -> ApiResult<()> {
+        state
+            .signing
+            .reload_for_unknown(state.store.as_ref(), &state.webhooks.key, state.now())
+            .await?;
+        Ok(())
+    }
+}

@@ -3,10 +3,25 @@
 //! signal). Its own layer, below the HTTP API and the workers: both use it, and it
 //! uses neither.
 
+pub mod callbacks;
+pub mod clients;
+pub mod credentials;
+pub mod devices;
+pub mod idempotency;
+pub mod inbox;
+pub mod jobs;
+pub mod leases;
 pub mod lookups;
+pub mod memories;
+pub mod messages;
+pub mod ops;
 pub(crate) mod running;
+pub mod signin;
+pub mod system;
+pub mod tenants;
 
 use crate::config::Config;
+use crate::error::ApiResult;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::store::Store;
@@ -62,6 +77,16 @@ impl AppState {
 
     pub fn now(&self) -> i64 {
         self.config.clock.now_ms()
+    }
+
+    /// Console sessions and login tickets, now.
+    pub fn sessions(&self) -> crate::access::sessions::Sessions<'_> {
+        crate::access::sessions::Sessions::new(self.store.as_ref(), self.now())
+    }
+
+    /// The store's backend: `sqlite`, `postgres` or `mysql`.
+    pub fn backend(&self) -> &'static str {
+        self.store.backend()
     }
 
     /// After a retention pass: counts what it archived, and holds the reason while
@@ -138,6 +163,18 @@ impl AppState {
     pub fn publish_job(&self, tenant: TenantId, job: &switchboard_proto::Job) {
         self.hub.job(tenant, job);
     }
+}
+
+/// A store answer whose `NotFound` names `what` (a 404 that says what was not
+/// there); other errors as they are.
+pub(crate) fn or_not_found<T>(
+    found: crate::store::StoreResult<T>,
+    what: impl std::fmt::Display,
+) -> ApiResult<T> {
+    found.map_err(|e| match e {
+        crate::store::StoreError::NotFound => crate::error::ApiError::not_found(what),
+        e => e.into(),
+    })
 }
 
 /// The retention hold after a pass at `now` that was (`held_back`) or was not held

@@ -4,13 +4,12 @@
 //! jobs and metrics series are invisible to every other tenant's tokens (I9).
 
 use super::AppState;
-use super::auth::{Principal, SCOPE_ADMIN, generate_token, hash_token, operator_scopes};
+use super::auth::{Principal, SCOPE_ADMIN};
 use super::credentials::{SecretCreated, secret_created};
 use super::extract::Json;
 use super::limits::name;
-use crate::clock::to_timestamp;
+use crate::app::tenants as app;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{NewOperator, TenantRecord};
 use axum::extract::State;
 use switchboard_proto::{CreateTenant, ErrorCode, Problem, TenantCreated, TenantSummary};
 use utoipa_axum::router::OpenApiRouter;
@@ -32,32 +31,9 @@ async fn create_tenant(
 ) -> ApiResult<SecretCreated<TenantCreated>> {
     require_admin(&principal)?;
     name("name", &req.name)?;
-    let token = generate_token("sb_op_");
-    let scopes = operator_scopes();
-    let operator = NewOperator {
-        token_hash: &hash_token(&token),
-        scopes: &scopes,
-        label: "operator",
-    };
-    let tenant = state
-        .store
-        .create_tenant(
-            &req.name,
-            &operator,
-            Some((
-                principal.tenant_id,
-                &principal.note(format!("tenant:{}", req.name)),
-            )),
-            state.now(),
-        )
-        .await?;
-    tracing::info!(tenant = %tenant.name, tenant_id = %tenant.id, "tenant created");
-    Ok(secret_created(TenantCreated {
-        tenant_id: tenant.id,
-        name: tenant.name,
-        operator_token: token,
-        created_at: to_timestamp(tenant.created_at),
-    }))
+    Ok(secret_created(
+        app::create(&state, &principal, &req.name).await?,
+    ))
 }
 
 /// Every tenant of the deployment with its number of agents, by name.
@@ -68,8 +44,7 @@ async fn list_tenants(
     principal: Principal,
 ) -> ApiResult<axum::Json<Vec<TenantSummary>>> {
     require_admin(&principal)?;
-    let tenants = state.store.tenants().await?;
-    Ok(axum::Json(tenants.into_iter().map(summary).collect()))
+    Ok(axum::Json(app::list(&state).await?))
 }
 
 /// Only the deployment admin; the problem says whose token that is.
@@ -82,13 +57,4 @@ fn require_admin(principal: &Principal) -> ApiResult<()> {
         "tenants are the deployment admin's: use the operator token `switchboard serve` \
          wrote (it carries the \"admin\" scope); a tenant's own operator token does not",
     ))
-}
-
-fn summary(t: TenantRecord) -> TenantSummary {
-    TenantSummary {
-        tenant_id: t.id,
-        name: t.name,
-        created_at: to_timestamp(t.created_at),
-        agents: t.agents,
-    }
 }

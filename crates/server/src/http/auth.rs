@@ -15,8 +15,8 @@ pub(super) mod jwt;
 use super::AppState;
 use super::notes::Notes;
 use crate::access::rate_limit::Refused;
+use crate::app::lookups::reads;
 use crate::error::ApiError;
-use crate::store::GrantKind;
 use axum::extract::FromRequestParts;
 use axum::http::header::{AUTHORIZATION, COOKIE, ORIGIN};
 use axum::http::request::Parts;
@@ -179,14 +179,7 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiE
     {
         notes.client_settings(record.client_settings);
     }
-    Ok(Principal {
-        tenant_id: record.tenant_id,
-        agent_id: record.agent_id,
-        agent_name: record.agent_name,
-        scopes: record.scopes,
-        token_hash,
-        session: None,
-    })
+    Ok(Principal::of_token(record, token_hash))
 }
 
 /// A static token the cache does not know, looked up: first the client address's
@@ -197,7 +190,7 @@ async fn known_token(
     state: &AppState,
     notes: Option<&Notes>,
     digest: &[u8; 32],
-) -> Result<crate::store::TokenRecord, ApiError> {
+) -> Result<crate::app::signin::TokenRecord, ApiError> {
     let refused = || unauthorized("the bearer token is unknown or revoked; use a current token");
     let client = notes.map_or_else(|| client_addr(parts, state), Notes::client);
     limit(state, notes, None, state.limiter.address(client))?;
@@ -225,20 +218,7 @@ pub(crate) fn client_addr(parts: &Parts, state: &AppState) -> Option<std::net::I
     super::notes::forwarded_client(peer, &parts.headers, &state.config.trusted_proxies)
 }
 
-/// The live static token with this hash, read through the token cache.
-pub(super) async fn static_token(
-    state: &AppState,
-    hash: &[u8],
-) -> Result<Option<crate::store::TokenRecord>, ApiError> {
-    if let Some(record) = state.lookups.token(hash) {
-        return Ok(Some(record));
-    }
-    let record = state.store.token(hash).await?;
-    if let Some(record) = &record {
-        state.lookups.put_token(hash, record);
-    }
-    Ok(record)
-}
+pub(super) use reads::static_token;
 
 /// The principal of an access token (a JWT from the token endpoint): verified with
 /// the published keys before any database work (the bucket of the token's string
@@ -329,13 +309,9 @@ async fn from_session(
     let client = notes.map_or_else(|| client_addr(parts, state), Notes::client);
     limit(state, notes, None, state.limiter.address(client))?;
     let hash = digest.to_vec();
-    let grant = state
-        .store
-        .grant(&hash, GrantKind::Session, state.now())
-        .await?
-        .ok_or_else(|| {
-            unauthorized("the console session has expired or was ended; log in again")
-        })?;
+    let grant = reads::session(state, &hash).await?.ok_or_else(|| {
+        unauthorized("the console session has expired or was ended; log in again")
+    })?;
     let tenant = Some(grant.record.tenant_id);
     limit(state, notes, tenant, state.limiter.credential(&digest))?;
     limit(

@@ -5,11 +5,9 @@ use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Path, RawJson, parse_json};
 use super::idempotency::{self, Policy};
-use super::inbox::inbox_agent;
-use crate::clock::to_timestamp;
-use crate::error::{ApiError, ApiResult};
-use crate::store::{AttemptRecord, NewCallback, StateChange, StoredCallback, StoredResponse};
-use crate::webhooks::register;
+use crate::app::callbacks::{self as app, StateChange};
+use crate::app::inbox::inbox_agent;
+use crate::error::ApiResult;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -58,8 +56,7 @@ async fn register_callback(
     let agent = inbox_agent(&state, &principal, &agent).await?;
     let req: RegisterCallback = parse_json(&body)?;
     let path = format!("/api/v1/agents/{}/callbacks", agent.id);
-    let actor = principal.actor();
-    let st = state.clone();
+    let (st, me) = (state.clone(), principal.clone());
     idempotency::run(
         &state,
         &principal,
@@ -67,89 +64,9 @@ async fn register_callback(
         &path,
         &body,
         REGISTER,
-        |key| async move {
-            let webhooks = &st.webhooks;
-            let checked = register::check(webhooks, &req).await?;
-            let id = CallbackId::new();
-            let outcome =
-                register::challenge(webhooks, id, &checked.url, &checked.secret, st.now() / 1000)
-                    .await;
-            if let Some(error) = outcome.error {
-                return Err(ApiError::new(ErrorCode::WebhookVerificationFailed, error));
-            }
-            let now = st.now();
-            let new = NewCallback {
-                id,
-                tenant: agent.tenant_id,
-                agent: agent.id,
-                url: checked.url.to_string(),
-                sealed: webhooks.seal(id, &checked.secret),
-                key_id: webhooks.key.id().to_owned(),
-                now,
-            };
-            let answer = Callback {
-                callback_id: id,
-                agent: agent.name.clone(),
-                agent_id: agent.id,
-                url: new.url.clone(),
-                state: CallbackState::Active,
-                created_at: to_timestamp(now),
-                last_delivery_at: None,
-                last_status: None,
-                last_error: None,
-                failure_streak: 0,
-                failing_since: None,
-                disabled_reason: None,
-            };
-            let stored = StoredResponse {
-                status: 201,
-                body: serde_json::to_string(&answer).unwrap_or_default(),
-            };
-            let note = crate::store::AuditNote::new(&actor, format!("callback:{id}"))
-                .detail(format!("agent:{} {}", agent.name, new.url));
-            st.store
-                .put_callback(&new, Some((&key, &stored)), &note)
-                .await?;
-            log_attempt(&st, agent.tenant_id, id, "challenge", &outcome, now).await;
-            st.hub.callbacks(agent.tenant_id);
-            Ok(answer)
-        },
+        |key| async move { app::register(&st, &me, &agent, &req, &key).await },
     )
     .await
-}
-
-/// Logs a challenge or a test in the callback's attempts (a failure to log is
-/// only a warning: the attempt itself is over).
-async fn log_attempt(
-    state: &AppState,
-    tenant: TenantId,
-    id: CallbackId,
-    kind: &str,
-    outcome: &register::Outcome,
-    now: i64,
-) -> CallbackAttempt {
-    let attempt = CallbackAttempt {
-        at: to_timestamp(now),
-        event_id: None,
-        kind: kind.to_owned(),
-        status: outcome.status,
-        error: outcome.error.clone(),
-        latency_ms: outcome.latency_ms,
-    };
-    let record = AttemptRecord {
-        tenant,
-        callback: id,
-        lease_token: None,
-        attempt: attempt.clone(),
-        at: now,
-        succeeded: outcome.error.is_none(),
-        next_attempt_at: now,
-        disable: None,
-    };
-    if let Err(e) = state.store.record_attempt(&record).await {
-        tracing::warn!(error = %e, callback_id = %id, "could not log a webhook attempt");
-    }
-    attempt
 }
 
 /// The agent's callbacks (at most one).
@@ -163,10 +80,7 @@ async fn agent_callbacks(
 ) -> ApiResult<axum::Json<CallbackList>> {
     let agent = inbox_agent(&state, &principal, &agent).await?;
     Ok(axum::Json(CallbackList {
-        callbacks: state
-            .store
-            .callbacks(agent.tenant_id, Some(agent.id))
-            .await?,
+        callbacks: app::list(&state, agent.tenant_id, Some(agent.id)).await?,
     }))
 }
 
@@ -188,21 +102,7 @@ async fn remove_agent_callback(
     Path(p): Path<AgentCallbackPath>,
 ) -> ApiResult<StatusCode> {
     let agent = inbox_agent(&state, &principal, &p.agent).await?;
-    let found = state.store.callback(agent.tenant_id, p.callback_id).await?;
-    if found.is_none_or(|c| c.callback.agent_id != agent.id) {
-        return Err(ApiError::not_found(format_args!(
-            "callback {}",
-            p.callback_id
-        )));
-    }
-    let note = principal
-        .note(format!("callback:{}", p.callback_id))
-        .detail(format!("agent:{}", agent.name));
-    state
-        .store
-        .delete_callback(agent.tenant_id, p.callback_id, &note, state.now())
-        .await?;
-    state.hub.callbacks(agent.tenant_id);
+    app::remove_agents(&state, &principal, &agent, p.callback_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -215,7 +115,7 @@ async fn list_callbacks(
 ) -> ApiResult<axum::Json<CallbackList>> {
     principal.require(SCOPE_OPS_READ)?;
     Ok(axum::Json(CallbackList {
-        callbacks: state.store.callbacks(principal.tenant_id, None).await?,
+        callbacks: app::list(&state, principal.tenant_id, None).await?,
     }))
 }
 
@@ -223,14 +123,6 @@ async fn list_callbacks(
 #[into_params(parameter_in = Path)]
 struct CallbackPath {
     callback_id: CallbackId,
-}
-
-async fn found(state: &AppState, tenant: TenantId, id: CallbackId) -> ApiResult<StoredCallback> {
-    state
-        .store
-        .callback(tenant, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format_args!("callback {id}")))
 }
 
 /// Delete a callback: deliveries stop; its events stay in the inbox.
@@ -242,18 +134,7 @@ async fn delete_callback(
     Path(p): Path<CallbackPath>,
 ) -> ApiResult<StatusCode> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let note = principal.note(format!("callback:{}", p.callback_id));
-    if !state
-        .store
-        .delete_callback(principal.tenant_id, p.callback_id, &note, state.now())
-        .await?
-    {
-        return Err(ApiError::not_found(format_args!(
-            "callback {}",
-            p.callback_id
-        )));
-    }
-    state.hub.callbacks(principal.tenant_id);
+    app::delete(&state, &principal, p.callback_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -264,19 +145,7 @@ async fn change(
     change: StateChange,
 ) -> ApiResult<axum::Json<Callback>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let changed = state
-        .store
-        .change_callback(
-            principal.tenant_id,
-            id,
-            &change,
-            &principal.note(format!("callback:{id}")),
-            state.now(),
-        )
-        .await?
-        .ok_or_else(|| ApiError::not_found(format_args!("callback {id}")))?;
-    state.hub.callbacks(principal.tenant_id);
-    Ok(axum::Json(changed))
+    Ok(axum::Json(app::change(state, principal, id, change).await?))
 }
 
 /// Stop deliveries to a callback; its events wait in the inbox.
@@ -320,50 +189,9 @@ async fn verify_callback(
     Path(p): Path<CallbackPath>,
 ) -> ApiResult<axum::Json<CallbackAttempt>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let stored = found(&state, principal.tenant_id, p.callback_id).await?;
-    let (url, secret) = endpoint(&state, &stored)?;
-    let outcome = register::challenge(
-        &state.webhooks,
-        p.callback_id,
-        &url,
-        &secret,
-        state.now() / 1000,
-    )
-    .await;
-    let attempt = log_attempt(
-        &state,
-        principal.tenant_id,
-        p.callback_id,
-        "challenge",
-        &outcome,
-        state.now(),
-    )
-    .await;
-    state.hub.callbacks(principal.tenant_id);
-    match outcome.error {
-        Some(error) => Err(ApiError::new(ErrorCode::WebhookVerificationFailed, error)),
-        None => Ok(axum::Json(attempt)),
-    }
-}
-
-/// The stored URL and the opened secret, or a 503 saying why this instance cannot
-/// open it (another webhook key).
-fn endpoint(
-    state: &AppState,
-    stored: &StoredCallback,
-) -> ApiResult<(url::Url, switchboard_webhook::Secret)> {
-    let id = stored.callback.callback_id;
-    let secret = state
-        .webhooks
-        .secret(id, &stored.key_id, &stored.sealed)
-        .map_err(|e| ApiError::new(ErrorCode::Unavailable, e))?;
-    let url = url::Url::parse(&stored.callback.url).map_err(|_| {
-        ApiError::new(
-            ErrorCode::Internal,
-            "the stored callback URL does not parse",
-        )
-    })?;
-    Ok((url, secret))
+    Ok(axum::Json(
+        app::verify(&state, &principal, p.callback_id).await?,
+    ))
 }
 
 /// Send a `callback.test` delivery (a made-up event, not in any inbox) and report
@@ -378,69 +206,9 @@ async fn test_callback(
     Path(p): Path<CallbackPath>,
 ) -> ApiResult<axum::Json<CallbackAttempt>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let stored = found(&state, principal.tenant_id, p.callback_id).await?;
-    let (url, secret) = endpoint(&state, &stored)?;
-    let now = state.now();
-    let event = InboxEvent {
-        event_id: EventId::new(),
-        agent_id: stored.callback.agent_id,
-        seq: 0,
-        sender: Sender::Operator,
-        room_id: None,
-        room_seq: None,
-        correlation_id: None,
-        priority: 0,
-        status: EventStatus::Claimed,
-        payload: Some(serde_json::json!({ "test": true })),
-        attempts: 1,
-        max_attempts: 1,
-        created_at: to_timestamp(now),
-        available_at: to_timestamp(now),
-        expires_at: None,
-        last_error: None,
-    };
-    let body = serde_json::to_vec(&CallbackDelivery {
-        kind: "callback.test".to_owned(),
-        event: event.clone(),
-    })
-    .unwrap_or_default();
-    let started = std::time::Instant::now();
-    let (keyid, webhook_id) = (p.callback_id.to_string(), event.event_id.to_string());
-    let post = crate::webhooks::Post {
-        url: &url,
-        secret: &secret,
-        keyid: &keyid,
-        webhook_id: &webhook_id,
-        now_secs: now / 1000,
-        timeout: crate::workers::deliverer::DELIVERY_TIMEOUT,
-    };
-    let sent = state.webhooks.post(&post, body).await;
-    let outcome = match sent {
-        Ok(response) => {
-            let status = response.status();
-            register::Outcome {
-                status: Some(status.as_u16()),
-                error: (!status.is_success()).then(|| format!("HTTP {}", status.as_u16())),
-                latency_ms: started.elapsed().as_millis() as u64,
-            }
-        }
-        Err(failure) => register::Outcome {
-            status: None,
-            error: Some(failure.to_string()),
-            latency_ms: started.elapsed().as_millis() as u64,
-        },
-    };
-    let attempt = log_attempt(
-        &state,
-        principal.tenant_id,
-        p.callback_id,
-        "test",
-        &outcome,
-        now,
-    )
-    .await;
-    state.hub.callbacks(principal.tenant_id);
-    Ok(axum::Json(attempt))
+    Ok(axum::Json(
+        app::test(&state, &principal, p.callback_id).await?,
+    ))
 }
 
 /// The callback's recent attempts (deliveries, challenges, tests), newest first.
@@ -453,8 +221,7 @@ async fn callback_attempts(
     Path(p): Path<CallbackPath>,
 ) -> ApiResult<axum::Json<CallbackAttemptList>> {
     principal.require(SCOPE_OPS_READ)?;
-    found(&state, principal.tenant_id, p.callback_id).await?;
     Ok(axum::Json(CallbackAttemptList {
-        attempts: state.store.callback_attempts(p.callback_id, 50).await?,
+        attempts: app::attempts(&state, principal.tenant_id, p.callback_id).await?,
     }))
 }

@@ -5,8 +5,8 @@
 use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_READ};
 use super::extract::{Json, Path};
-use super::inbox::inbox_agent;
-use crate::clock::to_timestamp;
+use crate::app::clients as app;
+use crate::app::inbox::inbox_agent;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -34,14 +34,7 @@ async fn put_report(
 ) -> ApiResult<StatusCode> {
     let agent = inbox_agent(&state, &principal, &agent).await?;
     report.check().map_err(ApiError::unprocessable)?;
-    let json = serde_json::to_string(&report)
-        .map_err(|e| ApiError::unprocessable(format!("the report cannot be stored: {e}")))?;
-    state
-        .store
-        .put_client_report(agent.id, &json, state.now())
-        .await?;
-    // The console refreshes its Agents page on the change stream.
-    state.hub.changed(agent.wake(agent.head_seq));
+    app::put_report(&state, &agent, &report).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -53,20 +46,6 @@ async fn list_reports(
     principal: Principal,
 ) -> ApiResult<axum::Json<Vec<ReceivedReport>>> {
     principal.require(SCOPE_OPS_READ)?;
-    let rows = state.store.client_reports(principal.tenant_id).await?;
-    let reports = rows
-        .into_iter()
-        // A row that no longer parses (written by another version) is skipped
-        // rather than failing the whole list.
-        .filter_map(|row| {
-            let report = serde_json::from_str(&row.report).ok()?;
-            Some(ReceivedReport {
-                agent_id: row.agent_id,
-                name: row.name,
-                received_at: to_timestamp(row.received_at),
-                report,
-            })
-        })
-        .collect();
+    let reports = app::reports(&state, principal.tenant_id).await?;
     Ok(axum::Json(reports))
 }

@@ -12,10 +12,9 @@
 use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path};
-use super::inbox::{inbox_agent, load_agent};
-use crate::clock::to_timestamp;
+use crate::app::clients as app;
+use crate::app::inbox::{agent as load_agent, inbox_agent};
 use crate::error::ApiResult;
-use crate::store::{AgentRecord, ClientSettingsRow};
 use axum::extract::State;
 use axum::http::StatusCode;
 use switchboard_proto::*;
@@ -29,114 +28,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(get_own))
 }
 
-fn stored(row: ClientSettingsRow) -> StoredClientSettings {
-    StoredClientSettings {
-        agent_id: row.agent_id,
-        name: row.name,
-        settings: row.settings,
-        updated_at: to_timestamp(row.updated_at),
-        updated_by: row.updated_by,
-    }
-}
-
-async fn list_of(state: &AppState, tenant: TenantId) -> ApiResult<ClientSettingsList> {
-    let mut list = ClientSettingsList {
-        tenant: None,
-        agents: Vec::new(),
-    };
-    for row in state.store.client_settings(tenant).await? {
-        match row.agent_id {
-            None => list.tenant = Some(stored(row)),
-            Some(_) => list.agents.push(stored(row)),
-        }
-    }
-    Ok(list)
-}
-
-/// Stores `settings` for `agent` (`None`: the tenant) and lets SDKs and the console
-/// know. The caller has checked `ops:write` (before loading the agent, so an agent
-/// token gets 403, not 404).
-async fn put(
-    state: &AppState,
-    principal: &Principal,
-    agent: Option<&AgentRecord>,
-    settings: ClientSettings,
-) -> ApiResult<StoredClientSettings> {
-    settings
-        .check()
-        .map_err(crate::error::ApiError::unprocessable)?;
-    let now = state.now();
-    let note = principal
-        .note(target(agent))
-        .detail(settings_detail(&settings));
-    let by = note.actor.clone();
-    state
-        .store
-        .put_client_settings(
-            principal.tenant_id,
-            agent.map(|a| a.id),
-            settings,
-            &note,
-            now,
-        )
-        .await?;
-    changed(state, principal.tenant_id);
-    Ok(StoredClientSettings {
-        agent_id: agent.map(|a| a.id),
-        name: agent.map(|a| a.name.clone()),
-        settings,
-        updated_at: to_timestamp(now),
-        updated_by: by,
-    })
-}
-
-/// What settings are about, in the audit log.
-fn target(agent: Option<&AgentRecord>) -> String {
-    match agent {
-        Some(a) => format!("agent:{}", a.name),
-        None => "tenant".to_owned(),
-    }
-}
-
-/// The settings, in the audit log's words.
-fn settings_detail(s: &ClientSettings) -> String {
-    format!(
-        "poll_ceiling_ms={}, reports_paused={}",
-        s.poll_ceiling_ms
-            .map_or("default".to_owned(), |ms| ms.to_string()),
-        s.reports_paused
-            .map_or("default".to_owned(), |p| p.to_string())
-    )
-}
-
-/// Removes the settings of `agent` (`None`: the tenant); `ops:write` is checked.
-async fn delete(
-    state: &AppState,
-    principal: &Principal,
-    agent: Option<&AgentRecord>,
-) -> ApiResult<StatusCode> {
-    if state
-        .store
-        .delete_client_settings(
-            principal.tenant_id,
-            agent.map(|a| a.id),
-            &principal.note(target(agent)),
-            state.now(),
-        )
-        .await?
-    {
-        changed(state, principal.tenant_id);
-    }
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// The next response of this instance carries the change (the token cache holds
-/// the settings it read); the console's Agents page reloads.
-fn changed(state: &AppState, tenant: TenantId) {
-    state.lookups.forget_tokens();
-    state.hub.client_settings(tenant);
-}
-
 /// The tenant's settings and every agent's own.
 #[utoipa::path(get, path = "/api/v1/ops/client-settings", tag = "ops",
     responses((status = 200, body = ClientSettingsList)))]
@@ -145,7 +36,7 @@ async fn list(
     principal: Principal,
 ) -> ApiResult<axum::Json<ClientSettingsList>> {
     principal.require(SCOPE_OPS_READ)?;
-    Ok(axum::Json(list_of(&state, principal.tenant_id).await?))
+    Ok(axum::Json(app::list(&state, principal.tenant_id).await?))
 }
 
 /// Sets the tenant's settings, for every agent without its own (a field left null
@@ -159,7 +50,9 @@ async fn put_tenant(
     Json(settings): Json<ClientSettings>,
 ) -> ApiResult<axum::Json<StoredClientSettings>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    Ok(axum::Json(put(&state, &principal, None, settings).await?))
+    Ok(axum::Json(
+        app::put(&state, &principal, None, settings).await?,
+    ))
 }
 
 /// Removes the tenant's settings: agents without their own obey their SDK's.
@@ -170,7 +63,8 @@ async fn delete_tenant(
     principal: Principal,
 ) -> ApiResult<StatusCode> {
     principal.require(SCOPE_OPS_WRITE)?;
-    delete(&state, &principal, None).await
+    app::delete(&state, &principal, None).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// One agent's own settings and what its SDK obeys.
@@ -184,7 +78,7 @@ async fn get_agent(
 ) -> ApiResult<axum::Json<AgentClientSettings>> {
     principal.require(SCOPE_OPS_READ)?;
     let agent = load_agent(&state, principal.tenant_id, &agent).await?;
-    let list = list_of(&state, principal.tenant_id).await?;
+    let list = app::list(&state, principal.tenant_id).await?;
     Ok(axum::Json(AgentClientSettings {
         agent_id: agent.id,
         effective: list.effective_for(agent.id),
@@ -211,7 +105,7 @@ async fn put_agent(
     principal.require(SCOPE_OPS_WRITE)?;
     let agent = load_agent(&state, principal.tenant_id, &agent).await?;
     Ok(axum::Json(
-        put(&state, &principal, Some(&agent), settings).await?,
+        app::put(&state, &principal, Some(&agent), settings).await?,
     ))
 }
 
@@ -226,7 +120,8 @@ async fn delete_agent(
 ) -> ApiResult<StatusCode> {
     principal.require(SCOPE_OPS_WRITE)?;
     let agent = load_agent(&state, principal.tenant_id, &agent).await?;
-    delete(&state, &principal, Some(&agent)).await
+    app::delete(&state, &principal, Some(&agent)).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The settings the agent's SDK is to obey (also sent in the
@@ -241,6 +136,6 @@ async fn get_own(
     Path(agent): Path<String>,
 ) -> ApiResult<axum::Json<EffectiveClientSettings>> {
     let agent = inbox_agent(&state, &principal, &agent).await?;
-    let list = list_of(&state, principal.tenant_id).await?;
+    let list = app::list(&state, principal.tenant_id).await?;
     Ok(axum::Json(list.effective_for(agent.id)))
 }

@@ -6,16 +6,11 @@
 //! end with it.
 
 use super::AppState;
-use super::auth::{
-    Principal, SCOPE_ADMIN, SCOPE_METRICS_READ, SCOPE_OPS_READ, SCOPE_OPS_WRITE, generate_token,
-    hash_token,
-};
+use super::auth::{Principal, SCOPE_METRICS_READ, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path};
 use super::limits::*;
-use crate::access::token_id;
-use crate::clock::to_timestamp;
+use crate::app::credentials as app;
 use crate::error::{ApiError, ApiResult};
-use crate::store::CredentialRow;
 use axum::extract::State;
 use axum::http::StatusCode;
 use switchboard_proto::*;
@@ -30,34 +25,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(delete_agent))
 }
 
-/// What a token is, for people: by its agent or its scopes.
-fn kind(row: &CredentialRow) -> &'static str {
-    let has = |s: &str| row.scopes.iter().any(|x| x == s);
-    if row.agent_id.is_some() {
-        "agent"
-    } else if has(SCOPE_ADMIN) {
-        "admin"
-    } else if has(SCOPE_OPS_READ) {
-        "operator"
-    } else {
-        "read-only"
-    }
-}
-
-fn credential(row: CredentialRow) -> Credential {
-    Credential {
-        approved_by: row.parent_hash.as_deref().map(token_id),
-        token_id: token_id(&row.hash),
-        kind: kind(&row).to_owned(),
-        label: row.label,
-        agent_id: row.agent_id,
-        agent_name: row.agent_name,
-        scopes: row.scopes,
-        created_at: to_timestamp(row.created_at),
-        revoked_at: row.revoked_at.map(to_timestamp),
-    }
-}
-
 /// Every token of the tenant, live and revoked, oldest first; never the token.
 #[utoipa::path(get, path = "/api/v1/ops/tokens", tag = "ops",
     responses((status = 200, body = Vec<Credential>)))]
@@ -66,8 +33,7 @@ async fn list_tokens(
     principal: Principal,
 ) -> ApiResult<axum::Json<Vec<Credential>>> {
     principal.require(SCOPE_OPS_READ)?;
-    let rows = state.store.credentials(principal.tenant_id).await?;
-    Ok(axum::Json(rows.into_iter().map(credential).collect()))
+    Ok(axum::Json(app::list(&state, principal.tenant_id).await?))
 }
 
 /// Revoke one token of the tenant by its id (from `GET /api/v1/ops/tokens`).
@@ -91,22 +57,7 @@ async fn revoke_token(
         )
         .with("field", "token_id"));
     }
-    let rows = state.store.credentials(principal.tenant_id).await?;
-    let Some(row) = rows.iter().find(|r| token_id(&r.hash) == id) else {
-        return Err(ApiError::not_found("the token"));
-    };
-    let note = principal
-        .note(format!("token:{id}"))
-        .detail(row.label.clone());
-    let revoked = state
-        .store
-        .revoke_credential(principal.tenant_id, &row.hash, &note, state.now())
-        .await?;
-    // This instance refuses it from the next request; the others within the TTL.
-    state.lookups.forget_tokens();
-    if revoked > 0 {
-        tracing::info!(token_id = %id, label = %row.label, revoked, "token revoked");
-    }
+    let revoked = app::revoke(&state, &principal, &id).await?;
     Ok(axum::Json(Revoked { revoked }))
 }
 
@@ -121,14 +72,7 @@ async fn revoke_agent(
     Path(agent): Path<String>,
 ) -> ApiResult<axum::Json<Revoked>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let agent = state.store.agent(principal.tenant_id, &agent).await?;
-    let note = principal.note(format!("agent:{}", agent.name));
-    let revoked = state
-        .store
-        .revoke_agent_credentials(principal.tenant_id, agent.id, &note, state.now())
-        .await?;
-    state.lookups.forget_tokens();
-    tracing::info!(agent = %agent.name, agent_id = %agent.id, revoked, "agent's tokens revoked");
+    let revoked = app::revoke_agent(&state, &principal, &agent).await?;
     Ok(axum::Json(Revoked { revoked }))
 }
 
@@ -171,31 +115,8 @@ async fn create_token(
         ))
         .with("field", "label"));
     }
-    let mut scopes = req.scopes.clone();
-    scopes.sort();
-    scopes.dedup();
-    let token = generate_token("sb_mt_");
-    let hash = hash_token(&token);
-    let note = principal
-        .note(format!("token:{}", token_id(&hash)))
-        .detail(format!("{label}: {}", scopes.join(" ")));
-    state
-        .store
-        .insert_token(
-            &hash,
-            principal.tenant_id,
-            &scopes,
-            label,
-            Some(&note),
-            state.now(),
-        )
-        .await?;
-    tracing::info!(label, "read-only token minted");
-    Ok(secret_created(TokenCreated {
-        token,
-        scopes,
-        label: label.to_owned(),
-    }))
+    let created = app::mint(&state, &principal, req.scopes.clone(), label).await?;
+    Ok(secret_created(created))
 }
 
 /// A 201 whose body holds a secret shown once (a token): no cache may keep it.
@@ -226,26 +147,7 @@ async fn delete_agent(
     Path(agent): Path<String>,
 ) -> ApiResult<axum::Json<AgentDeleted>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let agent = state.store.agent(principal.tenant_id, &agent).await?;
-    let note = principal.note(format!("agent:{}", agent.name));
-    let deleted = state
-        .store
-        .delete_agent(principal.tenant_id, agent.id, &note, state.now())
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("agent {:?}", agent.name)))?;
-    state.lookups.forget_agents();
-    state.lookups.forget_tokens();
-    tracing::info!(
-        agent = %agent.name,
-        agent_id = %agent.id,
-        revoked = deleted.revoked,
-        purged = deleted.purged,
-        "agent deleted"
-    );
-    Ok(axum::Json(AgentDeleted {
-        agent_id: agent.id,
-        name: agent.name,
-        revoked: deleted.revoked,
-        purged: deleted.purged,
-    }))
+    Ok(axum::Json(
+        app::delete_agent(&state, &principal, &agent).await?,
+    ))
 }

@@ -5,12 +5,11 @@
 //! code answers them as one that does not exist (I9).
 
 use super::AppState;
-use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE, agent_scopes};
+use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::Path;
 use super::limits::name;
-use crate::clock::to_timestamp;
+use crate::app::devices as app;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Approval, DeviceRequestRow};
 use axum::extract::State;
 use switchboard_proto::*;
 use utoipa_axum::router::OpenApiRouter;
@@ -23,22 +22,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(deny))
 }
 
-fn request(row: DeviceRequestRow) -> DeviceRequest {
-    DeviceRequest {
-        user_code: row.user_code,
-        client_id: row.client_id,
-        agent_name: row.agent_name,
-        source: row.source,
-        user_agent: row.user_agent,
-        created_at: to_timestamp(row.created_at),
-        expires_at: to_timestamp(row.expires_at),
-        status: row.status,
-        decided_by: row.decided_by,
-        decided_at: row.decided_at.map(to_timestamp),
-        agent_id: row.agent_id,
-    }
-}
-
 /// The tenant's device login requests that have not expired, newest first:
 /// pending ones wait for approve or deny.
 #[utoipa::path(get, path = "/api/v1/ops/device-requests", tag = "ops",
@@ -48,11 +31,7 @@ async fn list(
     principal: Principal,
 ) -> ApiResult<axum::Json<Vec<DeviceRequest>>> {
     principal.require(SCOPE_OPS_READ)?;
-    let rows = state
-        .store
-        .device_requests(principal.tenant_id, state.now())
-        .await?;
-    Ok(axum::Json(rows.into_iter().map(request).collect()))
+    Ok(axum::Json(app::list(&state, principal.tenant_id).await?))
 }
 
 /// The user code as the device shows it, upper case, with or without its dash.
@@ -70,10 +49,6 @@ fn normalized(code: &str) -> ApiResult<String> {
                 .with("field", "user_code"),
         )
     }
-}
-
-fn nothing_pending() -> ApiError {
-    ApiError::not_found("a pending device request with this user code")
 }
 
 /// Approve a pending device request: the device gets its tokens at its next poll.
@@ -106,27 +81,8 @@ async fn approve(
     if let Some(agent) = &body.agent {
         name("agent", agent)?;
     }
-    let family = super::auth::hash_token(&super::auth::generate_token("sb_fam_"));
-    let scopes = agent_scopes();
-    let row = state
-        .store
-        .decide_device_request(
-            principal.tenant_id,
-            &code,
-            Some(&Approval {
-                agent_name: body.agent.as_deref(),
-                family_hash: &family,
-                scopes: &scopes,
-                parent: &principal.token_hash,
-            }),
-            &principal.note(format!("device:{code}")),
-            state.now(),
-        )
-        .await?
-        .ok_or_else(nothing_pending)?;
-    let agent = body.agent.as_deref().unwrap_or(&row.agent_name);
-    tracing::info!(agent, client = %row.client_id, "device login approved");
-    Ok(axum::Json(request(row)))
+    let row = app::approve(&state, &principal, &code, body.agent.as_deref()).await?;
+    Ok(axum::Json(row))
 }
 
 /// Deny a pending device request: the device's next poll answers `access_denied`.
@@ -140,17 +96,5 @@ async fn deny(
 ) -> ApiResult<axum::Json<DeviceRequest>> {
     principal.require(SCOPE_OPS_WRITE)?;
     let code = normalized(&code)?;
-    let row = state
-        .store
-        .decide_device_request(
-            principal.tenant_id,
-            &code,
-            None,
-            &principal.note(format!("device:{code}")),
-            state.now(),
-        )
-        .await?
-        .ok_or_else(nothing_pending)?;
-    tracing::info!(client = %row.client_id, "device login denied");
-    Ok(axum::Json(request(row)))
+    Ok(axum::Json(app::deny(&state, &principal, &code).await?))
 }

@@ -1,11 +1,11 @@
 //! The agent's inbox: subscribe (SSE), poll, claim, ack, release, extend, snapshot.
 
 use super::AppState;
-use super::auth::{Principal, SCOPE_OPS_WRITE};
+use super::auth::Principal;
 use super::extract::{Json, Path, Query};
 use super::limits::*;
+use crate::app::inbox::{self as app, ClaimArgs, Claimed, ReleaseArgs};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{AgentRecord, ClaimArgs, Claimed, ReleaseArgs, StoreError};
 use axum::response::sse::{Event, Sse};
 use futures::Stream;
 use std::convert::Infallible;
@@ -26,56 +26,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(snapshot))
 }
 
-/// Loads the agent named in the path if `principal` may use its inbox; 404 otherwise,
-/// the same answer for "foreign" and "unknown" (I9).
-/// Loads an agent of `tenant` by id or name; 404 names it when it is not there.
-pub(super) async fn load_agent(
-    state: &AppState,
-    tenant: TenantId,
-    key: &str,
-) -> ApiResult<AgentRecord> {
-    state.store.agent(tenant, key).await.map_err(|e| match e {
-        StoreError::NotFound => ApiError::not_found(format_args!("agent {key:?}")),
-        e => e.into(),
-    })
-}
-
-pub(super) async fn inbox_agent(
-    state: &AppState,
-    principal: &Principal,
-    key: &str,
-) -> ApiResult<AgentRecord> {
-    // An operator who may not work inboxes (a read-only console session) is refused
-    // before any lookup: 403 for every name alike tells it nothing.
-    if principal.agent_id.is_none() {
-        principal.require(SCOPE_OPS_WRITE)?;
-    }
-    let agent = match state.lookups.agent(principal.tenant_id, key) {
-        Some(agent) => agent,
-        None => {
-            let agent = load_agent(state, principal.tenant_id, key).await?;
-            state.lookups.put_agent(principal.tenant_id, key, &agent);
-            agent
-        }
-    };
-    if !principal.may_use_inbox(&agent) {
-        return Err(ApiError::not_found(format_args!("agent {key:?}")));
-    }
-    Ok(agent)
-}
-
-/// Maps store errors of claim-token operations, counting stale claims (I4).
-fn claim_error(state: &AppState, tenant: TenantId, e: StoreError, event: EventId) -> ApiError {
-    match e {
-        StoreError::StaleClaim(_) => {
-            state.metrics.tenant(tenant).stale_claim_rejections.inc();
-            e.into()
-        }
-        StoreError::NotFound => ApiError::not_found(format_args!("event {event}")),
-        e => e.into(),
-    }
-}
-
 /// Subscribe to wake-ups: `inbox_updated {"cursor_hint"}` after each commit that
 /// touches the inbox, `heartbeat` at the configured interval. No payloads. The first
 /// event is always an `inbox_updated` with the current head, so a reconnecting
@@ -89,23 +39,12 @@ async fn subscribe(
     principal: Principal,
     Path(agent): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let agent = inbox_agent(&state, &principal, &agent).await?;
-    // Register first, then read the head: a send that commits in between is then
-    // either in the head or delivered on the channel, never lost.
-    let mut sub = state.hub.subscribe(agent.id);
-    let agent = state
-        .store
-        .agent(agent.tenant_id, &agent.id.to_string())
-        .await?;
-    let metrics = state.metrics.tenant(agent.tenant_id);
-    metrics.sse_subscribers.inc();
-    let _ = state.store.touch_agent(agent.id, state.now()).await;
+    let agent = app::inbox_agent(&state, &principal, &agent).await?;
+    let mut sub = app::subscribe(&state, &agent).await?;
     let heartbeat = state.config.heartbeat;
     let shutdown = state.shutdown.clone();
-    let head = agent.head_seq;
     let stream = async_stream::stream! {
-        let _guard = SubscriberGauge(metrics);
-        yield Ok(updated(head).retry(Duration::from_secs(3)));
+        yield Ok(updated(sub.head).retry(Duration::from_secs(3)));
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
         loop {
             tokio::select! {
@@ -113,7 +52,7 @@ async fn subscribe(
                 _ = ticks.tick() => yield Ok(Event::default().event("heartbeat").data("{}")),
                 // Every wake-up since the last one written (or since subscribing,
                 // before the head was read), in one.
-                hint = sub.next() => match hint {
+                hint = sub.wakes.next() => match hint {
                     Some(hint) => yield Ok(updated(hint)),
                     None => break,
                 },
@@ -132,14 +71,6 @@ fn updated(hint: u64) -> Event {
         .data(serde_json::to_string(&InboxUpdated { cursor_hint: hint }).unwrap_or_default())
 }
 
-struct SubscriberGauge(std::sync::Arc<crate::metrics::TenantMetrics>);
-
-impl Drop for SubscriberGauge {
-    fn drop(&mut self) {
-        self.0.sse_subscribers.dec();
-    }
-}
-
 /// Read a page of the inbox after a cursor (read-only; use claim to take work).
 #[utoipa::path(get, path = "/api/v1/agents/{agent}/inbox", tag = "agent",
     params(("agent" = String, Path, description = "Agent id or name"), InboxQuery),
@@ -152,12 +83,9 @@ async fn poll(
     Path(agent): Path<String>,
     Query(q): Query<InboxQuery>,
 ) -> ApiResult<axum::Json<InboxPage>> {
-    let agent = inbox_agent(&state, &principal, &agent).await?;
+    let agent = app::inbox_agent(&state, &principal, &agent).await?;
     let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
-    let page = state
-        .store
-        .poll(agent.id, q.after_cursor.unwrap_or(0), limit)
-        .await?;
+    let page = app::poll(&state, &agent, q.after_cursor.unwrap_or(0), limit).await?;
     Ok(axum::Json(page))
 }
 
@@ -173,13 +101,10 @@ async fn claim(
     Path(agent): Path<String>,
     Json(req): Json<ClaimRequest>,
 ) -> ApiResult<axum::Json<ClaimResponse>> {
-    let agent = inbox_agent(&state, &principal, &agent).await?;
+    let agent = app::inbox_agent(&state, &principal, &agent).await?;
     let args = claim_args(&req)?;
-    let done = state
-        .store
-        .claim(&agent, args.limit, args.lease_ms, args.attempt, state.now())
-        .await?;
-    Ok(axum::Json(claimed(&state, &agent, done)))
+    let done = app::claim(&state, &agent, args).await?;
+    Ok(axum::Json(claimed(done)))
 }
 
 /// A claim request's bounds checked.
@@ -199,11 +124,8 @@ fn claim_args(req: &ClaimRequest) -> ApiResult<ClaimArgs> {
     })
 }
 
-/// The answer to a committed claim; its expired leases count as the scavenger's
-/// would, and the console hears of it.
-fn claimed(state: &AppState, agent: &AgentRecord, done: Claimed) -> ClaimResponse {
-    state.reaped(&done.reaped);
-    state.hub.changed(agent.wake(agent.head_seq));
+/// The answer to a committed claim.
+fn claimed(done: Claimed) -> ClaimResponse {
     ClaimResponse {
         events: done.events,
         next_available_at: done.next_available.map(crate::clock::to_timestamp),
@@ -230,15 +152,9 @@ async fn ack(
     Path(p): Path<EventPath>,
     Json(req): Json<AckRequest>,
 ) -> ApiResult<axum::Json<EventState>> {
-    let agent = inbox_agent(&state, &principal, &p.agent).await?;
-    let acked = state
-        .store
-        .ack(&agent, p.event_id, req.claim_token, state.now())
-        .await
-        .map_err(|e| claim_error(&state, agent.tenant_id, e, p.event_id))?;
-    state.acked(agent.tenant_id, &acked);
-    state.hub.changed(agent.wake(agent.head_seq));
-    Ok(axum::Json(acked.state))
+    let agent = app::inbox_agent(&state, &principal, &p.agent).await?;
+    let state = app::ack(&state, &agent, p.event_id, req.claim_token).await?;
+    Ok(axum::Json(state))
 }
 
 /// Acknowledge several claimed events in one transaction (at most 100, each once).
@@ -258,7 +174,7 @@ async fn ack_batch(
     Path(agent): Path<String>,
     Json(req): Json<AckBatch>,
 ) -> ApiResult<axum::Json<AckBatchResult>> {
-    let agent = inbox_agent(&state, &principal, &agent).await?;
+    let agent = app::inbox_agent(&state, &principal, &agent).await?;
     let n = req.acks.len();
     let least = usize::from(req.claim.is_none());
     if n < least || n > MAX_CLAIM as usize {
@@ -278,46 +194,25 @@ async fn ack_batch(
         .iter()
         .map(|a| (a.event_id, a.claim_token))
         .collect();
-    let (outcomes, next) = match &req.claim {
-        Some(claim) => {
-            let args = claim_args(claim)?;
-            let (outcomes, done) = state
-                .store
-                .ack_and_claim(&agent, &entries, args, state.now())
-                .await?;
-            (outcomes, Some(done))
-        }
-        None => (
-            state.store.ack_batch(&agent, &entries, state.now()).await?,
-            None,
-        ),
-    };
+    let claim = req.claim.as_ref().map(claim_args).transpose()?;
+    let (outcomes, next) = app::ack_batch(&state, &agent, &entries, claim).await?;
     let results = entries
         .iter()
         .zip(outcomes)
         .map(|(&(event_id, _), outcome)| match outcome {
-            Ok(acked) => {
-                state.acked(agent.tenant_id, &acked);
-                AckResult {
-                    event_id,
-                    state: Some(acked.state),
-                    problem: None,
-                }
-            }
+            Ok(state) => AckResult {
+                event_id,
+                state: Some(state),
+                problem: None,
+            },
             Err(e) => AckResult {
                 event_id,
                 state: None,
-                problem: Some(*claim_error(&state, agent.tenant_id, e, event_id).problem),
+                problem: Some(*e.problem),
             },
         })
         .collect();
-    let claimed = match next {
-        Some(done) => Some(claimed(&state, &agent, done)),
-        None => {
-            state.hub.changed(agent.wake(agent.head_seq));
-            None
-        }
-    };
+    let claimed = next.map(claimed);
     Ok(axum::Json(AckBatchResult { results, claimed }))
 }
 
@@ -334,7 +229,7 @@ async fn release(
     Path(p): Path<EventPath>,
     Json(req): Json<ReleaseRequest>,
 ) -> ApiResult<axum::Json<EventState>> {
-    let agent = inbox_agent(&state, &principal, &p.agent).await?;
+    let agent = app::inbox_agent(&state, &principal, &p.agent).await?;
     let delay = bounded("delay_seconds", req.delay_seconds, 0, 0, MAX_DELAY_S)?;
     if req
         .error
@@ -350,13 +245,8 @@ async fn release(
         error: req.error,
         terminal: req.terminal,
     };
-    let done = state
-        .store
-        .release(&agent, p.event_id, req.claim_token, &args, state.now())
-        .await
-        .map_err(|e| claim_error(&state, agent.tenant_id, e, p.event_id))?;
-    state.released(agent.tenant_id, &done);
-    Ok(axum::Json(done.value))
+    let state = app::release(&state, &agent, p.event_id, req.claim_token, &args).await?;
+    Ok(axum::Json(state))
 }
 
 /// Extend the lease of a claimed event from now.
@@ -371,7 +261,7 @@ async fn extend(
     Path(p): Path<EventPath>,
     Json(req): Json<ExtendRequest>,
 ) -> ApiResult<axum::Json<EventState>> {
-    let agent = inbox_agent(&state, &principal, &p.agent).await?;
+    let agent = app::inbox_agent(&state, &principal, &p.agent).await?;
     let lease = bounded(
         "lease_seconds",
         req.lease_seconds,
@@ -379,17 +269,8 @@ async fn extend(
         MIN_LEASE_S,
         MAX_LEASE_S,
     )?;
-    let st = state
-        .store
-        .extend(
-            &agent,
-            p.event_id,
-            req.claim_token,
-            i64::from(lease) * 1000,
-            state.now(),
-        )
-        .await
-        .map_err(|e| claim_error(&state, agent.tenant_id, e, p.event_id))?;
+    let lease_ms = i64::from(lease) * 1000;
+    let st = app::extend(&state, &agent, p.event_id, req.claim_token, lease_ms).await?;
     Ok(axum::Json(st))
 }
 
@@ -402,6 +283,6 @@ async fn snapshot(
     principal: Principal,
     Path(agent): Path<String>,
 ) -> ApiResult<axum::Json<Snapshot>> {
-    let agent = inbox_agent(&state, &principal, &agent).await?;
-    Ok(axum::Json(state.store.snapshot(&agent, state.now()).await?))
+    let agent = app::inbox_agent(&state, &principal, &agent).await?;
+    Ok(axum::Json(app::snapshot(&state, &agent).await?))
 }

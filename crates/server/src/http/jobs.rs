@@ -5,9 +5,8 @@ use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, Query};
 use super::limits::*;
+use crate::app::jobs::{self as app, JobSpec, MAX_RATE};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{JobSpec, StoreError};
-use crate::workers::jobs::{MAX_RATE, spawn};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use switchboard_proto::*;
@@ -63,16 +62,7 @@ async fn start_job(
         rate: req.rate_per_second,
         actor: principal.actor(),
     };
-    let started = state.store.job_start(&spec, state.now()).await?;
-    let job = started.job.clone();
-    tracing::info!(
-        job_id = job.job_id,
-        action = job.action.as_str(),
-        total = job.total,
-        rate = job.rate_per_second,
-        "bulk job started"
-    );
-    spawn(&state, spec, started);
+    let job = app::start(&state, spec).await?;
     let mut headers = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(&format!("/api/v1/ops/jobs/{}", job.job_id)) {
         headers.insert(header::LOCATION, v);
@@ -91,15 +81,8 @@ async fn list_jobs(
     principal.require(SCOPE_OPS_READ)?;
     let limit = q.get()?;
     Ok(axum::Json(JobPage {
-        jobs: state.store.jobs(principal.tenant_id, limit).await?,
+        jobs: app::list(&state, principal.tenant_id, limit).await?,
     }))
-}
-
-fn job_not_found(id: i64) -> impl FnOnce(StoreError) -> ApiError {
-    move |e| match e {
-        StoreError::NotFound => ApiError::not_found(format_args!("job {id}")),
-        e => e.into(),
-    }
 }
 
 /// One bulk job: how far it got.
@@ -112,11 +95,7 @@ async fn get_job(
     Path(id): Path<i64>,
 ) -> ApiResult<axum::Json<Job>> {
     principal.require(SCOPE_OPS_READ)?;
-    let job = state
-        .store
-        .job(principal.tenant_id, id)
-        .await
-        .map_err(job_not_found(id))?;
+    let job = app::get(&state, principal.tenant_id, id).await?;
     Ok(axum::Json(job))
 }
 
@@ -131,17 +110,7 @@ async fn cancel_job(
     Path(id): Path<i64>,
 ) -> ApiResult<axum::Json<Job>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let job = state
-        .store
-        .job_cancel(principal.tenant_id, id, state.now())
-        .await
-        .map_err(job_not_found(id))?;
-    state.publish_job(principal.tenant_id, &job);
-    tracing::info!(
-        job_id = id,
-        state = job.state.as_str(),
-        "bulk job cancel asked"
-    );
+    let job = app::cancel(&state, &principal, id).await?;
     Ok(axum::Json(job))
 }
 

@@ -18,9 +18,9 @@ use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, RawJson, parse_json};
 use super::idempotency::{self, Policy};
 use super::limits::PageLimit;
+use crate::app::leases::{self as app, Naming, NewLease, canonical};
 use crate::clock::Millis;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{LeaseFields, NewLease, StoreError, lease_rules};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -89,96 +89,6 @@ fn seconds(field: &str, value: f64, min: f64, max: f64) -> ApiResult<Millis> {
     }
 }
 
-/// A name through the canonical-name pipeline: 422 `name_invalid` /
-/// `name_confusable` when it refuses it.
-fn canonical(name: &str) -> ApiResult<switchboard_names::CanonicalName> {
-    switchboard_names::canonicalize(name).map_err(|e| {
-        let code = if e.code() == switchboard_names::NAME_CONFUSABLE {
-            ErrorCode::NameConfusable
-        } else {
-            ErrorCode::NameInvalid
-        };
-        ApiError::new(code, e.to_string())
-    })
-}
-
-/// How a renewal or release names its lease: its id, its fields, or both.
-struct Naming {
-    lease_id: Option<LeaseId>,
-    canonical_name: Option<String>,
-    memory_instance_id: Option<MemoryId>,
-    owner_client_id: Option<String>,
-    fencing_token: u64,
-}
-
-/// The lease a renewal or release names.
-enum Named {
-    Lease(LeaseId),
-    /// Named by its fields, and over; the refusal a renewal answers with (a release
-    /// of a lease that is over is done).
-    Over(ApiError),
-}
-
-/// Which lease a renewal or release names. 422 `validation_failed` when it names
-/// none; 409 `stale_fence` when the fields name no lease that was issued, or
-/// another one than `lease_id`.
-async fn named_lease(state: &AppState, tenant: TenantId, n: Naming) -> ApiResult<Named> {
-    const HOW: &str = "name the lease by lease_id, or by canonical_name and \
-         memory_instance_id (with owner_client_id if it was acquired with one)";
-    let by_fields =
-        n.canonical_name.is_some() || n.memory_instance_id.is_some() || n.owner_client_id.is_some();
-    if !by_fields {
-        return match n.lease_id {
-            Some(id) => Ok(Named::Lease(id)),
-            None => Err(ApiError::unprocessable(format!("no lease named: {HOW}"))),
-        };
-    }
-    let (Some(name), Some(memory)) = (n.canonical_name, n.memory_instance_id) else {
-        let missing = if n.memory_instance_id.is_some() {
-            "canonical_name"
-        } else {
-            "memory_instance_id"
-        };
-        return Err(ApiError::unprocessable(format!(
-            "{missing} is missing: {HOW}"
-        )));
-    };
-    let fields = LeaseFields {
-        name: canonical(&name)?.canonical,
-        memory,
-        token: n.fencing_token,
-        owner_client: n.owner_client_id,
-    };
-    let found = state.store.find_lease(tenant, &fields).await?;
-    match (n.lease_id, found) {
-        (Some(id), Some(f)) if id != f => Err(StoreError::StaleFence(format!(
-            "lease {id} is not the lease that canonical_name, memory_instance_id, \
-             fencing_token and owner_client_id name; send the fields of lease {id}, or \
-             only its lease_id"
-        ))
-        .into()),
-        (_, Some(f)) => Ok(Named::Lease(f)),
-        // The lease the id names is still stored while the fields name none: a
-        // mismatch, not an end (a release must not answer 204 and leave it held).
-        (Some(id), None)
-            if state
-                .store
-                .leases(tenant, state.now())
-                .await?
-                .iter()
-                .any(|l| l.lease.lease_id == id) =>
-        {
-            Err(StoreError::StaleFence(format!(
-                "lease {id} is not the lease that canonical_name, memory_instance_id, \
-                 fencing_token and owner_client_id name; send the fields of lease {id}, or \
-                 only its lease_id"
-            ))
-            .into())
-        }
-        (_, None) => Ok(Named::Over(lease_rules::gone(&fields).into())),
-    }
-}
-
 /// Acquire a name + memory lease (also at `/v1/leases`; the seed's `display_name`
 /// and `owner_client_id` are accepted for `name` and `owner_client`, and the answer
 /// carries `canonical_name` as well as `name`). Needs an `Idempotency-Key`: 201 for
@@ -214,15 +124,8 @@ async fn acquire(
         holder: principal.actor().to_string(),
         holder_key: principal.actor().key(),
     };
-    let memory = req.memory_instance_id;
-    // A refusal of the moment (held, in its lock delay, confusable) costs no write:
-    // checked read-only first, for a key not seen before. The claim checks again.
     let key = idempotency::key_of(&state, &principal, &headers, "/api/v1/leases", &body)?;
-    state
-        .store
-        .lease_precheck(&new, &key, state.now())
-        .await
-        .map_err(memory_not_found(memory))?;
+    app::precheck(&state, &new, &key).await?;
     let st = state.clone();
     idempotency::run(
         &state,
@@ -231,16 +134,7 @@ async fn acquire(
         "/api/v1/leases",
         &body,
         LEASE_POLICY,
-        |key| async move {
-            let lease = st
-                .store
-                .acquire_lease(&new, Some(&key), st.now())
-                .await
-                .map_err(memory_not_found(memory))?;
-            tracing::info!(lease_id = %lease.lease_id, fencing_token = lease.fencing_token, "lease acquired");
-            st.hub.leases(new.tenant);
-            Ok(lease)
-        },
+        |key| async move { app::acquire(&st, &new, &key).await },
     )
     .await
 }
@@ -259,7 +153,6 @@ async fn renew(
     Json(req): Json<RenewLease>,
 ) -> ApiResult<axum::Json<Lease>> {
     may_lease(&principal)?;
-    let started = std::time::Instant::now();
     let ttl = req
         .ttl_seconds
         .map(|t| seconds("ttl_seconds", t, MIN_TTL_S, MAX_TTL_S))
@@ -271,27 +164,7 @@ async fn renew(
         owner_client_id: req.owner_client_id,
         fencing_token: req.fencing_token,
     };
-    let id = match named_lease(&state, principal.tenant_id, naming).await? {
-        Named::Lease(id) => id,
-        Named::Over(refusal) => return Err(refusal),
-    };
-    let lease = state
-        .store
-        .renew_lease(
-            principal.tenant_id,
-            id,
-            req.fencing_token,
-            ttl,
-            &principal.actor(),
-            state.now(),
-        )
-        .await?;
-    state
-        .metrics
-        .tenant(principal.tenant_id)
-        .lease_renewal_latency
-        .observe(started.elapsed().as_secs_f64());
-    state.hub.leases(principal.tenant_id);
+    let lease = app::renew(&state, &principal, naming, ttl).await?;
     Ok(axum::Json(lease))
 }
 
@@ -313,22 +186,7 @@ async fn release(
         owner_client_id: req.owner_client_id,
         fencing_token: req.fencing_token,
     };
-    let id = match named_lease(&state, principal.tenant_id, naming).await? {
-        Named::Lease(id) => id,
-        // Already over: the holder wants it ended, and it is.
-        Named::Over(_) => return Ok(StatusCode::NO_CONTENT.into_response()),
-    };
-    state
-        .store
-        .release_lease(
-            principal.tenant_id,
-            id,
-            req.fencing_token,
-            &principal.actor(),
-            state.now(),
-        )
-        .await?;
-    state.hub.leases(principal.tenant_id);
+    app::release(&state, &principal, naming).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -341,7 +199,7 @@ async fn list_leases(
 ) -> ApiResult<axum::Json<LeasePage>> {
     principal.require(SCOPE_OPS_READ)?;
     Ok(axum::Json(LeasePage {
-        leases: state.store.leases(principal.tenant_id, state.now()).await?,
+        leases: app::list(&state, principal.tenant_id).await?,
     }))
 }
 
@@ -356,21 +214,7 @@ async fn force_release(
     Path(id): Path<LeaseId>,
 ) -> ApiResult<axum::Json<OpsLease>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let lease = state
-        .store
-        .force_release_lease(
-            principal.tenant_id,
-            id,
-            &principal.note(format!("lease:{id}")),
-            state.now(),
-        )
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => ApiError::not_found(format_args!("lease {id}")),
-            e => e.into(),
-        })?;
-    tracing::info!(lease_id = %id, fencing_token = lease.lease.fencing_token, "lease force-released");
-    state.hub.leases(principal.tenant_id);
+    let lease = app::force_release(&state, &principal, id).await?;
     Ok(axum::Json(lease))
 }
 
@@ -387,7 +231,7 @@ async fn lease_audit(
     principal.require(SCOPE_OPS_READ)?;
     let limit = q.get()?;
     Ok(axum::Json(LeaseAuditPage {
-        entries: state.store.lease_audit(principal.tenant_id, limit).await?,
+        entries: app::audit(&state, principal.tenant_id, limit).await?,
     }))
 }
 
@@ -411,49 +255,6 @@ async fn import_names(
             req.names.len()
         )));
     }
-    let skeletons: Vec<String> = req
-        .names
-        .iter()
-        .filter_map(|n| switchboard_names::canonicalize(&n.name).ok())
-        .map(|c| c.skeleton)
-        .collect();
-    // Suffixes may land on registered names too: look up every candidate skeleton
-    // the plan could try, by planning against what is registered.
-    let mut taken = state.store.registered_names(&skeletons).await?;
-    let (mut planned, mut report) = crate::names_import::plan(&req.names, &taken);
-    // A suffixed name may be registered already: widen the lookup until stable.
-    for _ in 0..4 {
-        let more: Vec<String> = planned.iter().map(|p| p.skeleton.clone()).collect();
-        let found = state.store.registered_names(&more).await?;
-        if found.keys().all(|k| taken.contains_key(k)) {
-            break;
-        }
-        taken.extend(found);
-        (planned, report) = crate::names_import::plan(&req.names, &taken);
-    }
-    report.dry_run = req.dry_run;
-    if !req.dry_run {
-        state
-            .store
-            .register_names(
-                principal.tenant_id,
-                &planned,
-                &principal.note("names"),
-                state.now(),
-            )
-            .await?;
-        tracing::info!(
-            registered = planned.len(),
-            rejected = report.rejected.len(),
-            "legacy names imported"
-        );
-    }
+    let report = app::import_names(&state, &principal, &req.names, req.dry_run).await?;
     Ok(axum::Json(report))
-}
-
-pub(super) fn memory_not_found(id: MemoryId) -> impl FnOnce(StoreError) -> ApiError {
-    move |e| match e {
-        StoreError::NotFound => ApiError::not_found(format_args!("memory {id}")),
-        e => e.into(),
-    }
 }

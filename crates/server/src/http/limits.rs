@@ -34,7 +34,7 @@ pub fn limits(config: &Config) -> Limits {
         heartbeat_seconds: config.heartbeat.as_secs(),
         webhooks: switchboard_proto::WebhookLimits {
             challenge_timeout_seconds: crate::webhooks::CHALLENGE_TIMEOUT.as_secs(),
-            delivery_timeout_seconds: crate::workers::deliverer::DELIVERY_TIMEOUT.as_secs(),
+            delivery_timeout_seconds: crate::webhooks::DELIVERY_TIMEOUT.as_secs(),
             retry_schedule_seconds: config
                 .webhooks
                 .retry_schedule

@@ -3,11 +3,11 @@
 //! lineage. The current fencing token is shown to operators only (I7).
 
 use super::AppState;
-use super::auth::{Principal, SCOPE_OPS_READ};
+use super::auth::Principal;
 use super::extract::{Json, Path};
-use super::leases::{may_lease, memory_not_found, note};
-use crate::error::{ApiError, ApiResult};
-use crate::store::StoreError;
+use super::leases::{may_lease, note};
+use crate::app::memories as app;
+use crate::error::ApiResult;
 use axum::extract::State;
 use axum::http::StatusCode;
 use switchboard_proto::*;
@@ -36,14 +36,8 @@ async fn register_memory(
 ) -> ApiResult<(StatusCode, axum::Json<Memory>)> {
     may_lease(&principal)?;
     let label = note("label", req.label)?;
-    let memory = state
-        .store
-        .register_memory(principal.tenant_id, label.as_deref(), state.now())
-        .await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(shown_to(&principal, memory)),
-    ))
+    let memory = app::register(&state, &principal, label.as_deref()).await?;
+    Ok((StatusCode::CREATED, axum::Json(memory)))
 }
 
 /// Branch a memory: a new identity that records its parent and the parent's fencing
@@ -57,26 +51,15 @@ async fn branch_memory(
 ) -> ApiResult<(StatusCode, axum::Json<Memory>)> {
     may_lease(&principal)?;
     let label = note("label", req.label)?;
-    let parent = req.parent_memory_instance_id;
-    let memory = state
-        .store
-        .branch_memory(
-            principal.tenant_id,
-            parent,
-            req.parent_fencing_token,
-            label.as_deref(),
-            state.now(),
-        )
-        .await
-        .map_err(|e| match e {
-            // A well-formed body with a token the parent has not reached.
-            StoreError::Invalid(why) => ApiError::unprocessable(why),
-            e => memory_not_found(parent)(e),
-        })?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(shown_to(&principal, memory)),
-    ))
+    let memory = app::branch(
+        &state,
+        &principal,
+        req.parent_memory_instance_id,
+        req.parent_fencing_token,
+        label.as_deref(),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, axum::Json(memory)))
 }
 
 /// One memory instance with its current fencing token.
@@ -88,21 +71,7 @@ async fn get_memory(
     principal: Principal,
     Path(id): Path<MemoryId>,
 ) -> ApiResult<axum::Json<Memory>> {
-    let memory = state
-        .store
-        .memory(principal.tenant_id, id)
-        .await
-        .map_err(memory_not_found(id))?;
-    Ok(axum::Json(shown_to(&principal, memory)))
-}
-
-/// `memory` as `principal` may see it: the current fencing token only for operators
-/// (I7). A holder has its token from its acquisition; anyone else must not learn it.
-fn shown_to(principal: &Principal, mut memory: Memory) -> Memory {
-    if !principal.has(SCOPE_OPS_READ) {
-        memory.fencing_token = None;
-    }
-    memory
+    Ok(axum::Json(app::get(&state, &principal, id).await?))
 }
 
 /// A memory's ancestors (parent first) and descendants (breadth first).
@@ -114,20 +83,5 @@ async fn lineage(
     principal: Principal,
     Path(id): Path<MemoryId>,
 ) -> ApiResult<axum::Json<Lineage>> {
-    let lineage = state
-        .store
-        .lineage(principal.tenant_id, id)
-        .await
-        .map_err(memory_not_found(id))?;
-    let Lineage {
-        memory,
-        ancestors,
-        descendants,
-    } = lineage;
-    let shown = |list: Vec<Memory>| list.into_iter().map(|m| shown_to(&principal, m)).collect();
-    Ok(axum::Json(Lineage {
-        memory: shown_to(&principal, memory),
-        ancestors: shown(ancestors),
-        descendants: shown(descendants),
-    }))
+    Ok(axum::Json(app::lineage(&state, &principal, id).await?))
 }

@@ -6,9 +6,10 @@ use super::auth::{Principal, SCOPE_OPS_WRITE, SCOPE_SEND};
 use super::extract::{Json, Path, Query, RawJson, parse_json};
 use super::idempotency;
 use super::limits::*;
+use crate::app::idempotency::IdemKey;
+use crate::app::messages::{self as app, NewMessage};
 use crate::clock::from_timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{NewMessage, StoreError};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -65,7 +66,7 @@ fn validate(msg: SendMessage, now: i64) -> ApiResult<NewMessage> {
 
 /// The shared shape of both sends: scope check, body parsed and validated before
 /// the key is recorded, then `work` runs at most once per Idempotency-Key (I8) with
-/// the validated message and the sender's identity.
+/// the validated message.
 async fn send_once<T, F, Fut>(
     state: AppState,
     principal: Principal,
@@ -77,24 +78,14 @@ async fn send_once<T, F, Fut>(
 ) -> ApiResult<Response>
 where
     T: serde::Serialize,
-    F: FnOnce(AppState, Principal, NewMessage, crate::store::Actor, crate::store::IdemKey) -> Fut,
+    F: FnOnce(NewMessage, IdemKey) -> Fut,
     Fut: std::future::Future<Output = ApiResult<T>>,
 {
     principal.require(SCOPE_SEND)?;
     let msg = validate(parse_json::<SendMessage>(&body)?, state.now())?;
-    let (st, me) = (state.clone(), principal.clone());
-    idempotency::run(
-        &state,
-        &principal,
-        &headers,
-        &path,
-        &body,
-        policy,
-        |key| async move {
-            let from = me.actor();
-            work(st, me, msg, from, key).await
-        },
-    )
+    idempotency::run(&state, &principal, &headers, &path, &body, policy, |key| {
+        work(msg, key)
+    })
     .await
 }
 
@@ -114,6 +105,7 @@ async fn send_direct(
     RawJson(body): RawJson,
 ) -> ApiResult<Response> {
     let path = format!("/api/v1/agents/{agent}/messages");
+    let (st, me) = (state.clone(), principal.clone());
     send_once(
         state,
         principal,
@@ -121,14 +113,7 @@ async fn send_direct(
         path,
         body,
         idempotency::REPLAY_AS_STORED,
-        |st, me, msg, from, key| async move {
-            let to = super::inbox::load_agent(&st, me.tenant_id, &agent).await?;
-            let done = st
-                .store
-                .send_direct(me.tenant_id, to.id, &from, &msg, Some(&key), st.now())
-                .await?;
-            Ok(done.value)
-        },
+        |msg, key| async move { app::send_direct(&st, &me, &agent, &msg, &key).await },
     )
     .await
 }
@@ -143,34 +128,8 @@ async fn create_room(
 ) -> ApiResult<(StatusCode, axum::Json<Room>)> {
     principal.require(SCOPE_OPS_WRITE)?;
     name("name", &req.name)?;
-    let room = state
-        .store
-        .create_room(principal.tenant_id, &req.name, state.now())
-        .await?;
+    let room = app::create_room(&state, &principal, &req.name).await?;
     Ok((StatusCode::CREATED, axum::Json(room)))
-}
-
-async fn load_room(state: &AppState, principal: &Principal, key: &str) -> ApiResult<Room> {
-    state
-        .store
-        .room(principal.tenant_id, key)
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => ApiError::not_found(format_args!("room {key:?}")),
-            e => e.into(),
-        })
-}
-
-/// The room `key` names, if `principal` may see it: an operator any room of its
-/// tenant, an agent only a room it is a member of (to others it does not exist).
-async fn visible_room(state: &AppState, principal: &Principal, key: &str) -> ApiResult<Room> {
-    let room = load_room(state, principal, key).await?;
-    if let Some(me) = principal.agent_id
-        && !room.members.iter().any(|m| m.agent_id == me)
-    {
-        return Err(ApiError::not_found(format_args!("room {:?}", room.name)));
-    }
-    Ok(room)
 }
 
 /// A room and its members.
@@ -182,7 +141,9 @@ async fn get_room(
     principal: Principal,
     Path(room): Path<String>,
 ) -> ApiResult<axum::Json<Room>> {
-    Ok(axum::Json(visible_room(&state, &principal, &room).await?))
+    Ok(axum::Json(
+        app::visible_room(&state, &principal, &room).await?,
+    ))
 }
 
 async fn membership(
@@ -193,12 +154,7 @@ async fn membership(
     member: bool,
 ) -> ApiResult<axum::Json<Room>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    let r = load_room(&state, &principal, &room).await?;
-    let a = super::inbox::load_agent(&state, principal.tenant_id, &agent).await?;
-    let room = state
-        .store
-        .set_member(principal.tenant_id, r.room_id, a.id, member, state.now())
-        .await?;
+    let room = app::set_member(&state, &principal, &room, &agent, member).await?;
     Ok(axum::Json(room))
 }
 
@@ -238,19 +194,12 @@ async fn room_messages(
     Path(room): Path<String>,
     Query(q): Query<InboxQuery>,
 ) -> ApiResult<axum::Json<RoomPage>> {
-    let room = visible_room(&state, &principal, &room).await?;
+    let room = app::visible_room(&state, &principal, &room).await?;
     let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
     let after = q.after_cursor.unwrap_or(0);
-    let mut messages = state.store.room_log(room.room_id, after, limit + 1).await?;
-    let has_more = messages.len() > limit as usize;
-    messages.truncate(limit as usize);
-    let next_cursor = messages.last().map_or(after, |m| m.room_seq);
-    Ok(axum::Json(RoomPage {
-        room_id: room.room_id,
-        messages,
-        next_cursor,
-        has_more,
-    }))
+    Ok(axum::Json(
+        app::room_log(&state, &room, after, limit).await?,
+    ))
 }
 
 /// Append to a room's log and deliver one inbox event to every member but the sender,
@@ -270,7 +219,8 @@ async fn send_room(
     let path = format!("/api/v1/rooms/{room}/messages");
     // To an agent that is no member the room does not exist, for a send as for a
     // read (no existence oracle); checked again in the send's transaction.
-    visible_room(&state, &principal, &room).await?;
+    app::visible_room(&state, &principal, &room).await?;
+    let (st, me) = (state.clone(), principal.clone());
     send_once(
         state,
         principal,
@@ -278,18 +228,7 @@ async fn send_room(
         path,
         body,
         idempotency::ROOM_SEND,
-        |st, me, msg, from, key| async move {
-            let r = visible_room(&st, &me, &room).await?;
-            let done = st
-                .store
-                .send_room(me.tenant_id, r.room_id, &from, &msg, Some(&key), st.now())
-                .await
-                .map_err(|e| match e {
-                    StoreError::NotFound => ApiError::not_found(format_args!("room {room:?}")),
-                    e => e.into(),
-                })?;
-            Ok(done.value)
-        },
+        |msg, key| async move { app::send_room(&st, &me, &room, &msg, &key).await },
     )
     .await
 }

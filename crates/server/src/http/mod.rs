@@ -193,7 +193,7 @@ async fn network_deadline(
     req: Request,
     next: Next,
 ) -> Response {
-    if state.store.backend() == "sqlite" {
+    if state.backend() == "sqlite" {
         return next.run(req).await;
     }
     match tokio::time::timeout(NETWORK_DEADLINE, next.run(req)).await {

@@ -1,18 +1,13 @@
 //! The operator API: agents, overview, events, bulk actions, audit, live stream.
 
 use super::AppState;
-use super::auth::{
-    Principal, SCOPE_ADMIN, SCOPE_OPS_READ, SCOPE_OPS_WRITE, agent_scopes, generate_token,
-    hash_token,
-};
+use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::credentials::{SecretCreated, secret_created};
 use super::extract::{Json, Path, Query};
 use super::limits::*;
-use crate::clock::to_timestamp;
+use crate::app::ops as app;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::OpsSignal;
-use crate::metrics::quantile;
-use crate::store::{DepthRow, StoreError};
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
@@ -43,57 +38,9 @@ async fn create_agent(
 ) -> ApiResult<SecretCreated<AgentCreated>> {
     principal.require(SCOPE_OPS_WRITE)?;
     name("name", &req.name)?;
-    let token = generate_token("sb_ag_");
-    let agent = state
-        .store
-        .create_agent(
-            principal.tenant_id,
-            &req.name,
-            &hash_token(&token),
-            &agent_scopes(),
-            Some(&principal.note(format!("agent:{}", req.name))),
-            state.now(),
-        )
-        .await?;
-    tracing::info!(agent = %agent.name, agent_id = %agent.id, "agent created");
-    Ok(secret_created(AgentCreated {
-        agent_id: agent.id,
-        name: agent.name,
-        token,
-    }))
-}
-
-fn summaries(
-    state: &AppState,
-    depth: Vec<DepthRow>,
-    agents: Vec<crate::store::AgentRecord>,
-    now: i64,
-) -> Vec<AgentSummary> {
-    let mut out = Vec::with_capacity(agents.len());
-    for a in agents {
-        let d = depth.iter().find(|d| d.agent_id == a.id);
-        out.push(AgentSummary {
-            agent_id: a.id,
-            name: a.name,
-            counts: d.map(|d| d.counts.clone()).unwrap_or_default(),
-            head_cursor: a.head_seq,
-            oldest_cursor: a.low_water,
-            oldest_pending_age_seconds: d
-                .and_then(|d| d.oldest_pending_at)
-                .map(|at| ((now - at).max(0)) as f64 / 1000.0),
-            subscribers: state.hub.subscribers(a.id),
-            last_seen_at: a.last_seen_at.map(to_timestamp),
-            created_at: to_timestamp(a.created_at),
-        });
-    }
-    out
-}
-
-async fn agent_summaries(state: &AppState, principal: &Principal) -> ApiResult<Vec<AgentSummary>> {
-    principal.require(SCOPE_OPS_READ)?;
-    let depth = state.store.depth(Some(principal.tenant_id)).await?;
-    let agents = state.store.agents(principal.tenant_id).await?;
-    Ok(summaries(state, depth, agents, state.now()))
+    Ok(secret_created(
+        app::create_agent(&state, &principal, &req.name).await?,
+    ))
 }
 
 /// Every agent of the tenant with its inbox depth by status.
@@ -102,7 +49,7 @@ async fn list_agents(
     State(state): State<AppState>,
     principal: Principal,
 ) -> ApiResult<axum::Json<Vec<AgentSummary>>> {
-    Ok(axum::Json(agent_summaries(&state, &principal).await?))
+    Ok(axum::Json(app::agents(&state, &principal).await?))
 }
 
 /// Live health: per-agent depth, oldest pending age, subscribers, totals.
@@ -111,79 +58,7 @@ async fn overview(
     State(state): State<AppState>,
     principal: Principal,
 ) -> ApiResult<axum::Json<Overview>> {
-    let agents = agent_summaries(&state, &principal).await?;
-    let mut totals = StatusCounts::default();
-    for a in &agents {
-        let c = &a.counts;
-        totals.pending += c.pending;
-        totals.claimed += c.claimed;
-        totals.completed += c.completed;
-        totals.quarantined += c.quarantined;
-        totals.expired += c.expired;
-        totals.purged += c.purged;
-    }
-    // The database's and retention's state: for the deployment's own tenant (its
-    // console shows the queue table's tiles). Its numbers of events archived are the
-    // tenant's own, every tenant's only for the deployment admin (I9).
-    let (queue_table, retention) = if principal.tenant_id == state.tenant {
-        (
-            state.queue_health().await,
-            Some(retention_health(&state, &principal)),
-        )
-    } else {
-        (None, None)
-    };
-    Ok(axum::Json(Overview {
-        queue_table,
-        retention,
-        subscribers: agents.iter().map(|a| a.subscribers).sum(),
-        oldest_pending_age_seconds: agents
-            .iter()
-            .filter_map(|a| a.oldest_pending_age_seconds)
-            .reduce(f64::max),
-        totals,
-        agents,
-        server_time: to_timestamp(state.now()),
-        counters: Some(counters(&state, principal.tenant_id)),
-    }))
-}
-
-/// Retention's archive and whether it holds retention back.
-fn retention_health(state: &AppState, principal: &Principal) -> switchboard_proto::RetentionHealth {
-    let held = state
-        .retention_held
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    switchboard_proto::RetentionHealth {
-        archiving: state.archive.is_some(),
-        archived_total: match principal.has(SCOPE_ADMIN) {
-            true => state.metrics.archived_total(),
-            false => state.metrics.tenant(principal.tenant_id).archived.get(),
-        },
-        held_back: held.map(|(since, why)| switchboard_proto::RetentionHeldBack {
-            since: to_timestamp(since),
-            reason: format!("{why}; {}", crate::archive::HELD_BACK_FIX),
-        }),
-    }
-}
-
-/// The overview's counters, read from the server's metrics, with the rates over the
-/// last minute from the sample history.
-fn counters(state: &AppState, tenant: TenantId) -> OpsCounters {
-    let m = state.metrics.tenant(tenant);
-    let buckets = m.latency_buckets();
-    let c = m.counters();
-    OpsCounters {
-        lease_expirations_total: c.lease_expirations,
-        stale_claim_rejections_total: c.stale_claim_rejections,
-        fencing_rejections_total: c.fencing_rejections,
-        quarantined_total: c.quarantined,
-        delivered_total: c.delivered,
-        delivery_latency_p50_seconds: quantile(&buckets, 0.5),
-        delivery_latency_p99_seconds: quantile(&buckets, 0.99),
-        per_minute: state.history.rates(tenant, state.now(), c),
-    }
+    Ok(axum::Json(app::overview(&state, &principal).await?))
 }
 
 /// Events of the tenant, filtered by agent, status, correlation id and payload text,
@@ -198,10 +73,7 @@ async fn list_events(
     principal.require(SCOPE_OPS_READ)?;
     let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
     Ok(axum::Json(
-        state
-            .store
-            .list_events(principal.tenant_id, &q, limit)
-            .await?,
+        app::events(&state, principal.tenant_id, &q, limit).await?,
     ))
 }
 
@@ -215,15 +87,9 @@ async fn event_detail(
     Path(event_id): Path<EventId>,
 ) -> ApiResult<axum::Json<EventDetail>> {
     principal.require(SCOPE_OPS_READ)?;
-    state
-        .store
-        .event_detail(principal.tenant_id, event_id)
-        .await
-        .map(axum::Json)
-        .map_err(|e| match e {
-            StoreError::NotFound => ApiError::not_found(format_args!("event {event_id}")),
-            e => e.into(),
-        })
+    Ok(axum::Json(
+        app::event(&state, principal.tenant_id, event_id).await?,
+    ))
 }
 
 /// Replay (quarantined → pending, attempts reset), release (claimed → pending, token
@@ -255,29 +121,15 @@ async fn bulk(
             "at most {MAX_PAGE} ids per request; use a filter for more"
         )));
     }
-    let actor = principal.actor();
-    let scope = crate::store::Scope {
+    let (affected, audit_id) = app::bulk(
+        &state,
+        &principal,
         action,
-        ids: req.ids.as_deref(),
-        filter: req.filter.as_ref(),
-    };
-    let done = state
-        .store
-        .bulk(
-            principal.tenant_id,
-            &scope,
-            u64::from(MAX_PAGE),
-            &actor,
-            state.now(),
-        )
-        .await?;
-    let (affected, audit_id) = done.value;
-    tracing::info!(
-        action = action.as_str(),
-        affected,
-        audit_id,
-        "operator bulk action"
-    );
+        req.ids.as_deref(),
+        req.filter.as_ref(),
+        u64::from(MAX_PAGE),
+    )
+    .await?;
     Ok(axum::Json(BulkResult {
         action,
         affected,
@@ -295,7 +147,7 @@ async fn audit(
     principal.require(SCOPE_OPS_READ)?;
     let limit = q.get()?;
     Ok(axum::Json(AuditPage {
-        entries: state.store.audit(principal.tenant_id, limit).await?,
+        entries: app::audit(&state, principal.tenant_id, limit).await?,
     }))
 }
 

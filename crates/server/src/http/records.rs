@@ -3,12 +3,12 @@
 //! subscriptions to `memory_updated` events, and the operator's list of refusals.
 
 use super::AppState;
-use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
+use super::auth::{Principal, SCOPE_OPS_READ};
 use super::extract::{Path, Query, RawJson, parse_json_value};
 use super::leases::may_lease;
 use super::limits::*;
+use crate::app::memories::{self as app, RecordDone, RecordOp};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{RecordCall, RecordDone, RecordOp, StoreError};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -101,35 +101,7 @@ async fn call(
     may_lease(principal)?;
     key_ok(key)?;
     let token = fencing_token(headers)?;
-    let who = principal.actor();
-    let call = RecordCall {
-        tenant: principal.tenant_id,
-        memory,
-        key,
-        token,
-        who: &who,
-        op,
-    };
-    match state.store.record(&call, state.now()).await {
-        Ok(done) => Ok(done.value),
-        Err(
-            e
-            @ (StoreError::StaleFence(_) | StoreError::LeaseExpired(_) | StoreError::NotHolder(_)),
-        ) => {
-            state
-                .metrics
-                .tenant(principal.tenant_id)
-                .fencing_rejections
-                .inc();
-            state.hub.leases(principal.tenant_id);
-            tracing::info!(memory = %memory, token, "data-plane call refused by the fence");
-            Err(e.into())
-        }
-        Err(StoreError::NotFound) => Err(ApiError::not_found(format_args!(
-            "record {key:?} of memory {memory}"
-        ))),
-        Err(e) => Err(e.into()),
-    }
+    app::record(state, principal, memory, key, token, op).await
 }
 
 /// Read a record (with the current fencing token). The `ETag` is its version.
@@ -206,23 +178,7 @@ async fn set_subscription(
     agent: &str,
     on: bool,
 ) -> ApiResult<Response> {
-    let agent = state
-        .store
-        .agent(principal.tenant_id, agent)
-        .await
-        .map_err(|_| ApiError::not_found(format_args!("agent {agent}")))?;
-    // An agent subscribes itself; operators anyone.
-    if principal.agent_id != Some(agent.id) {
-        principal.require(SCOPE_OPS_WRITE)?;
-    }
-    state
-        .store
-        .subscribe_memory(principal.tenant_id, memory, agent.id, on)
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => ApiError::not_found(format_args!("memory {memory}")),
-            e => e.into(),
-        })?;
+    app::subscribe(state, principal, memory, agent, on).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -262,9 +218,6 @@ async fn fencing_rejections(
     principal.require(SCOPE_OPS_READ)?;
     let limit = q.get()?;
     Ok(axum::Json(FencingRejectionPage {
-        rejections: state
-            .store
-            .fencing_rejections(principal.tenant_id, limit)
-            .await?,
+        rejections: app::fencing_rejections(&state, principal.tenant_id, limit).await?,
     }))
 }

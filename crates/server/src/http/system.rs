@@ -3,13 +3,12 @@
 use super::AppState;
 use super::auth::Scraper;
 use super::limits::limits;
-use crate::error::ApiError;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use switchboard_proto::{Capabilities, ErrorCode};
+use switchboard_proto::Capabilities;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -30,35 +29,15 @@ async fn capabilities(State(state): State<AppState>) -> axum::Json<Capabilities>
     axum::Json(Capabilities {
         api_version: switchboard_proto::API_VERSION.to_owned(),
         server_version: env!("CARGO_PKG_VERSION").to_owned(),
-        backend: state.store.backend().to_owned(),
+        backend: state.backend().to_owned(),
         limits: limits(&state.config),
     })
 }
 
-/// How long `/readyz` waits for the database.
-const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
-
 async fn readyz(State(state): State<AppState>) -> Response {
-    if state.shutdown.is_cancelled() {
-        return ApiError::new(ErrorCode::Unavailable, "the server is shutting down")
-            .into_response();
-    }
-    // Readiness answers quickly: a request would wait up to the pool's acquire
-    // timeout for a database that is down, a load balancer should not.
-    match tokio::time::timeout(READY_WITHIN, state.store.ping()).await {
-        Ok(Ok(())) => "ready".into_response(),
-        Ok(Err(e)) => ApiError::from(e).into_response(),
-        Err(_) => {
-            let mut e = ApiError::new(
-                ErrorCode::Unavailable,
-                format!(
-                    "the database did not answer within {} s; requests are answered 503 until it does",
-                    READY_WITHIN.as_secs()
-                ),
-            );
-            e.retry_after = Some(1);
-            e.into_response()
-        }
+    match crate::app::system::ready(&state).await {
+        Ok(()) => "ready".into_response(),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -70,32 +49,9 @@ async fn readyz(State(state): State<AppState>) -> Response {
 /// sees every tenant's, plus the process's own: the database's health, transaction
 /// retries, background task failures, rate limits drawn before a tenant was known.
 async fn metrics(State(state): State<AppState>, Scraper(principal): Scraper) -> Response {
-    let admin = principal.has(super::auth::SCOPE_ADMIN);
-    let (scope, tenant) = match admin {
-        true => (crate::metrics::Scope::All, None),
-        false => (
-            crate::metrics::Scope::Tenant(principal.tenant_id),
-            Some(principal.tenant_id),
-        ),
-    };
-    let depth = match state.store.depth(tenant).await {
-        Ok(d) => d,
-        Err(e) => return ApiError::from(e).into_response(),
-    };
-    let disabled = match disabled_callbacks(&state, tenant).await {
-        Ok(c) => c,
-        Err(e) => return ApiError::from(e).into_response(),
-    };
-    let (health, retries) = match admin {
-        true => (state.queue_health().await, state.transaction_retries()),
-        false => (None, Vec::new()),
-    };
-    let scrape = crate::metrics::Scrape {
-        scope,
-        depth: &depth,
-        disabled_callbacks: &disabled,
-        health: health.as_ref(),
-        retries: &retries,
+    let body = match crate::app::system::metrics(&state, &principal).await {
+        Ok(body) => body,
+        Err(e) => return e.into_response(),
     };
     (
         StatusCode::OK,
@@ -103,30 +59,7 @@ async fn metrics(State(state): State<AppState>, Scraper(principal): Scraper) -> 
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(&scrape),
+        body,
     )
         .into_response()
-}
-
-/// Disabled webhook callbacks of `tenant` (or of every tenant), per tenant.
-async fn disabled_callbacks(
-    state: &AppState,
-    tenant: Option<switchboard_proto::TenantId>,
-) -> crate::store::StoreResult<Vec<(switchboard_proto::TenantId, u64)>> {
-    let tenants = match tenant {
-        Some(t) => vec![t],
-        None => state.store.tenants().await?.iter().map(|t| t.id).collect(),
-    };
-    let mut out = Vec::with_capacity(tenants.len());
-    for t in tenants {
-        let disabled = state
-            .store
-            .callbacks(t, None)
-            .await?
-            .iter()
-            .filter(|c| c.state == switchboard_proto::CallbackState::Disabled)
-            .count() as u64;
-        out.push((t, disabled));
-    }
-    Ok(out)
 }

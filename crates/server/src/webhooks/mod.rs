@@ -20,6 +20,8 @@ use switchboard_webhook::{Outgoing, Secret};
 use target::{Lookup, TargetPolicy};
 use url::Url;
 
+/// How long an endpoint has to answer a delivery.
+pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the endpoint has to answer the challenge.
 pub const CHALLENGE_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -19,8 +19,6 @@ use switchboard_proto::{CallbackAttempt, CallbackDelivery, CallbackState};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// How long an endpoint has to answer a delivery.
-pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(15);
 /// The claim's lease and the callback's: longer than the request may take.
 const LEASE_MS: i64 = 60_000;
 /// A pass runs at least this often (releases come due, missed wake-ups).
@@ -65,22 +63,24 @@ impl Deliverer {
         Self { state, permits }
     }
 
-    /// Runs passes until shutdown: after each wake-up of any inbox (from this
-    /// instance or another), and every 500 ms; none while no callback is active
+    /// Runs passes until shutdown: after the wake-ups of inboxes (from this instance
+    /// or another: the store's sink, the hub, the same road as SSE), and every 500 ms; none while no callback is active
     /// anywhere (counted again every 5 s, and when one of this instance changes), so a
     /// deployment without webhooks pays no query per send, claim or ack.
     async fn run(self, shutdown: CancellationToken) {
-        let mut signals = self.state.hub.subscribe_ops();
+        let mut work = self.state.hub.subscribe_work();
+        let mut seen = *work.borrow_and_update();
         let mut active = Active::default();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                signal = signals.recv() => {
-                    if matches!(signal, Ok(crate::hub::OpsSignal::Callbacks(_))) {
+                // A burst of wake-ups is one change of the watch: one pass.
+                Ok(()) = work.changed() => {
+                    let now = *work.borrow_and_update();
+                    if now.callbacks != seen.callbacks {
                         active.stale();
                     }
-                    // One pass for a burst of signals.
-                    while signals.try_recv().is_ok() {}
+                    seen = now;
                 }
                 _ = tokio::time::sleep(PASS_EVERY) => {}
             }
@@ -191,7 +191,7 @@ impl Deliverer {
             keyid: &keyid,
             webhook_id: &webhook_id,
             now_secs: now / 1000,
-            timeout: DELIVERY_TIMEOUT,
+            timeout: crate::webhooks::DELIVERY_TIMEOUT,
         };
         let sent = webhooks.post(&post, body).await;
         let latency = started.elapsed();

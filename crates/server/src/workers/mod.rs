@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | [`scavenger`] | expired leases back to pending or to the quarantine (I5); events past `expires_at` | `--worker-interval` |
 //! | [`retention`] | terminal events removed (archived first), low-water marks (I6), webhook attempts | `--worker-interval` |
-//! | [`jobs`] | the bulk job runner; jobs of a dead instance marked interrupted | per job; `--worker-interval` |
+//! | [`jobs`] | bulk jobs of a dead instance marked interrupted (the runner is `app::jobs`) | `--worker-interval` |
 //! | [`expiry`] | signing-key rotation, expired tokens and codes, the horizons | every minute |
 //! | [`sampler`] | the overview's history | `--sample-interval` |
 //! | [`deliverer`] | webhook deliveries | on wake-ups, every 500 ms |
@@ -22,7 +22,7 @@
 pub mod beat;
 pub mod deliverer;
 pub mod expiry;
-pub mod jobs;
+mod jobs;
 mod limits;
 mod remote;
 pub mod retention;

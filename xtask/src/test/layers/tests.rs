@@ -87,6 +87,35 @@ fn an_upward_import_and_an_unlisted_module_are_reported() {
 }
 
 #[test]
+fn http_reaching_the_store_is_reported_by_import_and_by_field() {
+    let rules = &[("http", "store", "use app")];
+    let (_dir, graph) = fixture(&[
+        ("lib.rs", "mod http; mod store; mod app;"),
+        ("http/mod.rs", "mod a; mod b; mod c;"),
+        ("http/a.rs", "use crate::store::Thing;"),
+        (
+            "http/b.rs",
+            "async fn f(state: S) { state.store.agent().await; }",
+        ),
+        // Near misses: a header value, a use case, a test.
+        (
+            "http/c.rs",
+            "const C: &str = \"no-store\"; fn g() { crate::app::inbox::claim(); }\n\
+             #[cfg(test)] mod tests { fn t(s: S) { s.store.x(); } }",
+        ),
+        ("app/mod.rs", "fn h(state: S) { state.store.agent(); }"),
+        ("store/mod.rs", ""),
+    ]);
+    let found = forbidden(&graph, rules);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found[0].contains("http/a.rs imports `store`"), "{found:#?}");
+    assert!(
+        found[1].contains("http/b.rs reaches `.store`"),
+        "{found:#?}"
+    );
+}
+
+#[test]
 fn super_paths_resolve_from_the_files_module() {
     let here = ["http".to_owned(), "oauth".to_owned(), "token".to_owned()];
     let code = "use super::super::auth::hash; use super::{form, issuer};";

@@ -32,10 +32,7 @@ pub(in crate::http) async fn verified(
         Some(key) => key,
         None => {
             before_reload()?;
-            state
-                .signing
-                .reload_for_unknown(state.store.as_ref(), &state.webhooks.key, state.now())
-                .await?;
+            crate::app::lookups::reads::reload_keys(state).await?;
             state
                 .signing
                 .decoding(&kid)
@@ -70,24 +67,15 @@ pub(in crate::http) async fn principal(
     ));
     let tenant = claims.tenant.parse().ok();
     limit(state, notes, tenant, state.limiter.credential(&subject))?;
-    let grant = match state.lookups.access(&claims.jti) {
-        Some(grant) => grant,
-        None => {
-            let grant = state
-                .store
-                .access_token(&claims.jti, state.now())
-                .await?
-                .ok_or_else(|| {
-                    ApiError::new(
-                        switchboard_proto::ErrorCode::Unauthorized,
-                        "the access token was revoked, or the credential it was issued from \
-                         was; get a new one",
-                    )
-                })?;
-            state.lookups.put_access(&claims.jti, &grant);
-            grant
-        }
-    };
+    let grant = crate::app::lookups::reads::access(state, &claims.jti)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                switchboard_proto::ErrorCode::Unauthorized,
+                "the access token was revoked, or the credential it was issued from \
+                 was; get a new one",
+            )
+        })?;
     let record = grant.record;
     if record.tenant_id.to_string() != claims.tenant {
         return Err(ApiError::new(

@@ -33,49 +33,30 @@ pub(super) async fn revoke(
         ));
     }
     let digest = super::draw(&state, &notes, token)?;
-    let now = state.now();
     if oauth::looks_like_jwt(token) {
         let issuer = super::issuer(&state, &headers)?;
         // A token that does not verify here names nothing to revoke. (Its string's
         // bucket was drawn from above: an unknown `kid` costs nothing more.)
         if let Ok(claims) = verified(&state, token, &issuer, true, || Ok(())).await
             && let Ok(tenant) = claims.tenant.parse()
-            && state
-                .store
-                .revoke_access_token(tenant, &claims.jti, now)
-                .await?
+            && crate::app::signin::revoke_access(&state, tenant, &claims.jti).await?
         {
             tracing::info!(sub = %claims.sub, "access token revoked by its holder");
         }
     } else if token.starts_with(oauth::REFRESH_PREFIX) {
         // A refresh token ends its whole login, and every access token of it.
-        if state.store.revoke_refresh_family(&digest, now).await? {
+        if crate::app::signin::revoke_login(&state, &digest).await? {
             tracing::info!("a login was ended by its holder (refresh token revoked)");
         }
     } else {
-        let hash = digest.to_vec();
-        let holder = |record: &crate::store::TokenRecord| crate::store::AuditNote {
-            actor: record
-                .agent_name
-                .as_ref()
-                .map_or_else(|| "operator".to_owned(), |n| format!("agent:{n}")),
-            target: format!("token:{}", crate::access::token_id(&hash)),
-            detail: Some("revoked by its holder (RFC 7009)".to_owned()),
-        };
-        if let Some(record) = state.store.token(&hash).await?
-            && state
-                .store
-                .revoke_credential(record.tenant_id, &hash, &holder(&record), now)
-                .await?
-                > 0
-        {
+        if let Some(record) = crate::app::signin::revoke_static(&state, &digest).await? {
             tracing::info!(
                 agent = record.agent_name.as_deref().unwrap_or("-"),
                 "static token revoked by its holder"
             );
         }
     }
-    // This instance refuses it from the next request; the others within the TTL.
-    state.lookups.forget_tokens();
+    // This instance refuses it from the next request (the revocations forgot its
+    // cached tokens); the others within the TTL.
     Ok((StatusCode::OK, no_store()).into_response())
 }

@@ -21,6 +21,7 @@
 //!    and revocable) with a rotating refresh token and an access token.
 
 use super::{check_client_id, unique_pairs};
+use crate::app::signin::{self as app, AUTHORIZATION_CODE_TTL_MS, NewAuthorizationCode};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 use crate::http::auth::{
@@ -29,7 +30,6 @@ use crate::http::auth::{
 };
 use crate::http::extract::Json;
 use crate::oauth::{self, pkce};
-use crate::store::{AUTHORIZATION_CODE_TTL_MS, NewAuthorizationCode};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -352,24 +352,23 @@ async fn decide(
     let note = principal
         .note(format!("app:{}", request.client_id))
         .detail(request.scopes.join(" "));
-    state
-        .store
-        .insert_authorization_code(
-            &NewAuthorizationCode {
-                code_hash: &hash_token(&code),
-                tenant: principal.tenant_id,
-                client_id: &request.client_id,
-                redirect_uri: request.redirect_uri.as_str(),
-                code_challenge: &request.code_challenge,
-                scopes: &request.scopes,
-                granted_by: &granted_by,
-                parent_hash: &principal.token_hash,
-                created_at: now,
-                expires_at: now + AUTHORIZATION_CODE_TTL_MS,
-            },
-            &note,
-        )
-        .await?;
+    app::allow(
+        &state,
+        &NewAuthorizationCode {
+            code_hash: &hash_token(&code),
+            tenant: principal.tenant_id,
+            client_id: &request.client_id,
+            redirect_uri: request.redirect_uri.as_str(),
+            code_challenge: &request.code_challenge,
+            scopes: &request.scopes,
+            granted_by: &granted_by,
+            parent_hash: &principal.token_hash,
+            created_at: now,
+            expires_at: now + AUTHORIZATION_CODE_TTL_MS,
+        },
+        &note,
+    )
+    .await?;
     tracing::info!(client = %request.client_id, scopes = %request.scopes.join(" "), "sign-in allowed");
     Ok(redirect_answer(back(
         request.redirect_uri,

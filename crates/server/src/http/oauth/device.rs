@@ -2,11 +2,11 @@
 //! operator of the tenant it names decides (`http/devices.rs`).
 
 use super::{OAuthError, check_client_id, form, hex, no_store, required};
+use crate::app::signin::{self as app, NewDeviceRequest};
 use crate::http::AppState;
 use crate::http::auth::{self, token_digest};
 use crate::http::notes::Notes;
 use crate::oauth;
-use crate::store::NewDeviceRequest;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -87,7 +87,7 @@ pub(super) async fn device_authorization(
     let tenant = match params.get("tenant") {
         None => Some(state.tenant),
         // A name that is no tenant's is not told apart: nobody will see the request.
-        Some(name) => state.store.tenant_by_name(name).await?,
+        Some(name) => app::tenant_by_name(&state, name).await?,
     };
     let forwarded = headers
         .get("x-forwarded-for")
@@ -116,9 +116,9 @@ pub(super) async fn device_authorization(
     let mut code = user_code();
     // A user code already in use (about one in 2.5e10 per pending request) is
     // drawn again.
-    while !state
-        .store
-        .insert_device_request(&NewDeviceRequest {
+    while !app::request_device_login(
+        &state,
+        &NewDeviceRequest {
             device_hash: &device_hash,
             user_code: &code,
             tenant,
@@ -129,8 +129,9 @@ pub(super) async fn device_authorization(
             created_at: now,
             expires_at: now + DEVICE_CODE_TTL_MS,
             interval_ms: DEVICE_INTERVAL_MS,
-        })
-        .await?
+        },
+    )
+    .await?
     {
         code = user_code();
     }

@@ -112,12 +112,6 @@ impl From<ApiError> for OAuthError {
     }
 }
 
-impl From<crate::store::StoreError> for OAuthError {
-    fn from(e: crate::store::StoreError) -> Self {
-        ApiError::from(e).into()
-    }
-}
-
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
         let mut response = (

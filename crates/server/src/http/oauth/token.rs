@@ -3,13 +3,14 @@
 //! §4.1.3, RFC 7636) and refresh tokens (rotated on every use).
 
 use super::{OAuthError, check_client_id, draw, form, hex, invalid_grant, no_store, required};
+use crate::app::signin::{
+    self as app, AccessGrant, DevicePoll, Issue, NewAccessToken, Redeemed, Redemption, Refreshed,
+    TokenRecord,
+};
 use crate::http::AppState;
 use crate::http::auth::{self, hash_token};
 use crate::http::notes::Notes;
 use crate::oauth::{self, Claims};
-use crate::store::{
-    DevicePoll, Issue, NewAccessToken, Redeemed, Redemption, Refreshed, TokenRecord,
-};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -98,7 +99,7 @@ impl Minted {
         &self,
         state: &AppState,
         issuer: &str,
-        grant: &crate::store::AccessGrant,
+        grant: &AccessGrant,
         client_id: Option<String>,
         refresh_token: String,
     ) -> Result<Response, OAuthError> {
@@ -251,16 +252,17 @@ async fn exchange(grant: Grant<'_>) -> Result<Response, OAuthError> {
     let scopes = granted(&record, params.get("scope").map(String::as_str))?;
     let minted = Minted::new(state);
     let access_token = minted.sign(state, issuer, &record, &hash, &scopes, client_id)?;
-    state
-        .store
-        .insert_access_token(&NewAccessToken {
+    app::issued(
+        state,
+        &NewAccessToken {
             jti: &minted.jti,
             tenant: record.tenant_id,
             parent_hash: &hash,
             issued_at: minted.now,
             expires_at: minted.expires_at(),
-        })
-        .await?;
+        },
+    )
+    .await?;
     tracing::info!(
         agent = record.agent_name.as_deref().unwrap_or("-"),
         expires_in = minted.expires_in,
@@ -290,15 +292,14 @@ async fn device_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
     let digest = draw(state, notes, code)?;
     let (refresh_token, refresh_hash) = new_refresh();
     let minted = Minted::new(state);
-    let polled = state
-        .store
-        .poll_device_request(
-            &hex(&digest),
-            client,
-            minted.now,
-            &minted.issue(&refresh_hash),
-        )
-        .await?;
+    let polled = app::poll_device(
+        state,
+        &hex(&digest),
+        client,
+        minted.now,
+        &minted.issue(&refresh_hash),
+    )
+    .await?;
     let pending = |error: &'static str, description: &str| {
         Err(OAuthError::new(StatusCode::BAD_REQUEST, error, description))
     };
@@ -354,20 +355,19 @@ async fn authorization_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
     let family = hash_token(&auth::generate_token("sb_fam_"));
     let (refresh_token, refresh_hash) = new_refresh();
     let minted = Minted::new(state);
-    let redeemed = state
-        .store
-        .redeem_authorization_code(
-            &Redemption {
-                code_hash: &digest,
-                client_id: client,
-                redirect_uri,
-                code_verifier: verifier,
-                family_hash: &family,
-            },
-            minted.now,
-            &minted.issue(&refresh_hash),
-        )
-        .await?;
+    let redeemed = app::redeem(
+        state,
+        &Redemption {
+            code_hash: &digest,
+            client_id: client,
+            redirect_uri,
+            code_verifier: verifier,
+            family_hash: &family,
+        },
+        minted.now,
+        &minted.issue(&refresh_hash),
+    )
+    .await?;
     match redeemed {
         Redeemed::Unknown => Err(invalid_grant(
             "the authorization code is unknown; sign in again",
@@ -380,14 +380,10 @@ async fn authorization_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
              not the one its code_challenge came from (RFC 7636 S256); the code is spent, \
              sign in again",
         )),
-        Redeemed::Reused => {
-            state.lookups.forget_tokens();
-            tracing::warn!("an authorization code was redeemed again: its sign-in is revoked");
-            Err(invalid_grant(
-                "this authorization code was redeemed before: the sign-in it made is \
+        Redeemed::Reused => Err(invalid_grant(
+            "this authorization code was redeemed before: the sign-in it made is \
                  revoked now; sign in again",
-            ))
-        }
+        )),
         Redeemed::Issued(grant) => {
             tracing::info!(client = %client, "sign-in completed: tokens issued");
             minted.login_answer(state, issuer, &grant, client_id, refresh_token)
@@ -419,36 +415,20 @@ async fn refresh(grant: Grant<'_>) -> Result<Response, OAuthError> {
     let digest = draw(state, notes, old)?;
     let (refresh_token, refresh_hash) = new_refresh();
     let minted = Minted::new(state);
-    let refreshed = state
-        .store
-        .refresh(
-            &digest,
-            minted.now,
-            state.config.refresh_lifetimes,
-            &minted.issue(&refresh_hash),
-        )
-        .await?;
+    let refreshed = app::refresh(state, &digest, minted.now, &minted.issue(&refresh_hash)).await?;
     match refreshed {
         Refreshed::Unknown => Err(invalid_grant("the refresh token is unknown; log in again")),
         Refreshed::Revoked => Err(invalid_grant("this login was revoked; log in again")),
-        Refreshed::Expired(why) => {
-            state.lookups.forget_tokens();
-            Err(invalid_grant(&format!(
-                "{why} ({} days from the login, {} days without a refresh): it is ended; \
+        Refreshed::Expired(why) => Err(invalid_grant(&format!(
+            "{why} ({} days from the login, {} days without a refresh): it is ended; \
                  log in again",
-                state.config.refresh_lifetimes.absolute_ms / 86_400_000,
-                state.config.refresh_lifetimes.idle_ms / 86_400_000,
-            )))
-        }
-        Refreshed::Reused => {
-            // Every instance drops the login's tokens within the cache's TTL.
-            state.lookups.forget_tokens();
-            tracing::warn!("a rotated refresh token was used again: its login is revoked");
-            Err(invalid_grant(
-                "this refresh token was used before, so it may be stolen: the whole login \
+            state.config.refresh_lifetimes.absolute_ms / 86_400_000,
+            state.config.refresh_lifetimes.idle_ms / 86_400_000,
+        ))),
+        Refreshed::Reused => Err(invalid_grant(
+            "this refresh token was used before, so it may be stolen: the whole login \
                  is revoked now; log in again",
-            ))
-        }
+        )),
         Refreshed::Rotated(grant) => {
             minted.login_answer(state, issuer, &grant, client_id, refresh_token)
         }
