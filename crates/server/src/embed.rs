@@ -4,12 +4,13 @@
 //!
 //! An embedding app does everything else through the server's HTTP API, like any
 //! other client: its smoke test, for one, creates an agent, sends, claims and
-//! releases over HTTP with [`Console::operator_token`]. The store, the HTTP layer's
-//! state and the workers are the server's own; they are public only for this
+//! releases over HTTP with [`Console::operator_token`]. What it reads here comes from
+//! the application's use cases (`app/`), never from the store. The store, the HTTP
+//! layer's state and the workers are the server's own; they are public only for this
 //! workspace's integration tests and benchmarks, not as an interface.
 
 use crate::app::AppState;
-use crate::error::{ApiError, StoreError};
+use crate::error::ApiError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use switchboard_proto::{EventListQuery, EventStatus};
@@ -32,19 +33,15 @@ impl Console {
 
     /// Quarantined events per agent name of the operator's tenant (what the tray
     /// badge and its notifications count); agents with none are included with 0.
-    pub async fn quarantined(&self) -> Result<BTreeMap<String, u64>, StoreError> {
-        let depth = self.state.store.depth(Some(self.state.tenant)).await?;
-        Ok(depth
-            .into_iter()
-            .map(|d| (d.agent_name, d.counts.quarantined))
-            .collect())
+    pub async fn quarantined(&self) -> Result<BTreeMap<String, u64>, ApiError> {
+        crate::app::ops::quarantined(&self.state, self.state.tenant).await
     }
 
     /// The operator's tenant's disabled webhook callbacks: id → (agent, reason).
     pub async fn disabled_callbacks(
         &self,
-    ) -> Result<BTreeMap<switchboard_proto::CallbackId, (String, String)>, StoreError> {
-        let callbacks = self.state.store.callbacks(self.state.tenant, None).await?;
+    ) -> Result<BTreeMap<switchboard_proto::CallbackId, (String, String)>, ApiError> {
+        let callbacks = crate::app::callbacks::list(&self.state, self.state.tenant, None).await?;
         Ok(callbacks
             .into_iter()
             .filter(|c| c.state == switchboard_proto::CallbackState::Disabled)
@@ -62,10 +59,7 @@ impl Console {
             status: Some(EventStatus::Quarantined),
             ..EventListQuery::default()
         };
-        let page = self
-            .state
-            .store
-            .list_events(self.state.tenant, &query, 1000)
+        let page = crate::app::ops::events(&self.state, self.state.tenant, &query, 1000)
             .await
             .ok()?;
         page.events.last().and_then(|e| e.event.last_error.clone())
@@ -74,7 +68,9 @@ impl Console {
     /// A one-time login link's path (`/login?ticket=…`, single use, two minutes) for
     /// the operator: the app's window opens it and gets the session cookie.
     pub async fn login_path(&self) -> Result<String, ApiError> {
-        crate::http::session::login_link(&self.state, &self.operator_token, false)
+        self.state
+            .sessions()
+            .login_link(&self.operator_token, false)
             .await
             .map(|link| link.path)
     }

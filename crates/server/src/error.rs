@@ -18,6 +18,17 @@ pub struct ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// The problem's title and detail, for a log line (a problem document never holds a
+/// secret, I11).
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.problem.detail {
+            Some(detail) => write!(f, "{}: {detail}", self.problem.title),
+            None => f.write_str(&self.problem.title),
+        }
+    }
+}
+
 impl ApiError {
     pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
         Self {

@@ -47,14 +47,22 @@ pub(crate) const SERVER_LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// Arrows forbidden even where the order allows them: `(from, to, why)`. The HTTP
-/// layer translates requests and answers; every read and write goes through the
-/// application's use cases (`app/`), so it neither imports the store nor reaches it
+/// layer translates requests and answers, and the desktop app's handle (`embed`)
+/// reads what its tray shows; every read and write of either goes through the
+/// application's use cases (`app/`), so neither imports the store nor reaches it
 /// through the application state's field (`state.store`).
-pub(crate) const FORBIDDEN: &[(&str, &str, &str)] = &[(
-    "http",
-    "store",
-    "call the use case in app/ (add one there) instead of the store",
-)];
+pub(crate) const FORBIDDEN: &[(&str, &str, &str)] = &[
+    (
+        "http",
+        "store",
+        "call the use case in app/ (add one there) instead of the store",
+    ),
+    (
+        "embed",
+        "store",
+        "the embedding app reads through the use cases in app/, like the HTTP API",
+    ),
+];
 
 /// Runs both checks from the workspace root.
 pub(crate) fn check(root: &Path) -> Result<()> {

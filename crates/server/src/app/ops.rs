@@ -149,6 +149,19 @@ fn counters(state: &AppState, tenant: TenantId) -> OpsCounters {
     }
 }
 
+/// Quarantined events per agent name of `tenant` (agents with none count 0): what
+/// the desktop app's tray counts.
+pub async fn quarantined(
+    state: &AppState,
+    tenant: TenantId,
+) -> ApiResult<std::collections::BTreeMap<String, u64>> {
+    let depth = state.store.depth(Some(tenant)).await?;
+    Ok(depth
+        .into_iter()
+        .map(|d| (d.agent_name, d.counts.quarantined))
+        .collect())
+}
+
 /// A page of the tenant's events.
 pub async fn events(
     state: &AppState,
