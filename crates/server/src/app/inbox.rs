@@ -188,6 +188,7 @@ pub async fn release(
         .await
         .map_err(|e| claim_error(state, agent.tenant_id, e, event))?;
     state.released(agent.tenant_id, &done);
+    state.hub.changed(agent.wake(agent.head_seq));
     Ok(done.value)
 }
 

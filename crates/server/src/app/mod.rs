@@ -6,6 +6,7 @@
 pub mod callbacks;
 pub mod clients;
 pub mod credentials;
+pub mod deliveries;
 pub mod devices;
 pub mod idempotency;
 pub mod inbox;
