@@ -28,6 +28,9 @@ use anyhow::{Result, bail};
 use crate::cmd;
 
 pub(crate) fn bench(args: &[String]) -> Result<()> {
+    if args.iter().any(|a| a == "--compare") {
+        return crate::bench_compare::compare(args);
+    }
     if !bench_bin_exists() {
         eprintln!("bench: not yet implemented");
         std::process::exit(1);
@@ -60,23 +63,7 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
             Err(e) => eprintln!("bench: no release switchboard binary, so MCP is skipped: {e:#}"),
         }
     }
-    if wants_postgres(args) {
-        match crate::postgres::ensure() {
-            Ok(pg) => {
-                cargo.env(BENCH_POSTGRES, &pg.url);
-            }
-            Err(e) => eprintln!("bench: no PostgreSQL, so its parts are skipped: {e:#}"),
-        }
-    }
-    if wants(args, BENCH_MYSQL, "--mysql", "MY") {
-        match crate::mariadb::ensure() {
-            Ok(Some(db)) => {
-                cargo.env(BENCH_MYSQL, &db.url);
-            }
-            Ok(None) => eprintln!("bench: no MariaDB, so its parts are skipped"),
-            Err(e) => eprintln!("bench: no MariaDB, so its parts are skipped: {e:#}"),
-        }
-    }
+    cargo.envs(database_env(args));
     if !wants_w5(args) {
         eprintln!("$ {}", cmd::render(&cargo));
         let error = cargo.exec();
@@ -93,6 +80,26 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
         (Ok(()), Err(e)) => Err(e.context("W5")),
         (Err(e), Err(w5)) => Err(e.context(format!("and W5 failed too: {w5:#}"))),
     }
+}
+
+/// The database servers' URLs for the bench's PostgreSQL and MariaDB parts, started
+/// (or found) here unless `args` or the environment give them or pick no such part.
+pub(crate) fn database_env(args: &[String]) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if wants_postgres(args) {
+        match crate::postgres::ensure() {
+            Ok(pg) => env.push((BENCH_POSTGRES.to_owned(), pg.url)),
+            Err(e) => eprintln!("bench: no PostgreSQL, so its parts are skipped: {e:#}"),
+        }
+    }
+    if wants(args, BENCH_MYSQL, "--mysql", "MY") {
+        match crate::mariadb::ensure() {
+            Ok(Some(db)) => env.push((BENCH_MYSQL.to_owned(), db.url)),
+            Ok(None) => eprintln!("bench: no MariaDB, so its parts are skipped"),
+            Err(e) => eprintln!("bench: no MariaDB, so its parts are skipped: {e:#}"),
+        }
+    }
+    env
 }
 
 /// `cargo build --release -p switchboard-cli`: the binary MCP runs as

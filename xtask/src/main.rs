@@ -16,6 +16,7 @@
 //! server's JSON ready line) stays machine-readable.
 
 mod bench;
+mod bench_compare;
 mod chaos;
 mod cmd;
 mod dist;

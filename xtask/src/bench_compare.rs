@@ -1,0 +1,240 @@
+//! `cargo xtask bench --compare REV [--rounds N] [bench options]`: the bench binary
+//! of `REV` (built from a worktree, sharing this target's dependencies) against this
+//! tree's, run in interleaved rounds on the same machine (old, new, then new, old,
+//! …), each figure the median of its rounds, and new ÷ old. A change to the server's
+//! inside should leave no workload slower; noise on a shared machine is why one run
+//! of each proves nothing, and why the order alternates.
+//!
+//! Figures: every result row's `msgs_per_sec` (higher is better) and W3's latency
+//! percentiles (lower is better), read from the JSON each run writes into its own
+//! directory. Other options are passed to both binaries unchanged (`--only W1`,
+//! `--seconds 3`, …); the PostgreSQL and MariaDB URLs as `cargo xtask bench` finds
+//! them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cmd;
+
+/// A figure's key (`W1 group_commit msgs/s`) → its value in each run.
+type Figures = BTreeMap<String, Vec<f64>>;
+
+pub(crate) fn compare(args: &[String]) -> Result<()> {
+    let (rev, rounds, rest) = parse(args)?;
+    let root = cmd::root();
+    let out = cmd::target_dir().join("bench-compare");
+    std::fs::create_dir_all(&out)?;
+    let new = build(&root, &out.join("new"))?;
+    let old_src = out.join("old-src");
+    worktree(&root, &old_src, &rev)?;
+    let old = build(&old_src, &out.join("old"))?;
+    let env = super::bench::database_env(&rest);
+    let (mut old_figures, mut new_figures) = (Figures::new(), Figures::new());
+    for round in 1..=rounds {
+        // Alternate the order so neither binary always runs on a warmer machine.
+        let order: [(&str, &Path, &mut Figures); 2] = if round % 2 == 1 {
+            [("old", &old, &mut old_figures), ("new", &new, &mut new_figures)]
+        } else {
+            [("new", &new, &mut new_figures), ("old", &old, &mut old_figures)]
+        };
+        for (label, bin, figures) in order {
+            eprintln!("\n== round {round}/{rounds}: {label} ({})", bin.display());
+            let dir = out.join(format!("run-{round}-{label}"));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir)?;
+            let mut run = std::process::Command::new(bin);
+            run.args(&rest).env("CARGO_TARGET_DIR", &dir).envs(env.clone());
+            cmd::run(&mut run).with_context(|| format!("{label} bench, round {round}"))?;
+            read_figures(&dir.join("bench"), figures)?;
+        }
+    }
+    print(&rev, rounds, &old_figures, &new_figures);
+    Ok(())
+}
+
+/// `REV`, the rounds (at least 1; the default 5), and what goes to the binaries.
+fn parse(args: &[String]) -> Result<(String, usize, Vec<String>)> {
+    let (mut rev, mut rounds, mut rest) = (None, 5, Vec::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--compare" => rev = it.next().cloned(),
+            "--rounds" => {
+                let n = it.next().context("--rounds needs a number")?;
+                rounds = n.parse().context("--rounds needs a number")?;
+            }
+            _ => rest.push(a.clone()),
+        }
+    }
+    let rev = rev.context("--compare needs a git revision (the old side)")?;
+    if rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    Ok((rev, rounds, rest))
+}
+
+/// A worktree of `rev` at `dir` (made again if it holds another commit).
+fn worktree(root: &Path, dir: &Path, rev: &str) -> Result<()> {
+    if dir.exists() {
+        let _ = cmd::run(
+            std::process::Command::new("git")
+                .args(["worktree", "remove", "--force"])
+                .arg(dir)
+                .current_dir(root),
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    cmd::run(
+        std::process::Command::new("git")
+            .args(["worktree", "add", "--detach", "--force"])
+            .arg(dir)
+            .arg(rev)
+            .current_dir(root),
+    )
+}
+
+/// Builds the bench binary of the workspace at `src` in release and copies it to
+/// `to` (so the next build does not overwrite it).
+fn build(src: &Path, to: &Path) -> Result<PathBuf> {
+    cmd::run(
+        cmd::cargo()
+            .args(["build", "--release", "-p", "switchboard-tests", "--bin", "bench"])
+            .env("CARGO_TARGET_DIR", cmd::target_dir())
+            .current_dir(src),
+    )?;
+    std::fs::copy(cmd::target_dir().join("release").join("bench"), to)
+        .with_context(|| format!("copying the bench binary to {}", to.display()))?;
+    Ok(to.to_path_buf())
+}
+
+/// Adds one run's figures from the JSON files in `dir`.
+fn read_figures(dir: &Path, figures: &mut Figures) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("parsing {}", path.display()))?;
+        for (key, v) in figures_of(&value) {
+            figures.entry(key).or_default().push(v);
+        }
+    }
+    Ok(())
+}
+
+/// The figures of one JSON file: result rows (`msgs/s`), or W3's latencies (`ms`).
+fn figures_of(value: &serde_json::Value) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    if let Some(rows) = value.as_array() {
+        for row in rows {
+            let (Some(w), Some(v), Some(rate)) = (
+                row["workload"].as_str(),
+                row["variant"].as_str(),
+                row["msgs_per_sec"].as_f64(),
+            ) else {
+                continue;
+            };
+            out.push((format!("{w} {v} msgs/s"), rate));
+        }
+    } else if value.get("commit_to_sse").is_some() {
+        for figure in ["commit_to_sse", "commit_to_claim", "send_round_trip"] {
+            for q in ["p50_ms", "p99_ms"] {
+                if let Some(ms) = value[figure][q].as_f64() {
+                    out.push((format!("W3 {figure} {q}"), ms));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The table: each figure's medians and new ÷ old, "better" when new is ahead.
+fn print(rev: &str, rounds: usize, old: &Figures, new: &Figures) {
+    println!("\nbench --compare {rev}: medians of {rounds} interleaved round(s)");
+    println!(
+        "{:<46} {:>12} {:>12} {:>9}  verdict",
+        "figure", "old", "new", "new/old"
+    );
+    for (key, old_values) in old {
+        let Some(new_values) = new.get(key) else {
+            let o = median(old_values);
+            println!("{key:<46} {o:>12.2} {:>12} {:>9}  gone", "-", "-");
+            continue;
+        };
+        let (o, n) = (median(old_values), median(new_values));
+        let ratio = n / o;
+        let lower_is_better = key.ends_with("_ms");
+        let better = if lower_is_better { ratio <= 1.0 } else { ratio >= 1.0 };
+        let verdict = match (better, (ratio - 1.0).abs() < 0.05) {
+            (_, true) => "same (within 5%)",
+            (true, false) => "better",
+            (false, false) => "WORSE",
+        };
+        println!("{key:<46} {o:>12.2} {n:>12.2} {ratio:>9.3}  {verdict}");
+    }
+    for key in new.keys().filter(|k| !old.contains_key(*k)) {
+        println!("{key:<46} {:>12} {:>12.2} {:>9}  new", "-", median(&new[key]), "-");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_come_from_rows_and_from_w3() {
+        let rows = serde_json::json!([
+            {"workload": "W1", "variant": "group_commit", "msgs_per_sec": 1200.5},
+            {"workload": "W2", "variant": "batch_16", "msgs_per_sec": 800.0},
+            {"not": "a row"}
+        ]);
+        assert_eq!(
+            figures_of(&rows),
+            vec![
+                ("W1 group_commit msgs/s".to_owned(), 1200.5),
+                ("W2 batch_16 msgs/s".to_owned(), 800.0)
+            ]
+        );
+        let w3 = serde_json::json!({
+            "commit_to_sse": {"p50_ms": 0.4, "p99_ms": 1.5},
+            "commit_to_claim": {"p50_ms": 1.0, "p99_ms": 4.0},
+            "send_round_trip": {"p50_ms": 2.0, "p99_ms": 9.0}
+        });
+        let got = figures_of(&w3);
+        assert_eq!(got.len(), 6);
+        assert!(got.contains(&("W3 commit_to_claim p99_ms".to_owned(), 4.0)));
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_middle_pair_s_mean() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn the_rounds_and_the_revision_are_read_and_the_rest_passed_on() {
+        let args: Vec<String> = ["--compare", "abc", "--only", "W1", "--rounds", "3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (rev, rounds, rest) = parse(&args).expect("parses");
+        assert_eq!((rev.as_str(), rounds), ("abc", 3));
+        assert_eq!(rest, ["--only", "W1"]);
+        assert!(parse(&["--rounds".to_owned(), "0".to_owned()]).is_err());
+    }
+}
