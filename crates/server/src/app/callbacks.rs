@@ -268,22 +268,11 @@ pub async fn test(
         expires_at: None,
         last_error: None,
     };
-    let body = serde_json::to_vec(&CallbackDelivery {
-        kind: "callback.test".to_owned(),
-        event: event.clone(),
-    })
-    .unwrap_or_default();
     let started = std::time::Instant::now();
-    let (keyid, webhook_id) = (id.to_string(), event.event_id.to_string());
-    let post = crate::webhooks::Post {
-        url: &url,
-        secret: &secret,
-        keyid: &keyid,
-        webhook_id: &webhook_id,
-        now_secs: now / 1000,
-        timeout: crate::webhooks::DELIVERY_TIMEOUT,
-    };
-    let sent = state.webhooks.post(&post, body).await;
+    let sent = state
+        .webhooks
+        .deliver(id, (&url, &secret), "callback.test", &event, now / 1000)
+        .await;
     let outcome = match sent {
         Ok(response) => {
             let status = response.status();

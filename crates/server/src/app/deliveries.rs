@@ -18,7 +18,7 @@ use crate::error::ApiResult;
 use crate::metrics::Outcome;
 use crate::store::{AttemptRecord, StoreError, StoredCallback};
 use std::time::{Duration, Instant};
-use switchboard_proto::{CallbackAttempt, CallbackDelivery, CallbackState, ErrorCode};
+use switchboard_proto::{CallbackAttempt, CallbackState, ErrorCode};
 
 /// The claim's lease and the callback's: longer than the request may take.
 const LEASE_MS: i64 = 60_000;
@@ -91,22 +91,10 @@ pub async fn deliver(state: &AppState, callback: &StoredCallback) -> ApiResult<D
         return Ok(Delivered::Nothing);
     };
     let event_id = event.event.event_id;
-    let body = serde_json::to_vec(&CallbackDelivery {
-        kind: "inbox.event".to_owned(),
-        event: event.event.clone(),
-    })
-    .unwrap_or_default();
     let started = Instant::now();
-    let (keyid, webhook_id) = (id.to_string(), event_id.to_string());
-    let post = crate::webhooks::Post {
-        url: &url,
-        secret: &secret,
-        keyid: &keyid,
-        webhook_id: &webhook_id,
-        now_secs: now / 1000,
-        timeout: crate::webhooks::DELIVERY_TIMEOUT,
-    };
-    let sent = webhooks.post(&post, body).await;
+    let sent = webhooks
+        .deliver(id, (&url, &secret), "inbox.event", &event.event, now / 1000)
+        .await;
     let latency = started.elapsed();
     m.webhook_latency.observe(latency.as_secs_f64());
     let now = state.now();

@@ -111,6 +111,34 @@ impl Webhooks {
         self.key.seal(id, secret.to_whsec().as_bytes())
     }
 
+    /// Delivers `event` to callback `id` at `url` as a `kind` delivery
+    /// (`inbox.event`, `callback.test`), signed with `secret` at `now_secs`, within
+    /// [`DELIVERY_TIMEOUT`].
+    pub async fn deliver(
+        &self,
+        id: switchboard_proto::CallbackId,
+        (url, secret): (&Url, &Secret),
+        kind: &str,
+        event: &switchboard_proto::InboxEvent,
+        now_secs: i64,
+    ) -> Result<reqwest::Response, Failure> {
+        let body = serde_json::to_vec(&switchboard_proto::CallbackDelivery {
+            kind: kind.to_owned(),
+            event: event.clone(),
+        })
+        .unwrap_or_default();
+        let (keyid, webhook_id) = (id.to_string(), event.event_id.to_string());
+        let post = Post {
+            url,
+            secret,
+            keyid: &keyid,
+            webhook_id: &webhook_id,
+            now_secs,
+            timeout: DELIVERY_TIMEOUT,
+        };
+        self.post(&post, body).await
+    }
+
     /// POSTs `body` as `post` says, through the guard.
     pub async fn post(&self, post: &Post<'_>, body: Vec<u8>) -> Result<reqwest::Response, Failure> {
         let Post {
