@@ -115,38 +115,48 @@ pub(crate) trait EventDriver: EventStatements {
     }
 }
 
+/// What a write path puts into each recipient's inbox: one message from one
+/// sender, maybe through a room, at one time. A fan-out (a room's members, a
+/// memory's subscribers) makes it once and delivers it to each.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Envelope<'a> {
+    pub(crate) tenant: TenantId,
+    pub(crate) from: &'a Actor,
+    /// The room and its `room_seq`, for a room's message.
+    pub(crate) room: Option<(RoomId, u64)>,
+    pub(crate) msg: &'a NewMessage,
+    pub(crate) now: Millis,
+}
+
 /// [`deliver`] to one member of a fan-out (a room's members, a memory's
 /// subscribers): `None` when the agent was deleted after the members were read
 /// (its sequence no longer advances), so a deletion never fails the send.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn deliver_member<D: EventDriver>(
     d: &D,
     tx: &mut D::Tx,
-    tenant: TenantId,
     to: AgentId,
-    from: &Actor,
-    room: Option<(RoomId, u64)>,
-    msg: &NewMessage,
-    now: Millis,
+    envelope: &Envelope<'_>,
 ) -> StoreResult<Option<Delivery>> {
-    match deliver(d, tx, tenant, to, from, room, msg, now).await {
+    match deliver(d, tx, to, envelope).await {
         Err(crate::StoreError::NotFound) => Ok(None),
         other => other.map(Some),
     }
 }
 
 /// Puts one event into `to`'s inbox, numbered next in its sequence (I2).
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn deliver<D: EventDriver>(
     d: &D,
     tx: &mut D::Tx,
-    tenant: TenantId,
     to: AgentId,
-    from: &Actor,
-    room: Option<(RoomId, u64)>,
-    msg: &NewMessage,
-    now: Millis,
+    envelope: &Envelope<'_>,
 ) -> StoreResult<Delivery> {
+    let Envelope {
+        tenant,
+        from,
+        room,
+        msg,
+        now,
+    } = *envelope;
     let seq = d.next_seq(tx, tenant, to).await?;
     let event_id = EventId::new();
     let (sender_agent_id, sender_name) = match from {

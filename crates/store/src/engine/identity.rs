@@ -37,6 +37,17 @@ pub(crate) struct DeviceRow {
 
 /// The statements of access tokens (`store/statements/identity.rs`): in `tx`
 /// where they take one, else alone on the read or the write pool.
+/// A device request's move from one status to another (`set_device_status`):
+/// who decided and when, and for which agent and login; a `None` keeps the
+/// column's value.
+pub(crate) struct DeviceStatus<'a> {
+    pub(crate) from: &'a str,
+    pub(crate) to: &'a str,
+    pub(crate) decided: Option<(&'a str, Millis)>,
+    pub(crate) agent: Option<AgentId>,
+    pub(crate) family_hash: Option<&'a [u8]>,
+}
+
 #[async_trait]
 pub(crate) trait IdentityStatements: DirectoryStatements {
     async fn signing_key_rows(&self) -> StoreResult<Vec<SigningKeyRow>>;
@@ -91,18 +102,12 @@ pub(crate) trait IdentityStatements: DirectoryStatements {
         polled_at: Millis,
         interval_ms: Millis,
     ) -> StoreResult<()>;
-    /// Moves the request from `from` to `to` (with who decided, when, and for
-    /// which agent and login); whether it was in `from`.
-    #[allow(clippy::too_many_arguments)]
+    /// Moves the request as `change` says; whether it was in `change.from`.
     async fn set_device_status(
         &self,
         tx: &mut Self::Tx,
         device_hash: &str,
-        from: &str,
-        to: &str,
-        decided: Option<(&str, Millis)>,
-        agent: Option<AgentId>,
-        family_hash: Option<&[u8]>,
+        change: &DeviceStatus<'_>,
     ) -> StoreResult<bool>;
 
     /// The refresh token's row, locked.
@@ -248,16 +253,14 @@ async fn decide<D: IdentityStatements + AuditStatements>(
             ("approved", Some(agent.id), Some(a.family_hash))
         }
     };
-    d.set_device_status(
-        &mut tx,
-        &device_hash,
-        "pending",
+    let change = DeviceStatus {
+        from: "pending",
         to,
-        Some((decided_by, now)),
-        agent_id,
-        family,
-    )
-    .await?;
+        decided: Some((decided_by, now)),
+        agent: agent_id,
+        family_hash: family,
+    };
+    d.set_device_status(&mut tx, &device_hash, &change).await?;
     let row = d.device_by_code(&mut tx, user_code).await?;
     let detail = row.as_ref().map(|r| format!("agent:{}", r.agent_name));
     let note = AuditNote {
@@ -306,10 +309,14 @@ async fn poll<D: IdentityStatements>(
                     d.commit(tx, &[]).await?;
                     return Ok(DevicePoll::Denied);
                 };
-                if !d
-                    .set_device_status(&mut tx, device_hash, "approved", "used", None, None, None)
-                    .await?
-                {
+                let used = DeviceStatus {
+                    from: "approved",
+                    to: "used",
+                    decided: None,
+                    agent: None,
+                    family_hash: None,
+                };
+                if !d.set_device_status(&mut tx, device_hash, &used).await? {
                     return Ok(DevicePoll::Unknown);
                 }
                 record_issue(d, &mut tx, &family, tenant, issue, now).await?;

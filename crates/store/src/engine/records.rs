@@ -10,7 +10,7 @@
 //! renewal waits for the call, and calls on one memory (and their record versions)
 //! are serialized. On SQLite the single writer gives all of this at once.
 
-use super::events::{EventDriver, deliver_member};
+use super::events::{Envelope, EventDriver, deliver_member};
 use super::lease_audit::{self, LeaseAuditStatements};
 use crate::clock::Millis;
 use crate::lease_rules::*;
@@ -35,6 +35,18 @@ pub(crate) struct Rejection<'a> {
     pub(crate) actor: &'a str,
     pub(crate) operation: &'a str,
     pub(crate) at: Millis,
+}
+
+/// A record's new value as `insert_record` and `update_record` write it.
+pub(crate) struct RecordWrite<'a> {
+    pub(crate) memory: MemoryId,
+    pub(crate) key: &'a str,
+    /// The value's JSON text.
+    pub(crate) value: &'a str,
+    pub(crate) version: i64,
+    /// The fencing token of the write.
+    pub(crate) token: u64,
+    pub(crate) now: Millis,
 }
 
 /// The statements of the data plane (`store/statements/records.rs`). Each is one
@@ -74,29 +86,9 @@ pub(crate) trait RecordStatements: EventDriver + LeaseAuditStatements {
         key: &str,
     ) -> StoreResult<Option<MemoryRecord>>;
     /// A record the memory did not have.
-    #[allow(clippy::too_many_arguments)]
-    async fn insert_record(
-        &self,
-        tx: &mut Self::Tx,
-        memory: MemoryId,
-        key: &str,
-        value: &str,
-        version: i64,
-        token: u64,
-        now: Millis,
-    ) -> StoreResult<()>;
+    async fn insert_record(&self, tx: &mut Self::Tx, r: &RecordWrite<'_>) -> StoreResult<()>;
     /// Overwrites the record.
-    #[allow(clippy::too_many_arguments)]
-    async fn update_record(
-        &self,
-        tx: &mut Self::Tx,
-        memory: MemoryId,
-        key: &str,
-        value: &str,
-        version: i64,
-        token: u64,
-        now: Millis,
-    ) -> StoreResult<()>;
+    async fn update_record(&self, tx: &mut Self::Tx, r: &RecordWrite<'_>) -> StoreResult<()>;
     async fn delete_record(
         &self,
         tx: &mut Self::Tx,
@@ -218,13 +210,18 @@ async fn record<D: RecordStatements>(
         } => {
             // Whether the record exists was read under the memory's row lock, which
             // every call on the memory takes first: nobody inserted it since.
-            let (m, k, t) = (call.memory, call.key, call.token);
+            let write = RecordWrite {
+                memory: call.memory,
+                key: call.key,
+                value: &value,
+                version,
+                token: call.token,
+                now,
+            };
             if created {
-                d.insert_record(&mut tx, m, k, &value, version, t, now)
-                    .await?;
+                d.insert_record(&mut tx, &write).await?;
             } else {
-                d.update_record(&mut tx, m, k, &value, version, t, now)
-                    .await?;
+                d.update_record(&mut tx, &write).await?;
             }
             let record = d
                 .load_record(&mut tx, call.memory, call.key)
@@ -241,10 +238,15 @@ async fn record<D: RecordStatements>(
     let mut wakes = Vec::new();
     if let Some((version, deleted)) = change {
         let msg = memory_updated(call, version, deleted, now);
+        let envelope = Envelope {
+            tenant: call.tenant,
+            from: call.who,
+            room: None,
+            msg: &msg,
+            now,
+        };
         for agent in d.subscribers(&mut tx, call.memory).await? {
-            let Some(delivered) =
-                deliver_member(d, &mut tx, call.tenant, agent, call.who, None, &msg, now).await?
-            else {
+            let Some(delivered) = deliver_member(d, &mut tx, agent, &envelope).await? else {
                 continue;
             };
             wakes.push(Wake {

@@ -9,7 +9,7 @@
 //! lock shared members in the same order. On SQLite the single writer gives all of
 //! this at once.
 
-use super::events::{EventDriver, deliver, deliver_member};
+use super::events::{Envelope, EventDriver, deliver, deliver_member};
 use super::idempotency::{self, IdemStatements};
 use crate::clock::{Millis, to_timestamp};
 use crate::rows::room_sender;
@@ -116,7 +116,14 @@ async fn send_direct<D: SendStatements>(
     now: Millis,
 ) -> StoreResult<Committed<SendReceipt>> {
     let mut tx = d.begin_write().await?;
-    let delivered = deliver(d, &mut tx, tenant, to, from, None, msg, now).await?;
+    let envelope = Envelope {
+        tenant,
+        from,
+        room: None,
+        msg,
+        now,
+    };
+    let delivered = deliver(d, &mut tx, to, &envelope).await?;
     let receipt = SendReceipt {
         event_id: delivered.event_id,
         agent_id: delivered.agent_id,
@@ -148,9 +155,15 @@ async fn send_room<D: SendStatements>(
     d.insert_room_message(&mut tx, room, room_seq, sender, msg, now)
         .await?;
     let mut deliveries = Vec::with_capacity(members.len());
+    let envelope = Envelope {
+        tenant,
+        from,
+        room: Some((room, room_seq)),
+        msg,
+        now,
+    };
     for member in members.into_iter().filter(|m| Some(*m) != sender) {
-        let at = Some((room, room_seq));
-        deliveries.extend(deliver_member(d, &mut tx, tenant, member, from, at, msg, now).await?);
+        deliveries.extend(deliver_member(d, &mut tx, member, &envelope).await?);
     }
     let receipt = RoomReceipt {
         room_id: room,

@@ -271,11 +271,7 @@ macro_rules! identity_statements {
                 &self,
                 tx: &mut Self::Tx,
                 device_hash: &str,
-                from: &str,
-                to: &str,
-                decided: Option<(&str, $crate::clock::Millis)>,
-                agent: Option<switchboard_proto::AgentId>,
-                family_hash: Option<&[u8]>,
+                change: &$crate::engine::identity::DeviceStatus<'_>,
             ) -> $crate::StoreResult<bool> {
                 let done = sqlx::query($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
@@ -284,13 +280,13 @@ macro_rules! identity_statements {
                      agent_id = COALESCE($4, agent_id), family_hash = COALESCE($5, family_hash) \
                      WHERE device_hash = $6 AND status = $7"
                 ))
-                .bind(to)
-                .bind(decided.map(|(by, _)| by))
-                .bind(decided.map(|(_, at)| at))
-                .bind(agent.map(|a| a.to_string()))
-                .bind(family_hash)
+                .bind(change.to)
+                .bind(change.decided.map(|(by, _)| by))
+                .bind(change.decided.map(|(_, at)| at))
+                .bind(change.agent.map(|a| a.to_string()))
+                .bind(change.family_hash)
                 .bind(device_hash)
-                .bind(from)
+                .bind(change.from)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() > 0)

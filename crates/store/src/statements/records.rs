@@ -131,24 +131,19 @@ macro_rules! record_statements {
             async fn insert_record(
                 &self,
                 tx: &mut Self::Tx,
-                memory: switchboard_proto::MemoryId,
-                key: &str,
-                value: &str,
-                version: i64,
-                token: u64,
-                now: $crate::clock::Millis,
+                r: &$crate::engine::records::RecordWrite<'_>,
             ) -> $crate::StoreResult<()> {
                 sqlx::query($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "INSERT INTO memory_records (memory_id, \"key\", value, version, \
                      fencing_token, updated_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
-                .bind(memory.to_string())
-                .bind(key)
-                .bind(value)
-                .bind(version)
-                .bind(token as i64)
-                .bind(now)
+                .bind(r.memory.to_string())
+                .bind(r.key)
+                .bind(r.value)
+                .bind(r.version)
+                .bind(r.token as i64)
+                .bind(r.now)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -157,24 +152,19 @@ macro_rules! record_statements {
             async fn update_record(
                 &self,
                 tx: &mut Self::Tx,
-                memory: switchboard_proto::MemoryId,
-                key: &str,
-                value: &str,
-                version: i64,
-                token: u64,
-                now: $crate::clock::Millis,
+                r: &$crate::engine::records::RecordWrite<'_>,
             ) -> $crate::StoreResult<()> {
                 sqlx::query($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "UPDATE memory_records SET value = $1, version = $2, fencing_token = $3, \
                      updated_at = $4 WHERE memory_id = $5 AND \"key\" = $6"
                 ))
-                .bind(value)
-                .bind(version)
-                .bind(token as i64)
-                .bind(now)
-                .bind(memory.to_string())
-                .bind(key)
+                .bind(r.value)
+                .bind(r.version)
+                .bind(r.token as i64)
+                .bind(r.now)
+                .bind(r.memory.to_string())
+                .bind(r.key)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())

@@ -2,9 +2,9 @@
 //! within its tenant. Tenants, tokens and console grants are in `credentials.rs`.
 
 use super::credentials::{grants, tenants, tokens};
-use super::message;
 use super::note;
 use super::note_by;
+use super::{message, operator};
 use crate::engine::directory::{DepthCount, DirectoryDriver, depth_rows};
 use crate::engine::events::{EventDriver, deliver};
 use crate::*;
@@ -148,7 +148,7 @@ async fn depth<D: DirectoryDriver + EventDriver + Store>(
             available_at: at,
             ..message(n)
         };
-        deliver(d, &mut tx, tenant, a1.id, &Actor::Operator, None, &msg, 0)
+        deliver(d, &mut tx, a1.id, &operator(tenant, &msg, 0))
             .await
             .unwrap();
     }

@@ -50,6 +50,21 @@ pub(crate) fn message(n: u64) -> NewMessage {
 
 /// Every area's checks, on one backend.
 /// A message with its own priority, attempt limit and times.
+/// An operator's message `msg` to an inbox of `tenant`, at `now`.
+pub(crate) fn operator<'a>(
+    tenant: switchboard_proto::TenantId,
+    msg: &'a NewMessage,
+    now: clock::Millis,
+) -> crate::engine::events::Envelope<'a> {
+    crate::engine::events::Envelope {
+        tenant,
+        from: &Actor::Operator,
+        room: None,
+        msg,
+        now,
+    }
+}
+
 pub(crate) fn message_with(
     priority: i32,
     max_attempts: u32,

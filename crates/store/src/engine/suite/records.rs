@@ -1,9 +1,9 @@
 //! The data plane's statements, with the event and lease-audit statements.
 
-use super::message;
+use super::{message, operator};
 use crate::engine::events::deliver;
 use crate::engine::lease_audit::{self, LeaseAuditStatements};
-use crate::engine::records::{RecordStatements, Rejection};
+use crate::engine::records::{RecordStatements, RecordWrite, Rejection};
 use crate::lease_rules::Line;
 use crate::*;
 use switchboard_proto::{AgentId, MemoryId, TenantId};
@@ -119,9 +119,15 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
     d.see_fence(&mut tx, memory, t).await.unwrap();
     // Records: none, put, overwrite, delete.
     assert_eq!(d.load_record(&mut tx, memory, "k").await.unwrap(), None);
-    d.insert_record(&mut tx, memory, "k", "{\"v\":1}", 1, t, 5)
-        .await
-        .unwrap();
+    let put = RecordWrite {
+        memory,
+        key: "k",
+        value: "{\"v\":1}",
+        version: 1,
+        token: t,
+        now: 5,
+    };
+    d.insert_record(&mut tx, &put).await.unwrap();
     let r = d
         .load_record(&mut tx, memory, "k")
         .await
@@ -131,9 +137,13 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
         (r.value.clone(), r.version, r.fencing_token),
         (serde_json::json!({"v": 1}), 1, t)
     );
-    d.update_record(&mut tx, memory, "k", "{\"v\":2}", 2, t, 6)
-        .await
-        .unwrap();
+    let overwrite = RecordWrite {
+        value: "{\"v\":2}",
+        version: 2,
+        now: 6,
+        ..put
+    };
+    d.update_record(&mut tx, &overwrite).await.unwrap();
     let r = d
         .load_record(&mut tx, memory, "k")
         .await
@@ -159,44 +169,17 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
     d.set_subscribed(&mut tx, memory, a2, false).await.unwrap();
     assert_eq!(d.subscribers(&mut tx, memory).await.unwrap(), [a1]);
     // Events take the agent's next sequence numbers.
-    let first = deliver(
-        d,
-        &mut tx,
-        tenant,
-        a1,
-        &Actor::Operator,
-        None,
-        &message(1),
-        0,
-    )
-    .await
-    .unwrap();
-    let second = deliver(
-        d,
-        &mut tx,
-        tenant,
-        a1,
-        &Actor::Operator,
-        None,
-        &message(2),
-        0,
-    )
-    .await
-    .unwrap();
+    let first = deliver(d, &mut tx, a1, &operator(tenant, &message(1), 0))
+        .await
+        .unwrap();
+    let second = deliver(d, &mut tx, a1, &operator(tenant, &message(2), 0))
+        .await
+        .unwrap();
     // Not to an agent of another tenant.
     assert!(
-        deliver(
-            d,
-            &mut tx,
-            other,
-            a1,
-            &Actor::Operator,
-            None,
-            &message(3),
-            0
-        )
-        .await
-        .is_err()
+        deliver(d, &mut tx, a1, &operator(other, &message(3), 0))
+            .await
+            .is_err()
     );
     assert_eq!((first.agent_id, first.seq, second.seq), (a1, 1, 2));
     // The portable sequence statements (SQLite and PostgreSQL take it in one).
@@ -285,9 +268,15 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
 
     // What a transaction does is gone when it ends without a commit.
     let mut tx = d.begin_write().await.expect("begin");
-    d.insert_record(&mut tx, memory, "gone", "1", 1, t, 8)
-        .await
-        .unwrap();
+    let gone = RecordWrite {
+        memory,
+        key: "gone",
+        value: "1",
+        version: 1,
+        token: t,
+        now: 8,
+    };
+    d.insert_record(&mut tx, &gone).await.unwrap();
     drop(tx);
     let mut tx = d.begin_write().await.expect("begin");
     assert_eq!(d.load_record(&mut tx, memory, "gone").await.unwrap(), None);
