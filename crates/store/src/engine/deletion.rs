@@ -75,7 +75,7 @@ async fn delete<D: DeletionStatements + LeaseDriver + AuditStatements + LineageS
 
 #[async_trait]
 impl<D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements> DeletionStore
-    for D
+    for Engine<D>
 {
     async fn delete_agent(
         &self,
@@ -84,7 +84,8 @@ impl<D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements> 
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<Option<AgentDeletion>> {
-        self.retrying(|| delete(self, tenant, agent, note, now))
+        self.0
+            .retrying(|| delete(&self.0, tenant, agent, note, now))
             .await
     }
 }

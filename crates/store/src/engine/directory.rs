@@ -385,9 +385,9 @@ pub(crate) fn depth_rows(counts: Vec<DepthCount>) -> Vec<DepthRow> {
 
 /// Every backend with the directory's statements has the directory.
 #[async_trait]
-impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore for D {
+impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore for Engine<D> {
     async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
-        ensure_tenant(self, name, now).await
+        ensure_tenant(&self.0, name, now).await
     }
 
     async fn create_tenant(
@@ -397,20 +397,21 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         by: Option<(TenantId, &AuditNote)>,
         now: Millis,
     ) -> StoreResult<TenantRecord> {
-        self.retrying(|| create_tenant(self, name, operator, by, now))
+        self.0
+            .retrying(|| create_tenant(&self.0, name, operator, by, now))
             .await
     }
 
     async fn tenant_by_name(&self, name: &str) -> StoreResult<Option<TenantId>> {
-        DirectoryStatements::tenant_named(self, name).await
+        DirectoryStatements::tenant_named(&self.0, name).await
     }
 
     async fn tenants(&self) -> StoreResult<Vec<TenantRecord>> {
-        self.tenants_with_counts().await
+        self.0.tenants_with_counts().await
     }
 
     async fn credentials(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>> {
-        self.tokens_of(tenant).await
+        self.0.tokens_of(tenant).await
     }
 
     async fn revoke_credential(
@@ -421,7 +422,8 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         now: Millis,
     ) -> StoreResult<u64> {
         let roots = Roots::Token(hash);
-        self.retrying(|| revoke(self, tenant, roots, note, "credential_revoked", now))
+        self.0
+            .retrying(|| revoke(&self.0, tenant, roots, note, "credential_revoked", now))
             .await
     }
 
@@ -433,12 +435,22 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         now: Millis,
     ) -> StoreResult<u64> {
         let roots = Roots::Agent(agent);
-        self.retrying(|| revoke(self, tenant, roots, note, "agent_credentials_revoked", now))
+        self.0
+            .retrying(|| {
+                revoke(
+                    &self.0,
+                    tenant,
+                    roots,
+                    note,
+                    "agent_credentials_revoked",
+                    now,
+                )
+            })
             .await
     }
 
     async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()> {
-        self.update_token_scopes(hash, scopes).await
+        self.0.update_token_scopes(hash, scopes).await
     }
 
     async fn insert_token(
@@ -459,11 +471,13 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
             now,
             parent: None,
         };
-        self.retrying(|| insert_token(self, &token, note)).await
+        self.0
+            .retrying(|| insert_token(&self.0, &token, note))
+            .await
     }
 
     async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
-        self.live_token(hash).await
+        self.0.live_token(hash).await
     }
 
     async fn insert_grant(
@@ -472,11 +486,13 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<()> {
-        self.retrying(|| insert_grant(self, grant, note, now)).await
+        self.0
+            .retrying(|| insert_grant(&self.0, grant, note, now))
+            .await
     }
 
     async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
-        DirectoryStatements::live_grant(self, None, hash, kind, now).await
+        DirectoryStatements::live_grant(&self.0, None, hash, kind, now).await
     }
 
     async fn take_grant(
@@ -485,12 +501,13 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         kind: GrantKind,
         now: Millis,
     ) -> StoreResult<Option<Grant>> {
-        self.retrying(|| self.take_live_grant(hash, kind, now))
+        self.0
+            .retrying(|| self.0.take_live_grant(hash, kind, now))
             .await
     }
 
     async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()> {
-        self.delete_grant_row(hash).await
+        self.0.delete_grant_row(hash).await
     }
 
     async fn create_agent(
@@ -502,25 +519,27 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<AgentRecord> {
-        self.retrying(|| create_agent(self, tenant, name, token_hash, scopes, note, now))
+        self.0
+            .retrying(|| create_agent(&self.0, tenant, name, token_hash, scopes, note, now))
             .await
     }
 
     async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {
-        agent(self, tenant, key).await
+        agent(&self.0, tenant, key).await
     }
 
     async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()> {
-        self.note_seen(None, agent, now, now - SEEN_RESOLUTION_MS)
+        self.0
+            .note_seen(None, agent, now, now - SEEN_RESOLUTION_MS)
             .await
     }
 
     async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>> {
-        Ok(depth_rows(self.depth_counts(tenant).await?))
+        Ok(depth_rows(self.0.depth_counts(tenant).await?))
     }
 
     async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>> {
-        self.agents_of(tenant).await
+        self.0.agents_of(tenant).await
     }
 
     async fn put_client_report(
@@ -529,11 +548,11 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         report: &str,
         now: Millis,
     ) -> StoreResult<()> {
-        self.upsert_client_report(agent, report, now).await
+        self.0.upsert_client_report(agent, report, now).await
     }
 
     async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
-        self.client_reports_of(tenant).await
+        self.0.client_reports_of(tenant).await
     }
 
     async fn put_client_settings(
@@ -545,14 +564,25 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         now: Millis,
     ) -> StoreResult<()> {
         let agent = agent.map(|a| a.to_string()).unwrap_or_default();
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            self.upsert_client_settings(&mut tx, tenant, &agent, settings, &note.actor, now)
+        self.0
+            .retrying(|| async {
+                let mut tx = self.0.begin_write().await?;
+                self.0
+                    .upsert_client_settings(&mut tx, tenant, &agent, settings, &note.actor, now)
+                    .await?;
+                audit::write(
+                    &self.0,
+                    &mut tx,
+                    tenant,
+                    note,
+                    "client_settings_set",
+                    1,
+                    now,
+                )
                 .await?;
-            audit::write(self, &mut tx, tenant, note, "client_settings_set", 1, now).await?;
-            self.commit(tx, &[]).await
-        })
-        .await
+                self.0.commit(tx, &[]).await
+            })
+            .await
     }
 
     async fn delete_client_settings(
@@ -563,30 +593,32 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         now: Millis,
     ) -> StoreResult<bool> {
         let agent = agent.map(|a| a.to_string()).unwrap_or_default();
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            let deleted = self
-                .delete_client_settings_row(&mut tx, tenant, &agent)
-                .await?;
-            if deleted {
-                audit::write(
-                    self,
-                    &mut tx,
-                    tenant,
-                    note,
-                    "client_settings_cleared",
-                    1,
-                    now,
-                )
-                .await?;
-            }
-            self.commit(tx, &[]).await?;
-            Ok(deleted)
-        })
-        .await
+        self.0
+            .retrying(|| async {
+                let mut tx = self.0.begin_write().await?;
+                let deleted = self
+                    .0
+                    .delete_client_settings_row(&mut tx, tenant, &agent)
+                    .await?;
+                if deleted {
+                    audit::write(
+                        &self.0,
+                        &mut tx,
+                        tenant,
+                        note,
+                        "client_settings_cleared",
+                        1,
+                        now,
+                    )
+                    .await?;
+                }
+                self.0.commit(tx, &[]).await?;
+                Ok(deleted)
+            })
+            .await
     }
 
     async fn client_settings(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>> {
-        self.client_settings_of(tenant).await
+        self.0.client_settings_of(tenant).await
     }
 }

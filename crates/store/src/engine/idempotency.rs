@@ -277,7 +277,7 @@ async fn complete<D: IdemStatements>(
 
 /// Every backend with the key statements has idempotency keys.
 #[async_trait]
-impl<D: IdemDriver> IdemStore for D {
+impl<D: IdemDriver> IdemStore for Engine<D> {
     async fn idem_begin(
         &self,
         key: &IdemKey,
@@ -285,19 +285,19 @@ impl<D: IdemDriver> IdemStore for D {
         lock_ms: Millis,
         ttl_ms: Millis,
     ) -> StoreResult<IdemBegin> {
-        begin(self, key, now, lock_ms, ttl_ms).await
+        begin(&self.0, key, now, lock_ms, ttl_ms).await
     }
 
     async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {
-        self.retrying(|| abort(self, key)).await
+        self.0.retrying(|| abort(&self.0, key)).await
     }
 
     async fn idem_recover(&self) -> StoreResult<u64> {
-        self.retrying(|| recover(self)).await
+        self.0.retrying(|| recover(&self.0)).await
     }
 
     async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()> {
-        self.retrying(|| complete(self, key, response)).await
+        self.0.retrying(|| complete(&self.0, key, response)).await
     }
 }
 

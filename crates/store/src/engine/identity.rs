@@ -411,26 +411,28 @@ async fn insert_access_token<D: IdentityStatements>(
 
 #[async_trait]
 impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatements> IdentityStore
-    for D
+    for Engine<D>
 {
     async fn signing_keys(&self) -> StoreResult<Vec<SigningKeyRow>> {
-        self.signing_key_rows().await
+        self.0.signing_key_rows().await
     }
 
     async fn insert_signing_key(&self, key: &SigningKeyRow) -> StoreResult<()> {
-        self.retrying(|| self.insert_signing_key_row(key)).await
+        self.0.retrying(|| self.0.insert_signing_key_row(key)).await
     }
 
     async fn delete_signing_key(&self, kid: &str) -> StoreResult<()> {
-        self.retrying(|| self.delete_signing_key_row(kid)).await
+        self.0.retrying(|| self.0.delete_signing_key_row(kid)).await
     }
 
     async fn insert_access_token(&self, token: &NewAccessToken<'_>) -> StoreResult<()> {
-        self.retrying(|| insert_access_token(self, token)).await
+        self.0
+            .retrying(|| insert_access_token(&self.0, token))
+            .await
     }
 
     async fn access_token(&self, jti: &str, now: Millis) -> StoreResult<Option<AccessGrant>> {
-        self.live_access_token(jti, now).await
+        self.0.live_access_token(jti, now).await
     }
 
     async fn revoke_access_token(
@@ -439,17 +441,18 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         jti: &str,
         now: Millis,
     ) -> StoreResult<bool> {
-        self.retrying(|| self.revoke_access_token_row(tenant, jti, now))
+        self.0
+            .retrying(|| self.0.revoke_access_token_row(tenant, jti, now))
             .await
     }
 
     async fn forget_access_tokens(&self, before: Millis) -> StoreResult<u64> {
-        trim::trim(self, &trim::DEVICE_REQUESTS, before - DEVICE_FORGET_MS).await?;
-        trim::trim(self, &trim::ACCESS_TOKENS, before).await
+        trim::trim(&self.0, &trim::DEVICE_REQUESTS, before - DEVICE_FORGET_MS).await?;
+        trim::trim(&self.0, &trim::ACCESS_TOKENS, before).await
     }
 
     async fn insert_device_request(&self, request: &NewDeviceRequest<'_>) -> StoreResult<bool> {
-        self.retrying(|| insert_device(self, request)).await
+        self.0.retrying(|| insert_device(&self.0, request)).await
     }
 
     async fn device_requests(
@@ -457,7 +460,7 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         tenant: TenantId,
         now: Millis,
     ) -> StoreResult<Vec<DeviceRequestRow>> {
-        self.device_rows(tenant, now).await
+        self.0.device_rows(tenant, now).await
     }
 
     async fn decide_device_request(
@@ -468,7 +471,8 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<Option<DeviceRequestRow>> {
-        self.retrying(|| decide(self, tenant, user_code, approval, note, now))
+        self.0
+            .retrying(|| decide(&self.0, tenant, user_code, approval, note, now))
             .await
     }
 
@@ -479,7 +483,8 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         now: Millis,
         issue: &Issue<'_>,
     ) -> StoreResult<DevicePoll> {
-        self.retrying(|| poll(self, device_hash, client_id, now, issue))
+        self.0
+            .retrying(|| poll(&self.0, device_hash, client_id, now, issue))
             .await
     }
 
@@ -490,11 +495,12 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         lifetimes: RefreshLifetimes,
         issue: &Issue<'_>,
     ) -> StoreResult<Refreshed> {
-        self.retrying(|| refresh(self, hash, now, lifetimes, issue))
+        self.0
+            .retrying(|| refresh(&self.0, hash, now, lifetimes, issue))
             .await
     }
 
     async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool> {
-        self.retrying(|| revoke_refresh(self, hash, now)).await
+        self.0.retrying(|| revoke_refresh(&self.0, hash, now)).await
     }
 }

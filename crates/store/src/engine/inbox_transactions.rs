@@ -1,6 +1,6 @@
 //! The inbox's transactions, once for every backend, over the driver of
 //! `inbox.rs`: poll and snapshot (one read snapshot each), claim, ack, release and
-//! extend, and the blanket [`InboxStore`] they make.
+//! extend, and the [`InboxStore`] of the [`Engine`](super::Engine) they make.
 
 use super::inbox::check_cursor;
 use super::inbox::{InboxStatements, ReleaseRow, attempt_token, stale_claim};
@@ -428,9 +428,9 @@ async fn snapshot<D: InboxDriver>(
 
 /// Every backend with the inbox's driver has the inbox.
 #[async_trait]
-impl<D: InboxDriver> InboxStore for D {
+impl<D: InboxDriver> InboxStore for Engine<D> {
     async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
-        poll(self, agent, after, limit).await
+        poll(&self.0, agent, after, limit).await
     }
 
     async fn claim(
@@ -446,7 +446,7 @@ impl<D: InboxDriver> InboxStore for D {
             lease_ms,
             attempt,
         };
-        self.retrying(|| claim(self, agent, args, now)).await
+        self.0.retrying(|| claim(&self.0, agent, args, now)).await
     }
 
     async fn ack_and_claim(
@@ -456,7 +456,8 @@ impl<D: InboxDriver> InboxStore for D {
         args: ClaimArgs,
         now: Millis,
     ) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
-        self.retrying(|| ack_and_claim(self, agent, entries, args, now))
+        self.0
+            .retrying(|| ack_and_claim(&self.0, agent, entries, args, now))
             .await
     }
 
@@ -468,7 +469,8 @@ impl<D: InboxDriver> InboxStore for D {
         now: Millis,
     ) -> StoreResult<Acked> {
         let entry = [(event, token)];
-        self.retrying(|| ack_batch(self, agent, &entry, now))
+        self.0
+            .retrying(|| ack_batch(&self.0, agent, &entry, now))
             .await?
             .pop()
             .unwrap_or(Err(StoreError::NotFound))
@@ -480,7 +482,9 @@ impl<D: InboxDriver> InboxStore for D {
         entries: &[(EventId, ClaimToken)],
         now: Millis,
     ) -> StoreResult<Vec<StoreResult<Acked>>> {
-        self.retrying(|| ack_batch(self, agent, entries, now)).await
+        self.0
+            .retrying(|| ack_batch(&self.0, agent, entries, now))
+            .await
     }
 
     async fn release(
@@ -491,7 +495,8 @@ impl<D: InboxDriver> InboxStore for D {
         args: &ReleaseArgs,
         now: Millis,
     ) -> StoreResult<Committed<EventState>> {
-        self.retrying(|| release(self, agent, event, token, args, now))
+        self.0
+            .retrying(|| release(&self.0, agent, event, token, args, now))
             .await
     }
 
@@ -503,11 +508,12 @@ impl<D: InboxDriver> InboxStore for D {
         lease_ms: Millis,
         now: Millis,
     ) -> StoreResult<EventState> {
-        self.retrying(|| extend(self, agent, event, token, lease_ms, now))
+        self.0
+            .retrying(|| extend(&self.0, agent, event, token, lease_ms, now))
             .await
     }
 
     async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {
-        snapshot(self, agent, now).await
+        snapshot(&self.0, agent, now).await
     }
 }

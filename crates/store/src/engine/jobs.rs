@@ -177,9 +177,9 @@ async fn interrupt<D: JobDriver>(
 
 /// Every backend with the job driver has the jobs.
 #[async_trait]
-impl<D: JobDriver> JobStore for D {
+impl<D: JobDriver> JobStore for Engine<D> {
     async fn job_start(&self, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted> {
-        self.retrying(|| job_start(self, spec, now)).await
+        self.0.retrying(|| job_start(&self.0, spec, now)).await
     }
 
     async fn job_step(
@@ -197,7 +197,8 @@ impl<D: JobDriver> JobStore for D {
             limit: Some(u64::from(limit)),
         };
         // A deadlock with another writer rolls the whole batch back: run it again.
-        self.retrying(|| job_step(self, spec, job_id, &window, now))
+        self.0
+            .retrying(|| job_step(&self.0, spec, job_id, &window, now))
             .await
     }
 
@@ -211,30 +212,36 @@ impl<D: JobDriver> JobStore for D {
     ) -> StoreResult<Job> {
         // A finished job is unchanged.
         let live = |s: JobState| s.is_live();
-        self.retrying(|| move_job(self, tenant, job_id, live, (state, error), now))
+        self.0
+            .retrying(|| move_job(&self.0, tenant, job_id, live, (state, error), now))
             .await
     }
 
     async fn job_cancel(&self, tenant: TenantId, job_id: i64, now: Millis) -> StoreResult<Job> {
         let running = |s: JobState| s == JobState::Running;
         let cancelling = (JobState::Cancelling, None);
-        self.retrying(|| move_job(self, tenant, job_id, running, cancelling, now))
+        self.0
+            .retrying(|| move_job(&self.0, tenant, job_id, running, cancelling, now))
             .await
     }
 
     async fn job(&self, tenant: TenantId, job_id: i64) -> StoreResult<Job> {
-        self.read_job(tenant, job_id).await
+        self.0.read_job(tenant, job_id).await
     }
 
     async fn jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<Job>> {
-        self.list_jobs(tenant, limit).await
+        self.0.list_jobs(tenant, limit).await
     }
 
     async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64> {
-        let ended = match self.job_owner() {
+        let ended = match self.0.job_owner() {
             // One process owns the database, so a live job at start is one whose
             // process stopped.
-            None => self.retrying(|| interrupt(self, now, Millis::MAX)).await?,
+            None => {
+                self.0
+                    .retrying(|| interrupt(&self.0, now, Millis::MAX))
+                    .await?
+            }
             // Other instances' jobs are live while they beat: at start, as in every
             // pass, only a job whose heartbeat stopped lost its instance.
             Some(_) => self.jobs_orphaned(now).await?,
@@ -245,21 +252,23 @@ impl<D: JobDriver> JobStore for D {
     /// Only a shared database has such jobs: with one process, its live jobs are
     /// its own, and `jobs_interrupted` cleaned up at start.
     fn instance_name(&self) -> Option<&str> {
-        self.job_owner()
+        self.0.job_owner()
     }
 
     async fn beat(&self, now: Millis) -> StoreResult<()> {
-        match self.job_owner() {
-            Some(me) => self.retrying(|| instances::beat(self, me, now)).await,
+        match self.0.job_owner() {
+            Some(me) => self.0.retrying(|| instances::beat(&self.0, me, now)).await,
             None => Ok(()),
         }
     }
 
     async fn jobs_orphaned(&self, now: Millis) -> StoreResult<Vec<(TenantId, Job)>> {
-        if self.job_owner().is_none() {
+        if self.0.job_owner().is_none() {
             return Ok(Vec::new());
         }
         let stale_before = now.saturating_sub(JOB_STALE_MS);
-        self.retrying(|| interrupt(self, now, stale_before)).await
+        self.0
+            .retrying(|| interrupt(&self.0, now, stale_before))
+            .await
     }
 }

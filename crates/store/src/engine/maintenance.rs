@@ -456,9 +456,9 @@ fn archived(
 
 /// Every backend with the background passes' driver has them.
 #[async_trait]
-impl<D: MaintenanceDriver> MaintenanceStore for D {
+impl<D: MaintenanceDriver> MaintenanceStore for Engine<D> {
     async fn reap(&self, now: Millis) -> StoreResult<ReapStats> {
-        self.retrying(|| reap(self, now)).await
+        self.0.retrying(|| reap(&self.0, now)).await
     }
 
     async fn retain(
@@ -467,7 +467,9 @@ impl<D: MaintenanceDriver> MaintenanceStore for D {
         now: Millis,
         archive: Option<&dyn ArchiveSink>,
     ) -> StoreResult<RetentionStats> {
-        self.retrying(|| retain(self, cutoff, now, archive)).await
+        self.0
+            .retrying(|| retain(&self.0, cutoff, now, archive))
+            .await
     }
 
     async fn trim(&self, table: Horizon, before: Millis) -> StoreResult<u64> {
@@ -479,6 +481,6 @@ impl<D: MaintenanceDriver> MaintenanceStore for D {
             Horizon::RefreshTokens => &trim::REFRESH_TOKENS,
             Horizon::IssuedTokens => &trim::ISSUED_TOKENS,
         };
-        trim::trim(self, what, before).await
+        trim::trim(&self.0, what, before).await
     }
 }

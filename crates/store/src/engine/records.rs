@@ -278,13 +278,13 @@ async fn subscribe_memory<D: RecordStatements>(
 
 /// Every backend with the data plane's statements has the data plane.
 #[async_trait]
-impl<D: RecordStatements> RecordStore for D {
+impl<D: RecordStatements> RecordStore for Engine<D> {
     async fn record(
         &self,
         call: &RecordCall<'_>,
         now: Millis,
     ) -> StoreResult<Committed<RecordDone>> {
-        self.retrying(|| record(self, call, now)).await
+        self.0.retrying(|| record(&self.0, call, now)).await
     }
 
     async fn subscribe_memory(
@@ -294,7 +294,8 @@ impl<D: RecordStatements> RecordStore for D {
         agent: AgentId,
         on: bool,
     ) -> StoreResult<()> {
-        self.retrying(|| subscribe_memory(self, tenant, memory, agent, on))
+        self.0
+            .retrying(|| subscribe_memory(&self.0, tenant, memory, agent, on))
             .await
     }
 
@@ -303,6 +304,6 @@ impl<D: RecordStatements> RecordStore for D {
         tenant: TenantId,
         limit: u32,
     ) -> StoreResult<Vec<FencingRejection>> {
-        RecordStatements::fencing_rejections(self, tenant, limit).await
+        RecordStatements::fencing_rejections(&self.0, tenant, limit).await
     }
 }

@@ -231,7 +231,7 @@ async fn set_member<D: SendStatements>(
 
 /// Every backend with the send statements has sends and rooms.
 #[async_trait]
-impl<D: SendStatements> SendStore for D {
+impl<D: SendStatements> SendStore for Engine<D> {
     async fn send_direct(
         &self,
         tenant: TenantId,
@@ -241,7 +241,8 @@ impl<D: SendStatements> SendStore for D {
         idem: Option<&IdemKey>,
         now: Millis,
     ) -> StoreResult<Committed<SendReceipt>> {
-        self.retrying(|| send_direct(self, tenant, to, from, msg, idem, now))
+        self.0
+            .retrying(|| send_direct(&self.0, tenant, to, from, msg, idem, now))
             .await
     }
 
@@ -254,16 +255,19 @@ impl<D: SendStatements> SendStore for D {
         idem: Option<&IdemKey>,
         now: Millis,
     ) -> StoreResult<Committed<RoomReceipt>> {
-        self.retrying(|| send_room(self, tenant, room, from, msg, idem, now))
+        self.0
+            .retrying(|| send_room(&self.0, tenant, room, from, msg, idem, now))
             .await
     }
 
     async fn create_room(&self, tenant: TenantId, name: &str, now: Millis) -> StoreResult<Room> {
-        self.retrying(|| create_room(self, tenant, name, now)).await
+        self.0
+            .retrying(|| create_room(&self.0, tenant, name, now))
+            .await
     }
 
     async fn room(&self, tenant: TenantId, key: &str) -> StoreResult<Room> {
-        self.load_room(None, tenant, key).await
+        self.0.load_room(None, tenant, key).await
     }
 
     async fn room_log(
@@ -272,7 +276,7 @@ impl<D: SendStatements> SendStore for D {
         after: u64,
         limit: u32,
     ) -> StoreResult<Vec<switchboard_proto::RoomMessage>> {
-        SendStatements::room_log(self, room, after, limit).await
+        SendStatements::room_log(&self.0, room, after, limit).await
     }
 
     async fn set_member(
@@ -283,7 +287,8 @@ impl<D: SendStatements> SendStore for D {
         member: bool,
         now: Millis,
     ) -> StoreResult<Room> {
-        self.retrying(|| set_member(self, tenant, room, agent, member, now))
+        self.0
+            .retrying(|| set_member(&self.0, tenant, room, agent, member, now))
             .await
     }
 }

@@ -140,14 +140,14 @@ async fn insert_code<D: SignInStatements + AuditStatements>(
 
 #[async_trait]
 impl<D: SignInStatements + AuditStatements + LineageStatements + super::trim::TrimStatements>
-    SignInStore for D
+    SignInStore for Engine<D>
 {
     async fn insert_authorization_code(
         &self,
         code: &NewAuthorizationCode<'_>,
         note: &AuditNote,
     ) -> StoreResult<()> {
-        self.retrying(|| insert_code(self, code, note)).await
+        self.0.retrying(|| insert_code(&self.0, code, note)).await
     }
 
     async fn redeem_authorization_code(
@@ -156,10 +156,12 @@ impl<D: SignInStatements + AuditStatements + LineageStatements + super::trim::Tr
         now: Millis,
         issue: &Issue<'_>,
     ) -> StoreResult<Redeemed> {
-        self.retrying(|| redeem(self, redemption, now, issue)).await
+        self.0
+            .retrying(|| redeem(&self.0, redemption, now, issue))
+            .await
     }
 
     async fn forget_authorization_codes(&self, before: Millis) -> StoreResult<u64> {
-        super::trim::trim(self, &super::trim::AUTHORIZATION_CODES, before).await
+        super::trim::trim(&self.0, &super::trim::AUTHORIZATION_CODES, before).await
     }
 }

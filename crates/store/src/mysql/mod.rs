@@ -56,7 +56,7 @@ const SQL_MODE: &str = "ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_ALL_TABLES,NO_ZERO_DA
                         NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION";
 
 #[derive(Clone)]
-pub struct MySqlStore {
+pub struct MySqlDriver {
     pool: MySqlPool,
     hooks: StoreHooks,
     /// Where wake-ups go (`Store::deliver_wakes_to`).
@@ -72,17 +72,46 @@ pub struct MySqlStore {
     steps: tokio_util::sync::CancellationToken,
 }
 
+/// The MariaDB / MySQL store: the engine over [`MySqlDriver`].
+pub type MySqlStore = crate::Engine<MySqlDriver>;
+
 impl MySqlStore {
+    /// Opens the store: [`MySqlDriver::connect`].
+    pub async fn open(url: &str, max_connections: u32, hooks: StoreHooks) -> StoreResult<Self> {
+        MySqlDriver::connect(url, max_connections, hooks)
+            .await
+            .map(crate::Engine)
+    }
+
+    /// [`open`](Self::open) with other limits (tests).
+    #[cfg(test)]
+    pub(crate) async fn open_with(
+        url: &str,
+        max_connections: u32,
+        hooks: StoreHooks,
+        options: OpenOptions,
+    ) -> StoreResult<Self> {
+        MySqlDriver::open_with(url, max_connections, hooks, options)
+            .await
+            .map(crate::Engine)
+    }
+}
+
+impl MySqlDriver {
     /// Connects to `url` (`mysql://user:password@host:3306/database`), checks the
     /// server and applies migrations. Several instances may open the same database
     /// at once: migrations run under a named lock, which a second instance waits
     /// for ([`migrate`]); then the batched steps they left run in the background.
-    pub async fn open(url: &str, max_connections: u32, hooks: StoreHooks) -> StoreResult<Self> {
+    pub(crate) async fn connect(
+        url: &str,
+        max_connections: u32,
+        hooks: StoreHooks,
+    ) -> StoreResult<Self> {
         let options = OpenOptions::serving(STATEMENT_TIMEOUT);
         Self::open_with(url, max_connections, hooks, options).await
     }
 
-    /// [`open`](Self::open) with other limits (tests).
+    /// [`connect`](Self::connect) with other limits (tests).
     pub(crate) async fn open_with(
         url: &str,
         max_connections: u32,
@@ -260,7 +289,7 @@ impl Store for MySqlStore {
 }
 
 #[async_trait]
-impl crate::engine::Driver for MySqlStore {
+impl crate::engine::Driver for MySqlDriver {
     type Tx = sqlx::Transaction<'static, MySql>;
     const DIALECT: crate::dialect::Dialect = crate::dialect::Dialect::MySql;
 
@@ -299,17 +328,17 @@ impl crate::engine::Driver for MySqlStore {
     }
 }
 
-crate::statements::shared_statements!(MySqlStore);
-crate::migrate::step_statements!(MySqlStore);
+crate::statements::shared_statements!(MySqlDriver);
+crate::migrate::step_statements!(MySqlDriver);
 
 /// MySQL runs the portable shapes: no `UPDATE … RETURNING`, no data-modifying CTEs.
-impl crate::engine::events::EventDriver for MySqlStore {}
+impl crate::engine::events::EventDriver for MySqlDriver {}
 
 // The other areas' portable shapes.
-impl crate::engine::ops::bulk::BulkDriver for MySqlStore {}
-impl crate::engine::directory::DirectoryDriver for MySqlStore {}
+impl crate::engine::ops::bulk::BulkDriver for MySqlDriver {}
+impl crate::engine::directory::DirectoryDriver for MySqlDriver {}
 #[async_trait::async_trait]
-impl crate::engine::idempotency::IdemDriver for MySqlStore {
+impl crate::engine::idempotency::IdemDriver for MySqlDriver {
     /// An upsert that changes nothing on a duplicate: it takes the row's exclusive
     /// lock at once (as `lock_name` does for name fences), so requests racing with
     /// one key queue on it instead of deadlocking on shared locks. MySQL cannot
@@ -344,7 +373,7 @@ impl crate::engine::idempotency::IdemDriver for MySqlStore {
     }
 }
 #[async_trait]
-impl crate::engine::inbox_transactions::InboxDriver for MySqlStore {
+impl crate::engine::inbox_transactions::InboxDriver for MySqlDriver {
     /// The agent's row, `FOR UPDATE`: the claim writes `last_seen_at` there before it
     /// commits anyway, so this takes the same lock earlier (sends, which lock the row
     /// to number their event, take it in the same order).
@@ -360,8 +389,8 @@ impl crate::engine::inbox_transactions::InboxDriver for MySqlStore {
         Ok(())
     }
 }
-impl crate::engine::maintenance::MaintenanceDriver for MySqlStore {}
-impl crate::engine::jobs::JobDriver for MySqlStore {
+impl crate::engine::maintenance::MaintenanceDriver for MySqlDriver {}
+impl crate::engine::jobs::JobDriver for MySqlDriver {
     fn job_owner(&self) -> Option<&str> {
         Some(&self.instance)
     }

@@ -21,7 +21,7 @@
 //! Rows are pruned by id after [`KEEP`]: each watcher deletes what was below its
 //! high-water mark that long ago (never an id it still waits for).
 
-use super::MySqlStore;
+use super::MySqlDriver;
 use crate::WakeOut;
 use crate::{StoreResult, Wake};
 use sqlx::{MySql, MySqlConnection, QueryBuilder, Row};
@@ -248,7 +248,7 @@ async fn prune(conn: &mut MySqlConnection, below: i64) -> StoreResult<()> {
 /// Delivers other instances' wake-ups to the store's sink until `stop`. The watch was taken
 /// when the store opened, so nothing committed after that is missed; after losing
 /// the database it goes on where it was and wakes every local subscriber once.
-pub(super) async fn listen(store: &MySqlStore, stop: CancellationToken) {
+pub(super) async fn listen(store: &MySqlDriver, stop: CancellationToken) {
     let mut watch = store.take_watch();
     let mut failures = 0u32;
     while !stop.is_cancelled() {

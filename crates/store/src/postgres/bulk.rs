@@ -1,7 +1,7 @@
 //! PostgreSQL's shapes of the bulk actions and jobs: a batch in one statement that
 //! locks its events, and the instance as the owner of the jobs it runs.
 
-use super::PgStore;
+use super::PgDriver;
 use super::timeline::{CLEAR_STEPS, moved_then};
 use crate::clock::Millis;
 use crate::engine::jobs::JobDriver;
@@ -16,7 +16,7 @@ use switchboard_proto::{BulkAction, TenantId};
 const OWN: &str = "<own step>";
 
 #[async_trait]
-impl bulk::BulkDriver for PgStore {
+impl bulk::BulkDriver for PgDriver {
     /// The batch in one statement: it locks the matching events (`FOR UPDATE OF e`,
     /// in id order), changes them and writes their history. An event changed
     /// concurrently (an ack, a claim, another job) is re-checked against the
@@ -104,7 +104,7 @@ impl bulk::BulkDriver for PgStore {
     }
 }
 
-impl JobDriver for PgStore {
+impl JobDriver for PgDriver {
     /// Several instances share the database: each job's owner is the instance
     /// running it, live while its heartbeat is fresh.
     fn job_owner(&self) -> Option<&str> {

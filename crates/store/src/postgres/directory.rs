@@ -1,6 +1,6 @@
 //! The directory's PostgreSQL shapes: a login ticket taken in one statement.
 
-use super::PgStore;
+use super::PgDriver;
 use crate::clock::Millis;
 use crate::dialect::{Dialect, sql};
 use crate::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE, grant_from_row};
@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 #[async_trait]
-impl crate::engine::directory::DirectoryDriver for PgStore {
+impl crate::engine::directory::DirectoryDriver for PgDriver {
     /// The delete and the read in one statement (one round trip, no transaction):
     /// `g` is the row just deleted, so of two racing requests the second one's
     /// `DELETE` waits for the first one's row lock, then finds nothing.

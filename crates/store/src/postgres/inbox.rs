@@ -4,7 +4,7 @@
 //! batch plus one per ack. The rules are the engine's (`engine/inbox.rs`);
 //! these statements only hold them in one round trip.
 
-use super::PgStore;
+use super::PgDriver;
 use super::timeline::{CLEAR_STEPS, OLD_STEP_COLS, moved_then};
 use crate::clock::{Millis, to_timestamp};
 use crate::dialect::sql;
@@ -26,7 +26,7 @@ const HOLDS: &str = "id = $2 AND agent_id = $3 AND claim_token = $4 AND status =
      AND lease_expires_at > $1";
 
 #[async_trait]
-impl InboxDriver for PgStore {
+impl InboxDriver for PgDriver {
     /// A transaction-level advisory lock on the agent (`hashtext` of its id, in a
     /// class of its own): unlike the agent's row, it does not make claims wait for
     /// sends, which lock the row to number their events.
@@ -171,7 +171,7 @@ fn complete_claims(
     let ids: Vec<String> = entries.iter().map(|(e, _)| e.to_string()).collect();
     let tokens: Vec<String> = entries.iter().map(|(_, t)| t.to_string()).collect();
     sqlx::query(sql!(
-        PgStore::DIALECT,
+        PgDriver::DIALECT,
         "UPDATE events e SET status = 'completed', payload = NULL, \
            lease_expires_at = NULL, updated_at = $1, completed_at = $1 \
            FROM UNNEST($2::text[], $3::text[]) AS x(id, token) \

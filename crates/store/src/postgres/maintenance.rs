@@ -4,7 +4,7 @@
 //! same statement. The rules are the engine's (`engine/maintenance.rs`): I5 through
 //! [`QUARANTINES`], and the same `last_error` and history texts.
 
-use super::PgStore;
+use super::PgDriver;
 use super::timeline::{CLEAR_STEPS, OLD_STEP_COLS, moved_then};
 use crate::clock::Millis;
 use crate::dialect::sql;
@@ -53,7 +53,7 @@ fn return_expired(lock: &str) -> String {
 }
 
 #[async_trait]
-impl MaintenanceDriver for PgStore {
+impl MaintenanceDriver for PgDriver {
     async fn return_expired_leases(
         &self,
         tx: &mut Self::Tx,

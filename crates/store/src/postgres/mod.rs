@@ -50,7 +50,7 @@ const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
-pub struct PgStore {
+pub struct PgDriver {
     pool: PgPool,
     hooks: StoreHooks,
     /// Where wake-ups go (`Store::deliver_wakes_to`).
@@ -66,17 +66,46 @@ pub struct PgStore {
     steps: tokio_util::sync::CancellationToken,
 }
 
+/// The PostgreSQL store: the engine over [`PgDriver`].
+pub type PgStore = crate::Engine<PgDriver>;
+
 impl PgStore {
+    /// Opens the store: [`PgDriver::connect`].
+    pub async fn open(url: &str, max_connections: u32, hooks: StoreHooks) -> StoreResult<Self> {
+        PgDriver::connect(url, max_connections, hooks)
+            .await
+            .map(crate::Engine)
+    }
+
+    /// [`open`](Self::open) with other limits (tests).
+    #[cfg(test)]
+    pub(crate) async fn open_with(
+        url: &str,
+        max_connections: u32,
+        hooks: StoreHooks,
+        options: OpenOptions,
+    ) -> StoreResult<Self> {
+        PgDriver::open_with(url, max_connections, hooks, options)
+            .await
+            .map(crate::Engine)
+    }
+}
+
+impl PgDriver {
     /// Connects to `url` and applies migrations. Several instances may open the same
     /// database: the migrations run under an advisory lock, which a second instance
     /// waits for ([`migrate`]); then the batched steps they left run in the
     /// background.
-    pub async fn open(url: &str, max_connections: u32, hooks: StoreHooks) -> StoreResult<Self> {
+    pub(crate) async fn connect(
+        url: &str,
+        max_connections: u32,
+        hooks: StoreHooks,
+    ) -> StoreResult<Self> {
         let options = OpenOptions::serving(STATEMENT_TIMEOUT);
         Self::open_with(url, max_connections, hooks, options).await
     }
 
-    /// [`open`](Self::open) with other limits (tests).
+    /// [`connect`](Self::connect) with other limits (tests).
     pub(crate) async fn open_with(
         url: &str,
         max_connections: u32,
@@ -214,7 +243,7 @@ impl Store for PgStore {
 }
 
 #[async_trait]
-impl crate::engine::Driver for PgStore {
+impl crate::engine::Driver for PgDriver {
     type Tx = sqlx::Transaction<'static, Postgres>;
     const DIALECT: crate::dialect::Dialect = crate::dialect::Dialect::Postgres;
 
@@ -235,7 +264,7 @@ impl crate::engine::Driver for PgStore {
     }
 
     async fn commit(&self, tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()> {
-        PgStore::commit(self, tx, wakes).await
+        PgDriver::commit(self, tx, wakes).await
     }
 
     async fn retrying<T, F, Fut>(&self, attempt: F) -> StoreResult<T>
@@ -248,10 +277,10 @@ impl crate::engine::Driver for PgStore {
     }
 }
 
-crate::statements::shared_statements!(PgStore);
-crate::migrate::step_statements!(PgStore);
+crate::statements::shared_statements!(PgDriver);
+crate::migrate::step_statements!(PgDriver);
 
-impl crate::engine::events::EventDriver for PgStore {}
+impl crate::engine::events::EventDriver for PgDriver {}
 
 /// Other instances share the database: their in-flight keys are live.
-impl crate::engine::idempotency::IdemDriver for PgStore {}
+impl crate::engine::idempotency::IdemDriver for PgDriver {}

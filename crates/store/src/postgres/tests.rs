@@ -164,7 +164,7 @@ async fn a_big_upgrade_runs_past_the_statement_limit() {
     let store = db.open(limited(true)).await.expect("the runner migrates");
     eprintln!("opened after {:?}", started.elapsed());
     old.check_timeline(&store).await;
-    until_finished(&store).await;
+    until_finished(&store.0).await;
     eprintln!("step finished after {:?}", started.elapsed());
     assert_eq!(
         number(
@@ -239,7 +239,7 @@ async fn an_interrupted_step_resumes() {
     };
 
     let store = db.open(options(false)).await.expect("open");
-    let ran = run_steps(&store, &CancellationToken::new(), Some(1))
+    let ran = run_steps(&store.0, &CancellationToken::new(), Some(1))
         .await
         .expect("one batch");
     assert_eq!(ran, Ran::Stopped);
@@ -274,7 +274,7 @@ async fn an_interrupted_step_resumes() {
     store.close().await;
 
     let store = db.open(options(true)).await.expect("open again");
-    until_finished(&store).await;
+    until_finished(&store.0).await;
     let (done_through, _, finished) = step().await;
     assert!(done_through == last_id && finished.is_some());
     assert_eq!(

@@ -45,7 +45,10 @@ fn attempt(
     }
 }
 
-pub(super) async fn check<D: EventDriver + Store>(d: &D) {
+pub(super) async fn check<D: EventDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("cb", 1).await.unwrap();
     let other = d.ensure_tenant("cb-other", 1).await.unwrap();
     let a = d
@@ -98,12 +101,12 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
     // Due: only an active callback whose agent has a claimable event.
     assert!(d.due_callbacks(1_000, 10).await.unwrap().is_empty());
     let mut tx = d.begin_write().await.unwrap();
-    deliver(d, &mut tx, a.id, &operator(tenant, &message(1), 1_000))
+    deliver(&d.0, &mut tx, a.id, &operator(tenant, &message(1), 1_000))
         .await
         .unwrap();
     let mut later = message(2);
     later.available_at = 50_000;
-    deliver(d, &mut tx, b.id, &operator(tenant, &later, 1_000))
+    deliver(&d.0, &mut tx, b.id, &operator(tenant, &later, 1_000))
         .await
         .unwrap();
     d.commit(tx, &[]).await.unwrap();

@@ -22,7 +22,10 @@ fn response(status: u16) -> StoredResponse {
 
 /// Every [`IdemStatements`](crate::engine::idempotency::IdemStatements) method and [`IdemDriver`] constant against a fresh
 /// database of `d`'s backend.
-pub(super) async fn check<D: IdemDriver + Store>(d: &D) {
+pub(super) async fn check<D: IdemDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("suite-idem", 0).await.expect("tenant");
     let mine = key(tenant, 1, 7);
     let theirs = IdemKey {

@@ -8,13 +8,16 @@ use switchboard_proto::JobState;
 
 /// A job's audit row, as `job_start` writes it, at `now`.
 async fn insert_job<D: JobDriver>(
-    d: &D,
+    d: &Engine<D>,
     tx: &mut D::Tx,
     tenant: TenantId,
     scope: &Scope<'_>,
     state: JobState,
     now: i64,
-) -> i64 {
+) -> i64
+where
+    Engine<D>: Store,
+{
     let row = NewAudit {
         tenant,
         scope,
@@ -33,7 +36,10 @@ async fn insert_job<D: JobDriver>(
 
 /// Every `JobStatements` and [`JobDriver`] method, then the job store's paths,
 /// against a fresh database of `d`'s backend (with no live job yet).
-pub(super) async fn check<D: JobDriver + Store>(d: &D) {
+pub(super) async fn check<D: JobDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("jobs", 0).await.expect("tenant");
     let other = d.ensure_tenant("jobs-other", 0).await.expect("tenant");
     let agent = d

@@ -448,7 +448,7 @@ async fn a_big_upgrade_runs_past_the_statement_limit() {
         .expect("the runner repairs and migrates");
     eprintln!("opened after {:?}", started.elapsed());
     old.check_timeline(&store).await;
-    crate::migrate::fixture::until_finished(&store).await;
+    crate::migrate::fixture::until_finished(&store.0).await;
     eprintln!("step finished after {:?}", started.elapsed());
     assert_eq!(
         number(
@@ -549,7 +549,7 @@ async fn an_interrupted_step_resumes() {
     let store = MySqlStore::open_with(db.url(), 4, StoreHooks::default(), options(false))
         .await
         .expect("open");
-    let ran = run_steps(&store, &CancellationToken::new(), Some(1))
+    let ran = run_steps(&store.0, &CancellationToken::new(), Some(1))
         .await
         .expect("one batch");
     assert_eq!(ran, Ran::Stopped);
@@ -586,7 +586,7 @@ async fn an_interrupted_step_resumes() {
     let store = MySqlStore::open(db.url(), 4, StoreHooks::default())
         .await
         .expect("open again");
-    crate::migrate::fixture::until_finished(&store).await;
+    crate::migrate::fixture::until_finished(&store.0).await;
     let (done_through, _, finished) = step().await;
     assert!(done_through == last_id && finished.is_some());
     assert_eq!(
