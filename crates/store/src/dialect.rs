@@ -57,6 +57,16 @@ impl Dialect {
         !matches!(self, Self::MySql)
     }
 
+    /// Whether one process owns the database (SQLite: the single writer of its
+    /// file, behind its lock file), so an idempotency key in flight at start
+    /// belongs to a process that is gone: its transaction never committed, and
+    /// `idem_recover` forgets it. On a database that other instances share, their
+    /// in-flight keys are live; an abandoned key is taken over once its lock runs
+    /// out (phase 1).
+    pub(crate) const fn sole_owner(self) -> bool {
+        matches!(self, Self::Sqlite)
+    }
+
     /// `template` in this dialect.
     pub(crate) fn render(self, template: &str) -> String {
         let words: [(&str, &str); 6] = match self {

@@ -157,28 +157,19 @@ pub(crate) trait DirectoryStatements: Driver {
     ) -> StoreResult<bool>;
     /// `tenant`'s rows of client settings, its own first (read pool).
     async fn client_settings_of(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>>;
-}
 
-/// Where a backend's shape differs: each method has the portable default.
-#[async_trait]
-pub(crate) trait DirectoryDriver: DirectoryStatements {
     /// Reads a live grant and deletes it (used or not, valid or not: a presented
     /// ticket is gone), so a ticket works once even when two requests, on any
     /// instances, race for it: the second `DELETE` waits for the first one's row
     /// lock and then deletes nothing, and only the request whose delete took the row
-    /// gets the grant. PostgreSQL does it in one statement (`DELETE … RETURNING`).
+    /// gets the grant. Its own transaction (PostgreSQL: one statement,
+    /// `DELETE … RETURNING`).
     async fn take_live_grant(
         &self,
         hash: &[u8],
         kind: GrantKind,
         now: Millis,
-    ) -> StoreResult<Option<Grant>> {
-        let mut tx = self.begin_write().await?;
-        let grant = self.live_grant(Some(&mut tx), hash, kind, now).await?;
-        let taken = self.delete_grant_of_kind(&mut tx, hash, kind).await?;
-        self.commit(tx, &[]).await?;
-        Ok(grant.filter(|_| taken))
-    }
+    ) -> StoreResult<Option<Grant>>;
 }
 
 /// The tenant called `name`, created if missing. Several instances may start at
@@ -385,7 +376,7 @@ pub(crate) fn depth_rows(counts: Vec<DepthCount>) -> Vec<DepthRow> {
 
 /// Every backend with the directory's statements has the directory.
 #[async_trait]
-impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore for Engine<D> {
+impl<D: DirectoryStatements + AuditStatements + LineageStatements> DirectoryStore for Engine<D> {
     async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
         ensure_tenant(&self.0, name, now).await
     }

@@ -53,7 +53,7 @@ pub(crate) trait EventStatements: Driver {
     ) -> StoreResult<u64>;
     async fn insert_event(&self, tx: &mut Self::Tx, e: &NewEvent<'_>) -> StoreResult<()>;
     /// Appends one row to an event's history. Off the happy path only, after
-    /// [`EventDriver::move_steps`].
+    /// [`move_steps`](Self::move_steps).
     async fn history(
         &self,
         tx: &mut Self::Tx,
@@ -88,11 +88,7 @@ pub(crate) trait EventStatements: Driver {
         }
         self.clear_steps(tx, event_id).await
     }
-}
 
-/// Where a backend's shape differs: each method has the portable default.
-#[async_trait]
-pub(crate) trait EventDriver: EventStatements {
     /// Takes the next number of `agent`'s sequence, locking its row until the
     /// transaction ends (I2); `NotFound` when the agent is not in `tenant`. One
     /// statement where the dialect has `UPDATE … RETURNING` ([`take_seq_returning`]),
@@ -131,7 +127,7 @@ pub(crate) struct Envelope<'a> {
 /// [`deliver`] to one member of a fan-out (a room's members, a memory's
 /// subscribers): `None` when the agent was deleted after the members were read
 /// (its sequence no longer advances), so a deletion never fails the send.
-pub(crate) async fn deliver_member<D: EventDriver>(
+pub(crate) async fn deliver_member<D: EventStatements>(
     d: &D,
     tx: &mut D::Tx,
     to: AgentId,
@@ -144,7 +140,7 @@ pub(crate) async fn deliver_member<D: EventDriver>(
 }
 
 /// Puts one event into `to`'s inbox, numbered next in its sequence (I2).
-pub(crate) async fn deliver<D: EventDriver>(
+pub(crate) async fn deliver<D: EventStatements>(
     d: &D,
     tx: &mut D::Tx,
     to: AgentId,

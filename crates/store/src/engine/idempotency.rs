@@ -122,23 +122,17 @@ pub(crate) trait IdemStatements: InstanceStatements {
     async fn forget_key(&self, tx: &mut Self::Tx, key: &IdemKey) -> StoreResult<()>;
     /// Deletes every in-flight key; how many.
     async fn forget_in_flight_keys(&self, tx: &mut Self::Tx) -> StoreResult<u64>;
-}
 
-/// What a backend says about its keys.
-#[async_trait]
-pub(crate) trait IdemDriver: IdemStatements {
-    /// One process owns the database (SQLite: the single writer of this file), so an
-    /// in-flight key found at start belongs to a process that is gone: its
-    /// transaction never committed, and `idem_recover` forgets it. On a database
-    /// that other instances share, their in-flight keys are live; an abandoned key
-    /// is taken over once its lock runs out (phase 1).
-    const SOLE_OWNER: bool = false;
-
-    /// Records `key` as in flight if it is new; whether it was. Portable: an insert
-    /// that leaves an existing row alone. MySQL overrides it: there a duplicate
-    /// insert leaves a *shared* lock on the row, and two requests racing with one
-    /// key would each hold one and then both ask for the exclusive lock (a
-    /// deadlock).
+    /// Records `key` as in flight if it is new; whether it was. Portable:
+    /// [`insert_key`](Self::insert_key), an insert that leaves an existing row
+    /// alone. MySQL: there a duplicate insert leaves a *shared* lock on the row, and
+    /// two requests racing with one key would each hold one and then both ask for
+    /// the exclusive lock (a deadlock); so an upsert that changes nothing on a
+    /// duplicate takes the row's exclusive lock at once (as `lock_name` does for
+    /// name fences), and racing requests queue on it. MySQL cannot tell an insert
+    /// from a duplicate there (`CLIENT_FOUND_ROWS`), so it always answers "not
+    /// new": the engine then reads the locked row, and a row this very attempt made
+    /// (its owner, in flight) is taken as its own.
     async fn claim_key(
         &self,
         tx: &mut Self::Tx,
@@ -146,14 +140,12 @@ pub(crate) trait IdemDriver: IdemStatements {
         now: Millis,
         lock_ms: Millis,
         ttl_ms: Millis,
-    ) -> StoreResult<bool> {
-        self.insert_key(tx, key, now, lock_ms, ttl_ms).await
-    }
+    ) -> StoreResult<bool>;
 }
 
 /// One attempt of phase 1; `None`: the key was forgotten between the insert and
 /// the read, and is free again.
-async fn begin_once<D: IdemDriver>(
+async fn begin_once<D: IdemStatements>(
     d: &D,
     key: &IdemKey,
     now: Millis,
@@ -196,7 +188,7 @@ async fn begin_once<D: IdemDriver>(
 }
 
 /// Phase 1: records `key` as in flight, or says why the request must not run.
-pub(crate) async fn begin<D: IdemDriver>(
+pub(crate) async fn begin<D: IdemStatements>(
     d: &D,
     key: &IdemKey,
     now: Millis,
@@ -255,8 +247,8 @@ async fn abort<D: IdemStatements>(d: &D, key: &IdemKey) -> StoreResult<()> {
     d.commit(tx, &[]).await
 }
 
-async fn recover<D: IdemDriver>(d: &D) -> StoreResult<u64> {
-    if !D::SOLE_OWNER {
+async fn recover<D: IdemStatements>(d: &D) -> StoreResult<u64> {
+    if !D::DIALECT.sole_owner() {
         return Ok(0);
     }
     let mut tx = d.begin_write().await?;
@@ -277,7 +269,7 @@ async fn complete<D: IdemStatements>(
 
 /// Every backend with the key statements has idempotency keys.
 #[async_trait]
-impl<D: IdemDriver> IdemStore for Engine<D> {
+impl<D: IdemStatements> IdemStore for Engine<D> {
     async fn idem_begin(
         &self,
         key: &IdemKey,

@@ -8,7 +8,7 @@
 //!   instance waits for the batch and is seen by the next one, and `count` grows in
 //!   the batch's own transaction;
 //! - a batch's events are changed at most once (see `bulk.rs`);
-//! - a job has an owner (the instance running it, [`JobDriver::job_owner`]) and a
+//! - a job has an owner (the instance running it, [`Driver::job_owner`](super::Driver::job_owner)) and a
 //!   heartbeat each step refreshes; only a job whose heartbeat is stale counts as
 //!   interrupted. A backend that one process owns (SQLite) has no other instance:
 //!   its live jobs are its own, and at start every live job is one whose process
@@ -60,15 +60,11 @@ pub(crate) trait JobStatements: BulkDriver + InstanceStatements {
     async fn list_jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<Job>>;
 }
 
-/// What the job logic needs to know of a backend.
-pub(crate) trait JobDriver: JobStatements {
-    /// The instance this store runs in, recorded as the owner of the jobs it starts,
-    /// where several instances share the database; `None` where one process owns it
-    /// (SQLite), so that every live job is its process's.
-    fn job_owner(&self) -> Option<&str>;
-}
-
-async fn job_start<D: JobDriver>(d: &D, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted> {
+async fn job_start<D: JobStatements>(
+    d: &D,
+    spec: &JobSpec,
+    now: Millis,
+) -> StoreResult<JobStarted> {
     let scope = spec.scope();
     let mut tx = d.begin_write().await?;
     let (total, upto) = d.count_matching(&mut tx, spec.tenant, &scope).await?;
@@ -98,7 +94,7 @@ async fn job_start<D: JobDriver>(d: &D, spec: &JobSpec, now: Millis) -> StoreRes
 }
 
 /// One batch of a job, in one transaction (see [`JobStore::job_step`]).
-async fn job_step<D: JobDriver>(
+async fn job_step<D: JobStatements>(
     d: &D,
     spec: &JobSpec,
     job_id: i64,
@@ -138,7 +134,7 @@ async fn job_step<D: JobDriver>(
 /// row lock, is one `from` accepts; else returns it unchanged. A cancel from any
 /// instance is such a move: the state is stored, and the owner's next step (which
 /// waits for this row lock) reads it.
-async fn move_job<D: JobDriver>(
+async fn move_job<D: JobStatements>(
     d: &D,
     tenant: TenantId,
     job_id: i64,
@@ -159,7 +155,7 @@ async fn move_job<D: JobDriver>(
 
 /// Marks interrupted the live jobs whose heartbeat is older than `stale_before`, or
 /// whose instance died (see `instances.rs`).
-async fn interrupt<D: JobDriver>(
+async fn interrupt<D: JobStatements>(
     d: &D,
     now: Millis,
     stale_before: Millis,
@@ -177,7 +173,7 @@ async fn interrupt<D: JobDriver>(
 
 /// Every backend with the job driver has the jobs.
 #[async_trait]
-impl<D: JobDriver> JobStore for Engine<D> {
+impl<D: JobStatements> JobStore for Engine<D> {
     async fn job_start(&self, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted> {
         self.0.retrying(|| job_start(&self.0, spec, now)).await
     }

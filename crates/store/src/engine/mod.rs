@@ -77,6 +77,11 @@ pub(crate) trait Driver: Send + Sync + 'static {
     /// It ends with [`commit`](Self::commit), with no wake-ups.
     async fn begin_read(&self) -> StoreResult<Self::Tx>;
 
+    /// The instance this store runs in, recorded as the owner of the jobs it starts,
+    /// where several instances share the database; `None` where one process owns it
+    /// (SQLite), so that every live job is its process's.
+    fn job_owner(&self) -> Option<&str>;
+
     /// The test seams (no-ops in production).
     fn hooks(&self) -> &crate::hooks::StoreHooks;
 

@@ -10,7 +10,7 @@
 //! renewal waits for the call, and calls on one memory (and their record versions)
 //! are serialized. On SQLite the single writer gives all of this at once.
 
-use super::events::{Envelope, EventDriver, deliver_member};
+use super::events::{Envelope, EventStatements, deliver_member};
 use super::lease_audit::{self, LeaseAuditStatements};
 use crate::clock::Millis;
 use crate::lease_rules::*;
@@ -52,7 +52,7 @@ pub(crate) struct RecordWrite<'a> {
 /// The statements of the data plane (`store/statements/records.rs`). Each is one
 /// statement, in `tx`.
 #[async_trait]
-pub(crate) trait RecordStatements: EventDriver + LeaseAuditStatements {
+pub(crate) trait RecordStatements: EventStatements + LeaseAuditStatements {
     /// The memory's fence, its row locked until the transaction ends; `None`: no
     /// such memory in `tenant`.
     async fn lock_memory_fence(

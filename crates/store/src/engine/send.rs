@@ -9,7 +9,7 @@
 //! lock shared members in the same order. On SQLite the single writer gives all of
 //! this at once.
 
-use super::events::{Envelope, EventDriver, deliver, deliver_member};
+use super::events::{Envelope, EventStatements, deliver, deliver_member};
 use super::idempotency::{self, IdemStatements};
 use crate::clock::{Millis, to_timestamp};
 use crate::rows::room_sender;
@@ -20,7 +20,7 @@ use switchboard_proto::Delivery;
 /// The statements of sends and rooms (`store/statements/send.rs`), each in the
 /// caller's transaction unless it says otherwise.
 #[async_trait]
-pub(crate) trait SendStatements: EventDriver + IdemStatements {
+pub(crate) trait SendStatements: EventStatements + IdemStatements {
     /// Increments the room's `head_seq` (locking its row) and returns the new value;
     /// `RowNotFound` when the room is not in `tenant`.
     async fn next_room_seq(

@@ -293,6 +293,10 @@ impl crate::engine::Driver for MySqlDriver {
     type Tx = sqlx::Transaction<'static, MySql>;
     const DIALECT: crate::dialect::Dialect = crate::dialect::Dialect::MySql;
 
+    fn job_owner(&self) -> Option<&str> {
+        Some(&self.instance)
+    }
+
     fn hooks(&self) -> &StoreHooks {
         &self.hooks
     }
@@ -331,47 +335,8 @@ impl crate::engine::Driver for MySqlDriver {
 crate::statements::shared_statements!(MySqlDriver);
 crate::migrate::step_statements!(MySqlDriver);
 
-/// MySQL runs the portable shapes: no `UPDATE … RETURNING`, no data-modifying CTEs.
-impl crate::engine::events::EventDriver for MySqlDriver {}
-
 // The other areas' portable shapes.
 impl crate::engine::ops::bulk::BulkDriver for MySqlDriver {}
-impl crate::engine::directory::DirectoryDriver for MySqlDriver {}
-#[async_trait::async_trait]
-impl crate::engine::idempotency::IdemDriver for MySqlDriver {
-    /// An upsert that changes nothing on a duplicate: it takes the row's exclusive
-    /// lock at once (as `lock_name` does for name fences), so requests racing with
-    /// one key queue on it instead of deadlocking on shared locks. MySQL cannot
-    /// tell an insert from a duplicate here (`CLIENT_FOUND_ROWS`), so it always
-    /// answers "not new": the engine then reads the locked row, and a row this very
-    /// attempt made (its owner, in flight) is taken as its own.
-    async fn claim_key(
-        &self,
-        tx: &mut Self::Tx,
-        key: &crate::IdemKey,
-        now: crate::clock::Millis,
-        lock_ms: crate::clock::Millis,
-        ttl_ms: crate::clock::Millis,
-    ) -> crate::StoreResult<bool> {
-        sqlx::query(
-            "INSERT INTO idempotency_keys (tenant_id, principal, key_hash, fingerprint, \
-             state, created_at, locked_until, expires_at, owner) \
-             VALUES (?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) \
-             ON DUPLICATE KEY UPDATE key_hash = key_hash",
-        )
-        .bind(key.tenant_id.to_string())
-        .bind(&key.principal)
-        .bind(&key.key_hash)
-        .bind(&key.fingerprint)
-        .bind(now)
-        .bind(now + lock_ms)
-        .bind(now + ttl_ms)
-        .bind(&key.owner)
-        .execute(&mut **tx)
-        .await?;
-        Ok(false)
-    }
-}
 #[async_trait]
 impl crate::engine::inbox_transactions::InboxDriver for MySqlDriver {
     /// The agent's row, `FOR UPDATE`: the claim writes `last_seen_at` there before it
@@ -390,8 +355,3 @@ impl crate::engine::inbox_transactions::InboxDriver for MySqlDriver {
     }
 }
 impl crate::engine::maintenance::MaintenanceDriver for MySqlDriver {}
-impl crate::engine::jobs::JobDriver for MySqlDriver {
-    fn job_owner(&self) -> Option<&str> {
-        Some(&self.instance)
-    }
-}

@@ -4,7 +4,6 @@
 use super::PgDriver;
 use super::timeline::{CLEAR_STEPS, moved_then};
 use crate::clock::Millis;
-use crate::engine::jobs::JobDriver;
 use crate::engine::ops::bulk::{self, Batch, BulkStatements, Changed, Window};
 use crate::rows::Cols;
 use crate::{Actor, Scope, StoreResult};
@@ -101,13 +100,5 @@ impl bulk::BulkDriver for PgDriver {
         // ones: fewer than the limit means the window is exhausted.
         let full = window.limit.is_some_and(|l| changed.len() as u64 >= l);
         Ok(Batch { changed, full })
-    }
-}
-
-impl JobDriver for PgDriver {
-    /// Several instances share the database: each job's owner is the instance
-    /// running it, live while its heartbeat is fresh.
-    fn job_owner(&self) -> Option<&str> {
-        Some(self.instance())
     }
 }

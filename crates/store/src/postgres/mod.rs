@@ -19,7 +19,6 @@
 //!   delivered to every instance after (and only after) the commit (I1).
 
 mod bulk;
-mod directory;
 mod health;
 mod inbox;
 mod leases;
@@ -247,6 +246,12 @@ impl crate::engine::Driver for PgDriver {
     type Tx = sqlx::Transaction<'static, Postgres>;
     const DIALECT: crate::dialect::Dialect = crate::dialect::Dialect::Postgres;
 
+    /// Several instances share the database: each job's owner is the instance
+    /// running it, live while its heartbeat is fresh.
+    fn job_owner(&self) -> Option<&str> {
+        Some(self.instance())
+    }
+
     fn hooks(&self) -> &StoreHooks {
         &self.hooks
     }
@@ -279,8 +284,3 @@ impl crate::engine::Driver for PgDriver {
 
 crate::statements::shared_statements!(PgDriver);
 crate::migrate::step_statements!(PgDriver);
-
-impl crate::engine::events::EventDriver for PgDriver {}
-
-/// Other instances share the database: their in-flight keys are live.
-impl crate::engine::idempotency::IdemDriver for PgDriver {}

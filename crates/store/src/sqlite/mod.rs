@@ -258,6 +258,11 @@ impl crate::engine::Driver for SqliteDriver {
     type Tx = SqliteTx;
     const DIALECT: crate::dialect::Dialect = crate::dialect::Dialect::Sqlite;
 
+    /// One process owns the file (`_owner`): every live job is its own.
+    fn job_owner(&self) -> Option<&str> {
+        None
+    }
+
     fn hooks(&self) -> &StoreHooks {
         &self.hooks
     }
@@ -308,22 +313,7 @@ impl crate::engine::Driver for SqliteDriver {
 
 crate::statements::shared_statements!(SqliteDriver);
 
-/// SQLite runs every statement in its portable shape.
-impl crate::engine::events::EventDriver for SqliteDriver {}
-
-impl crate::engine::idempotency::IdemDriver for SqliteDriver {
-    /// The write pool holds the only writer of this file (its lock file says so),
-    /// so any in-flight key at start belongs to a process that is gone.
-    const SOLE_OWNER: bool = true;
-}
-impl crate::engine::directory::DirectoryDriver for SqliteDriver {}
 impl crate::engine::ops::bulk::BulkDriver for SqliteDriver {}
 
-impl crate::engine::jobs::JobDriver for SqliteDriver {
-    /// One process owns the file (`_owner`): every live job is its own.
-    fn job_owner(&self) -> Option<&str> {
-        None
-    }
-}
 impl crate::engine::inbox_transactions::InboxDriver for SqliteDriver {}
 impl crate::engine::maintenance::MaintenanceDriver for SqliteDriver {}

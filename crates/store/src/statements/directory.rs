@@ -239,6 +239,44 @@ macro_rules! directory_statements {
                 .transpose()
             }
 
+            async fn take_live_grant(
+                &self,
+                hash: &[u8],
+                kind: $crate::GrantKind,
+                now: $crate::clock::Millis,
+            ) -> $crate::StoreResult<Option<$crate::Grant>> {
+                use $crate::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE};
+                let dialect = <Self as $crate::engine::Driver>::DIALECT;
+                if dialect != $crate::dialect::Dialect::Postgres {
+                    let mut tx = $crate::engine::Driver::begin_write(self).await?;
+                    let grant = self.live_grant(Some(&mut tx), hash, kind, now).await?;
+                    let taken = self.delete_grant_of_kind(&mut tx, hash, kind).await?;
+                    $crate::engine::Driver::commit(self, tx, &[]).await?;
+                    return Ok(grant.filter(|_| taken));
+                }
+                // The delete and the read in one statement (one round trip, no
+                // transaction): `g` is the row just deleted, so of two racing
+                // requests the second one's `DELETE` waits for the first one's row
+                // lock, then finds nothing.
+                let row = sqlx::query($crate::dialect::sql!(
+                    dialect,
+                    "WITH g AS (DELETE FROM console_grants WHERE hash = $1 AND kind = $2 \
+                     RETURNING *) SELECT {GRANT_COLS} FROM g {GRANT_JOINS} {GRANT_LIVE}"
+                ))
+                .bind(hash)
+                .bind(kind.as_str())
+                .bind(now)
+                .fetch_optional(self.write_pool())
+                .await?;
+                row.map(|row| {
+                    $crate::rows::grant_from_row(
+                        &row,
+                        sqlx::Row::try_get(&row, "token_hash")?,
+                    )
+                })
+                .transpose()
+            }
+
             async fn delete_grant_of_kind(
                 &self,
                 tx: &mut Self::Tx,

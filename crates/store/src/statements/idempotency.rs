@@ -35,6 +35,38 @@ macro_rules! idem_statements {
                 $crate::dialect::inserted(inserted)
             }
 
+            async fn claim_key(
+                &self,
+                tx: &mut Self::Tx,
+                key: &$crate::IdemKey,
+                now: $crate::clock::Millis,
+                lock_ms: $crate::clock::Millis,
+                ttl_ms: $crate::clock::Millis,
+            ) -> $crate::StoreResult<bool> {
+                let dialect = <Self as $crate::engine::Driver>::DIALECT;
+                if dialect != $crate::dialect::Dialect::MySql {
+                    return self.insert_key(tx, key, now, lock_ms, ttl_ms).await;
+                }
+                sqlx::query($crate::dialect::sql!(
+                    dialect,
+                    "INSERT INTO idempotency_keys (tenant_id, principal, key_hash, fingerprint, \
+                     state, created_at, locked_until, expires_at, owner) \
+                     VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8) \
+                     ON DUPLICATE KEY UPDATE key_hash = key_hash"
+                ))
+                .bind(key.tenant_id.to_string())
+                .bind(&key.principal)
+                .bind(&key.key_hash)
+                .bind(&key.fingerprint)
+                .bind(now)
+                .bind(now + lock_ms)
+                .bind(now + ttl_ms)
+                .bind(&key.owner)
+                .execute(&mut **tx)
+                .await?;
+                Ok(false)
+            }
+
             async fn lock_key(
                 &self,
                 tx: &mut Self::Tx,

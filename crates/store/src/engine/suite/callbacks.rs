@@ -3,7 +3,7 @@
 
 use super::note;
 use super::{message, operator};
-use crate::engine::events::{EventDriver, deliver};
+use crate::engine::events::{EventStatements, deliver};
 use crate::*;
 use switchboard_proto::{CallbackAttempt, CallbackId, CallbackState};
 
@@ -45,7 +45,7 @@ fn attempt(
     }
 }
 
-pub(super) async fn check<D: EventDriver>(d: &Engine<D>)
+pub(super) async fn check<D: EventStatements>(d: &Engine<D>)
 where
     Engine<D>: Store,
 {

@@ -3,10 +3,10 @@
 //! `directory.rs::check`, which shares its tenants and agents with them.
 
 use super::note;
-use crate::engine::directory::{DirectoryDriver, NewToken};
+use crate::engine::directory::{DirectoryStatements, NewToken};
 use crate::*;
 
-pub(super) async fn tenants<D: DirectoryDriver>(d: &Engine<D>) -> (TenantId, TenantId)
+pub(super) async fn tenants<D: DirectoryStatements>(d: &Engine<D>) -> (TenantId, TenantId)
 where
     Engine<D>: Store,
 {
@@ -38,7 +38,7 @@ where
 /// `create_tenant`: the tenant and its operator token at once, a taken name
 /// creates neither, and of several creators of one name racing (on a pool, so on
 /// several connections) exactly one wins.
-async fn created_tenants<D: DirectoryDriver>(d: &Engine<D>)
+async fn created_tenants<D: DirectoryStatements>(d: &Engine<D>)
 where
     Engine<D>: Store,
 {
@@ -108,7 +108,7 @@ where
     );
 }
 
-pub(super) async fn tokens<D: DirectoryDriver>(
+pub(super) async fn tokens<D: DirectoryStatements>(
     d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
@@ -211,8 +211,11 @@ pub(super) async fn tokens<D: DirectoryDriver>(
     );
 }
 
-pub(super) async fn grants<D: DirectoryDriver>(d: &Engine<D>, tenant: TenantId, a1: &AgentRecord)
-where
+pub(super) async fn grants<D: DirectoryStatements>(
+    d: &Engine<D>,
+    tenant: TenantId,
+    a1: &AgentRecord,
+) where
     Engine<D>: Store,
 {
     let scopes = vec!["inbox:read".to_owned()];

@@ -5,14 +5,14 @@ use super::credentials::{grants, tenants, tokens};
 use super::note;
 use super::note_by;
 use super::{message, operator};
-use crate::engine::directory::{DepthCount, DirectoryDriver, depth_rows};
-use crate::engine::events::{EventDriver, deliver};
+use crate::engine::directory::{DepthCount, DirectoryStatements, depth_rows};
+use crate::engine::events::{EventStatements, deliver};
 use crate::*;
 
-/// Every `DirectoryStatements` and [`DirectoryDriver`] method against a fresh
+/// Every `DirectoryStatements` and [`DirectoryStatements`] method against a fresh
 /// database of `d`'s backend (other areas' checks may share it: names here are
 /// this file's own).
-pub(super) async fn check<D: DirectoryDriver + EventDriver>(d: &Engine<D>)
+pub(super) async fn check<D: DirectoryStatements + EventStatements>(d: &Engine<D>)
 where
     Engine<D>: Store,
 {
@@ -34,7 +34,7 @@ where
 }
 
 /// Two agents of `tenant` and one of the same name in `other`.
-async fn agents<D: DirectoryDriver>(
+async fn agents<D: DirectoryStatements>(
     d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
@@ -139,7 +139,7 @@ where
     (a, b, foreign)
 }
 
-async fn depth<D: DirectoryDriver + EventDriver>(
+async fn depth<D: DirectoryStatements + EventStatements>(
     d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
@@ -232,7 +232,7 @@ async fn depth<D: DirectoryDriver + EventDriver>(
     );
 }
 
-async fn client_reports<D: DirectoryDriver>(
+async fn client_reports<D: DirectoryStatements>(
     d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
@@ -285,7 +285,7 @@ async fn client_reports<D: DirectoryDriver>(
 
 /// Rows of client settings, and the token lookup that joins the agent's over the
 /// tenant's. `a1` holds the token `[0xe1; 32]` (see `tokens`).
-async fn client_settings<D: DirectoryDriver>(
+async fn client_settings<D: DirectoryStatements>(
     d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,

@@ -1,6 +1,6 @@
 //! The statements of idempotency keys, and phase 1 over them.
 
-use crate::engine::idempotency::{IdemDriver, StoredKey};
+use crate::engine::idempotency::{IdemStatements, StoredKey};
 use crate::*;
 
 fn key(tenant: TenantId, hash: u8, owner: u8) -> IdemKey {
@@ -20,9 +20,9 @@ fn response(status: u16) -> StoredResponse {
     }
 }
 
-/// Every [`IdemStatements`](crate::engine::idempotency::IdemStatements) method and [`IdemDriver`] constant against a fresh
+/// Every [`IdemStatements`](crate::engine::idempotency::IdemStatements) method and [`IdemStatements`] constant against a fresh
 /// database of `d`'s backend.
-pub(super) async fn check<D: IdemDriver>(d: &Engine<D>)
+pub(super) async fn check<D: IdemStatements>(d: &Engine<D>)
 where
     Engine<D>: Store,
 {
@@ -191,8 +191,8 @@ where
     );
     // At start, a backend that one process owns forgets what is in flight.
     let recovered = d.idem_recover().await.unwrap();
-    assert_eq!(recovered, u64::from(D::SOLE_OWNER));
-    let again = if D::SOLE_OWNER {
+    assert_eq!(recovered, u64::from(D::DIALECT.sole_owner()));
+    let again = if D::DIALECT.sole_owner() {
         IdemBegin::Fresh
     } else {
         IdemBegin::InFlight

@@ -1,9 +1,9 @@
 //! The instances' heartbeats, and what the idempotency keys and jobs of a dead
 //! instance become.
 
-use crate::engine::idempotency::IdemDriver;
+use crate::engine::idempotency::IdemStatements;
 use crate::engine::instances::{INSTANCE_DEAD_MS, beat};
-use crate::engine::jobs::JobDriver;
+use crate::engine::jobs::JobStatements;
 use crate::engine::ops::bulk::{NewAudit, NewJob};
 use crate::*;
 use switchboard_proto::JobState;
@@ -12,7 +12,7 @@ const DAY: i64 = 24 * 60 * 60 * 1000;
 
 /// Every `InstanceStatements` method, then phase 1 and the job pass over a dead
 /// instance's key and job, against a fresh database of `d`'s backend.
-pub(super) async fn check<D: IdemDriver + JobDriver>(d: &Engine<D>)
+pub(super) async fn check<D: IdemStatements + JobStatements>(d: &Engine<D>)
 where
     Engine<D>: Store,
 {

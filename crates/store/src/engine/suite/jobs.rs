@@ -1,13 +1,13 @@
 //! The jobs' statements and driver, and the job store over them.
 
 use super::ops::send;
-use crate::engine::jobs::JobDriver;
+use crate::engine::jobs::JobStatements;
 use crate::engine::ops::bulk::{NewAudit, NewJob};
 use crate::*;
 use switchboard_proto::JobState;
 
 /// A job's audit row, as `job_start` writes it, at `now`.
-async fn insert_job<D: JobDriver>(
+async fn insert_job<D: JobStatements>(
     d: &Engine<D>,
     tx: &mut D::Tx,
     tenant: TenantId,
@@ -34,9 +34,9 @@ where
     d.insert_audit(tx, &row).await.expect("audit row")
 }
 
-/// Every `JobStatements` and [`JobDriver`] method, then the job store's paths,
+/// Every `JobStatements` and [`JobStatements`] method, then the job store's paths,
 /// against a fresh database of `d`'s backend (with no live job yet).
-pub(super) async fn check<D: JobDriver>(d: &Engine<D>)
+pub(super) async fn check<D: JobStatements>(d: &Engine<D>)
 where
     Engine<D>: Store,
 {

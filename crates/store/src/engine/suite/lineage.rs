@@ -8,7 +8,7 @@ use crate::engine::lineage::LineageStatements;
 use crate::*;
 
 /// Seeds `hash` in `tenant` with `parent`.
-async fn token<D: super::super::directory::DirectoryDriver>(
+async fn token<D: super::super::directory::DirectoryStatements>(
     d: &Engine<D>,
     tenant: TenantId,
     hash: u8,
@@ -45,7 +45,7 @@ where
 pub(super) async fn check<D>(d: &Engine<D>)
 where
     Engine<D>: Store,
-    D: LineageStatements + super::super::directory::DirectoryDriver,
+    D: LineageStatements + super::super::directory::DirectoryStatements,
 {
     let tenant = d.ensure_tenant("lineage", 0).await.unwrap();
     let other = d.ensure_tenant("lineage-other", 0).await.unwrap();

@@ -125,10 +125,10 @@ where
     Engine<D>: Store,
     D: super::records::RecordStatements
         + super::leases::LeaseDriver
-        + super::idempotency::IdemDriver
+        + super::idempotency::IdemStatements
         + super::send::SendStatements
-        + super::directory::DirectoryDriver
-        + super::jobs::JobDriver
+        + super::directory::DirectoryStatements
+        + super::jobs::JobStatements
         + super::inbox_transactions::InboxDriver
         + super::lineage::LineageStatements,
 {
