@@ -14,7 +14,7 @@ use super::audit::{self, AuditStatements};
 use super::idempotency::{IdemStatements, store_response};
 use super::{Driver, Engine};
 use crate::clock::{Millis, to_timestamp};
-use crate::rows::{Cols, parse_id};
+use crate::rows::Cols;
 use crate::{
     AttemptRecord, AuditNote, CallbackStore, IdemKey, NewCallback, StateChange, StoreError,
     StoreResult, StoredCallback, StoredResponse,
@@ -96,9 +96,9 @@ pub(crate) fn stored_from_row(r: &impl Cols) -> StoreResult<StoredCallback> {
     let failing_since = r.opt_int("failing_since")?;
     Ok(StoredCallback {
         callback: Callback {
-            callback_id: parse_id(&r.text("id")?)?,
+            callback_id: r.id("id")?,
             agent: r.text("agent_name")?,
-            agent_id: parse_id(&r.text("agent_id")?)?,
+            agent_id: r.id("agent_id")?,
             url: r.text("url")?,
             state,
             created_at: to_timestamp(r.int("created_at")?),
@@ -111,7 +111,7 @@ pub(crate) fn stored_from_row(r: &impl Cols) -> StoreResult<StoredCallback> {
             failing_since: failing_since.map(to_timestamp),
             disabled_reason: r.opt_text("disabled_reason")?,
         },
-        tenant: parse_id(&r.text("tenant_id")?)?,
+        tenant: r.id("tenant_id")?,
         sealed: r.bytes("secret_sealed")?,
         key_id: r.text("key_id")?,
         next_attempt_at: r.int("next_attempt_at")?,
@@ -123,7 +123,7 @@ pub(crate) fn stored_from_row(r: &impl Cols) -> StoreResult<StoredCallback> {
 pub(crate) fn attempt_from_row(r: &impl Cols) -> StoreResult<CallbackAttempt> {
     Ok(CallbackAttempt {
         at: to_timestamp(r.int("at")?),
-        event_id: r.opt_text("event_id")?.map(|e| parse_id(&e)).transpose()?,
+        event_id: r.opt_id("event_id")?,
         kind: r.text("kind")?,
         status: r.opt_int("status")?.and_then(|s| u16::try_from(s).ok()),
         error: r.opt_text("error")?,

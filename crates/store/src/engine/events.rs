@@ -17,13 +17,13 @@ use switchboard_proto::{AgentId, Delivery, EventId, RoomId, TenantId};
 
 /// An event row to insert, with everything its statement binds.
 pub(crate) struct NewEvent<'a> {
-    pub(crate) id: String,
-    pub(crate) tenant: String,
-    pub(crate) agent: String,
+    pub(crate) id: EventId,
+    pub(crate) tenant: TenantId,
+    pub(crate) agent: AgentId,
     pub(crate) seq: i64,
-    pub(crate) sender_agent_id: Option<String>,
+    pub(crate) sender_agent_id: Option<AgentId>,
     pub(crate) sender_name: Option<String>,
-    pub(crate) room_id: Option<String>,
+    pub(crate) room_id: Option<RoomId>,
     pub(crate) room_seq: Option<i64>,
     pub(crate) msg: &'a NewMessage,
     pub(crate) now: Millis,
@@ -156,17 +156,17 @@ pub(crate) async fn deliver<D: EventStatements>(
     let seq = d.next_seq(tx, tenant, to).await?;
     let event_id = EventId::new();
     let (sender_agent_id, sender_name) = match from {
-        Actor::Agent { id, name } => (Some(id.to_string()), Some(name.clone())),
+        Actor::Agent { id, name } => (Some(*id), Some(name.clone())),
         _ => (None, None),
     };
     let row = NewEvent {
-        id: event_id.to_string(),
-        tenant: tenant.to_string(),
-        agent: to.to_string(),
+        id: event_id,
+        tenant,
+        agent: to,
         seq: seq as i64,
         sender_agent_id,
         sender_name,
-        room_id: room.map(|(r, _)| r.to_string()),
+        room_id: room.map(|(r, _)| r),
         room_seq: room.map(|(_, s)| s as i64),
         msg,
         now,

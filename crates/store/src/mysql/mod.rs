@@ -348,7 +348,7 @@ impl crate::engine::inbox_transactions::InboxDriver for MySqlDriver {
         agent: switchboard_proto::AgentId,
     ) -> StoreResult<()> {
         sqlx::query("SELECT id FROM agents WHERE id = ? FOR UPDATE")
-            .bind(agent.to_string())
+            .bind(agent)
             .fetch_optional(&mut **tx)
             .await?;
         Ok(())

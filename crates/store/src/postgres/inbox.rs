@@ -33,7 +33,7 @@ impl InboxDriver for PgDriver {
     async fn order_claims(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<()> {
         sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
             .bind(CLAIM_LOCK_CLASS)
-            .bind(agent.to_string())
+            .bind(agent)
             .execute(&mut **tx)
             .await?;
         Ok(())
@@ -72,7 +72,7 @@ impl InboxDriver for PgDriver {
              SELECT * FROM c ORDER BY priority DESC, seq",
             AVAILABLE = available("", "$2")
         ))
-        .bind(agent.id.to_string())
+        .bind(agent.id)
         .bind(now)
         .bind(lease_until)
         .bind(i64::from(limit))
@@ -85,7 +85,7 @@ impl InboxDriver for PgDriver {
             .map(|row| {
                 Ok(ClaimedEvent {
                     event: event_from_row(row)?,
-                    claim_token: parse_id(&row.try_get::<String, _>("claim_token")?)?,
+                    claim_token: row.try_get("claim_token")?,
                     lease_expires_at,
                 })
             })
@@ -142,9 +142,9 @@ impl InboxDriver for PgDriver {
             )
         ))
         .bind(r.now)
-        .bind(r.event.to_string())
-        .bind(r.agent.id.to_string())
-        .bind(r.token.to_string())
+        .bind(r.event)
+        .bind(r.agent.id)
+        .bind(r.token)
         .bind(r.terminal)
         .bind(r.available_at)
         .bind(r.error)
@@ -182,5 +182,5 @@ fn complete_claims(
     .bind(now)
     .bind(ids)
     .bind(tokens)
-    .bind(agent.id.to_string())
+    .bind(agent.id)
 }

@@ -310,7 +310,7 @@ async fn until_a_lock_wait(pool: &PgPool) {
 
 async fn lock_agent(conn: &mut PgConnection, agent: switchboard_proto::AgentId) {
     sqlx::query("UPDATE agents SET low_water = low_water WHERE id = $1")
-        .bind(agent.to_string())
+        .bind(agent)
         .execute(conn)
         .await
         .expect("lock the agent's row");
@@ -433,14 +433,14 @@ async fn a_serialization_failure_runs_again_and_is_applied_once() {
                         .await?;
                     // The snapshot is taken here, before the other one's update.
                     sqlx::query("SELECT low_water FROM agents WHERE id = $1")
-                        .bind(agent.to_string())
+                        .bind(agent)
                         .fetch_one(&mut *tx)
                         .await?;
                     if n < 2 {
                         barrier.wait().await;
                     }
                     sqlx::query("UPDATE agents SET low_water = low_water + 1 WHERE id = $1")
-                        .bind(agent.to_string())
+                        .bind(agent)
                         .execute(&mut *tx)
                         .await?;
                     store.commit(tx, &[]).await
@@ -455,7 +455,7 @@ async fn a_serialization_failure_runs_again_and_is_applied_once() {
     two.expect("both commit");
     assert_eq!(attempts.load(Ordering::SeqCst), 3, "one attempt ran again");
     let low_water: i64 = sqlx::query_scalar("SELECT low_water FROM agents WHERE id = $1")
-        .bind(agent.to_string())
+        .bind(agent)
         .fetch_one(store.pool())
         .await
         .expect("read");

@@ -19,7 +19,7 @@ macro_rules! audit_statements {
                     "INSERT INTO audit_log (tenant_id, actor, action, target, detail, count, at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(&note.actor)
                 .bind(action)
                 .bind(&note.target)

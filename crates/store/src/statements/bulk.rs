@@ -13,7 +13,7 @@ macro_rules! bulk_statements {
             ) {
                 use $crate::engine::ops::OpsStatements;
                 qb.push(" FROM events e JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = ");
-                qb.push_bind(tenant.to_string());
+                qb.push_bind(tenant);
                 qb.push(format!(
                     " AND e.status IN {}",
                     $crate::rows::applies_to(scope.action)
@@ -25,7 +25,7 @@ macro_rules! bulk_statements {
                         qb.push(" AND e.id IN (");
                         let mut list = qb.separated(", ");
                         for id in ids {
-                            list.push_bind(id.to_string());
+                            list.push_bind(id);
                         }
                         list.push_unseparated(")");
                     }
@@ -34,10 +34,10 @@ macro_rules! bulk_statements {
                     <Self as OpsStatements>::push_filter(qb, filter);
                 }
                 if let Some(after) = window.after {
-                    qb.push(" AND e.id > ").push_bind(after.to_string());
+                    qb.push(" AND e.id > ").push_bind(after);
                 }
                 if let Some(upto) = window.upto {
-                    qb.push(" AND e.id <= ").push_bind(upto.to_string());
+                    qb.push(" AND e.id <= ").push_bind(upto);
                 }
             }
 
@@ -52,10 +52,10 @@ macro_rules! bulk_statements {
                 <Self as BulkStatements>::push_scope(&mut qb, tenant, scope, &Window::default());
                 let row = qb.build().fetch_one(&mut **tx).await?;
                 let count: i64 = sqlx::Row::try_get(&row, 0)?;
-                let max: Option<String> = sqlx::Row::try_get(&row, 1)?;
+                let max = sqlx::Row::try_get(&row, 1)?;
                 Ok((
                     count as u64,
-                    max.as_deref().map($crate::rows::parse_id).transpose()?,
+                    max,
                 ))
             }
 
@@ -145,7 +145,7 @@ macro_rules! bulk_statements {
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13){}",
                     if mysql { "" } else { " RETURNING id" }
                 ))
-                .bind(row.tenant.to_string())
+                .bind(row.tenant)
                 .bind(row.actor.to_string())
                 .bind(row.scope.action.as_str())
                 .bind(

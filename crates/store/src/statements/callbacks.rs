@@ -14,14 +14,14 @@ macro_rules! callback_statements {
                     "DELETE FROM callback_attempts WHERE callback_id IN \
                      (SELECT id FROM callbacks WHERE agent_id = $1)"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 sqlx::query($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "DELETE FROM callbacks WHERE agent_id = $1"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -37,9 +37,9 @@ macro_rules! callback_statements {
                     "INSERT INTO callbacks (id, tenant_id, agent_id, url, secret_sealed, key_id, \
                      state, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'active', $7)"
                 ))
-                .bind(new.id.to_string())
-                .bind(new.tenant.to_string())
-                .bind(new.agent.to_string())
+                .bind(new.id)
+                .bind(new.tenant)
+                .bind(new.agent)
                 .bind(&new.url)
                 .bind(&new.sealed)
                 .bind(&new.key_id)
@@ -64,20 +64,20 @@ macro_rules! callback_statements {
                         "SELECT {CALLBACK_COLS} {FROM} WHERE c.tenant_id = $1 \
                          ORDER BY c.created_at, c.id"
                     ))
-                    .bind(tenant.to_string()),
+                    .bind(tenant),
                     Which::Agent(agent) => sqlx::query($crate::dialect::sql!(
                         dialect,
                         "SELECT {CALLBACK_COLS} {FROM} WHERE c.tenant_id = $1 \
                          AND c.agent_id = $2 ORDER BY c.created_at, c.id"
                     ))
-                    .bind(tenant.to_string())
-                    .bind(agent.to_string()),
+                    .bind(tenant)
+                    .bind(agent),
                     Which::One(id) => sqlx::query($crate::dialect::sql!(
                         dialect,
                         "SELECT {CALLBACK_COLS} {FROM} WHERE c.tenant_id = $1 AND c.id = $2"
                     ))
-                    .bind(tenant.to_string())
-                    .bind(id.to_string()),
+                    .bind(tenant)
+                    .bind(id),
                 };
                 let rows = match tx {
                     Some(tx) => query.fetch_all(&mut **tx).await?,
@@ -98,8 +98,8 @@ macro_rules! callback_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "DELETE FROM callbacks WHERE tenant_id = $1 AND id = $2"
                 ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
+                .bind(tenant)
+                .bind(id)
                 .execute(&mut **tx)
                 .await?
                 .rows_affected();
@@ -108,7 +108,7 @@ macro_rules! callback_statements {
                         <Self as $crate::engine::Driver>::DIALECT,
                         "DELETE FROM callback_attempts WHERE callback_id = $1"
                     ))
-                    .bind(id.to_string())
+                    .bind(id)
                     .execute(&mut **tx)
                     .await?;
                 }
@@ -131,8 +131,8 @@ macro_rules! callback_statements {
                              failure_streak = 0, failing_since = NULL, next_attempt_at = 0 \
                              WHERE tenant_id = $1 AND id = $2"
                         ))
-                        .bind(tenant.to_string())
-                        .bind(id.to_string())
+                        .bind(tenant)
+                        .bind(id)
                         .execute(&mut **tx)
                         .await?;
                     }
@@ -143,8 +143,8 @@ macro_rules! callback_statements {
                              WHERE tenant_id = $2 AND id = $3"
                         ))
                         .bind(reason)
-                        .bind(tenant.to_string())
-                        .bind(id.to_string())
+                        .bind(tenant)
+                        .bind(id)
                         .execute(&mut **tx)
                         .await?;
                     }
@@ -196,7 +196,7 @@ macro_rules! callback_statements {
                 ))
                 .bind(token.to_string())
                 .bind(until)
-                .bind(id.to_string())
+                .bind(id)
                 .bind(now)
                 .execute(self.write_pool())
                 .await?
@@ -214,7 +214,7 @@ macro_rules! callback_statements {
                     "UPDATE callbacks SET lease_token = NULL, leased_until = NULL \
                      WHERE id = $1 AND lease_token = $2"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .bind(token.to_string())
                 .execute(self.write_pool())
                 .await?;
@@ -231,8 +231,8 @@ macro_rules! callback_statements {
                     "INSERT INTO callback_attempts (callback_id, event_id, kind, at, status, \
                      error, latency_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
-                .bind(r.callback.to_string())
-                .bind(r.attempt.event_id.map(|e| e.to_string()))
+                .bind(r.callback)
+                .bind(r.attempt.event_id)
                 .bind(&r.attempt.kind)
                 .bind(r.at)
                 .bind(r.attempt.status.map(i64::from))
@@ -261,7 +261,7 @@ macro_rules! callback_statements {
                     ))
                     .bind(r.at)
                     .bind(status)
-                    .bind(r.callback.to_string())
+                    .bind(r.callback)
                     .bind(token)
                     .execute(&mut **tx)
                     .await?;
@@ -287,7 +287,7 @@ macro_rules! callback_statements {
                     .bind(r.next_attempt_at)
                     .bind(&r.disable)
                     .bind(&r.disable)
-                    .bind(r.callback.to_string())
+                    .bind(r.callback)
                     .bind(token)
                     .execute(&mut **tx)
                     .await?;
@@ -305,7 +305,7 @@ macro_rules! callback_statements {
                     "SELECT event_id, kind, at, status, error, latency_ms FROM callback_attempts \
                      WHERE callback_id = $1 ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;

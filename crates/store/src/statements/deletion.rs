@@ -19,8 +19,8 @@ macro_rules! deletion_statements {
                 ))
                 .bind(now)
                 .bind(format!("deleted:{agent}"))
-                .bind(agent.to_string())
-                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() > 0)
@@ -39,7 +39,7 @@ macro_rules! deletion_statements {
                      WHERE agent_id = $2 AND status IN ('pending', 'claimed', 'quarantined')"
                 ))
                 .bind(now)
-                .bind(agent.to_string())
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected())
@@ -61,7 +61,7 @@ macro_rules! deletion_statements {
                     ),
                 ] {
                     sqlx::query(sql)
-                        .bind(agent.to_string())
+                        .bind(agent)
                         .execute(&mut **tx)
                         .await?;
                 }

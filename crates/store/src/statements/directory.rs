@@ -11,14 +11,14 @@ macro_rules! directory_statements {
                 &self,
                 name: &str,
             ) -> $crate::StoreResult<Option<switchboard_proto::TenantId>> {
-                let id: Option<String> = sqlx::query_scalar($crate::dialect::sql!(
+                let id = sqlx::query_scalar($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT id FROM tenants WHERE name = $1"
                 ))
                 .bind(name)
                 .fetch_optional(self.read_pool())
                 .await?;
-                id.as_deref().map($crate::rows::parse_id).transpose()
+                Ok(id)
             }
 
             async fn insert_tenant(
@@ -32,7 +32,7 @@ macro_rules! directory_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .bind(name)
                 .bind(now)
                 .execute(&mut **tx)
@@ -45,7 +45,7 @@ macro_rules! directory_statements {
             async fn tenants_with_counts(
                 &self,
             ) -> $crate::StoreResult<Vec<$crate::TenantRecord>> {
-                use $crate::rows::{Cols, parse_id};
+                use $crate::rows::Cols;
                 let rows = sqlx::query($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT t.id, t.name, t.created_at, COUNT(a.id) AS agents \
@@ -57,7 +57,7 @@ macro_rules! directory_statements {
                 rows.iter()
                     .map(|r| {
                         Ok($crate::TenantRecord {
-                            id: parse_id(&r.text("id")?)?,
+                            id: r.id("id")?,
                             name: r.text("name")?,
                             created_at: r.int("created_at")?,
                             agents: r.int("agents")? as u64,
@@ -93,8 +93,8 @@ macro_rules! directory_statements {
                      parent_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
                 .bind(token.hash)
-                .bind(token.tenant.to_string())
-                .bind(token.agent.map(|a| a.to_string()))
+                .bind(token.tenant)
+                .bind(token.agent)
                 .bind(token.scopes.join(" "))
                 .bind(token.label)
                 .bind(token.now)
@@ -135,8 +135,8 @@ macro_rules! directory_statements {
                      WHERE tenant_id = $2 AND agent_id = $3 AND revoked_at IS NULL"
                 ))
                 .bind(now)
-                .bind(tenant.to_string())
-                .bind(agent.to_string())
+                .bind(tenant)
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected())
@@ -146,7 +146,7 @@ macro_rules! directory_statements {
                 &self,
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::CredentialRow>> {
-                use $crate::rows::{Cols, parse_id};
+                use $crate::rows::Cols;
                 let rows = sqlx::query($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT t.hash, t.agent_id, a.name, t.scopes, t.label, t.created_at, \
@@ -154,14 +154,14 @@ macro_rules! directory_statements {
                      LEFT JOIN agents a ON a.id = t.agent_id \
                      WHERE t.tenant_id = $1 ORDER BY t.created_at, t.label, t.hash"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
                     .map(|r| {
                         Ok($crate::CredentialRow {
                             hash: r.bytes("hash")?,
-                            agent_id: r.opt_text("agent_id")?.as_deref().map(parse_id).transpose()?,
+                            agent_id: r.opt_id("agent_id")?,
                             agent_name: r.opt_text("name")?,
                             scopes: $crate::rows::scopes(r)?,
                             label: r.text("label")?,
@@ -201,7 +201,7 @@ macro_rules! directory_statements {
                 ))
                 .bind(grant.hash)
                 .bind(grant.kind.as_str())
-                .bind(grant.tenant.to_string())
+                .bind(grant.tenant)
                 .bind(grant.token_hash)
                 .bind(grant.scopes.join(" "))
                 .bind(now)
@@ -314,8 +314,8 @@ macro_rules! directory_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "INSERT INTO agents (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)"
                 ))
-                .bind(agent.id.to_string())
-                .bind(agent.tenant_id.to_string())
+                .bind(agent.id)
+                .bind(agent.tenant_id)
                 .bind(&agent.name)
                 .bind(agent.created_at)
                 .execute(&mut **tx)
@@ -347,7 +347,7 @@ macro_rules! directory_statements {
                     )
                 };
                 let row = sqlx::query(sql)
-                    .bind(tenant.to_string())
+                    .bind(tenant)
                     .bind(key)
                     .fetch_optional(self.read_pool())
                     .await?;
@@ -366,7 +366,7 @@ macro_rules! directory_statements {
                     "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND deleted_at IS NULL \
                      ORDER BY name"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
@@ -387,7 +387,7 @@ macro_rules! directory_statements {
                      AND (last_seen_at IS NULL OR last_seen_at < $3)"
                 ))
                 .bind(now)
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(seen_after);
                 match tx {
                     Some(tx) => update.execute(&mut **tx).await?,
@@ -400,7 +400,7 @@ macro_rules! directory_statements {
                 &self,
                 tenant: Option<switchboard_proto::TenantId>,
             ) -> $crate::StoreResult<Vec<$crate::engine::directory::DepthCount>> {
-                use $crate::rows::{Cols, parse_id};
+                use $crate::rows::Cols;
                 // Agents without events too (one row, no status); grouped by name as well,
                 // which the id determines, for the dialects that want every column named.
                 const COUNTS: &str = "SELECT a.id, a.tenant_id, a.name, e.status, \
@@ -416,7 +416,7 @@ macro_rules! directory_statements {
                             dialect,
                             "{COUNTS} AND a.tenant_id = $1 {GROUPS}"
                         ))
-                        .bind(tenant.to_string())
+                        .bind(tenant)
                         .fetch_all(self.read_pool())
                         .await?
                     }
@@ -429,8 +429,8 @@ macro_rules! directory_statements {
                 rows.iter()
                     .map(|r| {
                         Ok($crate::engine::directory::DepthCount {
-                            agent_id: parse_id(&r.text("id")?)?,
-                            tenant_id: parse_id(&r.text("tenant_id")?)?,
+                            agent_id: r.id("id")?,
+                            tenant_id: r.id("tenant_id")?,
                             agent_name: r.text("name")?,
                             status: r.opt_text("status")?,
                             count: r.int("n")? as u64,
@@ -452,7 +452,7 @@ macro_rules! directory_statements {
                      VALUES ($1, $2, $3) @UPSERT(agent_id) \
                      report = @NEW(report), received_at = @NEW(received_at)"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(report)
                 .bind(now)
                 .execute(self.write_pool())
@@ -469,7 +469,7 @@ macro_rules! directory_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "{CLIENT_REPORT_SELECT} WHERE a.tenant_id = $1 ORDER BY a.name"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
@@ -494,7 +494,7 @@ macro_rules! directory_statements {
                      reports_paused = @NEW(reports_paused), updated_at = @NEW(updated_at), \
                      updated_by = @NEW(updated_by)"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(agent)
                 .bind(settings.poll_ceiling_ms.map(|ms| ms as i64))
                 .bind(settings.reports_paused.map(i64::from))
@@ -515,7 +515,7 @@ macro_rules! directory_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "DELETE FROM client_settings WHERE tenant_id = $1 AND agent_id = $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(agent)
                 .execute(&mut **tx)
                 .await?;
@@ -533,7 +533,7 @@ macro_rules! directory_statements {
                     "{CLIENT_SETTINGS_SELECT} WHERE c.tenant_id = $1 \
                      ORDER BY c.agent_id <> '', a.name"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()

@@ -15,8 +15,8 @@ macro_rules! event_statements {
                     "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
                      AND deleted_at IS NULL"
                 ))
-                .bind(agent.to_string())
-                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() == 1)
@@ -31,7 +31,7 @@ macro_rules! event_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT head_seq FROM agents WHERE id = $1"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .fetch_one(&mut **tx)
                 .await?;
                 Ok(seq as u64)
@@ -49,8 +49,8 @@ macro_rules! event_statements {
                      AND deleted_at IS NULL \
                      RETURNING head_seq"
                 ))
-                .bind(agent.to_string())
-                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(tenant)
                 .fetch_one(&mut **tx)
                 .await?;
                 Ok(seq as u64)

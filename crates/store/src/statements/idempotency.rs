@@ -21,7 +21,7 @@ macro_rules! idem_statements {
                      VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8) \
                      @IGNORE_DUPLICATE"
                 ))
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .bind(&key.fingerprint)
@@ -54,7 +54,7 @@ macro_rules! idem_statements {
                      VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8) \
                      ON DUPLICATE KEY UPDATE key_hash = key_hash"
                 ))
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .bind(&key.fingerprint)
@@ -89,7 +89,7 @@ macro_rules! idem_statements {
                      owner FROM idempotency_keys \
                      WHERE tenant_id = $1 AND principal = $2 AND key_hash = $3 @FOR_UPDATE"
                 ))
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .fetch_optional(&mut **tx)
@@ -129,7 +129,7 @@ macro_rules! idem_statements {
                 .bind(now + lock_ms)
                 .bind(now + ttl_ms)
                 .bind(&key.owner)
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .execute(&mut **tx)
@@ -150,7 +150,7 @@ macro_rules! idem_statements {
                 ))
                 .bind(locked_until)
                 .bind(&key.owner)
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .execute(&mut **tx)
@@ -172,7 +172,7 @@ macro_rules! idem_statements {
                 ))
                 .bind(i64::from(response.status))
                 .bind(&response.body)
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .bind(&key.owner)
@@ -194,7 +194,7 @@ macro_rules! idem_statements {
                      WHERE tenant_id = $1 AND principal = $2 AND key_hash = $3 \
                      AND state = 'in_flight' AND owner = $4"
                 ))
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .bind(&key.owner)

@@ -76,7 +76,7 @@ macro_rules! identity_statements {
                      VALUES ($1, $2, $3, $4, $5)"
                 ))
                 .bind(token.jti)
-                .bind(token.tenant.to_string())
+                .bind(token.tenant)
                 .bind(token.parent_hash)
                 .bind(token.issued_at)
                 .bind(token.expires_at)
@@ -126,7 +126,7 @@ macro_rules! identity_statements {
                      WHERE tenant_id = $2 AND jti = $3 AND revoked_at IS NULL"
                 ))
                 .bind(now)
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(jti)
                 .execute(self.write_pool())
                 .await?;
@@ -146,7 +146,7 @@ macro_rules! identity_statements {
                 ))
                 .bind(r.device_hash)
                 .bind(r.user_code)
-                .bind(r.tenant.map(|t| t.to_string()))
+                .bind(r.tenant)
                 .bind(r.client_id)
                 .bind(r.agent_name)
                 .bind(r.source)
@@ -173,7 +173,7 @@ macro_rules! identity_statements {
                      ORDER BY created_at DESC, user_code",
                     DEVICE_COLS = $crate::rows::DEVICE_COLS
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(now)
                 .fetch_all(self.read_pool())
                 .await?;
@@ -194,7 +194,7 @@ macro_rules! identity_statements {
                      WHERE tenant_id = $1 AND user_code = $2 AND status = 'pending' \
                      AND expires_at > $3 @FOR_UPDATE"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(user_code)
                 .bind(now)
                 .fetch_optional(&mut **tx)
@@ -283,7 +283,7 @@ macro_rules! identity_statements {
                 .bind(change.to)
                 .bind(change.decided.map(|(by, _)| by))
                 .bind(change.decided.map(|(_, at)| at))
-                .bind(change.agent.map(|a| a.to_string()))
+                .bind(change.agent)
                 .bind(change.family_hash)
                 .bind(device_hash)
                 .bind(change.from)
@@ -359,15 +359,14 @@ macro_rules! identity_statements {
             ) -> $crate::StoreResult<
                 Option<(switchboard_proto::TenantId, $crate::clock::Millis)>,
             > {
-                let row: Option<(String, i64)> = sqlx::query_as($crate::dialect::sql!(
+                let row = sqlx::query_as($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT tenant_id, created_at FROM tokens WHERE hash = $1 AND revoked_at IS NULL"
                 ))
                 .bind(family_hash)
                 .fetch_optional(&mut **tx)
                 .await?;
-                row.map(|(tenant, created)| Ok(($crate::rows::parse_id(&tenant)?, created)))
-                    .transpose()
+                Ok(row)
             }
         }
     };

@@ -25,7 +25,7 @@ macro_rules! inbox_statements {
                     )
                 };
                 let (head, low_water): (i64, i64) = sqlx::query_as(sql)
-                    .bind(agent.to_string())
+                    .bind(agent)
                     .fetch_one(&mut **tx)
                     .await?;
                 Ok($crate::engine::inbox::Marks {
@@ -48,7 +48,7 @@ macro_rules! inbox_statements {
                     "SELECT {EVENT_COLS} FROM events WHERE agent_id = $1 AND seq > $2 \
                      AND seq <= $3 ORDER BY seq LIMIT $4"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(after as i64)
                 .bind(through as i64)
                 .bind(i64::from(rows))
@@ -69,7 +69,7 @@ macro_rules! inbox_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT status, COUNT(*) FROM events WHERE agent_id = $1 GROUP BY status"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .fetch_all(&mut **tx)
                 .await?;
                 let mut counts = switchboard_proto::StatusCounts::default();
@@ -89,7 +89,7 @@ macro_rules! inbox_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT MIN(seq) FROM events WHERE agent_id = $1 AND status IN {OPEN_STATUSES}"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .fetch_one(&mut **tx)
                 .await?;
                 Ok(first.map(|s| s as u64))
@@ -102,7 +102,7 @@ macro_rules! inbox_statements {
                 now: $crate::clock::Millis,
                 limit: u32,
             ) -> $crate::StoreResult<Vec<(switchboard_proto::EventId, u32)>> {
-                let ids: Vec<(String, i64)> = sqlx::query_as($crate::dialect::sql!(
+                let ids: Vec<(switchboard_proto::EventId, i64)> = sqlx::query_as($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT id, attempts FROM events @FORCE_INDEX(events_claim) \
                      WHERE agent_id = $1 AND status = 'pending' AND {AVAILABLE} \
@@ -110,17 +110,16 @@ macro_rules! inbox_statements {
                      ORDER BY priority DESC, seq LIMIT $4 @SKIP_LOCKED",
                     AVAILABLE = $crate::engine::inbox::available("", "$2")
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(now)
                 .bind(now)
                 .bind(i64::from(limit))
                 .fetch_all(&mut **tx)
                 .await?;
-                ids.iter()
-                    .map(|(id, attempts)| {
-                        Ok(($crate::rows::parse_id(id)?, *attempts as u32))
-                    })
-                    .collect()
+                Ok(ids
+                    .into_iter()
+                    .map(|(id, attempts)| (id, attempts as u32))
+                    .collect())
             }
 
             async fn next_available(
@@ -135,7 +134,7 @@ macro_rules! inbox_statements {
                      WHERE agent_id = $1 AND status = 'pending' AND NOT {AVAILABLE}",
                     AVAILABLE = $crate::engine::inbox::available("", "$2")
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(now)
                 .fetch_one(&mut **tx)
                 .await?)
@@ -154,7 +153,7 @@ macro_rules! inbox_statements {
                      WHERE agent_id = $1 AND status = 'claimed' AND lease_expires_at > $2 \
                      ORDER BY priority DESC, seq"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(now)
                 .fetch_all(&mut **tx)
                 .await?;
@@ -162,7 +161,7 @@ macro_rules! inbox_statements {
                     .map(|row| {
                         Ok(switchboard_proto::ClaimedEvent {
                             event: $crate::rows::event_from_row(row)?,
-                            claim_token: $crate::rows::parse_id(&row.text("claim_token")?)?,
+                            claim_token: row.id("claim_token")?,
                             lease_expires_at: $crate::clock::to_timestamp(
                                 row.int("lease_expires_at")?,
                             ),
@@ -189,12 +188,12 @@ macro_rules! inbox_statements {
                      claimed_by = $5 WHERE id = $6{}",
                     if returning { format!(" RETURNING {EVENT_COLS}") } else { String::new() }
                 ))
-                .bind(token.to_string())
+                .bind(token)
                 .bind(lease_until)
                 .bind(now)
                 .bind(now)
                 .bind(claimer)
-                .bind(event.to_string());
+                .bind(event);
                 let row = if returning {
                     update.fetch_one(&mut **tx).await?
                 } else {
@@ -204,7 +203,7 @@ macro_rules! inbox_statements {
                         <Self as $crate::engine::Driver>::DIALECT,
                         "SELECT {EVENT_COLS} FROM events WHERE id = $1"
                     ))
-                    .bind(event.to_string())
+                    .bind(event)
                     .fetch_one(&mut **tx)
                     .await?
                 };
@@ -231,9 +230,9 @@ macro_rules! inbox_statements {
                 ))
                 .bind(now)
                 .bind(now)
-                .bind(event.to_string())
-                .bind(agent.to_string())
-                .bind(token.to_string())
+                .bind(event)
+                .bind(agent)
+                .bind(token)
                 .bind(now);
                 if !returning {
                     let done = update.execute(&mut **tx).await?.rows_affected() == 1;
@@ -267,9 +266,9 @@ macro_rules! inbox_statements {
                 .bind(r.available_at)
                 .bind(r.error)
                 .bind(r.now)
-                .bind(r.event.to_string())
-                .bind(r.agent.id.to_string())
-                .bind(r.token.to_string())
+                .bind(r.event)
+                .bind(r.agent.id)
+                .bind(r.token)
                 .bind(r.now);
                 if !returning {
                     let done = update.execute(&mut **tx).await?.rows_affected() == 1;
@@ -302,9 +301,9 @@ macro_rules! inbox_statements {
                 ))
                 .bind(until)
                 .bind(now)
-                .bind(event.to_string())
-                .bind(agent.to_string())
-                .bind(token.to_string())
+                .bind(event)
+                .bind(agent)
+                .bind(token)
                 .bind(now);
                 if !returning {
                     // The update and the read of what it wrote, in one transaction.
@@ -331,7 +330,7 @@ macro_rules! inbox_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT {STATE_COLS}, seq FROM events WHERE id = $1"
                 ))
-                .bind(event.to_string())
+                .bind(event)
                 .fetch_one(&mut **tx)
                 .await?;
                 let seq: i64 = sqlx::Row::try_get(&row, "seq")?;
@@ -350,9 +349,9 @@ macro_rules! inbox_statements {
                     "SELECT {STATE_COLS} FROM events WHERE id = $1 AND agent_id = $2 \
                      AND claim_token = $3 AND status = 'completed'"
                 ))
-                .bind(event.to_string())
-                .bind(agent.to_string())
-                .bind(token.to_string())
+                .bind(event)
+                .bind(agent)
+                .bind(token)
                 .fetch_optional(self.read_pool())
                 .await?;
                 row.as_ref()
@@ -371,8 +370,8 @@ macro_rules! inbox_statements {
                         "SELECT status, claim_token, lease_expires_at FROM events \
                          WHERE id = $1 AND agent_id = $2"
                     ))
-                    .bind(event.to_string())
-                    .bind(agent.to_string())
+                    .bind(event)
+                    .bind(agent)
                     .fetch_optional(self.read_pool())
                     .await?;
                 Ok(row.map(|(status, claim_token, lease_expires_at)| {

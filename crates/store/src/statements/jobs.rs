@@ -17,7 +17,7 @@ macro_rules! job_statements {
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND id = $2 AND job_state IS NOT NULL @FOR_UPDATE"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(id)
                 .fetch_one(&mut **tx)
                 .await?;
@@ -127,7 +127,7 @@ macro_rules! job_statements {
                 rows.iter()
                     .map(|r| {
                         Ok((
-                            $crate::rows::parse_id(&r.text("tenant_id")?)?,
+                            r.id("tenant_id")?,
                             $crate::rows::job_from_row(r)?,
                         ))
                     })
@@ -145,7 +145,7 @@ macro_rules! job_statements {
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND id = $2 AND job_state IS NOT NULL"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(id)
                 .fetch_one(self.read_pool())
                 .await?;
@@ -163,7 +163,7 @@ macro_rules! job_statements {
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND job_state IS NOT NULL ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;

@@ -13,7 +13,7 @@ macro_rules! lease_audit_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT audit_salt FROM tenants WHERE id = $1"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_optional(&mut **tx)
                 .await?;
                 Ok(found.flatten())
@@ -30,7 +30,7 @@ macro_rules! lease_audit_statements {
                     "UPDATE tenants SET audit_salt = COALESCE(audit_salt, $1) WHERE id = $2"
                 ))
                 .bind(salt)
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -46,7 +46,7 @@ macro_rules! lease_audit_statements {
                     "INSERT INTO lease_audit (tenant_id, event, name_hash, memory_hash, \
                      fencing_token, actor, at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
-                .bind(row.tenant.to_string())
+                .bind(row.tenant)
                 .bind(row.event)
                 .bind(&row.name_hash)
                 .bind(&row.memory_hash)
@@ -69,7 +69,7 @@ macro_rules! lease_audit_statements {
                     "SELECT {AUDIT_COLS} FROM lease_audit WHERE tenant_id = $1 \
                      ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;

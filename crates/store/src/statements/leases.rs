@@ -104,7 +104,7 @@ macro_rules! lease_statements {
                 };
                 let rows = sqlx::query(sql)
                     .bind(skeleton)
-                    .bind(memory.to_string())
+                    .bind(memory)
                     .fetch_all(&mut **tx)
                     .await?;
                 rows.iter()
@@ -132,8 +132,8 @@ macro_rules! lease_statements {
                     )
                 };
                 sqlx::query(sql)
-                    .bind(tenant.to_string())
-                    .bind(id.to_string())
+                    .bind(tenant)
+                    .bind(id)
                     .fetch_optional(&mut **tx)
                     .await?
                     .as_ref()
@@ -155,11 +155,11 @@ macro_rules! lease_statements {
                      owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at, holder_key) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
                 ))
-                .bind(id.to_string())
-                .bind(new.tenant.to_string())
+                .bind(id)
+                .bind(new.tenant)
                 .bind(&new.name)
                 .bind(&new.skeleton)
-                .bind(new.memory.to_string())
+                .bind(new.memory)
                 .bind(fence)
                 .bind(&new.holder)
                 .bind(&new.owner_client)
@@ -186,9 +186,9 @@ macro_rules! lease_statements {
                     "INSERT INTO issued_tokens (memory_id, fence, lease_id, owner_client, holder, \
                      issued_at, holder_key) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
-                .bind(new.memory.to_string())
+                .bind(new.memory)
                 .bind(fence)
-                .bind(id.to_string())
+                .bind(id)
                 .bind(&new.owner_client)
                 .bind(&new.holder)
                 .bind(now)
@@ -207,7 +207,7 @@ macro_rules! lease_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "DELETE FROM leases WHERE id = $1"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -226,7 +226,7 @@ macro_rules! lease_statements {
                 ))
                 .bind(ttl_ms)
                 .bind(expires_at)
-                .bind(id.to_string())
+                .bind(id)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -246,7 +246,7 @@ macro_rules! lease_statements {
                 .bind(&n.skeleton)
                 .bind(&n.name)
                 .bind(&n.original)
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(n.created_at)
                 .execute(&mut **tx)
                 .await
@@ -265,7 +265,7 @@ macro_rules! lease_statements {
                     "SELECT state FROM idempotency_keys WHERE tenant_id = $1 AND principal = $2 \
                      AND key_hash = $3 AND expires_at > $4"
                 ))
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .bind(now)
@@ -284,8 +284,8 @@ macro_rules! lease_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND memory_id = $2"
                 ))
-                .bind(tenant.to_string())
-                .bind(memory.to_string())
+                .bind(tenant)
+                .bind(memory)
                 .fetch_optional(self.read_pool())
                 .await?
                 .as_ref()
@@ -299,15 +299,15 @@ macro_rules! lease_statements {
                 tenant: switchboard_proto::TenantId,
                 holder_key: &str,
             ) -> $crate::StoreResult<Vec<switchboard_proto::LeaseId>> {
-                let ids: Vec<String> = sqlx::query_scalar($crate::dialect::sql!(
+                let ids = sqlx::query_scalar($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT id FROM leases WHERE tenant_id = $1 AND holder_key = $2 ORDER BY id"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(holder_key)
                 .fetch_all(&mut **tx)
                 .await?;
-                ids.iter().map(|id| $crate::rows::parse_id(id)).collect()
+                Ok(ids)
             }
 
             async fn read_leases(
@@ -319,7 +319,7 @@ macro_rules! lease_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 ORDER BY expires_at"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()

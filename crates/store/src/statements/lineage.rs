@@ -19,7 +19,7 @@ macro_rules! lineage_statements {
                 ))
                 .bind(now)
                 .bind(hash)
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() > 0)
@@ -36,7 +36,7 @@ macro_rules! lineage_statements {
                     "SELECT hash FROM tokens WHERE tenant_id = $1 AND parent_hash = $2 \
                      AND revoked_at IS NULL ORDER BY hash"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(hash)
                 .fetch_all(&mut **tx)
                 .await?)
@@ -53,8 +53,8 @@ macro_rules! lineage_statements {
                     "SELECT hash FROM tokens WHERE tenant_id = $1 AND agent_id = $2 \
                      AND revoked_at IS NULL ORDER BY hash"
                 ))
-                .bind(tenant.to_string())
-                .bind(agent.to_string())
+                .bind(tenant)
+                .bind(agent)
                 .fetch_all(&mut **tx)
                 .await?)
             }

@@ -17,7 +17,7 @@ macro_rules! maintenance_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<$crate::engine::maintenance::ExpiredLease>>
             {
-                use $crate::rows::{Cols, parse_id};
+                use $crate::rows::Cols;
                 let query = match agent {
                     // A claim's own agent: it waits for a pass returning the same
                     // lease (no SKIP LOCKED), then sees the event pending and takes
@@ -30,7 +30,7 @@ macro_rules! maintenance_statements {
                          ORDER BY lease_expires_at LIMIT $3 @FOR_UPDATE"
                     ))
                     .bind(now)
-                    .bind(agent.to_string()),
+                    .bind(agent),
                     None => sqlx::query($crate::dialect::sql!(
                         <Self as $crate::engine::Driver>::DIALECT,
                         "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
@@ -43,9 +43,9 @@ macro_rules! maintenance_statements {
                 rows.iter()
                     .map(|r| {
                         Ok($crate::engine::maintenance::ExpiredLease {
-                            id: parse_id(&r.text("id")?)?,
-                            tenant: parse_id(&r.text("tenant_id")?)?,
-                            agent: parse_id(&r.text("agent_id")?)?,
+                            id: r.id("id")?,
+                            tenant: r.id("tenant_id")?,
+                            agent: r.id("agent_id")?,
                             seq: r.int("seq")? as u64,
                             attempts: r.int("attempts")? as u32,
                             max_attempts: r.int("max_attempts")? as u32,
@@ -78,7 +78,7 @@ macro_rules! maintenance_statements {
                 .bind(now)
                 .bind(now)
                 .bind(last_error)
-                .bind(event.to_string())
+                .bind(event)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -92,7 +92,7 @@ macro_rules! maintenance_statements {
             ) -> $crate::StoreResult<
                 Vec<(switchboard_proto::EventId, switchboard_proto::TenantId)>,
             > {
-                let ids: Vec<(String, String)> = sqlx::query_as($crate::dialect::sql!(
+                let ids = sqlx::query_as($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT id, tenant_id FROM events @FORCE_INDEX(events_expiry) \
                      WHERE status = 'pending' \
@@ -102,14 +102,7 @@ macro_rules! maintenance_statements {
                 .bind(i64::from(limit))
                 .fetch_all(&mut **tx)
                 .await?;
-                ids.iter()
-                    .map(|(id, tenant)| {
-                        Ok((
-                            $crate::rows::parse_id(id)?,
-                            $crate::rows::parse_id(tenant)?,
-                        ))
-                    })
-                    .collect()
+                Ok(ids)
             }
 
             async fn expire_event(
@@ -124,7 +117,7 @@ macro_rules! maintenance_statements {
                      WHERE id = $2"
                 ))
                 .bind(now)
-                .bind(event.to_string())
+                .bind(event)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -147,8 +140,8 @@ macro_rules! maintenance_statements {
                 rows.iter()
                     .map(|r| {
                         Ok($crate::engine::maintenance::RetentionCandidate {
-                            agent: $crate::rows::parse_id(&r.text("id")?)?,
-                            tenant: $crate::rows::parse_id(&r.text("tenant_id")?)?,
+                            agent: r.id("id")?,
+                            tenant: r.id("tenant_id")?,
                             name: r.text("name")?,
                         })
                     })
@@ -171,7 +164,7 @@ macro_rules! maintenance_statements {
                     "SELECT {STEP_COLS} FROM events \
                      WHERE agent_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(after as i64)
                 .bind(through as i64)
                 .fetch_all(&mut **tx)
@@ -185,7 +178,7 @@ macro_rules! maintenance_statements {
                      JOIN events e ON e.id = h.event_id \
                      WHERE e.agent_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY h.id"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(after as i64)
                 .bind(through as i64)
                 .fetch_all(&mut **tx)
@@ -193,7 +186,7 @@ macro_rules! maintenance_statements {
                 .iter()
                 .map(|r| {
                     Ok((
-                        $crate::rows::parse_id(&r.text("event_id")?)?,
+                        r.id("event_id")?,
                         $crate::rows::history_entry(r)?,
                     ))
                 })
@@ -213,7 +206,7 @@ macro_rules! maintenance_statements {
                     "SELECT MIN(seq) FROM events WHERE agent_id = $1 \
                      AND (status IN {OPEN_STATUSES} OR updated_at > $2)"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(cutoff)
                 .fetch_one(&mut **tx)
                 .await?;
@@ -245,7 +238,7 @@ macro_rules! maintenance_statements {
                     ),
                 };
                 sqlx::query(statement)
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(through as i64)
                 .execute(&mut **tx)
                 .await?;
@@ -262,7 +255,7 @@ macro_rules! maintenance_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "DELETE FROM events WHERE agent_id = $1 AND seq <= $2"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(through as i64)
                 .execute(&mut **tx)
                 .await?
@@ -280,7 +273,7 @@ macro_rules! maintenance_statements {
                     "UPDATE agents SET low_water = @GREATEST(low_water, $1) WHERE id = $2"
                 ))
                 .bind(to as i64)
-                .bind(agent.to_string())
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())

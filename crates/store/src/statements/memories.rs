@@ -15,10 +15,10 @@ macro_rules! memory_statements {
                     "INSERT INTO memories (id, tenant_id, label, parent_id, branched_at_token, \
                      created_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
-                .bind(m.id.to_string())
-                .bind(m.tenant.to_string())
+                .bind(m.id)
+                .bind(m.tenant)
                 .bind(m.label)
-                .bind(m.parent.map(|(p, _)| p.to_string()))
+                .bind(m.parent.map(|(p, _)| p))
                 .bind(m.parent.map(|(_, t)| t as i64))
                 .bind(m.now)
                 .execute(&mut **tx)
@@ -47,8 +47,8 @@ macro_rules! memory_statements {
                     )
                 };
                 sqlx::query(sql)
-                    .bind(tenant.to_string())
-                    .bind(id.to_string())
+                    .bind(tenant)
+                    .bind(id)
                     .fetch_optional(&mut **tx)
                     .await?
                     .as_ref()
@@ -65,7 +65,7 @@ macro_rules! memory_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT quiet_until FROM memories WHERE id = $1"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .fetch_one(&mut **tx)
                 .await?)
             }
@@ -84,7 +84,7 @@ macro_rules! memory_statements {
                 ))
                 .bind(fence)
                 .bind(quiet_until)
-                .bind(id.to_string())
+                .bind(id)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -102,8 +102,8 @@ macro_rules! memory_statements {
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND parent_id = $2 \
                      ORDER BY id"
                 ))
-                .bind(tenant.to_string())
-                .bind(parent.to_string())
+                .bind(tenant)
+                .bind(parent)
                 .fetch_all(&mut **tx)
                 .await?;
                 rows.iter()
@@ -121,8 +121,8 @@ macro_rules! memory_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
                 ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
+                .bind(tenant)
+                .bind(id)
                 .fetch_optional(self.read_pool())
                 .await?
                 .as_ref()

@@ -16,8 +16,8 @@ macro_rules! record_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT fence FROM memories WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
                 ))
-                .bind(tenant.to_string())
-                .bind(memory.to_string())
+                .bind(tenant)
+                .bind(memory)
                 .fetch_optional(&mut **tx)
                 .await?)
             }
@@ -34,7 +34,7 @@ macro_rules! record_statements {
                         "SELECT holder_key, holder, owner_client FROM issued_tokens \
                          WHERE memory_id = $1 AND fence = $2"
                     ))
-                    .bind(memory.to_string())
+                    .bind(memory)
                     .bind(token as i64)
                     .fetch_optional(&mut **tx)
                     .await?;
@@ -61,7 +61,7 @@ macro_rules! record_statements {
                     "SELECT expires_at FROM leases WHERE memory_id = $1 AND fence = $2 \
                      AND expires_at > $3 @FOR_SHARE"
                 ))
-                .bind(memory.to_string())
+                .bind(memory)
                 .bind(token as i64)
                 .bind(now)
                 .fetch_optional(&mut **tx)
@@ -80,7 +80,7 @@ macro_rules! record_statements {
                     "UPDATE memories SET fence_seen = @GREATEST(fence_seen, $1) WHERE id = $2"
                 ))
                 .bind(token as i64)
-                .bind(memory.to_string())
+                .bind(memory)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -96,8 +96,8 @@ macro_rules! record_statements {
                     "INSERT INTO fencing_rejections (tenant_id, memory_id, presented, current, \
                      owner_client, actor, operation, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
                 ))
-                .bind(r.tenant.to_string())
-                .bind(r.memory.to_string())
+                .bind(r.tenant)
+                .bind(r.memory)
                 .bind(r.presented)
                 .bind(r.current)
                 .bind(r.owner_client)
@@ -120,7 +120,7 @@ macro_rules! record_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT {RECORD_COLS} FROM memory_records WHERE memory_id = $1 AND \"key\" = $2"
                 ))
-                .bind(memory.to_string())
+                .bind(memory)
                 .bind(key)
                 .fetch_optional(&mut **tx)
                 .await?;
@@ -138,7 +138,7 @@ macro_rules! record_statements {
                     "INSERT INTO memory_records (memory_id, \"key\", value, version, \
                      fencing_token, updated_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
-                .bind(r.memory.to_string())
+                .bind(r.memory)
                 .bind(r.key)
                 .bind(r.value)
                 .bind(r.version)
@@ -163,7 +163,7 @@ macro_rules! record_statements {
                 .bind(r.version)
                 .bind(r.token as i64)
                 .bind(r.now)
-                .bind(r.memory.to_string())
+                .bind(r.memory)
                 .bind(r.key)
                 .execute(&mut **tx)
                 .await?;
@@ -180,7 +180,7 @@ macro_rules! record_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "DELETE FROM memory_records WHERE memory_id = $1 AND \"key\" = $2"
                 ))
-                .bind(memory.to_string())
+                .bind(memory)
                 .bind(key)
                 .execute(&mut **tx)
                 .await?;
@@ -192,18 +192,15 @@ macro_rules! record_statements {
                 tx: &mut Self::Tx,
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::AgentId>> {
-                let agents: Vec<String> = sqlx::query_scalar($crate::dialect::sql!(
+                let agents = sqlx::query_scalar($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT agent_id FROM memory_subscribers WHERE memory_id = $1 \
                      ORDER BY agent_id"
                 ))
-                .bind(memory.to_string())
+                .bind(memory)
                 .fetch_all(&mut **tx)
                 .await?;
-                agents
-                    .iter()
-                    .map(|a| $crate::rows::parse_id(a))
-                    .collect()
+                Ok(agents)
             }
 
             async fn memory_exists(
@@ -216,8 +213,8 @@ macro_rules! record_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT id FROM memories WHERE tenant_id = $1 AND id = $2"
                 ))
-                .bind(tenant.to_string())
-                .bind(memory.to_string())
+                .bind(tenant)
+                .bind(memory)
                 .fetch_optional(&mut **tx)
                 .await?;
                 Ok(found.is_some())
@@ -243,8 +240,8 @@ macro_rules! record_statements {
                     )
                 };
                 let done = sqlx::query(sql)
-                    .bind(memory.to_string())
-                    .bind(agent.to_string())
+                    .bind(memory)
+                    .bind(agent)
                     .execute(&mut **tx)
                     .await
                     .map(|done| done.rows_affected());
@@ -263,7 +260,7 @@ macro_rules! record_statements {
                     "SELECT {REJECTION_COLS} FROM fencing_rejections WHERE tenant_id = $1 \
                      ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;

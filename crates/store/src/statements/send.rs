@@ -18,8 +18,8 @@ macro_rules! send_statements {
                         <Self as $crate::engine::Driver>::DIALECT,
                         "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2"
                     ))
-                    .bind(room.to_string())
-                    .bind(tenant.to_string())
+                    .bind(room)
+                    .bind(tenant)
                     .execute(&mut **tx)
                     .await?;
                     if done.rows_affected() != 1 {
@@ -29,7 +29,7 @@ macro_rules! send_statements {
                         <Self as $crate::engine::Driver>::DIALECT,
                         "SELECT head_seq FROM rooms WHERE id = $1"
                     ))
-                    .bind(room.to_string())
+                    .bind(room)
                     .fetch_one(&mut **tx)
                     .await?;
                     return Ok(seq as u64);
@@ -39,8 +39,8 @@ macro_rules! send_statements {
                     "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
                      RETURNING head_seq"
                 ))
-                .bind(room.to_string())
-                .bind(tenant.to_string())
+                .bind(room)
+                .bind(tenant)
                 .fetch_one(&mut **tx)
                 .await?;
                 Ok(seq as u64)
@@ -51,14 +51,14 @@ macro_rules! send_statements {
                 tx: &mut Self::Tx,
                 room: switchboard_proto::RoomId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::AgentId>> {
-                let agents: Vec<String> = sqlx::query_scalar($crate::dialect::sql!(
+                let agents = sqlx::query_scalar($crate::dialect::sql!(
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT agent_id FROM room_members WHERE room_id = $1 ORDER BY agent_id"
                 ))
-                .bind(room.to_string())
+                .bind(room)
                 .fetch_all(&mut **tx)
                 .await?;
-                agents.iter().map(|a| $crate::rows::parse_id(a)).collect()
+                Ok(agents)
             }
 
             async fn insert_room_message(
@@ -75,9 +75,9 @@ macro_rules! send_statements {
                     "INSERT INTO room_messages (room_id, seq, sender_agent_id, payload, \
                      correlation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
-                .bind(room.to_string())
+                .bind(room)
                 .bind(seq as i64)
-                .bind(sender.map(|s| s.to_string()))
+                .bind(sender)
                 .bind(&msg.payload)
                 .bind(&msg.correlation_id)
                 .bind(now)
@@ -98,8 +98,8 @@ macro_rules! send_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "INSERT INTO rooms (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)"
                 ))
-                .bind(id.to_string())
-                .bind(tenant.to_string())
+                .bind(id)
+                .bind(tenant)
                 .bind(name)
                 .bind(now)
                 .execute(&mut **tx)
@@ -119,8 +119,8 @@ macro_rules! send_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT id FROM rooms WHERE id = $1 AND tenant_id = $2 @FOR_UPDATE"
                 ))
-                .bind(room.to_string())
-                .bind(tenant.to_string())
+                .bind(room)
+                .bind(tenant)
                 .fetch_optional(&mut **tx)
                 .await?;
                 Ok(found.is_some())
@@ -136,8 +136,8 @@ macro_rules! send_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "SELECT id FROM agents WHERE id = $1 AND tenant_id = $2"
                 ))
-                .bind(agent.to_string())
-                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(tenant)
                 .fetch_optional(&mut **tx)
                 .await?;
                 Ok(found.is_some())
@@ -155,8 +155,8 @@ macro_rules! send_statements {
                     "INSERT INTO room_members (room_id, agent_id, joined_at) VALUES ($1, $2, $3) \
                      @IGNORE_DUPLICATE"
                 ))
-                .bind(room.to_string())
-                .bind(agent.to_string())
+                .bind(room)
+                .bind(agent)
                 .bind(now)
                 .execute(&mut **tx)
                 .await
@@ -175,8 +175,8 @@ macro_rules! send_statements {
                     <Self as $crate::engine::Driver>::DIALECT,
                     "DELETE FROM room_members WHERE room_id = $1 AND agent_id = $2"
                 ))
-                .bind(room.to_string())
-                .bind(agent.to_string())
+                .bind(room)
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -202,7 +202,7 @@ macro_rules! send_statements {
                          WHERE tenant_id = $1 AND name = $2"
                     )
                 };
-                let room = sqlx::query(sql).bind(tenant.to_string()).bind(key);
+                let room = sqlx::query(sql).bind(tenant).bind(key);
                 let room = match tx.as_deref_mut() {
                     Some(tx) => room.fetch_one(&mut **tx).await?,
                     None => room.fetch_one(self.read_pool()).await?,
@@ -234,7 +234,7 @@ macro_rules! send_statements {
                      LEFT JOIN agents a ON a.id = m.sender_agent_id \
                      WHERE m.room_id = $1 AND m.seq > $2 ORDER BY m.seq LIMIT $3"
                 ))
-                .bind(room.to_string())
+                .bind(room)
                 .bind(after as i64)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())

@@ -17,7 +17,7 @@ macro_rules! signin_statements {
                      parent_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
                 ))
                 .bind(c.code_hash)
-                .bind(c.tenant.to_string())
+                .bind(c.tenant)
                 .bind(c.client_id)
                 .bind(c.redirect_uri)
                 .bind(c.code_challenge)
@@ -48,7 +48,7 @@ macro_rules! signin_statements {
                 .await?;
                 row.map(|r| {
                     Ok($crate::engine::signin::CodeRow {
-                        tenant: $crate::rows::parse_id(&r.text("tenant_id")?)?,
+                        tenant: r.id("tenant_id")?,
                         client_id: r.text("client_id")?,
                         redirect_uri: r.text("redirect_uri")?,
                         code_challenge: r.text("code_challenge")?,

@@ -242,7 +242,7 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
                             barrier.wait().await;
                         }
                         sqlx::query("UPDATE agents SET low_water = low_water + 1 WHERE id = ?")
-                            .bind(agent.to_string())
+                            .bind(agent)
                             .execute(&mut *tx)
                             .await?;
                     }
@@ -278,7 +278,7 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
     // A lock wait that runs out (1205) is retryable, and a 503 once retries end.
     let mut holder = store.begin_write().await.expect("begin");
     sqlx::query("UPDATE agents SET low_water = 0 WHERE id = ?")
-        .bind(s.a1.to_string())
+        .bind(s.a1)
         .execute(&mut *holder)
         .await
         .expect("lock");
@@ -288,7 +288,7 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
         .await
         .expect("set");
     let e: StoreError = sqlx::query("UPDATE agents SET low_water = 1 WHERE id = ?")
-        .bind(s.a1.to_string())
+        .bind(s.a1)
         .execute(&mut waiter)
         .await
         .expect_err("times out")
