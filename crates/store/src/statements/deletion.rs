@@ -12,8 +12,7 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE agents SET deleted_at = $1, name = $2 \
                      WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL"
                 ))
@@ -32,8 +31,7 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<u64> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE events SET status = 'purged', payload = NULL, claim_token = NULL, \
                      lease_expires_at = NULL, updated_at = $1 \
                      WHERE agent_id = $2 AND status IN ('pending', 'claimed', 'quarantined')"
@@ -51,12 +49,10 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<()> {
                 for sql in [
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "DELETE FROM room_members WHERE agent_id = $1"
                     ),
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "DELETE FROM memory_subscribers WHERE agent_id = $1"
                     ),
                 ] {

@@ -14,24 +14,14 @@ macro_rules! idem_statements {
                 lock_ms: $crate::clock::Millis,
                 ttl_ms: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
-                    "INSERT INTO idempotency_keys (tenant_id, principal, key_hash, fingerprint, \
-                     state, created_at, locked_until, expires_at, owner) \
-                     VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8) \
-                     @IGNORE_DUPLICATE"
-                ))
-                .bind(key.tenant_id)
-                .bind(&key.principal)
-                .bind(&key.key_hash)
-                .bind(&key.fingerprint)
-                .bind(now)
-                .bind(now + lock_ms)
-                .bind(now + ttl_ms)
-                .bind(&key.owner)
-                .execute(&mut **tx)
-                .await
-                .map(|done| done.rows_affected());
+                let query = sqlx::query($crate::dialect::stmt!(
+                    "{INSERT_KEY} @IGNORE_DUPLICATE",
+                    INSERT_KEY = $crate::statements::INSERT_KEY
+                ));
+                let inserted = $crate::statements::bind_key!(query, key, now, lock_ms, ttl_ms)
+                    .execute(&mut **tx)
+                    .await
+                    .map(|done| done.rows_affected());
                 $crate::dialect::inserted(inserted)
             }
 
@@ -47,23 +37,14 @@ macro_rules! idem_statements {
                 if dialect != $crate::dialect::Dialect::MySql {
                     return self.insert_key(tx, key, now, lock_ms, ttl_ms).await;
                 }
-                sqlx::query($crate::dialect::sql!(
+                let query = sqlx::query($crate::dialect::sql!(
                     dialect,
-                    "INSERT INTO idempotency_keys (tenant_id, principal, key_hash, fingerprint, \
-                     state, created_at, locked_until, expires_at, owner) \
-                     VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8) \
-                     ON DUPLICATE KEY UPDATE key_hash = key_hash"
-                ))
-                .bind(key.tenant_id)
-                .bind(&key.principal)
-                .bind(&key.key_hash)
-                .bind(&key.fingerprint)
-                .bind(now)
-                .bind(now + lock_ms)
-                .bind(now + ttl_ms)
-                .bind(&key.owner)
-                .execute(&mut **tx)
-                .await?;
+                    "{INSERT_KEY} ON DUPLICATE KEY UPDATE key_hash = key_hash",
+                    INSERT_KEY = $crate::statements::INSERT_KEY
+                ));
+                $crate::statements::bind_key!(query, key, now, lock_ms, ttl_ms)
+                    .execute(&mut **tx)
+                    .await?;
                 Ok(false)
             }
 
@@ -83,8 +64,7 @@ macro_rules! idem_statements {
                     i64,
                     i64,
                     Option<Vec<u8>>,
-                )> = sqlx::query_as($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                )> = sqlx::query_as($crate::dialect::stmt!(
                     "SELECT fingerprint, state, status_code, response, locked_until, expires_at, \
                      owner FROM idempotency_keys \
                      WHERE tenant_id = $1 AND principal = $2 AND key_hash = $3 @FOR_UPDATE"
@@ -117,8 +97,7 @@ macro_rules! idem_statements {
                 lock_ms: $crate::clock::Millis,
                 ttl_ms: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE idempotency_keys SET fingerprint = $1, state = 'in_flight', \
                      status_code = NULL, response = NULL, created_at = $2, locked_until = $3, \
                      expires_at = $4, owner = $5 \
@@ -143,8 +122,7 @@ macro_rules! idem_statements {
                 key: &$crate::IdemKey,
                 locked_until: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE idempotency_keys SET locked_until = $1, owner = $2 \
                      WHERE tenant_id = $3 AND principal = $4 AND key_hash = $5"
                 ))
@@ -164,8 +142,7 @@ macro_rules! idem_statements {
                 key: &$crate::IdemKey,
                 response: &$crate::StoredResponse,
             ) -> $crate::StoreResult<bool> {
-                let stored = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let stored = sqlx::query($crate::dialect::stmt!(
                     "UPDATE idempotency_keys SET state = 'done', status_code = $1, response = $2 \
                      WHERE tenant_id = $3 AND principal = $4 AND key_hash = $5 \
                      AND state = 'in_flight' AND owner = $6 AND fingerprint = $7"
@@ -188,8 +165,7 @@ macro_rules! idem_statements {
                 tx: &mut Self::Tx,
                 key: &$crate::IdemKey,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM idempotency_keys \
                      WHERE tenant_id = $1 AND principal = $2 AND key_hash = $3 \
                      AND state = 'in_flight' AND owner = $4"
@@ -207,8 +183,7 @@ macro_rules! idem_statements {
                 &self,
                 tx: &mut Self::Tx,
             ) -> $crate::StoreResult<u64> {
-                Ok(sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                Ok(sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM idempotency_keys WHERE state = 'in_flight'"
                 ))
                 .execute(&mut **tx)
@@ -219,3 +194,26 @@ macro_rules! idem_statements {
     };
 }
 pub(crate) use idem_statements;
+
+/// A new idempotency key's row, in flight; [`bind_key!`] binds its values.
+pub(crate) const INSERT_KEY: &str = "INSERT INTO idempotency_keys (tenant_id, principal, \
+     key_hash, fingerprint, state, created_at, locked_until, expires_at, owner) \
+     VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8)";
+
+/// Binds [`INSERT_KEY`]'s values: `key` in flight from `now`, locked for
+/// `lock_ms`, kept for `ttl_ms`.
+macro_rules! bind_key {
+    ($query:expr, $key:expr, $now:expr, $lock_ms:expr, $ttl_ms:expr) => {{
+        let (key, now) = ($key, $now);
+        $query
+            .bind(key.tenant_id)
+            .bind(&key.principal)
+            .bind(&key.key_hash)
+            .bind(&key.fingerprint)
+            .bind(now)
+            .bind(now + $lock_ms)
+            .bind(now + $ttl_ms)
+            .bind(&key.owner)
+    }};
+}
+pub(crate) use bind_key;
