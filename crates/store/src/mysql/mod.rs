@@ -76,43 +76,31 @@ pub struct MySqlDriver {
 pub type MySqlStore = crate::Engine<MySqlDriver>;
 
 impl MySqlStore {
-    /// Opens the store: [`MySqlDriver::connect`].
+    /// Connects to `url` (`mysql://user:password@host:3306/database`), checks the
+    /// server and applies migrations. Several instances may open the same database
+    /// at once: migrations run under a named lock, which a second instance waits
+    /// for ([`migrate`]); then the batched steps they left run in the background.
     pub async fn open(url: &str, max_connections: u32, hooks: StoreHooks) -> StoreResult<Self> {
-        MySqlDriver::connect(url, max_connections, hooks)
-            .await
-            .map(crate::Engine)
+        let options = OpenOptions::serving(STATEMENT_TIMEOUT);
+        Self::open_with(url, max_connections, hooks, options).await
     }
 
     /// [`open`](Self::open) with other limits (tests).
-    #[cfg(test)]
     pub(crate) async fn open_with(
         url: &str,
         max_connections: u32,
         hooks: StoreHooks,
         options: OpenOptions,
     ) -> StoreResult<Self> {
-        MySqlDriver::open_with(url, max_connections, hooks, options)
+        MySqlDriver::connect(url, max_connections, hooks, options)
             .await
             .map(crate::Engine)
     }
 }
 
 impl MySqlDriver {
-    /// Connects to `url` (`mysql://user:password@host:3306/database`), checks the
-    /// server and applies migrations. Several instances may open the same database
-    /// at once: migrations run under a named lock, which a second instance waits
-    /// for ([`migrate`]); then the batched steps they left run in the background.
-    pub(crate) async fn connect(
-        url: &str,
-        max_connections: u32,
-        hooks: StoreHooks,
-    ) -> StoreResult<Self> {
-        let options = OpenOptions::serving(STATEMENT_TIMEOUT);
-        Self::open_with(url, max_connections, hooks, options).await
-    }
-
-    /// [`connect`](Self::connect) with other limits (tests).
-    pub(crate) async fn open_with(
+    /// Connects and migrates: [`MySqlStore::open`].
+    async fn connect(
         url: &str,
         max_connections: u32,
         hooks: StoreHooks,

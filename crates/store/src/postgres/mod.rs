@@ -69,43 +69,31 @@ pub struct PgDriver {
 pub type PgStore = crate::Engine<PgDriver>;
 
 impl PgStore {
-    /// Opens the store: [`PgDriver::connect`].
+    /// Connects to `url` and applies migrations. Several instances may open the same
+    /// database: the migrations run under an advisory lock, which a second instance
+    /// waits for ([`migrate`]); then the batched steps they left run in the
+    /// background.
     pub async fn open(url: &str, max_connections: u32, hooks: StoreHooks) -> StoreResult<Self> {
-        PgDriver::connect(url, max_connections, hooks)
-            .await
-            .map(crate::Engine)
+        let options = OpenOptions::serving(STATEMENT_TIMEOUT);
+        Self::open_with(url, max_connections, hooks, options).await
     }
 
     /// [`open`](Self::open) with other limits (tests).
-    #[cfg(test)]
     pub(crate) async fn open_with(
         url: &str,
         max_connections: u32,
         hooks: StoreHooks,
         options: OpenOptions,
     ) -> StoreResult<Self> {
-        PgDriver::open_with(url, max_connections, hooks, options)
+        PgDriver::connect(url, max_connections, hooks, options)
             .await
             .map(crate::Engine)
     }
 }
 
 impl PgDriver {
-    /// Connects to `url` and applies migrations. Several instances may open the same
-    /// database: the migrations run under an advisory lock, which a second instance
-    /// waits for ([`migrate`]); then the batched steps they left run in the
-    /// background.
-    pub(crate) async fn connect(
-        url: &str,
-        max_connections: u32,
-        hooks: StoreHooks,
-    ) -> StoreResult<Self> {
-        let options = OpenOptions::serving(STATEMENT_TIMEOUT);
-        Self::open_with(url, max_connections, hooks, options).await
-    }
-
-    /// [`connect`](Self::connect) with other limits (tests).
-    pub(crate) async fn open_with(
+    /// Connects and migrates: [`PgStore::open`].
+    async fn connect(
         url: &str,
         max_connections: u32,
         hooks: StoreHooks,
