@@ -189,44 +189,6 @@ async fn ensure_tenant<D: DirectoryStatements>(
     d.tenant_named(name).await?.ok_or(StoreError::NotFound)
 }
 
-/// A new tenant and its first operator token, in one transaction: a tenant nobody
-/// can operate never exists, and a name taken (on any instance) creates nothing.
-async fn create_tenant<D: DirectoryStatements + AuditStatements>(
-    d: &D,
-    name: &str,
-    operator: &NewOperator<'_>,
-    by: Option<(TenantId, &AuditNote)>,
-    now: Millis,
-) -> StoreResult<TenantRecord> {
-    let id = TenantId::new();
-    let mut tx = d.begin_write().await?;
-    if !d.insert_tenant(&mut tx, id, name, now).await? {
-        return Err(StoreError::Conflict(format!(
-            "a tenant named {name:?} already exists; pick another name"
-        )));
-    }
-    let token = NewToken {
-        hash: operator.token_hash,
-        tenant: id,
-        agent: None,
-        scopes: operator.scopes,
-        label: operator.label,
-        now,
-        parent: None,
-    };
-    d.insert_token_row(&mut tx, &token).await?;
-    if let Some((admin_tenant, note)) = by {
-        audit::write(d, &mut tx, admin_tenant, note, "tenant_created", 1, now).await?;
-    }
-    d.commit(tx, &[]).await?;
-    Ok(TenantRecord {
-        id,
-        name: name.to_owned(),
-        created_at: now,
-        agents: 0,
-    })
-}
-
 async fn insert_token<D: DirectoryStatements + AuditStatements>(
     d: &D,
     token: &NewToken<'_>,
@@ -281,62 +243,6 @@ enum Roots<'a> {
     Agent(AgentId),
 }
 
-/// Stores a grant, forgetting expired ones while writing anyway: they are of no use
-/// to anyone.
-async fn insert_grant<D: DirectoryStatements + AuditStatements>(
-    d: &D,
-    grant: &NewGrant<'_>,
-    note: Option<&AuditNote>,
-    now: Millis,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    d.delete_expired_grants(&mut tx, now).await?;
-    d.insert_grant_row(&mut tx, grant, now).await?;
-    if let Some(note) = note {
-        let action = match grant.kind {
-            GrantKind::Ticket => "login_link_created",
-            GrantKind::Session => "session_opened",
-        };
-        audit::write(d, &mut tx, grant.tenant, note, action, 1, now).await?;
-    }
-    d.commit(tx, &[]).await
-}
-
-/// An agent and its token, in one transaction.
-async fn create_agent<D: DirectoryStatements + AuditStatements>(
-    d: &D,
-    tenant: TenantId,
-    name: &str,
-    token_hash: &[u8],
-    scopes: &[String],
-    note: Option<&AuditNote>,
-    now: Millis,
-) -> StoreResult<AgentRecord> {
-    let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
-    let mut tx = d.begin_write().await?;
-    if !d.insert_agent(&mut tx, &agent).await? {
-        return Err(StoreError::Conflict(format!(
-            "an agent named {name:?} already exists in this tenant; pick another name"
-        )));
-    }
-    let (scopes, label) = agent.token_grant(scopes);
-    let token = NewToken {
-        hash: token_hash,
-        tenant,
-        agent: Some(agent.id),
-        scopes: &scopes,
-        label: &label,
-        now,
-        parent: None,
-    };
-    d.insert_token_row(&mut tx, &token).await?;
-    if let Some(note) = note {
-        audit::write(d, &mut tx, tenant, note, "agent_created", 1, now).await?;
-    }
-    d.commit(tx, &[]).await?;
-    Ok(agent)
-}
-
 /// An agent of `tenant` by id (its canonical form) or else by name.
 async fn agent<D: DirectoryStatements>(
     d: &D,
@@ -381,6 +287,8 @@ impl<D: DirectoryStatements + AuditStatements + LineageStatements> DirectoryStor
         ensure_tenant(&self.0, name, now).await
     }
 
+    /// A new tenant and its first operator token, in one transaction: a tenant nobody
+    /// can operate never exists, and a name taken (on any instance) creates nothing.
     async fn create_tenant(
         &self,
         name: &str,
@@ -388,9 +296,37 @@ impl<D: DirectoryStatements + AuditStatements + LineageStatements> DirectoryStor
         by: Option<(TenantId, &AuditNote)>,
         now: Millis,
     ) -> StoreResult<TenantRecord> {
-        self.0
-            .retrying(|| create_tenant(&self.0, name, operator, by, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let id = TenantId::new();
+            let mut tx = d.begin_write().await?;
+            if !d.insert_tenant(&mut tx, id, name, now).await? {
+                return Err(StoreError::Conflict(format!(
+                    "a tenant named {name:?} already exists; pick another name"
+                )));
+            }
+            let token = NewToken {
+                hash: operator.token_hash,
+                tenant: id,
+                agent: None,
+                scopes: operator.scopes,
+                label: operator.label,
+                now,
+                parent: None,
+            };
+            d.insert_token_row(&mut tx, &token).await?;
+            if let Some((admin_tenant, note)) = by {
+                audit::write(d, &mut tx, admin_tenant, note, "tenant_created", 1, now).await?;
+            }
+            d.commit(tx, &[]).await?;
+            Ok(TenantRecord {
+                id,
+                name: name.to_owned(),
+                created_at: now,
+                agents: 0,
+            })
+        })
+        .await
     }
 
     async fn tenant_by_name(&self, name: &str) -> StoreResult<Option<TenantId>> {
@@ -471,15 +407,29 @@ impl<D: DirectoryStatements + AuditStatements + LineageStatements> DirectoryStor
         self.0.live_token(hash).await
     }
 
+    /// Stores a grant, forgetting expired ones while writing anyway: they are of no use
+    /// to anyone.
     async fn insert_grant(
         &self,
         grant: &NewGrant<'_>,
         note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<()> {
-        self.0
-            .retrying(|| insert_grant(&self.0, grant, note, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.delete_expired_grants(&mut tx, now).await?;
+            d.insert_grant_row(&mut tx, grant, now).await?;
+            if let Some(note) = note {
+                let action = match grant.kind {
+                    GrantKind::Ticket => "login_link_created",
+                    GrantKind::Session => "session_opened",
+                };
+                audit::write(d, &mut tx, grant.tenant, note, action, 1, now).await?;
+            }
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
@@ -501,6 +451,7 @@ impl<D: DirectoryStatements + AuditStatements + LineageStatements> DirectoryStor
         self.0.delete_grant_row(hash).await
     }
 
+    /// An agent and its token, in one transaction.
     async fn create_agent(
         &self,
         tenant: TenantId,
@@ -510,9 +461,33 @@ impl<D: DirectoryStatements + AuditStatements + LineageStatements> DirectoryStor
         note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<AgentRecord> {
-        self.0
-            .retrying(|| create_agent(&self.0, tenant, name, token_hash, scopes, note, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
+            let mut tx = d.begin_write().await?;
+            if !d.insert_agent(&mut tx, &agent).await? {
+                return Err(StoreError::Conflict(format!(
+                    "an agent named {name:?} already exists in this tenant; pick another name"
+                )));
+            }
+            let (scopes, label) = agent.token_grant(scopes);
+            let token = NewToken {
+                hash: token_hash,
+                tenant,
+                agent: Some(agent.id),
+                scopes: &scopes,
+                label: &label,
+                now,
+                parent: None,
+            };
+            d.insert_token_row(&mut tx, &token).await?;
+            if let Some(note) = note {
+                audit::write(d, &mut tx, tenant, note, "agent_created", 1, now).await?;
+            }
+            d.commit(tx, &[]).await?;
+            Ok(agent)
+        })
+        .await
     }
 
     async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {

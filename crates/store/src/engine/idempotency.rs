@@ -241,32 +241,6 @@ pub(crate) async fn store_response<D: IdemStatements>(
     }
 }
 
-async fn abort<D: IdemStatements>(d: &D, key: &IdemKey) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    d.forget_key(&mut tx, key).await?;
-    d.commit(tx, &[]).await
-}
-
-async fn recover<D: IdemStatements>(d: &D) -> StoreResult<u64> {
-    if !D::DIALECT.sole_owner() {
-        return Ok(0);
-    }
-    let mut tx = d.begin_write().await?;
-    let forgotten = d.forget_in_flight_keys(&mut tx).await?;
-    d.commit(tx, &[]).await?;
-    Ok(forgotten)
-}
-
-async fn complete<D: IdemStatements>(
-    d: &D,
-    key: &IdemKey,
-    response: &StoredResponse,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    store_response(d, &mut tx, key, response).await?;
-    d.commit(tx, &[]).await
-}
-
 /// Every backend with the key statements has idempotency keys.
 #[async_trait]
 impl<D: IdemStatements> IdemStore for Engine<D> {
@@ -281,15 +255,37 @@ impl<D: IdemStatements> IdemStore for Engine<D> {
     }
 
     async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {
-        self.0.retrying(|| abort(&self.0, key)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.forget_key(&mut tx, key).await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn idem_recover(&self) -> StoreResult<u64> {
-        self.0.retrying(|| recover(&self.0)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            if !D::DIALECT.sole_owner() {
+                return Ok(0);
+            }
+            let mut tx = d.begin_write().await?;
+            let forgotten = d.forget_in_flight_keys(&mut tx).await?;
+            d.commit(tx, &[]).await?;
+            Ok(forgotten)
+        })
+        .await
     }
 
     async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()> {
-        self.0.retrying(|| complete(&self.0, key, response)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            store_response(d, &mut tx, key, response).await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 }
 

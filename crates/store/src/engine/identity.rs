@@ -200,82 +200,6 @@ pub(crate) async fn grant_of<D: IdentityStatements>(
     }))
 }
 
-async fn decide<D: IdentityStatements + AuditStatements>(
-    d: &D,
-    tenant: TenantId,
-    user_code: &str,
-    approval: Option<&Approval<'_>>,
-    note: &AuditNote,
-    now: Millis,
-) -> StoreResult<Option<DeviceRequestRow>> {
-    let decided_by = note.actor.as_str();
-    let mut tx = d.begin_write().await?;
-    let Some((device_hash, asked)) = d
-        .pending_device_for_update(&mut tx, tenant, user_code, now)
-        .await?
-    else {
-        return Ok(None);
-    };
-    let (to, agent_id, family) = match approval {
-        None => ("denied", None, None),
-        Some(a) => {
-            let name = a.agent_name.unwrap_or(&asked);
-            // Agents are never deleted: one read now is there at commit, and one
-            // created meanwhile meets the unique index below.
-            let agent = match d.agent_by_key(tenant, name).await? {
-                Some(agent) => agent,
-                None => {
-                    let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
-                    if !d.insert_agent(&mut tx, &agent).await? {
-                        return Err(StoreError::Conflict(format!(
-                            "an agent named {name:?} was created meanwhile; approve again"
-                        )));
-                    }
-                    agent
-                }
-            };
-            let (scopes, _) = agent.token_grant(a.scopes);
-            let label = format!("device login: {}", agent.name);
-            d.insert_token_row(
-                &mut tx,
-                &NewToken {
-                    hash: a.family_hash,
-                    tenant,
-                    agent: Some(agent.id),
-                    scopes: &scopes,
-                    label: &label,
-                    now,
-                    // The approving credential: revoking it ends this login.
-                    parent: Some(a.parent),
-                },
-            )
-            .await?;
-            ("approved", Some(agent.id), Some(a.family_hash))
-        }
-    };
-    let change = DeviceStatus {
-        from: "pending",
-        to,
-        decided: Some((decided_by, now)),
-        agent: agent_id,
-        family_hash: family,
-    };
-    d.set_device_status(&mut tx, &device_hash, &change).await?;
-    let row = d.device_by_code(&mut tx, user_code).await?;
-    let detail = row.as_ref().map(|r| format!("agent:{}", r.agent_name));
-    let note = AuditNote {
-        detail,
-        ..note.clone()
-    };
-    let action = match approval {
-        Some(_) => "device_approved",
-        None => "device_denied",
-    };
-    audit::write(d, &mut tx, tenant, &note, action, 1, now).await?;
-    d.commit(tx, &[]).await?;
-    Ok(row)
-}
-
 async fn poll<D: IdentityStatements>(
     d: &D,
     device_hash: &str,
@@ -333,82 +257,6 @@ async fn poll<D: IdentityStatements>(
     Ok(outcome)
 }
 
-async fn refresh<D: IdentityStatements + LineageStatements>(
-    d: &D,
-    hash: &[u8],
-    now: Millis,
-    lifetimes: RefreshLifetimes,
-    issue: &Issue<'_>,
-) -> StoreResult<Refreshed> {
-    let mut tx = d.begin_write().await?;
-    let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
-        return Ok(Refreshed::Unknown);
-    };
-    let family = row.family;
-    if row.used_at.is_some() || !d.mark_refresh_used(&mut tx, hash, now).await? {
-        // Used before: whoever holds it now may have stolen it. End the login.
-        let revoked = end_family(d, &mut tx, &family, now).await?;
-        d.commit(tx, &[]).await?;
-        return Ok(if revoked {
-            Refreshed::Reused
-        } else {
-            Refreshed::Revoked
-        });
-    }
-    let Some((tenant, started)) = d.family_tenant(&mut tx, &family).await? else {
-        return Ok(Refreshed::Revoked);
-    };
-    // A login lives at most its absolute lifetime from its start, and ends when it
-    // went unused (no refresh) for its idle lifetime: ended here, on the server's
-    // clock, whichever backend.
-    if let Some(why) = lifetimes.ended(started, row.created_at, now) {
-        end_family(d, &mut tx, &family, now).await?;
-        d.commit(tx, &[]).await?;
-        return Ok(Refreshed::Expired(why));
-    }
-    record_issue(d, &mut tx, &family, tenant, issue, now).await?;
-    d.commit(tx, &[]).await?;
-    Ok(match grant_of(d, &family).await? {
-        Some(grant) => Refreshed::Rotated(grant),
-        None => Refreshed::Revoked,
-    })
-}
-
-async fn revoke_refresh<D: IdentityStatements + LineageStatements>(
-    d: &D,
-    hash: &[u8],
-    now: Millis,
-) -> StoreResult<bool> {
-    let mut tx = d.begin_write().await?;
-    let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
-        return Ok(false);
-    };
-    let revoked = end_family(d, &mut tx, &row.family, now).await?;
-    d.commit(tx, &[]).await?;
-    Ok(revoked)
-}
-
-async fn insert_device<D: IdentityStatements>(
-    d: &D,
-    request: &NewDeviceRequest<'_>,
-) -> StoreResult<bool> {
-    let mut tx = d.begin_write().await?;
-    if !d.insert_device_row(&mut tx, request).await? {
-        return Ok(false);
-    }
-    d.commit(tx, &[]).await?;
-    Ok(true)
-}
-
-async fn insert_access_token<D: IdentityStatements>(
-    d: &D,
-    token: &NewAccessToken<'_>,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    d.insert_access_token_row(&mut tx, token).await?;
-    d.commit(tx, &[]).await
-}
-
 #[async_trait]
 impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatements> IdentityStore
     for Engine<D>
@@ -426,9 +274,13 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
     }
 
     async fn insert_access_token(&self, token: &NewAccessToken<'_>) -> StoreResult<()> {
-        self.0
-            .retrying(|| insert_access_token(&self.0, token))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.insert_access_token_row(&mut tx, token).await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn access_token(&self, jti: &str, now: Millis) -> StoreResult<Option<AccessGrant>> {
@@ -452,7 +304,16 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
     }
 
     async fn insert_device_request(&self, request: &NewDeviceRequest<'_>) -> StoreResult<bool> {
-        self.0.retrying(|| insert_device(&self.0, request)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            if !d.insert_device_row(&mut tx, request).await? {
+                return Ok(false);
+            }
+            d.commit(tx, &[]).await?;
+            Ok(true)
+        })
+        .await
     }
 
     async fn device_requests(
@@ -471,9 +332,76 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<Option<DeviceRequestRow>> {
-        self.0
-            .retrying(|| decide(&self.0, tenant, user_code, approval, note, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let decided_by = note.actor.as_str();
+            let mut tx = d.begin_write().await?;
+            let Some((device_hash, asked)) = d
+                .pending_device_for_update(&mut tx, tenant, user_code, now)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let (to, agent_id, family) = match approval {
+                None => ("denied", None, None),
+                Some(a) => {
+                    let name = a.agent_name.unwrap_or(&asked);
+                    // Agents are never deleted: one read now is there at commit, and one
+                    // created meanwhile meets the unique index below.
+                    let agent = match d.agent_by_key(tenant, name).await? {
+                        Some(agent) => agent,
+                        None => {
+                            let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
+                            if !d.insert_agent(&mut tx, &agent).await? {
+                                return Err(StoreError::Conflict(format!(
+                                    "an agent named {name:?} was created meanwhile; approve again"
+                                )));
+                            }
+                            agent
+                        }
+                    };
+                    let (scopes, _) = agent.token_grant(a.scopes);
+                    let label = format!("device login: {}", agent.name);
+                    d.insert_token_row(
+                        &mut tx,
+                        &NewToken {
+                            hash: a.family_hash,
+                            tenant,
+                            agent: Some(agent.id),
+                            scopes: &scopes,
+                            label: &label,
+                            now,
+                            // The approving credential: revoking it ends this login.
+                            parent: Some(a.parent),
+                        },
+                    )
+                    .await?;
+                    ("approved", Some(agent.id), Some(a.family_hash))
+                }
+            };
+            let change = DeviceStatus {
+                from: "pending",
+                to,
+                decided: Some((decided_by, now)),
+                agent: agent_id,
+                family_hash: family,
+            };
+            d.set_device_status(&mut tx, &device_hash, &change).await?;
+            let row = d.device_by_code(&mut tx, user_code).await?;
+            let detail = row.as_ref().map(|r| format!("agent:{}", r.agent_name));
+            let note = AuditNote {
+                detail,
+                ..note.clone()
+            };
+            let action = match approval {
+                Some(_) => "device_approved",
+                None => "device_denied",
+            };
+            audit::write(d, &mut tx, tenant, &note, action, 1, now).await?;
+            d.commit(tx, &[]).await?;
+            Ok(row)
+        })
+        .await
     }
 
     async fn poll_device_request(
@@ -495,12 +423,55 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         lifetimes: RefreshLifetimes,
         issue: &Issue<'_>,
     ) -> StoreResult<Refreshed> {
-        self.0
-            .retrying(|| refresh(&self.0, hash, now, lifetimes, issue))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
+                return Ok(Refreshed::Unknown);
+            };
+            let family = row.family;
+            if row.used_at.is_some() || !d.mark_refresh_used(&mut tx, hash, now).await? {
+                // Used before: whoever holds it now may have stolen it. End the login.
+                let revoked = end_family(d, &mut tx, &family, now).await?;
+                d.commit(tx, &[]).await?;
+                return Ok(if revoked {
+                    Refreshed::Reused
+                } else {
+                    Refreshed::Revoked
+                });
+            }
+            let Some((tenant, started)) = d.family_tenant(&mut tx, &family).await? else {
+                return Ok(Refreshed::Revoked);
+            };
+            // A login lives at most its absolute lifetime from its start, and ends when it
+            // went unused (no refresh) for its idle lifetime: ended here, on the server's
+            // clock, whichever backend.
+            if let Some(why) = lifetimes.ended(started, row.created_at, now) {
+                end_family(d, &mut tx, &family, now).await?;
+                d.commit(tx, &[]).await?;
+                return Ok(Refreshed::Expired(why));
+            }
+            record_issue(d, &mut tx, &family, tenant, issue, now).await?;
+            d.commit(tx, &[]).await?;
+            Ok(match grant_of(d, &family).await? {
+                Some(grant) => Refreshed::Rotated(grant),
+                None => Refreshed::Revoked,
+            })
+        })
+        .await
     }
 
     async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool> {
-        self.0.retrying(|| revoke_refresh(&self.0, hash, now)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
+                return Ok(false);
+            };
+            let revoked = end_family(d, &mut tx, &row.family, now).await?;
+            d.commit(tx, &[]).await?;
+            Ok(revoked)
+        })
+        .await
     }
 }

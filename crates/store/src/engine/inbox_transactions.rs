@@ -255,31 +255,6 @@ async fn claim_in<D: InboxDriver>(
     })
 }
 
-/// Acks a batch and claims the next in one transaction (one commit for both): the
-/// consumer's steady state. The claim is ordered behind other claims of the agent
-/// first (the lock order of a plain claim), then the acks complete, then the claim
-/// takes events (those just acked are no longer claimable). Entries not completed
-/// are explained afterwards, as [`ack_batch`] does.
-async fn ack_and_claim<D: InboxDriver>(
-    d: &D,
-    agent: &AgentRecord,
-    entries: &[(EventId, ClaimToken)],
-    args: ClaimArgs,
-    now: Millis,
-) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
-    let mut tx = d.begin_write().await?;
-    d.order_claims(&mut tx, agent.id).await?;
-    let completed = if entries.is_empty() {
-        Vec::new()
-    } else {
-        d.complete_claims_in(&mut tx, agent, entries, now).await?
-    };
-    let claimed = claim_in(d, &mut tx, agent, args, now).await?;
-    d.commit(tx, &claimed.reaped.wakes).await?;
-    let acked = explain_acks(d, agent, entries, completed, now).await?;
-    Ok((acked, claimed))
-}
-
 /// Acks a batch: what holds is completed in one transaction (one commit), then each
 /// entry it did not complete is explained as a single ack would be, a repeat of an
 /// ack that completed the event (its answer was lost) or a refusal. A database error
@@ -387,23 +362,6 @@ async fn release<D: InboxDriver>(
     })
 }
 
-async fn extend<D: InboxDriver>(
-    d: &D,
-    agent: &AgentRecord,
-    event: EventId,
-    token: ClaimToken,
-    lease_ms: Millis,
-    now: Millis,
-) -> StoreResult<EventState> {
-    match d
-        .extend_claim(agent.id, event, token, now + lease_ms, now)
-        .await?
-    {
-        Some(state) => Ok(state),
-        None => Err(refuse(d, agent.id, event, token, now).await),
-    }
-}
-
 async fn snapshot<D: InboxDriver>(
     d: &D,
     agent: &AgentRecord,
@@ -449,6 +407,11 @@ impl<D: InboxDriver> InboxStore for Engine<D> {
         self.0.retrying(|| claim(&self.0, agent, args, now)).await
     }
 
+    /// Acks a batch and claims the next in one transaction (one commit for both): the
+    /// consumer's steady state. The claim is ordered behind other claims of the agent
+    /// first (the lock order of a plain claim), then the acks complete, then the claim
+    /// takes events (those just acked are no longer claimable). Entries not completed
+    /// are explained afterwards, as [`ack_batch`] does.
     async fn ack_and_claim(
         &self,
         agent: &AgentRecord,
@@ -456,9 +419,21 @@ impl<D: InboxDriver> InboxStore for Engine<D> {
         args: ClaimArgs,
         now: Millis,
     ) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
-        self.0
-            .retrying(|| ack_and_claim(&self.0, agent, entries, args, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.order_claims(&mut tx, agent.id).await?;
+            let completed = if entries.is_empty() {
+                Vec::new()
+            } else {
+                d.complete_claims_in(&mut tx, agent, entries, now).await?
+            };
+            let claimed = claim_in(d, &mut tx, agent, args, now).await?;
+            d.commit(tx, &claimed.reaped.wakes).await?;
+            let acked = explain_acks(d, agent, entries, completed, now).await?;
+            Ok((acked, claimed))
+        })
+        .await
     }
 
     async fn ack(
@@ -508,9 +483,17 @@ impl<D: InboxDriver> InboxStore for Engine<D> {
         lease_ms: Millis,
         now: Millis,
     ) -> StoreResult<EventState> {
-        self.0
-            .retrying(|| extend(&self.0, agent, event, token, lease_ms, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            match d
+                .extend_claim(agent.id, event, token, now + lease_ms, now)
+                .await?
+            {
+                Some(state) => Ok(state),
+                None => Err(refuse(d, agent.id, event, token, now).await),
+            }
+        })
+        .await
     }
 
     async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {

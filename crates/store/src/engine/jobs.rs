@@ -60,39 +60,6 @@ pub(crate) trait JobStatements: BulkDriver + InstanceStatements {
     async fn list_jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<Job>>;
 }
 
-async fn job_start<D: JobStatements>(
-    d: &D,
-    spec: &JobSpec,
-    now: Millis,
-) -> StoreResult<JobStarted> {
-    let scope = spec.scope();
-    let mut tx = d.begin_write().await?;
-    let (total, upto) = d.count_matching(&mut tx, spec.tenant, &scope).await?;
-    // Nothing to do is done at once.
-    let state = if total == 0 {
-        JobState::Completed
-    } else {
-        JobState::Running
-    };
-    let row = NewAudit {
-        tenant: spec.tenant,
-        scope: &scope,
-        actor: &spec.actor,
-        count: 0,
-        job: Some(NewJob {
-            state,
-            total,
-            rate: spec.rate,
-            owner: d.job_owner(),
-        }),
-        now,
-    };
-    let id = d.insert_audit(&mut tx, &row).await?;
-    let job = d.lock_job(&mut tx, spec.tenant, id).await?;
-    d.commit(tx, &[]).await?;
-    Ok(JobStarted { job, upto })
-}
-
 /// One batch of a job, in one transaction (see [`JobStore::job_step`]).
 async fn job_step<D: JobStatements>(
     d: &D,
@@ -175,7 +142,36 @@ async fn interrupt<D: JobStatements>(
 #[async_trait]
 impl<D: JobStatements> JobStore for Engine<D> {
     async fn job_start(&self, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted> {
-        self.0.retrying(|| job_start(&self.0, spec, now)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let scope = spec.scope();
+            let mut tx = d.begin_write().await?;
+            let (total, upto) = d.count_matching(&mut tx, spec.tenant, &scope).await?;
+            // Nothing to do is done at once.
+            let state = if total == 0 {
+                JobState::Completed
+            } else {
+                JobState::Running
+            };
+            let row = NewAudit {
+                tenant: spec.tenant,
+                scope: &scope,
+                actor: &spec.actor,
+                count: 0,
+                job: Some(NewJob {
+                    state,
+                    total,
+                    rate: spec.rate,
+                    owner: d.job_owner(),
+                }),
+                now,
+            };
+            let id = d.insert_audit(&mut tx, &row).await?;
+            let job = d.lock_job(&mut tx, spec.tenant, id).await?;
+            d.commit(tx, &[]).await?;
+            Ok(JobStarted { job, upto })
+        })
+        .await
     }
 
     async fn job_step(

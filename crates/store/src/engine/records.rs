@@ -188,105 +188,87 @@ async fn reject<D: RecordStatements>(
     lease_audit::write(d, tx, call.tenant, line, now).await
 }
 
-/// One data-plane call in one transaction: check, change, notify, commit.
-async fn record<D: RecordStatements>(
-    d: &D,
-    call: &RecordCall<'_>,
-    now: Millis,
-) -> StoreResult<Committed<RecordDone>> {
-    let mut tx = d.begin_write().await?;
-    if let Err((refusal, current, owner)) = check_fence(d, &mut tx, call, now).await? {
-        reject(d, &mut tx, call, current, owner.as_deref(), now).await?;
-        d.commit(tx, &[]).await?;
-        return Err(refusal.into_error());
-    }
-    let existing = d.load_record(&mut tx, call.memory, call.key).await?;
-    let (done, change) = match plan_record(call, existing)? {
-        RecordPlan::Read(record) => (RecordDone::Read(record), None),
-        RecordPlan::Put {
-            value,
-            version,
-            created,
-        } => {
-            // Whether the record exists was read under the memory's row lock, which
-            // every call on the memory takes first: nobody inserted it since.
-            let write = RecordWrite {
-                memory: call.memory,
-                key: call.key,
-                value: &value,
-                version,
-                token: call.token,
-                now,
-            };
-            if created {
-                d.insert_record(&mut tx, &write).await?;
-            } else {
-                d.update_record(&mut tx, &write).await?;
-            }
-            let record = d
-                .load_record(&mut tx, call.memory, call.key)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-            let change = (record.version, false);
-            (RecordDone::Written { record, created }, Some(change))
-        }
-        RecordPlan::Delete { version } => {
-            d.delete_record(&mut tx, call.memory, call.key).await?;
-            (RecordDone::Deleted, Some((version, true)))
-        }
-    };
-    let mut wakes = Vec::new();
-    if let Some((version, deleted)) = change {
-        let msg = memory_updated(call, version, deleted, now);
-        let envelope = Envelope {
-            tenant: call.tenant,
-            from: call.who,
-            room: None,
-            msg: &msg,
-            now,
-        };
-        for agent in d.subscribers(&mut tx, call.memory).await? {
-            let Some(delivered) = deliver_member(d, &mut tx, agent, &envelope).await? else {
-                continue;
-            };
-            wakes.push(Wake {
-                tenant_id: call.tenant,
-                agent_id: delivered.agent_id,
-                cursor_hint: delivered.seq,
-            });
-        }
-    }
-    d.commit(tx, &wakes).await?;
-    Ok(Committed { value: done, wakes })
-}
-
-/// Subscribes `agent` to `memory`'s changes, or ends it (both idempotent).
-async fn subscribe_memory<D: RecordStatements>(
-    d: &D,
-    tenant: TenantId,
-    memory: MemoryId,
-    agent: AgentId,
-    on: bool,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    if !d.memory_exists(&mut tx, tenant, memory).await? {
-        return Err(StoreError::NotFound);
-    }
-    d.set_subscribed(&mut tx, memory, agent, on).await?;
-    d.commit(tx, &[]).await
-}
-
 /// Every backend with the data plane's statements has the data plane.
 #[async_trait]
 impl<D: RecordStatements> RecordStore for Engine<D> {
+    /// One data-plane call in one transaction: check, change, notify, commit.
     async fn record(
         &self,
         call: &RecordCall<'_>,
         now: Millis,
     ) -> StoreResult<Committed<RecordDone>> {
-        self.0.retrying(|| record(&self.0, call, now)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            if let Err((refusal, current, owner)) = check_fence(d, &mut tx, call, now).await? {
+                reject(d, &mut tx, call, current, owner.as_deref(), now).await?;
+                d.commit(tx, &[]).await?;
+                return Err(refusal.into_error());
+            }
+            let existing = d.load_record(&mut tx, call.memory, call.key).await?;
+            let (done, change) = match plan_record(call, existing)? {
+                RecordPlan::Read(record) => (RecordDone::Read(record), None),
+                RecordPlan::Put {
+                    value,
+                    version,
+                    created,
+                } => {
+                    // Whether the record exists was read under the memory's row lock, which
+                    // every call on the memory takes first: nobody inserted it since.
+                    let write = RecordWrite {
+                        memory: call.memory,
+                        key: call.key,
+                        value: &value,
+                        version,
+                        token: call.token,
+                        now,
+                    };
+                    if created {
+                        d.insert_record(&mut tx, &write).await?;
+                    } else {
+                        d.update_record(&mut tx, &write).await?;
+                    }
+                    let record = d
+                        .load_record(&mut tx, call.memory, call.key)
+                        .await?
+                        .ok_or(StoreError::NotFound)?;
+                    let change = (record.version, false);
+                    (RecordDone::Written { record, created }, Some(change))
+                }
+                RecordPlan::Delete { version } => {
+                    d.delete_record(&mut tx, call.memory, call.key).await?;
+                    (RecordDone::Deleted, Some((version, true)))
+                }
+            };
+            let mut wakes = Vec::new();
+            if let Some((version, deleted)) = change {
+                let msg = memory_updated(call, version, deleted, now);
+                let envelope = Envelope {
+                    tenant: call.tenant,
+                    from: call.who,
+                    room: None,
+                    msg: &msg,
+                    now,
+                };
+                for agent in d.subscribers(&mut tx, call.memory).await? {
+                    let Some(delivered) = deliver_member(d, &mut tx, agent, &envelope).await?
+                    else {
+                        continue;
+                    };
+                    wakes.push(Wake {
+                        tenant_id: call.tenant,
+                        agent_id: delivered.agent_id,
+                        cursor_hint: delivered.seq,
+                    });
+                }
+            }
+            d.commit(tx, &wakes).await?;
+            Ok(Committed { value: done, wakes })
+        })
+        .await
     }
 
+    /// Subscribes `agent` to `memory`'s changes, or ends it (both idempotent).
     async fn subscribe_memory(
         &self,
         tenant: TenantId,
@@ -294,9 +276,16 @@ impl<D: RecordStatements> RecordStore for Engine<D> {
         agent: AgentId,
         on: bool,
     ) -> StoreResult<()> {
-        self.0
-            .retrying(|| subscribe_memory(&self.0, tenant, memory, agent, on))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            if !d.memory_exists(&mut tx, tenant, memory).await? {
+                return Err(StoreError::NotFound);
+            }
+            d.set_subscribed(&mut tx, memory, agent, on).await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn fencing_rejections(

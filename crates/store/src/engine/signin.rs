@@ -118,26 +118,6 @@ async fn redeem<D: SignInStatements + LineageStatements>(
     })
 }
 
-async fn insert_code<D: SignInStatements + AuditStatements>(
-    d: &D,
-    code: &NewAuthorizationCode<'_>,
-    note: &AuditNote,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    d.insert_code_row(&mut tx, code).await?;
-    audit::write(
-        d,
-        &mut tx,
-        code.tenant,
-        note,
-        "signin_consented",
-        1,
-        code.created_at,
-    )
-    .await?;
-    d.commit(tx, &[]).await
-}
-
 #[async_trait]
 impl<D: SignInStatements + AuditStatements + LineageStatements + super::trim::TrimStatements>
     SignInStore for Engine<D>
@@ -147,7 +127,23 @@ impl<D: SignInStatements + AuditStatements + LineageStatements + super::trim::Tr
         code: &NewAuthorizationCode<'_>,
         note: &AuditNote,
     ) -> StoreResult<()> {
-        self.0.retrying(|| insert_code(&self.0, code, note)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.insert_code_row(&mut tx, code).await?;
+            audit::write(
+                d,
+                &mut tx,
+                code.tenant,
+                note,
+                "signin_consented",
+                1,
+                code.created_at,
+            )
+            .await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn redeem_authorization_code(
