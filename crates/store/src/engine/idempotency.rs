@@ -77,6 +77,15 @@ fn found(row: &StoredKey, key: &IdemKey, now: Millis) -> StoreResult<Found> {
     })
 }
 
+/// When a request takes its key: `now`, the key locked to it for `lock_ms` and
+/// kept for `ttl_ms` (phase 1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyTerms {
+    pub(crate) now: Millis,
+    pub(crate) lock_ms: Millis,
+    pub(crate) ttl_ms: Millis,
+}
+
 /// The statements of idempotency keys (`store/statements/idempotency.rs`), each in
 /// the caller's transaction. A key is `(tenant_id, principal, key_hash)`.
 #[async_trait]
@@ -88,21 +97,13 @@ pub(crate) trait IdemStatements: InstanceStatements {
         &self,
         tx: &mut Self::Tx,
         key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
+        terms: KeyTerms,
     ) -> StoreResult<bool>;
     /// The key's record, its row locked until the transaction ends.
     async fn lock_key(&self, tx: &mut Self::Tx, key: &IdemKey) -> StoreResult<Option<StoredKey>>;
     /// Makes an expired record new: `key`'s fingerprint, in flight under its owner.
-    async fn renew_key(
-        &self,
-        tx: &mut Self::Tx,
-        key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
-    ) -> StoreResult<()>;
+    async fn renew_key(&self, tx: &mut Self::Tx, key: &IdemKey, terms: KeyTerms)
+    -> StoreResult<()>;
     /// Gives the in-flight record to `key.owner`, locked until `locked_until`.
     async fn take_over_key(
         &self,
@@ -137,9 +138,7 @@ pub(crate) trait IdemStatements: InstanceStatements {
         &self,
         tx: &mut Self::Tx,
         key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
+        terms: KeyTerms,
     ) -> StoreResult<bool>;
 }
 
@@ -148,12 +147,11 @@ pub(crate) trait IdemStatements: InstanceStatements {
 async fn begin_once<D: IdemStatements>(
     d: &D,
     key: &IdemKey,
-    now: Millis,
-    lock_ms: Millis,
-    ttl_ms: Millis,
+    terms: KeyTerms,
 ) -> StoreResult<Option<IdemBegin>> {
+    let KeyTerms { now, lock_ms, .. } = terms;
     let mut tx = d.begin_write().await?;
-    let outcome = if d.claim_key(&mut tx, key, now, lock_ms, ttl_ms).await? {
+    let outcome = if d.claim_key(&mut tx, key, terms).await? {
         IdemBegin::Fresh
     } else {
         let Some(row) = d.lock_key(&mut tx, key).await? else {
@@ -170,7 +168,7 @@ async fn begin_once<D: IdemStatements>(
         }
         match found {
             Found::Expired => {
-                d.renew_key(&mut tx, key, now, lock_ms, ttl_ms).await?;
+                d.renew_key(&mut tx, key, terms).await?;
                 IdemBegin::Fresh
             }
             Found::Abandoned => {
@@ -191,17 +189,12 @@ async fn begin_once<D: IdemStatements>(
 pub(crate) async fn begin<D: IdemStatements>(
     d: &D,
     key: &IdemKey,
-    now: Millis,
-    lock_ms: Millis,
-    ttl_ms: Millis,
+    terms: KeyTerms,
 ) -> StoreResult<IdemBegin> {
     // A key forgotten between the insert and the read is free again: start over
     // (twice at most: each time another request had to release it meanwhile).
     for _ in 0..3 {
-        if let Some(begun) = d
-            .retrying(|| begin_once(d, key, now, lock_ms, ttl_ms))
-            .await?
-        {
+        if let Some(begun) = d.retrying(|| begin_once(d, key, terms)).await? {
             return Ok(begun);
         }
     }
@@ -251,7 +244,12 @@ impl<D: IdemStatements> IdemStore for Engine<D> {
         lock_ms: Millis,
         ttl_ms: Millis,
     ) -> StoreResult<IdemBegin> {
-        begin(&self.0, key, now, lock_ms, ttl_ms).await
+        let terms = KeyTerms {
+            now,
+            lock_ms,
+            ttl_ms,
+        };
+        begin(&self.0, key, terms).await
     }
 
     async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {

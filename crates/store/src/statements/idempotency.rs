@@ -10,15 +10,13 @@ macro_rules! idem_statements {
                 &self,
                 tx: &mut Self::Tx,
                 key: &$crate::IdemKey,
-                now: $crate::clock::Millis,
-                lock_ms: $crate::clock::Millis,
-                ttl_ms: $crate::clock::Millis,
+                terms: $crate::engine::idempotency::KeyTerms,
             ) -> $crate::StoreResult<bool> {
                 let query = sqlx::query($crate::dialect::stmt!(
                     "{INSERT_KEY} @IGNORE_DUPLICATE",
                     INSERT_KEY = $crate::statements::INSERT_KEY
                 ));
-                let inserted = $crate::statements::bind_key!(query, key, now, lock_ms, ttl_ms)
+                let inserted = $crate::statements::bind_key!(query, key, terms)
                     .execute(&mut **tx)
                     .await
                     .map(|done| done.rows_affected());
@@ -29,20 +27,18 @@ macro_rules! idem_statements {
                 &self,
                 tx: &mut Self::Tx,
                 key: &$crate::IdemKey,
-                now: $crate::clock::Millis,
-                lock_ms: $crate::clock::Millis,
-                ttl_ms: $crate::clock::Millis,
+                terms: $crate::engine::idempotency::KeyTerms,
             ) -> $crate::StoreResult<bool> {
                 let dialect = <Self as $crate::engine::Driver>::DIALECT;
                 if dialect != $crate::dialect::Dialect::MySql {
-                    return self.insert_key(tx, key, now, lock_ms, ttl_ms).await;
+                    return self.insert_key(tx, key, terms).await;
                 }
                 let query = sqlx::query($crate::dialect::sql!(
                     dialect,
                     "{INSERT_KEY} ON DUPLICATE KEY UPDATE key_hash = key_hash",
                     INSERT_KEY = $crate::statements::INSERT_KEY
                 ));
-                $crate::statements::bind_key!(query, key, now, lock_ms, ttl_ms)
+                $crate::statements::bind_key!(query, key, terms)
                     .execute(&mut **tx)
                     .await?;
                 Ok(false)
@@ -93,9 +89,7 @@ macro_rules! idem_statements {
                 &self,
                 tx: &mut Self::Tx,
                 key: &$crate::IdemKey,
-                now: $crate::clock::Millis,
-                lock_ms: $crate::clock::Millis,
-                ttl_ms: $crate::clock::Millis,
+                terms: $crate::engine::idempotency::KeyTerms,
             ) -> $crate::StoreResult<()> {
                 sqlx::query($crate::dialect::stmt!(
                     "UPDATE idempotency_keys SET fingerprint = $1, state = 'in_flight', \
@@ -104,9 +98,9 @@ macro_rules! idem_statements {
                      WHERE tenant_id = $6 AND principal = $7 AND key_hash = $8"
                 ))
                 .bind(&key.fingerprint)
-                .bind(now)
-                .bind(now + lock_ms)
-                .bind(now + ttl_ms)
+                .bind(terms.now)
+                .bind(terms.now + terms.lock_ms)
+                .bind(terms.now + terms.ttl_ms)
                 .bind(&key.owner)
                 .bind(key.tenant_id)
                 .bind(&key.principal)
@@ -200,19 +194,19 @@ pub(crate) const INSERT_KEY: &str = "INSERT INTO idempotency_keys (tenant_id, pr
      key_hash, fingerprint, state, created_at, locked_until, expires_at, owner) \
      VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7, $8)";
 
-/// Binds [`INSERT_KEY`]'s values: `key` in flight from `now`, locked for
-/// `lock_ms`, kept for `ttl_ms`.
+/// Binds [`INSERT_KEY`]'s values: `key` in flight on its `terms`
+/// (`engine::idempotency::KeyTerms`).
 macro_rules! bind_key {
-    ($query:expr, $key:expr, $now:expr, $lock_ms:expr, $ttl_ms:expr) => {{
-        let (key, now) = ($key, $now);
+    ($query:expr, $key:expr, $terms:expr) => {{
+        let (key, terms) = ($key, $terms);
         $query
             .bind(key.tenant_id)
             .bind(&key.principal)
             .bind(&key.key_hash)
             .bind(&key.fingerprint)
-            .bind(now)
-            .bind(now + $lock_ms)
-            .bind(now + $ttl_ms)
+            .bind(terms.now)
+            .bind(terms.now + terms.lock_ms)
+            .bind(terms.now + terms.ttl_ms)
             .bind(&key.owner)
     }};
 }
