@@ -327,41 +327,6 @@ async fn ack_missed<D: InboxStatements>(
     }
 }
 
-async fn release<D: InboxDriver>(
-    d: &D,
-    agent: &AgentRecord,
-    event: EventId,
-    token: ClaimToken,
-    args: &ReleaseArgs,
-    now: Millis,
-) -> StoreResult<Committed<EventState>> {
-    let row = ReleaseRow {
-        agent,
-        event,
-        token,
-        terminal: args.terminal,
-        available_at: now + args.delay_ms,
-        error: args.error.as_deref(),
-        detail: release_detail(&args.error, args.terminal),
-        now,
-    };
-    let mut tx = d.begin_write().await?;
-    let Some((state, seq)) = d.release_claim(&mut tx, &row).await? else {
-        drop(tx);
-        return Err(refuse(d, agent.id, event, token, now).await);
-    };
-    let wakes = if state.status == EventStatus::Pending {
-        vec![agent.wake(seq)]
-    } else {
-        Vec::new()
-    };
-    d.commit(tx, &wakes).await?;
-    Ok(Committed {
-        value: state,
-        wakes,
-    })
-}
-
 async fn snapshot<D: InboxDriver>(
     d: &D,
     agent: &AgentRecord,
@@ -470,9 +435,35 @@ impl<D: InboxDriver> InboxStore for Engine<D> {
         args: &ReleaseArgs,
         now: Millis,
     ) -> StoreResult<Committed<EventState>> {
-        self.0
-            .retrying(|| release(&self.0, agent, event, token, args, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let row = ReleaseRow {
+                agent,
+                event,
+                token,
+                terminal: args.terminal,
+                available_at: now + args.delay_ms,
+                error: args.error.as_deref(),
+                detail: release_detail(&args.error, args.terminal),
+                now,
+            };
+            let mut tx = d.begin_write().await?;
+            let Some((state, seq)) = d.release_claim(&mut tx, &row).await? else {
+                drop(tx);
+                return Err(refuse(d, agent.id, event, token, now).await);
+            };
+            let wakes = if state.status == EventStatus::Pending {
+                vec![agent.wake(seq)]
+            } else {
+                Vec::new()
+            };
+            d.commit(tx, &wakes).await?;
+            Ok(Committed {
+                value: state,
+                wakes,
+            })
+        })
+        .await
     }
 
     async fn extend(
