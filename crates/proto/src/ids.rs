@@ -1,5 +1,11 @@
 //! Identifier newtypes. An `AgentId` cannot be passed where an `EventId` is expected.
 //! All ids are UUIDv7 (time-ordered) and serialize as their hyphenated string.
+//!
+//! With the `sqlx` feature (the store's) each id is also an sqlx `Type`, `Encode`
+//! and `Decode` for any database whose text type `String` is: it is stored as the
+//! same hyphenated text (`TEXT` on SQLite and PostgreSQL, `VARCHAR(64)` on
+//! MariaDB / MySQL), so databases written before keep working. Do *not* change
+//! that format: it is on disk.
 
 use std::fmt;
 use std::str::FromStr;
@@ -35,6 +41,47 @@ macro_rules! uuid_id {
             type Err = uuid::Error;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 uuid::Uuid::parse_str(s).map(Self)
+            }
+        }
+
+        #[cfg(feature = "sqlx")]
+        impl<DB: sqlx::Database> sqlx::Type<DB> for $name
+        where
+            String: sqlx::Type<DB>,
+        {
+            fn type_info() -> DB::TypeInfo {
+                <String as sqlx::Type<DB>>::type_info()
+            }
+
+            fn compatible(ty: &DB::TypeInfo) -> bool {
+                <String as sqlx::Type<DB>>::compatible(ty)
+            }
+        }
+
+        #[cfg(feature = "sqlx")]
+        impl<'q, DB: sqlx::Database> sqlx::Encode<'q, DB> for $name
+        where
+            String: sqlx::Encode<'q, DB>,
+        {
+            fn encode_by_ref(
+                &self,
+                buf: &mut <DB as sqlx::Database>::ArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                sqlx::Encode::<'q, DB>::encode(self.to_string(), buf)
+            }
+        }
+
+        #[cfg(feature = "sqlx")]
+        impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $name
+        where
+            &'r str: sqlx::Decode<'r, DB>,
+        {
+            fn decode(
+                value: <DB as sqlx::Database>::ValueRef<'r>,
+            ) -> Result<Self, sqlx::error::BoxDynError> {
+                let text = <&'r str as sqlx::Decode<'r, DB>>::decode(value)?;
+                text.parse()
+                    .map_err(|_| format!("stored id {text:?} is not a UUID").into())
             }
         }
     };

@@ -57,6 +57,16 @@ impl Dialect {
         !matches!(self, Self::MySql)
     }
 
+    /// Whether one process owns the database (SQLite: the single writer of its
+    /// file, behind its lock file), so an idempotency key in flight at start
+    /// belongs to a process that is gone: its transaction never committed, and
+    /// `idem_recover` forgets it. On a database that other instances share, their
+    /// in-flight keys are live; an abandoned key is taken over once its lock runs
+    /// out (phase 1).
+    pub(crate) const fn sole_owner(self) -> bool {
+        matches!(self, Self::Sqlite)
+    }
+
     /// `template` in this dialect.
     pub(crate) fn render(self, template: &str) -> String {
         let words: [(&str, &str); 6] = match self {
@@ -194,6 +204,15 @@ macro_rules! sql {
     }};
 }
 pub(crate) use sql;
+
+/// [`sql!`] in the dialect of the driver whose statements are being implemented
+/// (`Self`, in a `…Statements` impl of `statements/`): `stmt!("SELECT … $1")`.
+macro_rules! stmt {
+    ($($template:tt)+) => {
+        $crate::dialect::sql!(<Self as $crate::engine::Driver>::DIALECT, $($template)+)
+    };
+}
+pub(crate) use stmt;
 
 #[cfg(test)]
 mod tests {

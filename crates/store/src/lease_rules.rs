@@ -4,7 +4,7 @@
 //! lock and write, and decide with these.
 
 use crate::clock::{Millis, to_timestamp};
-use crate::rows::{Cols, parse_id};
+use crate::rows::Cols;
 use crate::{
     Actor, LeaseFields, NewLease, NewMessage, RecordCall, RecordOp, StoreError, StoreResult,
 };
@@ -27,13 +27,9 @@ pub(crate) const RECORD_COLS: &str = "value, version, fencing_token, updated_at"
 
 pub(crate) fn memory_from_row(r: &impl Cols) -> StoreResult<Memory> {
     Ok(Memory {
-        memory_instance_id: parse_id(&r.text("id")?)?,
+        memory_instance_id: r.id("id")?,
         label: r.opt_text("label")?,
-        parent_memory_instance_id: r
-            .opt_text("parent_id")?
-            .as_deref()
-            .map(parse_id)
-            .transpose()?,
+        parent_memory_instance_id: r.opt_id("parent_id")?,
         branched_at_token: r.opt_int("branched_at_token")?.map(|t| t as u64),
         fencing_token: Some(r.int("fence")? as u64),
         created_at: to_timestamp(r.int("created_at")?),
@@ -73,10 +69,10 @@ pub(crate) fn lease_from_row(r: &impl Cols) -> StoreResult<Stored> {
     let name = r.text("name")?;
     Ok(Stored {
         lease: Lease {
-            lease_id: parse_id(&r.text("id")?)?,
+            lease_id: r.id("id")?,
             canonical_name: name.clone(),
             name,
-            memory_instance_id: parse_id(&r.text("memory_id")?)?,
+            memory_instance_id: r.id("memory_id")?,
             fencing_token: r.int("fence")? as u64,
             owner_client: r.opt_text("owner_client")?,
             ttl_seconds: ttl_ms as f64 / 1000.0,
@@ -84,7 +80,7 @@ pub(crate) fn lease_from_row(r: &impl Cols) -> StoreResult<Stored> {
             acquired_at: to_timestamp(r.int("acquired_at")?),
             expires_at: to_timestamp(expires_at),
         },
-        tenant: parse_id(&r.text("tenant_id")?)?,
+        tenant: r.id("tenant_id")?,
         skeleton: r.text("skeleton")?,
         holder: r.text("holder")?,
         holder_key: r.text("holder_key")?,
@@ -108,7 +104,7 @@ pub(crate) fn audit_entry_from_row(r: &impl Cols) -> StoreResult<LeaseAuditEntry
 pub(crate) fn rejection_from_row(r: &impl Cols) -> StoreResult<FencingRejection> {
     Ok(FencingRejection {
         id: r.int("id")?,
-        memory_instance_id: parse_id(&r.text("memory_id")?)?,
+        memory_instance_id: r.id("memory_id")?,
         presented_token: r.int("presented")? as u64,
         current_token: r.int("current")? as u64,
         owner_client: r.opt_text("owner_client")?,

@@ -50,6 +50,7 @@ pub use callbacks::*;
 pub use clock::{Clock, ManualClock, Millis, SystemClock};
 pub use deletion::*;
 pub use directory::*;
+pub use engine::Engine;
 pub use hooks::StoreHooks;
 pub use identity::*;
 pub use inbox::*;

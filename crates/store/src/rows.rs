@@ -1,6 +1,9 @@
 //! Row mapping shared by the three backends. The schemas have the same tables and
 //! column types (text ids, 64-bit integer times), so one mapping reads a row of any;
 //! [`Cols`] is the few typed getters it needs, for `SqliteRow`, `PgRow` and `MySqlRow`.
+//! An id column is read as its newtype ([`Cols::id`]): the ids of
+//! `switchboard-proto` decode themselves (its `sqlx` feature), as statements bind
+//! them as they are.
 
 use crate::clock::to_timestamp;
 use crate::{AgentRecord, Grant, StoreError, StoreResult, TokenRecord};
@@ -29,10 +32,59 @@ pub(crate) trait Cols {
     fn opt_int(&self, col: &str) -> StoreResult<Option<i64>>;
     fn bytes(&self, col: &str) -> StoreResult<Vec<u8>>;
     fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>>;
+    /// An id column, decoded by the id's own sqlx `Decode`.
+    fn id<T: StoredId>(&self, col: &str) -> StoreResult<T> {
+        self.opt_id(col)?.ok_or_else(|| {
+            StoreError::Database(sqlx::Error::Decode(
+                format!("column {col:?} holds no id").into(),
+            ))
+        })
+    }
+    fn opt_id<T: StoredId>(&self, col: &str) -> StoreResult<Option<T>>;
 }
 
+/// An id newtype of `switchboard-proto`, which decodes itself from its text column
+/// (the proto's `sqlx` feature) on each backend.
+pub(crate) trait StoredId: Sized {
+    #[cfg(feature = "sqlite")]
+    fn from_sqlite(row: &sqlx::sqlite::SqliteRow, col: &str) -> sqlx::Result<Option<Self>>;
+    #[cfg(feature = "postgres")]
+    fn from_postgres(row: &sqlx::postgres::PgRow, col: &str) -> sqlx::Result<Option<Self>>;
+    #[cfg(feature = "mysql")]
+    fn from_mysql(row: &sqlx::mysql::MySqlRow, col: &str) -> sqlx::Result<Option<Self>>;
+}
+
+macro_rules! stored_ids {
+    ($($id:ty),*) => {$(
+        impl StoredId for $id {
+            #[cfg(feature = "sqlite")]
+            fn from_sqlite(row: &sqlx::sqlite::SqliteRow, col: &str) -> sqlx::Result<Option<Self>> {
+                sqlx::Row::try_get(row, col)
+            }
+            #[cfg(feature = "postgres")]
+            fn from_postgres(row: &sqlx::postgres::PgRow, col: &str) -> sqlx::Result<Option<Self>> {
+                sqlx::Row::try_get(row, col)
+            }
+            #[cfg(feature = "mysql")]
+            fn from_mysql(row: &sqlx::mysql::MySqlRow, col: &str) -> sqlx::Result<Option<Self>> {
+                sqlx::Row::try_get(row, col)
+            }
+        }
+    )*};
+}
+stored_ids!(
+    switchboard_proto::TenantId,
+    switchboard_proto::AgentId,
+    switchboard_proto::EventId,
+    switchboard_proto::RoomId,
+    switchboard_proto::ClaimToken,
+    switchboard_proto::MemoryId,
+    switchboard_proto::LeaseId,
+    switchboard_proto::CallbackId
+);
+
 macro_rules! cols_for {
-    ($row:ty) => {
+    ($row:ty, $from:ident) => {
         impl Cols for $row {
             fn text(&self, col: &str) -> StoreResult<String> {
                 Ok(sqlx::Row::try_get(self, col)?)
@@ -52,15 +104,18 @@ macro_rules! cols_for {
             fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>> {
                 Ok(sqlx::Row::try_get(self, col)?)
             }
+            fn opt_id<T: StoredId>(&self, col: &str) -> StoreResult<Option<T>> {
+                Ok(T::$from(self, col)?)
+            }
         }
     };
 }
 #[cfg(feature = "sqlite")]
-cols_for!(sqlx::sqlite::SqliteRow);
+cols_for!(sqlx::sqlite::SqliteRow, from_sqlite);
 #[cfg(feature = "postgres")]
-cols_for!(sqlx::postgres::PgRow);
+cols_for!(sqlx::postgres::PgRow, from_postgres);
 #[cfg(feature = "mysql")]
-cols_for!(sqlx::mysql::MySqlRow);
+cols_for!(sqlx::mysql::MySqlRow, from_mysql);
 
 pub(crate) fn parse_id<T: FromStr>(s: &str) -> StoreResult<T> {
     T::from_str(s).map_err(|_| {
@@ -76,8 +131,8 @@ pub(crate) const AGENT_COLS: &str =
 
 pub(crate) fn agent_from_row(row: &impl Cols) -> StoreResult<AgentRecord> {
     Ok(AgentRecord {
-        id: parse_id(&row.text("id")?)?,
-        tenant_id: parse_id(&row.text("tenant_id")?)?,
+        id: row.id("id")?,
+        tenant_id: row.id("tenant_id")?,
         name: row.text("name")?,
         head_seq: row.int("head_seq")? as u64,
         low_water: row.int("low_water")? as u64,
@@ -94,9 +149,9 @@ pub(crate) fn status_from(s: &str) -> StoreResult<EventStatus> {
 
 /// An event row's sender (`sender_agent_id`, `sender_name`; none: the operator).
 pub(crate) fn sender_from_row(row: &impl Cols) -> StoreResult<Sender> {
-    Ok(match row.opt_text("sender_agent_id")? {
-        Some(id) => Sender::Agent {
-            agent_id: parse_id(&id)?,
+    Ok(match row.opt_id("sender_agent_id")? {
+        Some(agent_id) => Sender::Agent {
+            agent_id,
             name: row.opt_text("sender_name")?.unwrap_or_default(),
         },
         None => Sender::Operator,
@@ -111,15 +166,11 @@ pub(crate) fn event_from_row(row: &impl Cols) -> StoreResult<InboxEvent> {
         .transpose()
         .map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e))))?;
     Ok(InboxEvent {
-        event_id: parse_id(&row.text("id")?)?,
-        agent_id: parse_id(&row.text("agent_id")?)?,
+        event_id: row.id("id")?,
+        agent_id: row.id("agent_id")?,
         seq: row.int("seq")? as u64,
         sender,
-        room_id: row
-            .opt_text("room_id")?
-            .as_deref()
-            .map(parse_id)
-            .transpose()?,
+        room_id: row.opt_id("room_id")?,
         room_seq: row.opt_int("room_seq")?.map(|s| s as u64),
         correlation_id: row.opt_text("correlation_id")?,
         priority: row.int("priority")? as i32,
@@ -138,14 +189,8 @@ pub(crate) fn event_from_row(row: &impl Cols) -> StoreResult<InboxEvent> {
 pub(crate) fn room_message_from_row(
     row: &impl Cols,
 ) -> StoreResult<switchboard_proto::RoomMessage> {
-    let sender = match (
-        row.opt_text("sender_agent_id")?,
-        row.opt_text("sender_name")?,
-    ) {
-        (Some(id), Some(name)) => Some(switchboard_proto::RoomMember {
-            agent_id: parse_id(&id)?,
-            name,
-        }),
+    let sender = match (row.opt_id("sender_agent_id")?, row.opt_text("sender_name")?) {
+        (Some(agent_id), Some(name)) => Some(switchboard_proto::RoomMember { agent_id, name }),
         _ => None,
     };
     let payload = serde_json::from_str(&row.text("payload")?)
@@ -161,7 +206,7 @@ pub(crate) fn room_message_from_row(
 
 pub(crate) fn state_from_row(row: &impl Cols) -> StoreResult<EventState> {
     Ok(EventState {
-        event_id: parse_id(&row.text("id")?)?,
+        event_id: row.id("id")?,
         status: status_from(&row.text("status")?)?,
         attempts: row.int("attempts")? as u32,
         lease_expires_at: row.opt_int("lease_expires_at")?.map(to_timestamp),
@@ -227,12 +272,8 @@ pub(crate) const GRANT_LIVE: &str = "WHERE g.hash = $1 AND g.kind = $2 AND g.exp
 pub(crate) fn grant_from_row(row: &impl Cols, token_hash: Vec<u8>) -> StoreResult<Grant> {
     Ok(Grant {
         record: TokenRecord {
-            tenant_id: parse_id(&row.text("tenant_id")?)?,
-            agent_id: row
-                .opt_text("agent_id")?
-                .as_deref()
-                .map(parse_id)
-                .transpose()?,
+            tenant_id: row.id("tenant_id")?,
+            agent_id: row.opt_id("agent_id")?,
             agent_name: row.opt_text("name")?,
             scopes: scopes(row)?,
             // A console session is an operator's: no SDK obeys these.
@@ -331,12 +372,8 @@ pub(crate) fn scopes(r: &impl Cols) -> StoreResult<Vec<String>> {
 
 pub(crate) fn token_record(r: &impl Cols) -> StoreResult<crate::TokenRecord> {
     Ok(crate::TokenRecord {
-        tenant_id: parse_id(&r.text("tenant_id")?)?,
-        agent_id: r
-            .opt_text("agent_id")?
-            .as_deref()
-            .map(parse_id)
-            .transpose()?,
+        tenant_id: r.id("tenant_id")?,
+        agent_id: r.opt_id("agent_id")?,
         agent_name: r.opt_text("name")?,
         scopes: scopes(r)?,
         client_settings: settings_cols(r, "own_poll_ceiling", "own_reports_paused")?.over(
@@ -378,7 +415,7 @@ pub(crate) const CLIENT_REPORT_SELECT: &str = "SELECT a.id, a.name, r.report, r.
 
 pub(crate) fn client_report(r: &impl Cols) -> StoreResult<crate::ClientReportRow> {
     Ok(crate::ClientReportRow {
-        agent_id: parse_id(&r.text("id")?)?,
+        agent_id: r.id("id")?,
         name: r.text("name")?,
         report: r.text("report")?,
         received_at: r.int("received_at")?,
@@ -391,14 +428,14 @@ pub(crate) fn room_from_rows<R: Cols>(
     members: &[R],
 ) -> StoreResult<switchboard_proto::Room> {
     Ok(switchboard_proto::Room {
-        room_id: parse_id(&room.text("id")?)?,
+        room_id: room.id("id")?,
         name: room.text("name")?,
         head_seq: room.int("head_seq")? as u64,
         members: members
             .iter()
             .map(|m| {
                 Ok(switchboard_proto::RoomMember {
-                    agent_id: parse_id(&m.text("id")?)?,
+                    agent_id: m.id("id")?,
                     name: m.text("name")?,
                 })
             })
@@ -480,10 +517,6 @@ pub(crate) fn device_request(r: &impl Cols) -> StoreResult<crate::DeviceRequestR
         status: r.text("status")?,
         decided_by: r.opt_text("decided_by")?,
         decided_at: r.opt_int("decided_at")?,
-        agent_id: r
-            .opt_text("agent_id")?
-            .as_deref()
-            .map(parse_id)
-            .transpose()?,
+        agent_id: r.opt_id("agent_id")?,
     })
 }

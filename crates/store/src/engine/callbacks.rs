@@ -10,11 +10,11 @@
 //! than the request's timeout); its claimed event comes back with the event's own
 //! lease, as for any claim.
 
-use super::Driver;
 use super::audit::{self, AuditStatements};
 use super::idempotency::{IdemStatements, store_response};
+use super::{Driver, Engine};
 use crate::clock::{Millis, to_timestamp};
-use crate::rows::{Cols, parse_id};
+use crate::rows::Cols;
 use crate::{
     AttemptRecord, AuditNote, CallbackStore, IdemKey, NewCallback, StateChange, StoreError,
     StoreResult, StoredCallback, StoredResponse,
@@ -96,9 +96,9 @@ pub(crate) fn stored_from_row(r: &impl Cols) -> StoreResult<StoredCallback> {
     let failing_since = r.opt_int("failing_since")?;
     Ok(StoredCallback {
         callback: Callback {
-            callback_id: parse_id(&r.text("id")?)?,
+            callback_id: r.id("id")?,
             agent: r.text("agent_name")?,
-            agent_id: parse_id(&r.text("agent_id")?)?,
+            agent_id: r.id("agent_id")?,
             url: r.text("url")?,
             state,
             created_at: to_timestamp(r.int("created_at")?),
@@ -111,7 +111,7 @@ pub(crate) fn stored_from_row(r: &impl Cols) -> StoreResult<StoredCallback> {
             failing_since: failing_since.map(to_timestamp),
             disabled_reason: r.opt_text("disabled_reason")?,
         },
-        tenant: parse_id(&r.text("tenant_id")?)?,
+        tenant: r.id("tenant_id")?,
         sealed: r.bytes("secret_sealed")?,
         key_id: r.text("key_id")?,
         next_attempt_at: r.int("next_attempt_at")?,
@@ -123,7 +123,7 @@ pub(crate) fn stored_from_row(r: &impl Cols) -> StoreResult<StoredCallback> {
 pub(crate) fn attempt_from_row(r: &impl Cols) -> StoreResult<CallbackAttempt> {
     Ok(CallbackAttempt {
         at: to_timestamp(r.int("at")?),
-        event_id: r.opt_text("event_id")?.map(|e| parse_id(&e)).transpose()?,
+        event_id: r.opt_id("event_id")?,
         kind: r.text("kind")?,
         status: r.opt_int("status")?.and_then(|s| u16::try_from(s).ok()),
         error: r.opt_text("error")?,
@@ -146,7 +146,7 @@ async fn one<D: CallbackStatements>(
 
 #[async_trait]
 impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::TrimStatements>
-    CallbackStore for D
+    CallbackStore for Engine<D>
 {
     async fn put_callback(
         &self,
@@ -154,30 +154,31 @@ impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::Tri
         idem: Option<(&IdemKey, &StoredResponse)>,
         note: &AuditNote,
     ) -> StoreResult<Callback> {
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            self.delete_agent_callback(&mut tx, new.agent).await?;
-            self.insert_callback(&mut tx, new).await?;
-            audit::write(
-                self,
-                &mut tx,
-                new.tenant,
-                note,
-                "callback_registered",
-                1,
-                new.now,
-            )
-            .await?;
-            if let Some((key, response)) = idem {
-                store_response(self, &mut tx, key, response).await?;
-            }
-            let stored = one(self, &mut tx, new.tenant, new.id)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-            self.commit(tx, &[]).await?;
-            Ok(stored)
-        })
-        .await
+        self.0
+            .retrying(|| async {
+                let mut tx = self.0.begin_write().await?;
+                self.0.delete_agent_callback(&mut tx, new.agent).await?;
+                self.0.insert_callback(&mut tx, new).await?;
+                audit::write(
+                    &self.0,
+                    &mut tx,
+                    new.tenant,
+                    note,
+                    "callback_registered",
+                    1,
+                    new.now,
+                )
+                .await?;
+                if let Some((key, response)) = idem {
+                    store_response(&self.0, &mut tx, key, response).await?;
+                }
+                let stored = one(&self.0, &mut tx, new.tenant, new.id)
+                    .await?
+                    .ok_or(StoreError::NotFound)?;
+                self.0.commit(tx, &[]).await?;
+                Ok(stored)
+            })
+            .await
     }
 
     async fn callbacks(
@@ -187,6 +188,7 @@ impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::Tri
     ) -> StoreResult<Vec<Callback>> {
         let which = agent.map_or(Which::All, Which::Agent);
         Ok(self
+            .0
             .select_callbacks(None, tenant, which)
             .await?
             .into_iter()
@@ -200,6 +202,7 @@ impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::Tri
         id: CallbackId,
     ) -> StoreResult<Option<StoredCallback>> {
         Ok(self
+            .0
             .select_callbacks(None, tenant, Which::One(id))
             .await?
             .pop())
@@ -212,16 +215,18 @@ impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::Tri
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<bool> {
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            let existed = self.delete_callback_row(&mut tx, tenant, id).await?;
-            if existed {
-                audit::write(self, &mut tx, tenant, note, "callback_deleted", 1, now).await?;
-            }
-            self.commit(tx, &[]).await?;
-            Ok(existed)
-        })
-        .await
+        self.0
+            .retrying(|| async {
+                let mut tx = self.0.begin_write().await?;
+                let existed = self.0.delete_callback_row(&mut tx, tenant, id).await?;
+                if existed {
+                    audit::write(&self.0, &mut tx, tenant, note, "callback_deleted", 1, now)
+                        .await?;
+                }
+                self.0.commit(tx, &[]).await?;
+                Ok(existed)
+            })
+            .await
     }
 
     async fn change_callback(
@@ -232,27 +237,29 @@ impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::Tri
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<Option<Callback>> {
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            // MySQL counts only the rows an UPDATE changed: read whether it exists.
-            self.change_callback_row(&mut tx, tenant, id, change)
-                .await?;
-            let changed = one(self, &mut tx, tenant, id).await?;
-            if changed.is_some() {
-                let action = match change {
-                    StateChange::Enable => "callback_enabled",
-                    StateChange::Disable { .. } => "callback_disabled",
-                };
-                audit::write(self, &mut tx, tenant, note, action, 1, now).await?;
-            }
-            self.commit(tx, &[]).await?;
-            Ok(changed)
-        })
-        .await
+        self.0
+            .retrying(|| async {
+                let mut tx = self.0.begin_write().await?;
+                // MySQL counts only the rows an UPDATE changed: read whether it exists.
+                self.0
+                    .change_callback_row(&mut tx, tenant, id, change)
+                    .await?;
+                let changed = one(&self.0, &mut tx, tenant, id).await?;
+                if changed.is_some() {
+                    let action = match change {
+                        StateChange::Enable => "callback_enabled",
+                        StateChange::Disable { .. } => "callback_disabled",
+                    };
+                    audit::write(&self.0, &mut tx, tenant, note, action, 1, now).await?;
+                }
+                self.0.commit(tx, &[]).await?;
+                Ok(changed)
+            })
+            .await
     }
 
     async fn due_callbacks(&self, now: Millis, limit: u32) -> StoreResult<Vec<StoredCallback>> {
-        self.due_callback_rows(now, limit).await
+        self.0.due_callback_rows(now, limit).await
     }
 
     async fn lease_callback(
@@ -262,25 +269,26 @@ impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::Tri
         until: Millis,
         now: Millis,
     ) -> StoreResult<bool> {
-        self.lease_callback_row(id, token, until, now).await
+        self.0.lease_callback_row(id, token, until, now).await
     }
 
     async fn unlease_callback(&self, id: CallbackId, token: uuid::Uuid) -> StoreResult<()> {
-        self.unlease_callback_row(id, token).await
+        self.0.unlease_callback_row(id, token).await
     }
 
     async fn record_attempt(&self, record: &AttemptRecord) -> StoreResult<Option<Callback>> {
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            self.insert_attempt(&mut tx, record).await?;
-            if record.lease_token.is_some() {
-                self.update_after_attempt(&mut tx, record).await?;
-            }
-            let now = one(self, &mut tx, record.tenant, record.callback).await?;
-            self.commit(tx, &[]).await?;
-            Ok(now)
-        })
-        .await
+        self.0
+            .retrying(|| async {
+                let mut tx = self.0.begin_write().await?;
+                self.0.insert_attempt(&mut tx, record).await?;
+                if record.lease_token.is_some() {
+                    self.0.update_after_attempt(&mut tx, record).await?;
+                }
+                let now = one(&self.0, &mut tx, record.tenant, record.callback).await?;
+                self.0.commit(tx, &[]).await?;
+                Ok(now)
+            })
+            .await
     }
 
     async fn callback_attempts(
@@ -288,18 +296,18 @@ impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::Tri
         id: CallbackId,
         limit: u32,
     ) -> StoreResult<Vec<CallbackAttempt>> {
-        self.attempt_rows(id, limit).await
+        self.0.attempt_rows(id, limit).await
     }
 
     async fn trim_callback_attempts(&self, cutoff: Millis) -> StoreResult<u64> {
-        super::trim::trim(self, &super::trim::CALLBACK_ATTEMPTS, cutoff).await
+        super::trim::trim(&self.0, &super::trim::CALLBACK_ATTEMPTS, cutoff).await
     }
 
     async fn count_callbacks(&self, state: CallbackState) -> StoreResult<u64> {
-        self.count_callback_rows(state).await
+        self.0.count_callback_rows(state).await
     }
 
     async fn callbacks_sealed_elsewhere(&self, key_id: &str) -> StoreResult<u64> {
-        self.count_other_key_rows(key_id).await
+        self.0.count_other_key_rows(key_id).await
     }
 }

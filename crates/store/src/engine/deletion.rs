@@ -44,38 +44,9 @@ pub(crate) trait DeletionStatements: CallbackStatements + DirectoryStatements {
     async fn leave_everything(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<()>;
 }
 
-async fn delete<D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements>(
-    d: &D,
-    tenant: TenantId,
-    agent: AgentId,
-    note: &AuditNote,
-    now: Millis,
-) -> StoreResult<Option<AgentDeletion>> {
-    let mut tx = d.begin_write().await?;
-    if !d.mark_agent_deleted(&mut tx, tenant, agent, now).await? {
-        return Ok(None);
-    }
-    let tokens = d.live_tokens_of(&mut tx, tenant, agent).await?;
-    let mut revoked = d.revoke_agent_tokens(&mut tx, tenant, agent, now).await?;
-    revoked += revoke_descendants(d, &mut tx, tenant, tokens, now).await?;
-    let purged = d.purge_events_of(&mut tx, agent, now).await?;
-    d.leave_everything(&mut tx, agent).await?;
-    d.delete_agent_callback(&mut tx, agent).await?;
-    // Its name + memory leases end with it, audited, so a later agent of the same
-    // name inherits none of them.
-    let holder = Actor::Agent {
-        id: agent,
-        name: String::new(),
-    };
-    end_held_by(d, &mut tx, tenant, &holder.key(), &note.actor, now).await?;
-    audit::write(d, &mut tx, tenant, note, "agent_deleted", 1, now).await?;
-    d.commit(tx, &[]).await?;
-    Ok(Some(AgentDeletion { revoked, purged }))
-}
-
 #[async_trait]
 impl<D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements> DeletionStore
-    for D
+    for Engine<D>
 {
     async fn delete_agent(
         &self,
@@ -84,7 +55,29 @@ impl<D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements> 
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<Option<AgentDeletion>> {
-        self.retrying(|| delete(self, tenant, agent, note, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            if !d.mark_agent_deleted(&mut tx, tenant, agent, now).await? {
+                return Ok(None);
+            }
+            let tokens = d.live_tokens_of(&mut tx, tenant, agent).await?;
+            let mut revoked = d.revoke_agent_tokens(&mut tx, tenant, agent, now).await?;
+            revoked += revoke_descendants(d, &mut tx, tenant, tokens, now).await?;
+            let purged = d.purge_events_of(&mut tx, agent, now).await?;
+            d.leave_everything(&mut tx, agent).await?;
+            d.delete_agent_callback(&mut tx, agent).await?;
+            // Its name + memory leases end with it, audited, so a later agent of the same
+            // name inherits none of them.
+            let holder = Actor::Agent {
+                id: agent,
+                name: String::new(),
+            };
+            end_held_by(d, &mut tx, tenant, &holder.key(), &note.actor, now).await?;
+            audit::write(d, &mut tx, tenant, note, "agent_deleted", 1, now).await?;
+            d.commit(tx, &[]).await?;
+            Ok(Some(AgentDeletion { revoked, purged }))
+        })
+        .await
     }
 }

@@ -157,28 +157,19 @@ pub(crate) trait DirectoryStatements: Driver {
     ) -> StoreResult<bool>;
     /// `tenant`'s rows of client settings, its own first (read pool).
     async fn client_settings_of(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>>;
-}
 
-/// Where a backend's shape differs: each method has the portable default.
-#[async_trait]
-pub(crate) trait DirectoryDriver: DirectoryStatements {
     /// Reads a live grant and deletes it (used or not, valid or not: a presented
     /// ticket is gone), so a ticket works once even when two requests, on any
     /// instances, race for it: the second `DELETE` waits for the first one's row
     /// lock and then deletes nothing, and only the request whose delete took the row
-    /// gets the grant. PostgreSQL does it in one statement (`DELETE … RETURNING`).
+    /// gets the grant. Its own transaction (PostgreSQL: one statement,
+    /// `DELETE … RETURNING`).
     async fn take_live_grant(
         &self,
         hash: &[u8],
         kind: GrantKind,
         now: Millis,
-    ) -> StoreResult<Option<Grant>> {
-        let mut tx = self.begin_write().await?;
-        let grant = self.live_grant(Some(&mut tx), hash, kind, now).await?;
-        let taken = self.delete_grant_of_kind(&mut tx, hash, kind).await?;
-        self.commit(tx, &[]).await?;
-        Ok(grant.filter(|_| taken))
-    }
+    ) -> StoreResult<Option<Grant>>;
 }
 
 /// The tenant called `name`, created if missing. Several instances may start at
@@ -196,44 +187,6 @@ async fn ensure_tenant<D: DirectoryStatements>(
         d.commit(tx, &[]).await?;
     }
     d.tenant_named(name).await?.ok_or(StoreError::NotFound)
-}
-
-/// A new tenant and its first operator token, in one transaction: a tenant nobody
-/// can operate never exists, and a name taken (on any instance) creates nothing.
-async fn create_tenant<D: DirectoryStatements + AuditStatements>(
-    d: &D,
-    name: &str,
-    operator: &NewOperator<'_>,
-    by: Option<(TenantId, &AuditNote)>,
-    now: Millis,
-) -> StoreResult<TenantRecord> {
-    let id = TenantId::new();
-    let mut tx = d.begin_write().await?;
-    if !d.insert_tenant(&mut tx, id, name, now).await? {
-        return Err(StoreError::Conflict(format!(
-            "a tenant named {name:?} already exists; pick another name"
-        )));
-    }
-    let token = NewToken {
-        hash: operator.token_hash,
-        tenant: id,
-        agent: None,
-        scopes: operator.scopes,
-        label: operator.label,
-        now,
-        parent: None,
-    };
-    d.insert_token_row(&mut tx, &token).await?;
-    if let Some((admin_tenant, note)) = by {
-        audit::write(d, &mut tx, admin_tenant, note, "tenant_created", 1, now).await?;
-    }
-    d.commit(tx, &[]).await?;
-    Ok(TenantRecord {
-        id,
-        name: name.to_owned(),
-        created_at: now,
-        agents: 0,
-    })
 }
 
 async fn insert_token<D: DirectoryStatements + AuditStatements>(
@@ -290,62 +243,6 @@ enum Roots<'a> {
     Agent(AgentId),
 }
 
-/// Stores a grant, forgetting expired ones while writing anyway: they are of no use
-/// to anyone.
-async fn insert_grant<D: DirectoryStatements + AuditStatements>(
-    d: &D,
-    grant: &NewGrant<'_>,
-    note: Option<&AuditNote>,
-    now: Millis,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    d.delete_expired_grants(&mut tx, now).await?;
-    d.insert_grant_row(&mut tx, grant, now).await?;
-    if let Some(note) = note {
-        let action = match grant.kind {
-            GrantKind::Ticket => "login_link_created",
-            GrantKind::Session => "session_opened",
-        };
-        audit::write(d, &mut tx, grant.tenant, note, action, 1, now).await?;
-    }
-    d.commit(tx, &[]).await
-}
-
-/// An agent and its token, in one transaction.
-async fn create_agent<D: DirectoryStatements + AuditStatements>(
-    d: &D,
-    tenant: TenantId,
-    name: &str,
-    token_hash: &[u8],
-    scopes: &[String],
-    note: Option<&AuditNote>,
-    now: Millis,
-) -> StoreResult<AgentRecord> {
-    let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
-    let mut tx = d.begin_write().await?;
-    if !d.insert_agent(&mut tx, &agent).await? {
-        return Err(StoreError::Conflict(format!(
-            "an agent named {name:?} already exists in this tenant; pick another name"
-        )));
-    }
-    let (scopes, label) = agent.token_grant(scopes);
-    let token = NewToken {
-        hash: token_hash,
-        tenant,
-        agent: Some(agent.id),
-        scopes: &scopes,
-        label: &label,
-        now,
-        parent: None,
-    };
-    d.insert_token_row(&mut tx, &token).await?;
-    if let Some(note) = note {
-        audit::write(d, &mut tx, tenant, note, "agent_created", 1, now).await?;
-    }
-    d.commit(tx, &[]).await?;
-    Ok(agent)
-}
-
 /// An agent of `tenant` by id (its canonical form) or else by name.
 async fn agent<D: DirectoryStatements>(
     d: &D,
@@ -385,11 +282,13 @@ pub(crate) fn depth_rows(counts: Vec<DepthCount>) -> Vec<DepthRow> {
 
 /// Every backend with the directory's statements has the directory.
 #[async_trait]
-impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore for D {
+impl<D: DirectoryStatements + AuditStatements + LineageStatements> DirectoryStore for Engine<D> {
     async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
-        ensure_tenant(self, name, now).await
+        ensure_tenant(&self.0, name, now).await
     }
 
+    /// A new tenant and its first operator token, in one transaction: a tenant nobody
+    /// can operate never exists, and a name taken (on any instance) creates nothing.
     async fn create_tenant(
         &self,
         name: &str,
@@ -397,20 +296,49 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         by: Option<(TenantId, &AuditNote)>,
         now: Millis,
     ) -> StoreResult<TenantRecord> {
-        self.retrying(|| create_tenant(self, name, operator, by, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let id = TenantId::new();
+            let mut tx = d.begin_write().await?;
+            if !d.insert_tenant(&mut tx, id, name, now).await? {
+                return Err(StoreError::Conflict(format!(
+                    "a tenant named {name:?} already exists; pick another name"
+                )));
+            }
+            let token = NewToken {
+                hash: operator.token_hash,
+                tenant: id,
+                agent: None,
+                scopes: operator.scopes,
+                label: operator.label,
+                now,
+                parent: None,
+            };
+            d.insert_token_row(&mut tx, &token).await?;
+            if let Some((admin_tenant, note)) = by {
+                audit::write(d, &mut tx, admin_tenant, note, "tenant_created", 1, now).await?;
+            }
+            d.commit(tx, &[]).await?;
+            Ok(TenantRecord {
+                id,
+                name: name.to_owned(),
+                created_at: now,
+                agents: 0,
+            })
+        })
+        .await
     }
 
     async fn tenant_by_name(&self, name: &str) -> StoreResult<Option<TenantId>> {
-        DirectoryStatements::tenant_named(self, name).await
+        DirectoryStatements::tenant_named(&self.0, name).await
     }
 
     async fn tenants(&self) -> StoreResult<Vec<TenantRecord>> {
-        self.tenants_with_counts().await
+        self.0.tenants_with_counts().await
     }
 
     async fn credentials(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>> {
-        self.tokens_of(tenant).await
+        self.0.tokens_of(tenant).await
     }
 
     async fn revoke_credential(
@@ -421,7 +349,8 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         now: Millis,
     ) -> StoreResult<u64> {
         let roots = Roots::Token(hash);
-        self.retrying(|| revoke(self, tenant, roots, note, "credential_revoked", now))
+        self.0
+            .retrying(|| revoke(&self.0, tenant, roots, note, "credential_revoked", now))
             .await
     }
 
@@ -433,12 +362,22 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         now: Millis,
     ) -> StoreResult<u64> {
         let roots = Roots::Agent(agent);
-        self.retrying(|| revoke(self, tenant, roots, note, "agent_credentials_revoked", now))
+        self.0
+            .retrying(|| {
+                revoke(
+                    &self.0,
+                    tenant,
+                    roots,
+                    note,
+                    "agent_credentials_revoked",
+                    now,
+                )
+            })
             .await
     }
 
     async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()> {
-        self.update_token_scopes(hash, scopes).await
+        self.0.update_token_scopes(hash, scopes).await
     }
 
     async fn insert_token(
@@ -459,24 +398,42 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
             now,
             parent: None,
         };
-        self.retrying(|| insert_token(self, &token, note)).await
+        self.0
+            .retrying(|| insert_token(&self.0, &token, note))
+            .await
     }
 
     async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>> {
-        self.live_token(hash).await
+        self.0.live_token(hash).await
     }
 
+    /// Stores a grant, forgetting expired ones while writing anyway: they are of no use
+    /// to anyone.
     async fn insert_grant(
         &self,
         grant: &NewGrant<'_>,
         note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<()> {
-        self.retrying(|| insert_grant(self, grant, note, now)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.delete_expired_grants(&mut tx, now).await?;
+            d.insert_grant_row(&mut tx, grant, now).await?;
+            if let Some(note) = note {
+                let action = match grant.kind {
+                    GrantKind::Ticket => "login_link_created",
+                    GrantKind::Session => "session_opened",
+                };
+                audit::write(d, &mut tx, grant.tenant, note, action, 1, now).await?;
+            }
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
-        DirectoryStatements::live_grant(self, None, hash, kind, now).await
+        DirectoryStatements::live_grant(&self.0, None, hash, kind, now).await
     }
 
     async fn take_grant(
@@ -485,14 +442,16 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         kind: GrantKind,
         now: Millis,
     ) -> StoreResult<Option<Grant>> {
-        self.retrying(|| self.take_live_grant(hash, kind, now))
+        self.0
+            .retrying(|| self.0.take_live_grant(hash, kind, now))
             .await
     }
 
     async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()> {
-        self.delete_grant_row(hash).await
+        self.0.delete_grant_row(hash).await
     }
 
+    /// An agent and its token, in one transaction.
     async fn create_agent(
         &self,
         tenant: TenantId,
@@ -502,25 +461,51 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         note: Option<&AuditNote>,
         now: Millis,
     ) -> StoreResult<AgentRecord> {
-        self.retrying(|| create_agent(self, tenant, name, token_hash, scopes, note, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
+            let mut tx = d.begin_write().await?;
+            if !d.insert_agent(&mut tx, &agent).await? {
+                return Err(StoreError::Conflict(format!(
+                    "an agent named {name:?} already exists in this tenant; pick another name"
+                )));
+            }
+            let (scopes, label) = agent.token_grant(scopes);
+            let token = NewToken {
+                hash: token_hash,
+                tenant,
+                agent: Some(agent.id),
+                scopes: &scopes,
+                label: &label,
+                now,
+                parent: None,
+            };
+            d.insert_token_row(&mut tx, &token).await?;
+            if let Some(note) = note {
+                audit::write(d, &mut tx, tenant, note, "agent_created", 1, now).await?;
+            }
+            d.commit(tx, &[]).await?;
+            Ok(agent)
+        })
+        .await
     }
 
     async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord> {
-        agent(self, tenant, key).await
+        agent(&self.0, tenant, key).await
     }
 
     async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()> {
-        self.note_seen(None, agent, now, now - SEEN_RESOLUTION_MS)
+        self.0
+            .note_seen(None, agent, now, now - SEEN_RESOLUTION_MS)
             .await
     }
 
     async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>> {
-        Ok(depth_rows(self.depth_counts(tenant).await?))
+        Ok(depth_rows(self.0.depth_counts(tenant).await?))
     }
 
     async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>> {
-        self.agents_of(tenant).await
+        self.0.agents_of(tenant).await
     }
 
     async fn put_client_report(
@@ -529,11 +514,11 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         report: &str,
         now: Millis,
     ) -> StoreResult<()> {
-        self.upsert_client_report(agent, report, now).await
+        self.0.upsert_client_report(agent, report, now).await
     }
 
     async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>> {
-        self.client_reports_of(tenant).await
+        self.0.client_reports_of(tenant).await
     }
 
     async fn put_client_settings(
@@ -545,14 +530,25 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         now: Millis,
     ) -> StoreResult<()> {
         let agent = agent.map(|a| a.to_string()).unwrap_or_default();
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            self.upsert_client_settings(&mut tx, tenant, &agent, settings, &note.actor, now)
+        self.0
+            .retrying(|| async {
+                let mut tx = self.0.begin_write().await?;
+                self.0
+                    .upsert_client_settings(&mut tx, tenant, &agent, settings, &note.actor, now)
+                    .await?;
+                audit::write(
+                    &self.0,
+                    &mut tx,
+                    tenant,
+                    note,
+                    "client_settings_set",
+                    1,
+                    now,
+                )
                 .await?;
-            audit::write(self, &mut tx, tenant, note, "client_settings_set", 1, now).await?;
-            self.commit(tx, &[]).await
-        })
-        .await
+                self.0.commit(tx, &[]).await
+            })
+            .await
     }
 
     async fn delete_client_settings(
@@ -563,30 +559,32 @@ impl<D: DirectoryDriver + AuditStatements + LineageStatements> DirectoryStore fo
         now: Millis,
     ) -> StoreResult<bool> {
         let agent = agent.map(|a| a.to_string()).unwrap_or_default();
-        self.retrying(|| async {
-            let mut tx = self.begin_write().await?;
-            let deleted = self
-                .delete_client_settings_row(&mut tx, tenant, &agent)
-                .await?;
-            if deleted {
-                audit::write(
-                    self,
-                    &mut tx,
-                    tenant,
-                    note,
-                    "client_settings_cleared",
-                    1,
-                    now,
-                )
-                .await?;
-            }
-            self.commit(tx, &[]).await?;
-            Ok(deleted)
-        })
-        .await
+        self.0
+            .retrying(|| async {
+                let mut tx = self.0.begin_write().await?;
+                let deleted = self
+                    .0
+                    .delete_client_settings_row(&mut tx, tenant, &agent)
+                    .await?;
+                if deleted {
+                    audit::write(
+                        &self.0,
+                        &mut tx,
+                        tenant,
+                        note,
+                        "client_settings_cleared",
+                        1,
+                        now,
+                    )
+                    .await?;
+                }
+                self.0.commit(tx, &[]).await?;
+                Ok(deleted)
+            })
+            .await
     }
 
     async fn client_settings(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>> {
-        self.client_settings_of(tenant).await
+        self.0.client_settings_of(tenant).await
     }
 }

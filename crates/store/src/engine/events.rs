@@ -17,13 +17,13 @@ use switchboard_proto::{AgentId, Delivery, EventId, RoomId, TenantId};
 
 /// An event row to insert, with everything its statement binds.
 pub(crate) struct NewEvent<'a> {
-    pub(crate) id: String,
-    pub(crate) tenant: String,
-    pub(crate) agent: String,
+    pub(crate) id: EventId,
+    pub(crate) tenant: TenantId,
+    pub(crate) agent: AgentId,
     pub(crate) seq: i64,
-    pub(crate) sender_agent_id: Option<String>,
+    pub(crate) sender_agent_id: Option<AgentId>,
     pub(crate) sender_name: Option<String>,
-    pub(crate) room_id: Option<String>,
+    pub(crate) room_id: Option<RoomId>,
     pub(crate) room_seq: Option<i64>,
     pub(crate) msg: &'a NewMessage,
     pub(crate) now: Millis,
@@ -53,7 +53,7 @@ pub(crate) trait EventStatements: Driver {
     ) -> StoreResult<u64>;
     async fn insert_event(&self, tx: &mut Self::Tx, e: &NewEvent<'_>) -> StoreResult<()>;
     /// Appends one row to an event's history. Off the happy path only, after
-    /// [`EventDriver::move_steps`].
+    /// [`move_steps`](Self::move_steps).
     async fn history(
         &self,
         tx: &mut Self::Tx,
@@ -88,11 +88,7 @@ pub(crate) trait EventStatements: Driver {
         }
         self.clear_steps(tx, event_id).await
     }
-}
 
-/// Where a backend's shape differs: each method has the portable default.
-#[async_trait]
-pub(crate) trait EventDriver: EventStatements {
     /// Takes the next number of `agent`'s sequence, locking its row until the
     /// transaction ends (I2); `NotFound` when the agent is not in `tenant`. One
     /// statement where the dialect has `UPDATE … RETURNING` ([`take_seq_returning`]),
@@ -115,52 +111,62 @@ pub(crate) trait EventDriver: EventStatements {
     }
 }
 
+/// What a write path puts into each recipient's inbox: one message from one
+/// sender, maybe through a room, at one time. A fan-out (a room's members, a
+/// memory's subscribers) makes it once and delivers it to each.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Envelope<'a> {
+    pub(crate) tenant: TenantId,
+    pub(crate) from: &'a Actor,
+    /// The room and its `room_seq`, for a room's message.
+    pub(crate) room: Option<(RoomId, u64)>,
+    pub(crate) msg: &'a NewMessage,
+    pub(crate) now: Millis,
+}
+
 /// [`deliver`] to one member of a fan-out (a room's members, a memory's
 /// subscribers): `None` when the agent was deleted after the members were read
 /// (its sequence no longer advances), so a deletion never fails the send.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn deliver_member<D: EventDriver>(
+pub(crate) async fn deliver_member<D: EventStatements>(
     d: &D,
     tx: &mut D::Tx,
-    tenant: TenantId,
     to: AgentId,
-    from: &Actor,
-    room: Option<(RoomId, u64)>,
-    msg: &NewMessage,
-    now: Millis,
+    envelope: &Envelope<'_>,
 ) -> StoreResult<Option<Delivery>> {
-    match deliver(d, tx, tenant, to, from, room, msg, now).await {
+    match deliver(d, tx, to, envelope).await {
         Err(crate::StoreError::NotFound) => Ok(None),
         other => other.map(Some),
     }
 }
 
 /// Puts one event into `to`'s inbox, numbered next in its sequence (I2).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn deliver<D: EventDriver>(
+pub(crate) async fn deliver<D: EventStatements>(
     d: &D,
     tx: &mut D::Tx,
-    tenant: TenantId,
     to: AgentId,
-    from: &Actor,
-    room: Option<(RoomId, u64)>,
-    msg: &NewMessage,
-    now: Millis,
+    envelope: &Envelope<'_>,
 ) -> StoreResult<Delivery> {
+    let Envelope {
+        tenant,
+        from,
+        room,
+        msg,
+        now,
+    } = *envelope;
     let seq = d.next_seq(tx, tenant, to).await?;
     let event_id = EventId::new();
     let (sender_agent_id, sender_name) = match from {
-        Actor::Agent { id, name } => (Some(id.to_string()), Some(name.clone())),
+        Actor::Agent { id, name } => (Some(*id), Some(name.clone())),
         _ => (None, None),
     };
     let row = NewEvent {
-        id: event_id.to_string(),
-        tenant: tenant.to_string(),
-        agent: to.to_string(),
+        id: event_id,
+        tenant,
+        agent: to,
         seq: seq as i64,
         sender_agent_id,
         sender_name,
-        room_id: room.map(|(r, _)| r.to_string()),
+        room_id: room.map(|(r, _)| r),
         room_seq: room.map(|(_, s)| s as i64),
         msg,
         now,

@@ -77,6 +77,15 @@ fn found(row: &StoredKey, key: &IdemKey, now: Millis) -> StoreResult<Found> {
     })
 }
 
+/// When a request takes its key: `now`, the key locked to it for `lock_ms` and
+/// kept for `ttl_ms` (phase 1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyTerms {
+    pub(crate) now: Millis,
+    pub(crate) lock_ms: Millis,
+    pub(crate) ttl_ms: Millis,
+}
+
 /// The statements of idempotency keys (`store/statements/idempotency.rs`), each in
 /// the caller's transaction. A key is `(tenant_id, principal, key_hash)`.
 #[async_trait]
@@ -88,21 +97,13 @@ pub(crate) trait IdemStatements: InstanceStatements {
         &self,
         tx: &mut Self::Tx,
         key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
+        terms: KeyTerms,
     ) -> StoreResult<bool>;
     /// The key's record, its row locked until the transaction ends.
     async fn lock_key(&self, tx: &mut Self::Tx, key: &IdemKey) -> StoreResult<Option<StoredKey>>;
     /// Makes an expired record new: `key`'s fingerprint, in flight under its owner.
-    async fn renew_key(
-        &self,
-        tx: &mut Self::Tx,
-        key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
-    ) -> StoreResult<()>;
+    async fn renew_key(&self, tx: &mut Self::Tx, key: &IdemKey, terms: KeyTerms)
+    -> StoreResult<()>;
     /// Gives the in-flight record to `key.owner`, locked until `locked_until`.
     async fn take_over_key(
         &self,
@@ -122,46 +123,35 @@ pub(crate) trait IdemStatements: InstanceStatements {
     async fn forget_key(&self, tx: &mut Self::Tx, key: &IdemKey) -> StoreResult<()>;
     /// Deletes every in-flight key; how many.
     async fn forget_in_flight_keys(&self, tx: &mut Self::Tx) -> StoreResult<u64>;
-}
 
-/// What a backend says about its keys.
-#[async_trait]
-pub(crate) trait IdemDriver: IdemStatements {
-    /// One process owns the database (SQLite: the single writer of this file), so an
-    /// in-flight key found at start belongs to a process that is gone: its
-    /// transaction never committed, and `idem_recover` forgets it. On a database
-    /// that other instances share, their in-flight keys are live; an abandoned key
-    /// is taken over once its lock runs out (phase 1).
-    const SOLE_OWNER: bool = false;
-
-    /// Records `key` as in flight if it is new; whether it was. Portable: an insert
-    /// that leaves an existing row alone. MySQL overrides it: there a duplicate
-    /// insert leaves a *shared* lock on the row, and two requests racing with one
-    /// key would each hold one and then both ask for the exclusive lock (a
-    /// deadlock).
+    /// Records `key` as in flight if it is new; whether it was. Portable:
+    /// [`insert_key`](Self::insert_key), an insert that leaves an existing row
+    /// alone. MySQL: there a duplicate insert leaves a *shared* lock on the row, and
+    /// two requests racing with one key would each hold one and then both ask for
+    /// the exclusive lock (a deadlock); so an upsert that changes nothing on a
+    /// duplicate takes the row's exclusive lock at once (as `lock_name` does for
+    /// name fences), and racing requests queue on it. MySQL cannot tell an insert
+    /// from a duplicate there (`CLIENT_FOUND_ROWS`), so it always answers "not
+    /// new": the engine then reads the locked row, and a row this very attempt made
+    /// (its owner, in flight) is taken as its own.
     async fn claim_key(
         &self,
         tx: &mut Self::Tx,
         key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
-    ) -> StoreResult<bool> {
-        self.insert_key(tx, key, now, lock_ms, ttl_ms).await
-    }
+        terms: KeyTerms,
+    ) -> StoreResult<bool>;
 }
 
 /// One attempt of phase 1; `None`: the key was forgotten between the insert and
 /// the read, and is free again.
-async fn begin_once<D: IdemDriver>(
+async fn begin_once<D: IdemStatements>(
     d: &D,
     key: &IdemKey,
-    now: Millis,
-    lock_ms: Millis,
-    ttl_ms: Millis,
+    terms: KeyTerms,
 ) -> StoreResult<Option<IdemBegin>> {
+    let KeyTerms { now, lock_ms, .. } = terms;
     let mut tx = d.begin_write().await?;
-    let outcome = if d.claim_key(&mut tx, key, now, lock_ms, ttl_ms).await? {
+    let outcome = if d.claim_key(&mut tx, key, terms).await? {
         IdemBegin::Fresh
     } else {
         let Some(row) = d.lock_key(&mut tx, key).await? else {
@@ -178,7 +168,7 @@ async fn begin_once<D: IdemDriver>(
         }
         match found {
             Found::Expired => {
-                d.renew_key(&mut tx, key, now, lock_ms, ttl_ms).await?;
+                d.renew_key(&mut tx, key, terms).await?;
                 IdemBegin::Fresh
             }
             Found::Abandoned => {
@@ -196,20 +186,15 @@ async fn begin_once<D: IdemDriver>(
 }
 
 /// Phase 1: records `key` as in flight, or says why the request must not run.
-pub(crate) async fn begin<D: IdemDriver>(
+pub(crate) async fn begin<D: IdemStatements>(
     d: &D,
     key: &IdemKey,
-    now: Millis,
-    lock_ms: Millis,
-    ttl_ms: Millis,
+    terms: KeyTerms,
 ) -> StoreResult<IdemBegin> {
     // A key forgotten between the insert and the read is free again: start over
     // (twice at most: each time another request had to release it meanwhile).
     for _ in 0..3 {
-        if let Some(begun) = d
-            .retrying(|| begin_once(d, key, now, lock_ms, ttl_ms))
-            .await?
-        {
+        if let Some(begun) = d.retrying(|| begin_once(d, key, terms)).await? {
             return Ok(begun);
         }
     }
@@ -249,35 +234,9 @@ pub(crate) async fn store_response<D: IdemStatements>(
     }
 }
 
-async fn abort<D: IdemStatements>(d: &D, key: &IdemKey) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    d.forget_key(&mut tx, key).await?;
-    d.commit(tx, &[]).await
-}
-
-async fn recover<D: IdemDriver>(d: &D) -> StoreResult<u64> {
-    if !D::SOLE_OWNER {
-        return Ok(0);
-    }
-    let mut tx = d.begin_write().await?;
-    let forgotten = d.forget_in_flight_keys(&mut tx).await?;
-    d.commit(tx, &[]).await?;
-    Ok(forgotten)
-}
-
-async fn complete<D: IdemStatements>(
-    d: &D,
-    key: &IdemKey,
-    response: &StoredResponse,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    store_response(d, &mut tx, key, response).await?;
-    d.commit(tx, &[]).await
-}
-
 /// Every backend with the key statements has idempotency keys.
 #[async_trait]
-impl<D: IdemDriver> IdemStore for D {
+impl<D: IdemStatements> IdemStore for Engine<D> {
     async fn idem_begin(
         &self,
         key: &IdemKey,
@@ -285,19 +244,46 @@ impl<D: IdemDriver> IdemStore for D {
         lock_ms: Millis,
         ttl_ms: Millis,
     ) -> StoreResult<IdemBegin> {
-        begin(self, key, now, lock_ms, ttl_ms).await
+        let terms = KeyTerms {
+            now,
+            lock_ms,
+            ttl_ms,
+        };
+        begin(&self.0, key, terms).await
     }
 
     async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {
-        self.retrying(|| abort(self, key)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.forget_key(&mut tx, key).await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn idem_recover(&self) -> StoreResult<u64> {
-        self.retrying(|| recover(self)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            if !D::DIALECT.sole_owner() {
+                return Ok(0);
+            }
+            let mut tx = d.begin_write().await?;
+            let forgotten = d.forget_in_flight_keys(&mut tx).await?;
+            d.commit(tx, &[]).await?;
+            Ok(forgotten)
+        })
+        .await
     }
 
     async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()> {
-        self.retrying(|| complete(self, key, response)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            store_response(d, &mut tx, key, response).await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 }
 

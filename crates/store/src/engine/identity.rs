@@ -37,6 +37,17 @@ pub(crate) struct DeviceRow {
 
 /// The statements of access tokens (`store/statements/identity.rs`): in `tx`
 /// where they take one, else alone on the read or the write pool.
+/// A device request's move from one status to another (`set_device_status`):
+/// who decided and when, and for which agent and login; a `None` keeps the
+/// column's value.
+pub(crate) struct DeviceStatus<'a> {
+    pub(crate) from: &'a str,
+    pub(crate) to: &'a str,
+    pub(crate) decided: Option<(&'a str, Millis)>,
+    pub(crate) agent: Option<AgentId>,
+    pub(crate) family_hash: Option<&'a [u8]>,
+}
+
 #[async_trait]
 pub(crate) trait IdentityStatements: DirectoryStatements {
     async fn signing_key_rows(&self) -> StoreResult<Vec<SigningKeyRow>>;
@@ -91,18 +102,12 @@ pub(crate) trait IdentityStatements: DirectoryStatements {
         polled_at: Millis,
         interval_ms: Millis,
     ) -> StoreResult<()>;
-    /// Moves the request from `from` to `to` (with who decided, when, and for
-    /// which agent and login); whether it was in `from`.
-    #[allow(clippy::too_many_arguments)]
+    /// Moves the request as `change` says; whether it was in `change.from`.
     async fn set_device_status(
         &self,
         tx: &mut Self::Tx,
         device_hash: &str,
-        from: &str,
-        to: &str,
-        decided: Option<(&str, Millis)>,
-        agent: Option<AgentId>,
-        family_hash: Option<&[u8]>,
+        change: &DeviceStatus<'_>,
     ) -> StoreResult<bool>;
 
     /// The refresh token's row, locked.
@@ -195,84 +200,6 @@ pub(crate) async fn grant_of<D: IdentityStatements>(
     }))
 }
 
-async fn decide<D: IdentityStatements + AuditStatements>(
-    d: &D,
-    tenant: TenantId,
-    user_code: &str,
-    approval: Option<&Approval<'_>>,
-    note: &AuditNote,
-    now: Millis,
-) -> StoreResult<Option<DeviceRequestRow>> {
-    let decided_by = note.actor.as_str();
-    let mut tx = d.begin_write().await?;
-    let Some((device_hash, asked)) = d
-        .pending_device_for_update(&mut tx, tenant, user_code, now)
-        .await?
-    else {
-        return Ok(None);
-    };
-    let (to, agent_id, family) = match approval {
-        None => ("denied", None, None),
-        Some(a) => {
-            let name = a.agent_name.unwrap_or(&asked);
-            // Agents are never deleted: one read now is there at commit, and one
-            // created meanwhile meets the unique index below.
-            let agent = match d.agent_by_key(tenant, name).await? {
-                Some(agent) => agent,
-                None => {
-                    let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
-                    if !d.insert_agent(&mut tx, &agent).await? {
-                        return Err(StoreError::Conflict(format!(
-                            "an agent named {name:?} was created meanwhile; approve again"
-                        )));
-                    }
-                    agent
-                }
-            };
-            let (scopes, _) = agent.token_grant(a.scopes);
-            let label = format!("device login: {}", agent.name);
-            d.insert_token_row(
-                &mut tx,
-                &NewToken {
-                    hash: a.family_hash,
-                    tenant,
-                    agent: Some(agent.id),
-                    scopes: &scopes,
-                    label: &label,
-                    now,
-                    // The approving credential: revoking it ends this login.
-                    parent: Some(a.parent),
-                },
-            )
-            .await?;
-            ("approved", Some(agent.id), Some(a.family_hash))
-        }
-    };
-    d.set_device_status(
-        &mut tx,
-        &device_hash,
-        "pending",
-        to,
-        Some((decided_by, now)),
-        agent_id,
-        family,
-    )
-    .await?;
-    let row = d.device_by_code(&mut tx, user_code).await?;
-    let detail = row.as_ref().map(|r| format!("agent:{}", r.agent_name));
-    let note = AuditNote {
-        detail,
-        ..note.clone()
-    };
-    let action = match approval {
-        Some(_) => "device_approved",
-        None => "device_denied",
-    };
-    audit::write(d, &mut tx, tenant, &note, action, 1, now).await?;
-    d.commit(tx, &[]).await?;
-    Ok(row)
-}
-
 async fn poll<D: IdentityStatements>(
     d: &D,
     device_hash: &str,
@@ -306,10 +233,14 @@ async fn poll<D: IdentityStatements>(
                     d.commit(tx, &[]).await?;
                     return Ok(DevicePoll::Denied);
                 };
-                if !d
-                    .set_device_status(&mut tx, device_hash, "approved", "used", None, None, None)
-                    .await?
-                {
+                let used = DeviceStatus {
+                    from: "approved",
+                    to: "used",
+                    decided: None,
+                    agent: None,
+                    family_hash: None,
+                };
+                if !d.set_device_status(&mut tx, device_hash, &used).await? {
                     return Ok(DevicePoll::Unknown);
                 }
                 record_issue(d, &mut tx, &family, tenant, issue, now).await?;
@@ -326,104 +257,34 @@ async fn poll<D: IdentityStatements>(
     Ok(outcome)
 }
 
-async fn refresh<D: IdentityStatements + LineageStatements>(
-    d: &D,
-    hash: &[u8],
-    now: Millis,
-    lifetimes: RefreshLifetimes,
-    issue: &Issue<'_>,
-) -> StoreResult<Refreshed> {
-    let mut tx = d.begin_write().await?;
-    let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
-        return Ok(Refreshed::Unknown);
-    };
-    let family = row.family;
-    if row.used_at.is_some() || !d.mark_refresh_used(&mut tx, hash, now).await? {
-        // Used before: whoever holds it now may have stolen it. End the login.
-        let revoked = end_family(d, &mut tx, &family, now).await?;
-        d.commit(tx, &[]).await?;
-        return Ok(if revoked {
-            Refreshed::Reused
-        } else {
-            Refreshed::Revoked
-        });
-    }
-    let Some((tenant, started)) = d.family_tenant(&mut tx, &family).await? else {
-        return Ok(Refreshed::Revoked);
-    };
-    // A login lives at most its absolute lifetime from its start, and ends when it
-    // went unused (no refresh) for its idle lifetime: ended here, on the server's
-    // clock, whichever backend.
-    if let Some(why) = lifetimes.ended(started, row.created_at, now) {
-        end_family(d, &mut tx, &family, now).await?;
-        d.commit(tx, &[]).await?;
-        return Ok(Refreshed::Expired(why));
-    }
-    record_issue(d, &mut tx, &family, tenant, issue, now).await?;
-    d.commit(tx, &[]).await?;
-    Ok(match grant_of(d, &family).await? {
-        Some(grant) => Refreshed::Rotated(grant),
-        None => Refreshed::Revoked,
-    })
-}
-
-async fn revoke_refresh<D: IdentityStatements + LineageStatements>(
-    d: &D,
-    hash: &[u8],
-    now: Millis,
-) -> StoreResult<bool> {
-    let mut tx = d.begin_write().await?;
-    let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
-        return Ok(false);
-    };
-    let revoked = end_family(d, &mut tx, &row.family, now).await?;
-    d.commit(tx, &[]).await?;
-    Ok(revoked)
-}
-
-async fn insert_device<D: IdentityStatements>(
-    d: &D,
-    request: &NewDeviceRequest<'_>,
-) -> StoreResult<bool> {
-    let mut tx = d.begin_write().await?;
-    if !d.insert_device_row(&mut tx, request).await? {
-        return Ok(false);
-    }
-    d.commit(tx, &[]).await?;
-    Ok(true)
-}
-
-async fn insert_access_token<D: IdentityStatements>(
-    d: &D,
-    token: &NewAccessToken<'_>,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    d.insert_access_token_row(&mut tx, token).await?;
-    d.commit(tx, &[]).await
-}
-
 #[async_trait]
 impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatements> IdentityStore
-    for D
+    for Engine<D>
 {
     async fn signing_keys(&self) -> StoreResult<Vec<SigningKeyRow>> {
-        self.signing_key_rows().await
+        self.0.signing_key_rows().await
     }
 
     async fn insert_signing_key(&self, key: &SigningKeyRow) -> StoreResult<()> {
-        self.retrying(|| self.insert_signing_key_row(key)).await
+        self.0.retrying(|| self.0.insert_signing_key_row(key)).await
     }
 
     async fn delete_signing_key(&self, kid: &str) -> StoreResult<()> {
-        self.retrying(|| self.delete_signing_key_row(kid)).await
+        self.0.retrying(|| self.0.delete_signing_key_row(kid)).await
     }
 
     async fn insert_access_token(&self, token: &NewAccessToken<'_>) -> StoreResult<()> {
-        self.retrying(|| insert_access_token(self, token)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.insert_access_token_row(&mut tx, token).await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn access_token(&self, jti: &str, now: Millis) -> StoreResult<Option<AccessGrant>> {
-        self.live_access_token(jti, now).await
+        self.0.live_access_token(jti, now).await
     }
 
     async fn revoke_access_token(
@@ -432,17 +293,27 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         jti: &str,
         now: Millis,
     ) -> StoreResult<bool> {
-        self.retrying(|| self.revoke_access_token_row(tenant, jti, now))
+        self.0
+            .retrying(|| self.0.revoke_access_token_row(tenant, jti, now))
             .await
     }
 
     async fn forget_access_tokens(&self, before: Millis) -> StoreResult<u64> {
-        trim::trim(self, &trim::DEVICE_REQUESTS, before - DEVICE_FORGET_MS).await?;
-        trim::trim(self, &trim::ACCESS_TOKENS, before).await
+        trim::trim(&self.0, &trim::DEVICE_REQUESTS, before - DEVICE_FORGET_MS).await?;
+        trim::trim(&self.0, &trim::ACCESS_TOKENS, before).await
     }
 
     async fn insert_device_request(&self, request: &NewDeviceRequest<'_>) -> StoreResult<bool> {
-        self.retrying(|| insert_device(self, request)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            if !d.insert_device_row(&mut tx, request).await? {
+                return Ok(false);
+            }
+            d.commit(tx, &[]).await?;
+            Ok(true)
+        })
+        .await
     }
 
     async fn device_requests(
@@ -450,7 +321,7 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         tenant: TenantId,
         now: Millis,
     ) -> StoreResult<Vec<DeviceRequestRow>> {
-        self.device_rows(tenant, now).await
+        self.0.device_rows(tenant, now).await
     }
 
     async fn decide_device_request(
@@ -461,8 +332,76 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<Option<DeviceRequestRow>> {
-        self.retrying(|| decide(self, tenant, user_code, approval, note, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let decided_by = note.actor.as_str();
+            let mut tx = d.begin_write().await?;
+            let Some((device_hash, asked)) = d
+                .pending_device_for_update(&mut tx, tenant, user_code, now)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let (to, agent_id, family) = match approval {
+                None => ("denied", None, None),
+                Some(a) => {
+                    let name = a.agent_name.unwrap_or(&asked);
+                    // Agents are never deleted: one read now is there at commit, and one
+                    // created meanwhile meets the unique index below.
+                    let agent = match d.agent_by_key(tenant, name).await? {
+                        Some(agent) => agent,
+                        None => {
+                            let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
+                            if !d.insert_agent(&mut tx, &agent).await? {
+                                return Err(StoreError::Conflict(format!(
+                                    "an agent named {name:?} was created meanwhile; approve again"
+                                )));
+                            }
+                            agent
+                        }
+                    };
+                    let (scopes, _) = agent.token_grant(a.scopes);
+                    let label = format!("device login: {}", agent.name);
+                    d.insert_token_row(
+                        &mut tx,
+                        &NewToken {
+                            hash: a.family_hash,
+                            tenant,
+                            agent: Some(agent.id),
+                            scopes: &scopes,
+                            label: &label,
+                            now,
+                            // The approving credential: revoking it ends this login.
+                            parent: Some(a.parent),
+                        },
+                    )
+                    .await?;
+                    ("approved", Some(agent.id), Some(a.family_hash))
+                }
+            };
+            let change = DeviceStatus {
+                from: "pending",
+                to,
+                decided: Some((decided_by, now)),
+                agent: agent_id,
+                family_hash: family,
+            };
+            d.set_device_status(&mut tx, &device_hash, &change).await?;
+            let row = d.device_by_code(&mut tx, user_code).await?;
+            let detail = row.as_ref().map(|r| format!("agent:{}", r.agent_name));
+            let note = AuditNote {
+                detail,
+                ..note.clone()
+            };
+            let action = match approval {
+                Some(_) => "device_approved",
+                None => "device_denied",
+            };
+            audit::write(d, &mut tx, tenant, &note, action, 1, now).await?;
+            d.commit(tx, &[]).await?;
+            Ok(row)
+        })
+        .await
     }
 
     async fn poll_device_request(
@@ -472,7 +411,8 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         now: Millis,
         issue: &Issue<'_>,
     ) -> StoreResult<DevicePoll> {
-        self.retrying(|| poll(self, device_hash, client_id, now, issue))
+        self.0
+            .retrying(|| poll(&self.0, device_hash, client_id, now, issue))
             .await
     }
 
@@ -483,11 +423,55 @@ impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatement
         lifetimes: RefreshLifetimes,
         issue: &Issue<'_>,
     ) -> StoreResult<Refreshed> {
-        self.retrying(|| refresh(self, hash, now, lifetimes, issue))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
+                return Ok(Refreshed::Unknown);
+            };
+            let family = row.family;
+            if row.used_at.is_some() || !d.mark_refresh_used(&mut tx, hash, now).await? {
+                // Used before: whoever holds it now may have stolen it. End the login.
+                let revoked = end_family(d, &mut tx, &family, now).await?;
+                d.commit(tx, &[]).await?;
+                return Ok(if revoked {
+                    Refreshed::Reused
+                } else {
+                    Refreshed::Revoked
+                });
+            }
+            let Some((tenant, started)) = d.family_tenant(&mut tx, &family).await? else {
+                return Ok(Refreshed::Revoked);
+            };
+            // A login lives at most its absolute lifetime from its start, and ends when it
+            // went unused (no refresh) for its idle lifetime: ended here, on the server's
+            // clock, whichever backend.
+            if let Some(why) = lifetimes.ended(started, row.created_at, now) {
+                end_family(d, &mut tx, &family, now).await?;
+                d.commit(tx, &[]).await?;
+                return Ok(Refreshed::Expired(why));
+            }
+            record_issue(d, &mut tx, &family, tenant, issue, now).await?;
+            d.commit(tx, &[]).await?;
+            Ok(match grant_of(d, &family).await? {
+                Some(grant) => Refreshed::Rotated(grant),
+                None => Refreshed::Revoked,
+            })
+        })
+        .await
     }
 
     async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool> {
-        self.retrying(|| revoke_refresh(self, hash, now)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
+                return Ok(false);
+            };
+            let revoked = end_family(d, &mut tx, &row.family, now).await?;
+            d.commit(tx, &[]).await?;
+            Ok(revoked)
+        })
+        .await
     }
 }

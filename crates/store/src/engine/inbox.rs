@@ -14,7 +14,7 @@
 //! refused one is explained ([`stale_claim`]); a retried ack of a completed claim
 //! succeeds again; a release at the attempt limit quarantines (I5, [`QUARANTINES`]).
 
-use super::events::EventDriver;
+use super::events::EventStatements;
 use crate::clock::Millis;
 use crate::*;
 use async_trait::async_trait;
@@ -73,7 +73,7 @@ pub(crate) struct ReleaseRow<'a> {
 /// write).
 #[async_trait]
 pub(crate) trait InboxStatements:
-    EventDriver + super::directory::DirectoryStatements
+    EventStatements + super::directory::DirectoryStatements
 {
     /// The event's state and sequence number, in `tx` (where MySQL reads back what
     /// an `UPDATE` wrote: it has no `UPDATE … RETURNING`).

@@ -1,6 +1,6 @@
 //! The inbox's transactions, once for every backend, over the driver of
 //! `inbox.rs`: poll and snapshot (one read snapshot each), claim, ack, release and
-//! extend, and the blanket [`InboxStore`] they make.
+//! extend, and the [`InboxStore`] of the [`Engine`](super::Engine) they make.
 
 use super::inbox::check_cursor;
 use super::inbox::{InboxStatements, ReleaseRow, attempt_token, stale_claim};
@@ -255,31 +255,6 @@ async fn claim_in<D: InboxDriver>(
     })
 }
 
-/// Acks a batch and claims the next in one transaction (one commit for both): the
-/// consumer's steady state. The claim is ordered behind other claims of the agent
-/// first (the lock order of a plain claim), then the acks complete, then the claim
-/// takes events (those just acked are no longer claimable). Entries not completed
-/// are explained afterwards, as [`ack_batch`] does.
-async fn ack_and_claim<D: InboxDriver>(
-    d: &D,
-    agent: &AgentRecord,
-    entries: &[(EventId, ClaimToken)],
-    args: ClaimArgs,
-    now: Millis,
-) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
-    let mut tx = d.begin_write().await?;
-    d.order_claims(&mut tx, agent.id).await?;
-    let completed = if entries.is_empty() {
-        Vec::new()
-    } else {
-        d.complete_claims_in(&mut tx, agent, entries, now).await?
-    };
-    let claimed = claim_in(d, &mut tx, agent, args, now).await?;
-    d.commit(tx, &claimed.reaped.wakes).await?;
-    let acked = explain_acks(d, agent, entries, completed, now).await?;
-    Ok((acked, claimed))
-}
-
 /// Acks a batch: what holds is completed in one transaction (one commit), then each
 /// entry it did not complete is explained as a single ack would be, a repeat of an
 /// ack that completed the event (its answer was lost) or a refusal. A database error
@@ -352,58 +327,6 @@ async fn ack_missed<D: InboxStatements>(
     }
 }
 
-async fn release<D: InboxDriver>(
-    d: &D,
-    agent: &AgentRecord,
-    event: EventId,
-    token: ClaimToken,
-    args: &ReleaseArgs,
-    now: Millis,
-) -> StoreResult<Committed<EventState>> {
-    let row = ReleaseRow {
-        agent,
-        event,
-        token,
-        terminal: args.terminal,
-        available_at: now + args.delay_ms,
-        error: args.error.as_deref(),
-        detail: release_detail(&args.error, args.terminal),
-        now,
-    };
-    let mut tx = d.begin_write().await?;
-    let Some((state, seq)) = d.release_claim(&mut tx, &row).await? else {
-        drop(tx);
-        return Err(refuse(d, agent.id, event, token, now).await);
-    };
-    let wakes = if state.status == EventStatus::Pending {
-        vec![agent.wake(seq)]
-    } else {
-        Vec::new()
-    };
-    d.commit(tx, &wakes).await?;
-    Ok(Committed {
-        value: state,
-        wakes,
-    })
-}
-
-async fn extend<D: InboxDriver>(
-    d: &D,
-    agent: &AgentRecord,
-    event: EventId,
-    token: ClaimToken,
-    lease_ms: Millis,
-    now: Millis,
-) -> StoreResult<EventState> {
-    match d
-        .extend_claim(agent.id, event, token, now + lease_ms, now)
-        .await?
-    {
-        Some(state) => Ok(state),
-        None => Err(refuse(d, agent.id, event, token, now).await),
-    }
-}
-
 async fn snapshot<D: InboxDriver>(
     d: &D,
     agent: &AgentRecord,
@@ -428,9 +351,9 @@ async fn snapshot<D: InboxDriver>(
 
 /// Every backend with the inbox's driver has the inbox.
 #[async_trait]
-impl<D: InboxDriver> InboxStore for D {
+impl<D: InboxDriver> InboxStore for Engine<D> {
     async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
-        poll(self, agent, after, limit).await
+        poll(&self.0, agent, after, limit).await
     }
 
     async fn claim(
@@ -446,9 +369,14 @@ impl<D: InboxDriver> InboxStore for D {
             lease_ms,
             attempt,
         };
-        self.retrying(|| claim(self, agent, args, now)).await
+        self.0.retrying(|| claim(&self.0, agent, args, now)).await
     }
 
+    /// Acks a batch and claims the next in one transaction (one commit for both): the
+    /// consumer's steady state. The claim is ordered behind other claims of the agent
+    /// first (the lock order of a plain claim), then the acks complete, then the claim
+    /// takes events (those just acked are no longer claimable). Entries not completed
+    /// are explained afterwards, as [`ack_batch`] does.
     async fn ack_and_claim(
         &self,
         agent: &AgentRecord,
@@ -456,8 +384,21 @@ impl<D: InboxDriver> InboxStore for D {
         args: ClaimArgs,
         now: Millis,
     ) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
-        self.retrying(|| ack_and_claim(self, agent, entries, args, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.order_claims(&mut tx, agent.id).await?;
+            let completed = if entries.is_empty() {
+                Vec::new()
+            } else {
+                d.complete_claims_in(&mut tx, agent, entries, now).await?
+            };
+            let claimed = claim_in(d, &mut tx, agent, args, now).await?;
+            d.commit(tx, &claimed.reaped.wakes).await?;
+            let acked = explain_acks(d, agent, entries, completed, now).await?;
+            Ok((acked, claimed))
+        })
+        .await
     }
 
     async fn ack(
@@ -468,7 +409,8 @@ impl<D: InboxDriver> InboxStore for D {
         now: Millis,
     ) -> StoreResult<Acked> {
         let entry = [(event, token)];
-        self.retrying(|| ack_batch(self, agent, &entry, now))
+        self.0
+            .retrying(|| ack_batch(&self.0, agent, &entry, now))
             .await?
             .pop()
             .unwrap_or(Err(StoreError::NotFound))
@@ -480,7 +422,9 @@ impl<D: InboxDriver> InboxStore for D {
         entries: &[(EventId, ClaimToken)],
         now: Millis,
     ) -> StoreResult<Vec<StoreResult<Acked>>> {
-        self.retrying(|| ack_batch(self, agent, entries, now)).await
+        self.0
+            .retrying(|| ack_batch(&self.0, agent, entries, now))
+            .await
     }
 
     async fn release(
@@ -491,8 +435,35 @@ impl<D: InboxDriver> InboxStore for D {
         args: &ReleaseArgs,
         now: Millis,
     ) -> StoreResult<Committed<EventState>> {
-        self.retrying(|| release(self, agent, event, token, args, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let row = ReleaseRow {
+                agent,
+                event,
+                token,
+                terminal: args.terminal,
+                available_at: now + args.delay_ms,
+                error: args.error.as_deref(),
+                detail: release_detail(&args.error, args.terminal),
+                now,
+            };
+            let mut tx = d.begin_write().await?;
+            let Some((state, seq)) = d.release_claim(&mut tx, &row).await? else {
+                drop(tx);
+                return Err(refuse(d, agent.id, event, token, now).await);
+            };
+            let wakes = if state.status == EventStatus::Pending {
+                vec![agent.wake(seq)]
+            } else {
+                Vec::new()
+            };
+            d.commit(tx, &wakes).await?;
+            Ok(Committed {
+                value: state,
+                wakes,
+            })
+        })
+        .await
     }
 
     async fn extend(
@@ -503,11 +474,20 @@ impl<D: InboxDriver> InboxStore for D {
         lease_ms: Millis,
         now: Millis,
     ) -> StoreResult<EventState> {
-        self.retrying(|| extend(self, agent, event, token, lease_ms, now))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            match d
+                .extend_claim(agent.id, event, token, now + lease_ms, now)
+                .await?
+            {
+                Some(state) => Ok(state),
+                None => Err(refuse(d, agent.id, event, token, now).await),
+            }
+        })
+        .await
     }
 
     async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {
-        snapshot(self, agent, now).await
+        snapshot(&self.0, agent, now).await
     }
 }

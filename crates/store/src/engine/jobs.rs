@@ -8,7 +8,7 @@
 //!   instance waits for the batch and is seen by the next one, and `count` grows in
 //!   the batch's own transaction;
 //! - a batch's events are changed at most once (see `bulk.rs`);
-//! - a job has an owner (the instance running it, [`JobDriver::job_owner`]) and a
+//! - a job has an owner (the instance running it, [`Driver::job_owner`](super::Driver::job_owner)) and a
 //!   heartbeat each step refreshes; only a job whose heartbeat is stale counts as
 //!   interrupted. A backend that one process owns (SQLite) has no other instance:
 //!   its live jobs are its own, and at start every live job is one whose process
@@ -60,45 +60,8 @@ pub(crate) trait JobStatements: BulkDriver + InstanceStatements {
     async fn list_jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<Job>>;
 }
 
-/// What the job logic needs to know of a backend.
-pub(crate) trait JobDriver: JobStatements {
-    /// The instance this store runs in, recorded as the owner of the jobs it starts,
-    /// where several instances share the database; `None` where one process owns it
-    /// (SQLite), so that every live job is its process's.
-    fn job_owner(&self) -> Option<&str>;
-}
-
-async fn job_start<D: JobDriver>(d: &D, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted> {
-    let scope = spec.scope();
-    let mut tx = d.begin_write().await?;
-    let (total, upto) = d.count_matching(&mut tx, spec.tenant, &scope).await?;
-    // Nothing to do is done at once.
-    let state = if total == 0 {
-        JobState::Completed
-    } else {
-        JobState::Running
-    };
-    let row = NewAudit {
-        tenant: spec.tenant,
-        scope: &scope,
-        actor: &spec.actor,
-        count: 0,
-        job: Some(NewJob {
-            state,
-            total,
-            rate: spec.rate,
-            owner: d.job_owner(),
-        }),
-        now,
-    };
-    let id = d.insert_audit(&mut tx, &row).await?;
-    let job = d.lock_job(&mut tx, spec.tenant, id).await?;
-    d.commit(tx, &[]).await?;
-    Ok(JobStarted { job, upto })
-}
-
 /// One batch of a job, in one transaction (see [`JobStore::job_step`]).
-async fn job_step<D: JobDriver>(
+async fn job_step<D: JobStatements>(
     d: &D,
     spec: &JobSpec,
     job_id: i64,
@@ -138,7 +101,7 @@ async fn job_step<D: JobDriver>(
 /// row lock, is one `from` accepts; else returns it unchanged. A cancel from any
 /// instance is such a move: the state is stored, and the owner's next step (which
 /// waits for this row lock) reads it.
-async fn move_job<D: JobDriver>(
+async fn move_job<D: JobStatements>(
     d: &D,
     tenant: TenantId,
     job_id: i64,
@@ -159,7 +122,7 @@ async fn move_job<D: JobDriver>(
 
 /// Marks interrupted the live jobs whose heartbeat is older than `stale_before`, or
 /// whose instance died (see `instances.rs`).
-async fn interrupt<D: JobDriver>(
+async fn interrupt<D: JobStatements>(
     d: &D,
     now: Millis,
     stale_before: Millis,
@@ -177,9 +140,38 @@ async fn interrupt<D: JobDriver>(
 
 /// Every backend with the job driver has the jobs.
 #[async_trait]
-impl<D: JobDriver> JobStore for D {
+impl<D: JobStatements> JobStore for Engine<D> {
     async fn job_start(&self, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted> {
-        self.retrying(|| job_start(self, spec, now)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let scope = spec.scope();
+            let mut tx = d.begin_write().await?;
+            let (total, upto) = d.count_matching(&mut tx, spec.tenant, &scope).await?;
+            // Nothing to do is done at once.
+            let state = if total == 0 {
+                JobState::Completed
+            } else {
+                JobState::Running
+            };
+            let row = NewAudit {
+                tenant: spec.tenant,
+                scope: &scope,
+                actor: &spec.actor,
+                count: 0,
+                job: Some(NewJob {
+                    state,
+                    total,
+                    rate: spec.rate,
+                    owner: d.job_owner(),
+                }),
+                now,
+            };
+            let id = d.insert_audit(&mut tx, &row).await?;
+            let job = d.lock_job(&mut tx, spec.tenant, id).await?;
+            d.commit(tx, &[]).await?;
+            Ok(JobStarted { job, upto })
+        })
+        .await
     }
 
     async fn job_step(
@@ -197,7 +189,8 @@ impl<D: JobDriver> JobStore for D {
             limit: Some(u64::from(limit)),
         };
         // A deadlock with another writer rolls the whole batch back: run it again.
-        self.retrying(|| job_step(self, spec, job_id, &window, now))
+        self.0
+            .retrying(|| job_step(&self.0, spec, job_id, &window, now))
             .await
     }
 
@@ -211,30 +204,36 @@ impl<D: JobDriver> JobStore for D {
     ) -> StoreResult<Job> {
         // A finished job is unchanged.
         let live = |s: JobState| s.is_live();
-        self.retrying(|| move_job(self, tenant, job_id, live, (state, error), now))
+        self.0
+            .retrying(|| move_job(&self.0, tenant, job_id, live, (state, error), now))
             .await
     }
 
     async fn job_cancel(&self, tenant: TenantId, job_id: i64, now: Millis) -> StoreResult<Job> {
         let running = |s: JobState| s == JobState::Running;
         let cancelling = (JobState::Cancelling, None);
-        self.retrying(|| move_job(self, tenant, job_id, running, cancelling, now))
+        self.0
+            .retrying(|| move_job(&self.0, tenant, job_id, running, cancelling, now))
             .await
     }
 
     async fn job(&self, tenant: TenantId, job_id: i64) -> StoreResult<Job> {
-        self.read_job(tenant, job_id).await
+        self.0.read_job(tenant, job_id).await
     }
 
     async fn jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<Job>> {
-        self.list_jobs(tenant, limit).await
+        self.0.list_jobs(tenant, limit).await
     }
 
     async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64> {
-        let ended = match self.job_owner() {
+        let ended = match self.0.job_owner() {
             // One process owns the database, so a live job at start is one whose
             // process stopped.
-            None => self.retrying(|| interrupt(self, now, Millis::MAX)).await?,
+            None => {
+                self.0
+                    .retrying(|| interrupt(&self.0, now, Millis::MAX))
+                    .await?
+            }
             // Other instances' jobs are live while they beat: at start, as in every
             // pass, only a job whose heartbeat stopped lost its instance.
             Some(_) => self.jobs_orphaned(now).await?,
@@ -245,21 +244,23 @@ impl<D: JobDriver> JobStore for D {
     /// Only a shared database has such jobs: with one process, its live jobs are
     /// its own, and `jobs_interrupted` cleaned up at start.
     fn instance_name(&self) -> Option<&str> {
-        self.job_owner()
+        self.0.job_owner()
     }
 
     async fn beat(&self, now: Millis) -> StoreResult<()> {
-        match self.job_owner() {
-            Some(me) => self.retrying(|| instances::beat(self, me, now)).await,
+        match self.0.job_owner() {
+            Some(me) => self.0.retrying(|| instances::beat(&self.0, me, now)).await,
             None => Ok(()),
         }
     }
 
     async fn jobs_orphaned(&self, now: Millis) -> StoreResult<Vec<(TenantId, Job)>> {
-        if self.job_owner().is_none() {
+        if self.0.job_owner().is_none() {
             return Ok(Vec::new());
         }
         let stale_before = now.saturating_sub(JOB_STALE_MS);
-        self.retrying(|| interrupt(self, now, stale_before)).await
+        self.0
+            .retrying(|| interrupt(&self.0, now, stale_before))
+            .await
     }
 }

@@ -15,14 +15,15 @@ use switchboard_proto::{
 /// Each write is one transaction, run again where the backend says a retry may cure
 /// its failure.
 #[async_trait]
-impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
+impl<D: LeaseDriver + AuditStatements> LeaseStore for Engine<D> {
     async fn register_memory(
         &self,
         tenant: TenantId,
         label: Option<&str>,
         now: Millis,
     ) -> StoreResult<Memory> {
-        self.retrying(|| memories::register(self, tenant, label, None, now))
+        self.0
+            .retrying(|| memories::register(&self.0, tenant, label, None, now))
             .await
     }
 
@@ -35,18 +36,20 @@ impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
         now: Millis,
     ) -> StoreResult<Memory> {
         let parent = Some((parent, parent_token));
-        self.retrying(|| memories::register(self, tenant, label, parent, now))
+        self.0
+            .retrying(|| memories::register(&self.0, tenant, label, parent, now))
             .await
     }
 
     async fn memory(&self, tenant: TenantId, id: MemoryId) -> StoreResult<Memory> {
-        self.read_memory(tenant, id)
+        self.0
+            .read_memory(tenant, id)
             .await?
             .ok_or(StoreError::NotFound)
     }
 
     async fn lineage(&self, tenant: TenantId, id: MemoryId) -> StoreResult<Lineage> {
-        memories::lineage(self, tenant, id).await
+        memories::lineage(&self.0, tenant, id).await
     }
 
     async fn acquire_lease(
@@ -55,12 +58,13 @@ impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
         idem: Option<&IdemKey>,
         now: Millis,
     ) -> StoreResult<Lease> {
-        self.retrying(|| leases::acquire(self, new, idem, now))
+        self.0
+            .retrying(|| leases::acquire(&self.0, new, idem, now))
             .await
     }
 
     async fn lease_precheck(&self, new: &NewLease, key: &IdemKey, now: Millis) -> StoreResult<()> {
-        leases::precheck(self, new, key, now).await
+        leases::precheck(&self.0, new, key, now).await
     }
 
     async fn lease_on_memory(
@@ -69,6 +73,7 @@ impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
         memory: MemoryId,
     ) -> StoreResult<Option<Lease>> {
         Ok(self
+            .0
             .read_lease_on_memory(tenant, memory)
             .await?
             .map(|held| held.lease))
@@ -83,7 +88,8 @@ impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
         actor: &Actor,
         now: Millis,
     ) -> StoreResult<Lease> {
-        self.retrying(|| leases::renew(self, tenant, id, token, ttl_ms, actor, now))
+        self.0
+            .retrying(|| leases::renew(&self.0, tenant, id, token, ttl_ms, actor, now))
             .await
     }
 
@@ -95,7 +101,8 @@ impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
         actor: &Actor,
         now: Millis,
     ) -> StoreResult<()> {
-        self.retrying(|| leases::release(self, tenant, id, token, actor, now))
+        self.0
+            .retrying(|| leases::release(&self.0, tenant, id, token, actor, now))
             .await
     }
 
@@ -106,12 +113,14 @@ impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<OpsLease> {
-        self.retrying(|| leases::force_release(self, tenant, id, note, now))
+        self.0
+            .retrying(|| leases::force_release(&self.0, tenant, id, note, now))
             .await
     }
 
     async fn leases(&self, tenant: TenantId, now: Millis) -> StoreResult<Vec<OpsLease>> {
         Ok(self
+            .0
             .read_leases(tenant)
             .await?
             .into_iter()
@@ -120,7 +129,7 @@ impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
     }
 
     async fn registered_names(&self, skeletons: &[String]) -> StoreResult<crate::Taken> {
-        self.read_registered_names(skeletons).await
+        self.0.read_registered_names(skeletons).await
     }
 
     async fn register_names(
@@ -130,11 +139,12 @@ impl<D: LeaseDriver + AuditStatements> LeaseStore for D {
         note: &AuditNote,
         now: Millis,
     ) -> StoreResult<()> {
-        self.retrying(|| leases::register_names(self, tenant, names, note, now))
+        self.0
+            .retrying(|| leases::register_names(&self.0, tenant, names, note, now))
             .await
     }
 
     async fn lease_audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<LeaseAuditEntry>> {
-        self.audit_lines(tenant, limit).await
+        self.0.audit_lines(tenant, limit).await
     }
 }

@@ -237,18 +237,29 @@ async fn set_fences<D: LeaseStatements>(
     d.raise_memory_fence(tx, memory, fence, quiet_until).await
 }
 
-/// One line of the audit trail about `lease`.
-#[allow(clippy::too_many_arguments)]
+/// What happened to a lease, for its line of the audit trail: `event` by
+/// `actor`, with the fencing `token` it concerns.
+struct LeaseEvent<'a> {
+    event: &'static str,
+    lease: &'a Lease,
+    token: i64,
+    actor: &'a str,
+}
+
+/// One line of the audit trail about `e.lease`.
 async fn audit<D: LeaseStatements>(
     d: &D,
     tx: &mut D::Tx,
     tenant: TenantId,
-    event: &'static str,
-    lease: &Lease,
-    token: i64,
-    actor: &str,
+    e: LeaseEvent<'_>,
     now: Millis,
 ) -> StoreResult<()> {
+    let LeaseEvent {
+        event,
+        lease,
+        token,
+        actor,
+    } = e;
     let memory = lease.memory_instance_id.to_string();
     let line = Line {
         event,
@@ -289,10 +300,12 @@ pub(super) async fn acquire<D: LeaseDriver>(
                 d,
                 &mut tx,
                 held.tenant,
-                event,
-                &held.lease,
-                token,
-                actor,
+                LeaseEvent {
+                    event,
+                    lease: &held.lease,
+                    token,
+                    actor,
+                },
                 now,
             )
             .await?;
@@ -313,7 +326,16 @@ pub(super) async fn acquire<D: LeaseDriver>(
         .lease;
     let holder = new.holder.as_str();
     audit(
-        d, &mut tx, new.tenant, "acquired", &lease, fence, holder, now,
+        d,
+        &mut tx,
+        new.tenant,
+        LeaseEvent {
+            event: "acquired",
+            lease: &lease,
+            token: fence,
+            actor: holder,
+        },
+        now,
     )
     .await?;
     idempotency::finish(d, &mut tx, idem, 201, &lease).await?;
@@ -362,10 +384,12 @@ pub(super) async fn renew<D: LeaseStatements>(
         d,
         &mut tx,
         tenant,
-        "renewed",
-        &lease,
-        token as i64,
-        &actor.to_string(),
+        LeaseEvent {
+            event: "renewed",
+            lease: &lease,
+            token: token as i64,
+            actor: &actor.to_string(),
+        },
         now,
     )
     .await?;
@@ -392,10 +416,12 @@ pub(super) async fn release<D: LeaseStatements>(
             d,
             &mut tx,
             tenant,
-            "released",
-            &held.lease,
-            token as i64,
-            &actor.to_string(),
+            LeaseEvent {
+                event: "released",
+                lease: &held.lease,
+                token: token as i64,
+                actor: &actor.to_string(),
+            },
             now,
         )
         .await?;
@@ -451,7 +477,19 @@ async fn end<D: LeaseDriver>(
     let bumped = held.lease.fencing_token as i64 + 1;
     let quiet_until = now + held.lock_delay_ms;
     set_fences(d, tx, &held.skeleton, memory, bumped, quiet_until).await?;
-    audit(d, tx, tenant, event, &held.lease, bumped, actor, now).await?;
+    audit(
+        d,
+        tx,
+        tenant,
+        LeaseEvent {
+            event,
+            lease: &held.lease,
+            token: bumped,
+            actor,
+        },
+        now,
+    )
+    .await?;
     Ok(Some(held))
 }
 

@@ -7,7 +7,8 @@
 //! Each area has a `…Statements` trait (the statements every backend writes alike,
 //! implemented once in `statements/`), where needed a `…Driver` trait (what a
 //! backend does in its own shape, with a portable default), and its logic as
-//! functions generic over them, behind a blanket `impl` of the area's store trait.
+//! functions generic over them, behind the one `impl` of the area's store trait
+//! for [`Engine`].
 
 use crate::dialect::Dialect;
 use crate::{StoreError, StoreResult, Wake};
@@ -41,6 +42,24 @@ pub(crate) mod suite;
 pub(crate) mod timeline;
 pub(crate) mod trim;
 
+/// The store: the engine's logic over one driver, and the one implementation of
+/// every area trait of the public [`Store`](crate::Store) (`engine/<area>.rs`, each
+/// impl running the area's functions, generic over the driver's statements).
+/// A backend's store is `Engine<ItsDriver>` (`SqliteStore`, `PgStore`,
+/// `MySqlStore`); what only the backend knows (`backend`, `ping`, `listen`, …) is
+/// its own `impl Store`. It derefs to the driver, for the driver suite and the
+/// drivers' tests.
+#[derive(Clone)]
+pub struct Engine<D>(pub(crate) D);
+
+impl<D> std::ops::Deref for Engine<D> {
+    type Target = D;
+
+    fn deref(&self) -> &D {
+        &self.0
+    }
+}
+
 /// What every driver has: write transactions and read snapshots.
 #[async_trait]
 pub(crate) trait Driver: Send + Sync + 'static {
@@ -57,6 +76,11 @@ pub(crate) trait Driver: Send + Sync + 'static {
     /// MySQL: REPEATABLE READ WITH CONSISTENT SNAPSHOT for this transaction alone).
     /// It ends with [`commit`](Self::commit), with no wake-ups.
     async fn begin_read(&self) -> StoreResult<Self::Tx>;
+
+    /// The instance this store runs in, recorded as the owner of the jobs it starts,
+    /// where several instances share the database; `None` where one process owns it
+    /// (SQLite), so that every live job is its process's.
+    fn job_owner(&self) -> Option<&str>;
 
     /// The test seams (no-ops in production).
     fn hooks(&self) -> &crate::hooks::StoreHooks;

@@ -91,18 +91,18 @@ async fn event_detail<D: OpsStatements>(
 
 /// Every backend with the bulk driver has the operator views and bulk actions.
 #[async_trait]
-impl<D: BulkDriver> OpsStore for D {
+impl<D: BulkDriver> OpsStore for Engine<D> {
     async fn list_events(
         &self,
         tenant: TenantId,
         query: &EventListQuery,
         limit: u32,
     ) -> StoreResult<OpsEventPage> {
-        list_events(self, tenant, query, limit).await
+        list_events(&self.0, tenant, query, limit).await
     }
 
     async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
-        event_detail(self, tenant, event).await
+        event_detail(&self.0, tenant, event).await
     }
 
     async fn bulk(
@@ -113,11 +113,12 @@ impl<D: BulkDriver> OpsStore for D {
         actor: &Actor,
         now: Millis,
     ) -> StoreResult<Committed<(u64, i64)>> {
-        self.retrying(|| bulk::bulk(self, tenant, scope, max, actor, now))
+        self.0
+            .retrying(|| bulk::bulk(&self.0, tenant, scope, max, actor, now))
             .await
     }
 
     async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        self.audit_entries(tenant, limit).await
+        self.0.audit_entries(tenant, limit).await
     }
 }

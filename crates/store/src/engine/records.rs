@@ -10,7 +10,7 @@
 //! renewal waits for the call, and calls on one memory (and their record versions)
 //! are serialized. On SQLite the single writer gives all of this at once.
 
-use super::events::{EventDriver, deliver_member};
+use super::events::{Envelope, EventStatements, deliver_member};
 use super::lease_audit::{self, LeaseAuditStatements};
 use crate::clock::Millis;
 use crate::lease_rules::*;
@@ -37,10 +37,22 @@ pub(crate) struct Rejection<'a> {
     pub(crate) at: Millis,
 }
 
+/// A record's new value as `insert_record` and `update_record` write it.
+pub(crate) struct RecordWrite<'a> {
+    pub(crate) memory: MemoryId,
+    pub(crate) key: &'a str,
+    /// The value's JSON text.
+    pub(crate) value: &'a str,
+    pub(crate) version: i64,
+    /// The fencing token of the write.
+    pub(crate) token: u64,
+    pub(crate) now: Millis,
+}
+
 /// The statements of the data plane (`store/statements/records.rs`). Each is one
 /// statement, in `tx`.
 #[async_trait]
-pub(crate) trait RecordStatements: EventDriver + LeaseAuditStatements {
+pub(crate) trait RecordStatements: EventStatements + LeaseAuditStatements {
     /// The memory's fence, its row locked until the transaction ends; `None`: no
     /// such memory in `tenant`.
     async fn lock_memory_fence(
@@ -74,29 +86,9 @@ pub(crate) trait RecordStatements: EventDriver + LeaseAuditStatements {
         key: &str,
     ) -> StoreResult<Option<MemoryRecord>>;
     /// A record the memory did not have.
-    #[allow(clippy::too_many_arguments)]
-    async fn insert_record(
-        &self,
-        tx: &mut Self::Tx,
-        memory: MemoryId,
-        key: &str,
-        value: &str,
-        version: i64,
-        token: u64,
-        now: Millis,
-    ) -> StoreResult<()>;
+    async fn insert_record(&self, tx: &mut Self::Tx, r: &RecordWrite<'_>) -> StoreResult<()>;
     /// Overwrites the record.
-    #[allow(clippy::too_many_arguments)]
-    async fn update_record(
-        &self,
-        tx: &mut Self::Tx,
-        memory: MemoryId,
-        key: &str,
-        value: &str,
-        version: i64,
-        token: u64,
-        now: Millis,
-    ) -> StoreResult<()>;
+    async fn update_record(&self, tx: &mut Self::Tx, r: &RecordWrite<'_>) -> StoreResult<()>;
     async fn delete_record(
         &self,
         tx: &mut Self::Tx,
@@ -196,95 +188,87 @@ async fn reject<D: RecordStatements>(
     lease_audit::write(d, tx, call.tenant, line, now).await
 }
 
-/// One data-plane call in one transaction: check, change, notify, commit.
-async fn record<D: RecordStatements>(
-    d: &D,
-    call: &RecordCall<'_>,
-    now: Millis,
-) -> StoreResult<Committed<RecordDone>> {
-    let mut tx = d.begin_write().await?;
-    if let Err((refusal, current, owner)) = check_fence(d, &mut tx, call, now).await? {
-        reject(d, &mut tx, call, current, owner.as_deref(), now).await?;
-        d.commit(tx, &[]).await?;
-        return Err(refusal.into_error());
-    }
-    let existing = d.load_record(&mut tx, call.memory, call.key).await?;
-    let (done, change) = match plan_record(call, existing)? {
-        RecordPlan::Read(record) => (RecordDone::Read(record), None),
-        RecordPlan::Put {
-            value,
-            version,
-            created,
-        } => {
-            // Whether the record exists was read under the memory's row lock, which
-            // every call on the memory takes first: nobody inserted it since.
-            let (m, k, t) = (call.memory, call.key, call.token);
-            if created {
-                d.insert_record(&mut tx, m, k, &value, version, t, now)
-                    .await?;
-            } else {
-                d.update_record(&mut tx, m, k, &value, version, t, now)
-                    .await?;
-            }
-            let record = d
-                .load_record(&mut tx, call.memory, call.key)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-            let change = (record.version, false);
-            (RecordDone::Written { record, created }, Some(change))
-        }
-        RecordPlan::Delete { version } => {
-            d.delete_record(&mut tx, call.memory, call.key).await?;
-            (RecordDone::Deleted, Some((version, true)))
-        }
-    };
-    let mut wakes = Vec::new();
-    if let Some((version, deleted)) = change {
-        let msg = memory_updated(call, version, deleted, now);
-        for agent in d.subscribers(&mut tx, call.memory).await? {
-            let Some(delivered) =
-                deliver_member(d, &mut tx, call.tenant, agent, call.who, None, &msg, now).await?
-            else {
-                continue;
-            };
-            wakes.push(Wake {
-                tenant_id: call.tenant,
-                agent_id: delivered.agent_id,
-                cursor_hint: delivered.seq,
-            });
-        }
-    }
-    d.commit(tx, &wakes).await?;
-    Ok(Committed { value: done, wakes })
-}
-
-/// Subscribes `agent` to `memory`'s changes, or ends it (both idempotent).
-async fn subscribe_memory<D: RecordStatements>(
-    d: &D,
-    tenant: TenantId,
-    memory: MemoryId,
-    agent: AgentId,
-    on: bool,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    if !d.memory_exists(&mut tx, tenant, memory).await? {
-        return Err(StoreError::NotFound);
-    }
-    d.set_subscribed(&mut tx, memory, agent, on).await?;
-    d.commit(tx, &[]).await
-}
-
 /// Every backend with the data plane's statements has the data plane.
 #[async_trait]
-impl<D: RecordStatements> RecordStore for D {
+impl<D: RecordStatements> RecordStore for Engine<D> {
+    /// One data-plane call in one transaction: check, change, notify, commit.
     async fn record(
         &self,
         call: &RecordCall<'_>,
         now: Millis,
     ) -> StoreResult<Committed<RecordDone>> {
-        self.retrying(|| record(self, call, now)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            if let Err((refusal, current, owner)) = check_fence(d, &mut tx, call, now).await? {
+                reject(d, &mut tx, call, current, owner.as_deref(), now).await?;
+                d.commit(tx, &[]).await?;
+                return Err(refusal.into_error());
+            }
+            let existing = d.load_record(&mut tx, call.memory, call.key).await?;
+            let (done, change) = match plan_record(call, existing)? {
+                RecordPlan::Read(record) => (RecordDone::Read(record), None),
+                RecordPlan::Put {
+                    value,
+                    version,
+                    created,
+                } => {
+                    // Whether the record exists was read under the memory's row lock, which
+                    // every call on the memory takes first: nobody inserted it since.
+                    let write = RecordWrite {
+                        memory: call.memory,
+                        key: call.key,
+                        value: &value,
+                        version,
+                        token: call.token,
+                        now,
+                    };
+                    if created {
+                        d.insert_record(&mut tx, &write).await?;
+                    } else {
+                        d.update_record(&mut tx, &write).await?;
+                    }
+                    let record = d
+                        .load_record(&mut tx, call.memory, call.key)
+                        .await?
+                        .ok_or(StoreError::NotFound)?;
+                    let change = (record.version, false);
+                    (RecordDone::Written { record, created }, Some(change))
+                }
+                RecordPlan::Delete { version } => {
+                    d.delete_record(&mut tx, call.memory, call.key).await?;
+                    (RecordDone::Deleted, Some((version, true)))
+                }
+            };
+            let mut wakes = Vec::new();
+            if let Some((version, deleted)) = change {
+                let msg = memory_updated(call, version, deleted, now);
+                let envelope = Envelope {
+                    tenant: call.tenant,
+                    from: call.who,
+                    room: None,
+                    msg: &msg,
+                    now,
+                };
+                for agent in d.subscribers(&mut tx, call.memory).await? {
+                    let Some(delivered) = deliver_member(d, &mut tx, agent, &envelope).await?
+                    else {
+                        continue;
+                    };
+                    wakes.push(Wake {
+                        tenant_id: call.tenant,
+                        agent_id: delivered.agent_id,
+                        cursor_hint: delivered.seq,
+                    });
+                }
+            }
+            d.commit(tx, &wakes).await?;
+            Ok(Committed { value: done, wakes })
+        })
+        .await
     }
 
+    /// Subscribes `agent` to `memory`'s changes, or ends it (both idempotent).
     async fn subscribe_memory(
         &self,
         tenant: TenantId,
@@ -292,8 +276,16 @@ impl<D: RecordStatements> RecordStore for D {
         agent: AgentId,
         on: bool,
     ) -> StoreResult<()> {
-        self.retrying(|| subscribe_memory(self, tenant, memory, agent, on))
-            .await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            if !d.memory_exists(&mut tx, tenant, memory).await? {
+                return Err(StoreError::NotFound);
+            }
+            d.set_subscribed(&mut tx, memory, agent, on).await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn fencing_rejections(
@@ -301,6 +293,6 @@ impl<D: RecordStatements> RecordStore for D {
         tenant: TenantId,
         limit: u32,
     ) -> StoreResult<Vec<FencingRejection>> {
-        RecordStatements::fencing_rejections(self, tenant, limit).await
+        RecordStatements::fencing_rejections(&self.0, tenant, limit).await
     }
 }

@@ -118,36 +118,32 @@ async fn redeem<D: SignInStatements + LineageStatements>(
     })
 }
 
-async fn insert_code<D: SignInStatements + AuditStatements>(
-    d: &D,
-    code: &NewAuthorizationCode<'_>,
-    note: &AuditNote,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    d.insert_code_row(&mut tx, code).await?;
-    audit::write(
-        d,
-        &mut tx,
-        code.tenant,
-        note,
-        "signin_consented",
-        1,
-        code.created_at,
-    )
-    .await?;
-    d.commit(tx, &[]).await
-}
-
 #[async_trait]
 impl<D: SignInStatements + AuditStatements + LineageStatements + super::trim::TrimStatements>
-    SignInStore for D
+    SignInStore for Engine<D>
 {
     async fn insert_authorization_code(
         &self,
         code: &NewAuthorizationCode<'_>,
         note: &AuditNote,
     ) -> StoreResult<()> {
-        self.retrying(|| insert_code(self, code, note)).await
+        let d = &self.0;
+        d.retrying(|| async {
+            let mut tx = d.begin_write().await?;
+            d.insert_code_row(&mut tx, code).await?;
+            audit::write(
+                d,
+                &mut tx,
+                code.tenant,
+                note,
+                "signin_consented",
+                1,
+                code.created_at,
+            )
+            .await?;
+            d.commit(tx, &[]).await
+        })
+        .await
     }
 
     async fn redeem_authorization_code(
@@ -156,10 +152,12 @@ impl<D: SignInStatements + AuditStatements + LineageStatements + super::trim::Tr
         now: Millis,
         issue: &Issue<'_>,
     ) -> StoreResult<Redeemed> {
-        self.retrying(|| redeem(self, redemption, now, issue)).await
+        self.0
+            .retrying(|| redeem(&self.0, redemption, now, issue))
+            .await
     }
 
     async fn forget_authorization_codes(&self, before: Millis) -> StoreResult<u64> {
-        super::trim::trim(self, &super::trim::AUTHORIZATION_CODES, before).await
+        super::trim::trim(&self.0, &super::trim::AUTHORIZATION_CODES, before).await
     }
 }

@@ -18,7 +18,7 @@
 //! overwrites one; `claimed_by` stays after a move, naming the claimer of a later ack.
 
 use crate::clock::{Millis, to_timestamp};
-use crate::rows::{Cols, parse_id, sender_from_row};
+use crate::rows::{Cols, sender_from_row};
 use crate::{Actor, StoreResult};
 use switchboard_proto::{EventId, HistoryEntry, Sender};
 
@@ -73,7 +73,7 @@ impl RowSteps {
             Sender::Operator => Actor::Operator,
         };
         Ok(Self {
-            id: parse_id(&r.text("id")?)?,
+            id: r.id("id")?,
             created: Step {
                 at: r.int("created_at")?,
                 action: "created",

@@ -4,14 +4,14 @@
 //! InnoDB takes no gap locks, so a row that does not exist locks nothing. A list
 //! parameter is one `?` per item.
 
-use super::MySqlStore;
+use super::MySqlDriver;
 use crate::StoreResult;
 use crate::clock::Millis;
 use crate::engine::leases::{LeaseDriver, LeaseStatements};
 use async_trait::async_trait;
 
 #[async_trait]
-impl LeaseDriver for MySqlStore {
+impl LeaseDriver for MySqlDriver {
     /// Not `make_name_fence` (a plain insert whose duplicate-key error is "there
     /// already"): InnoDB leaves a *shared* lock on the duplicate, so a hundred
     /// acquisitions of one name would each hold one and then all ask for the

@@ -56,7 +56,7 @@ const SQL_MODE: &str = "ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_ALL_TABLES,NO_ZERO_DA
                         NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION";
 
 #[derive(Clone)]
-pub struct MySqlStore {
+pub struct MySqlDriver {
     pool: MySqlPool,
     hooks: StoreHooks,
     /// Where wake-ups go (`Store::deliver_wakes_to`).
@@ -72,6 +72,9 @@ pub struct MySqlStore {
     steps: tokio_util::sync::CancellationToken,
 }
 
+/// The MariaDB / MySQL store: the engine over [`MySqlDriver`].
+pub type MySqlStore = crate::Engine<MySqlDriver>;
+
 impl MySqlStore {
     /// Connects to `url` (`mysql://user:password@host:3306/database`), checks the
     /// server and applies migrations. Several instances may open the same database
@@ -84,6 +87,20 @@ impl MySqlStore {
 
     /// [`open`](Self::open) with other limits (tests).
     pub(crate) async fn open_with(
+        url: &str,
+        max_connections: u32,
+        hooks: StoreHooks,
+        options: OpenOptions,
+    ) -> StoreResult<Self> {
+        MySqlDriver::connect(url, max_connections, hooks, options)
+            .await
+            .map(crate::Engine)
+    }
+}
+
+impl MySqlDriver {
+    /// Connects and migrates: [`MySqlStore::open`].
+    async fn connect(
         url: &str,
         max_connections: u32,
         hooks: StoreHooks,
@@ -260,9 +277,13 @@ impl Store for MySqlStore {
 }
 
 #[async_trait]
-impl crate::engine::Driver for MySqlStore {
+impl crate::engine::Driver for MySqlDriver {
     type Tx = sqlx::Transaction<'static, MySql>;
     const DIALECT: crate::dialect::Dialect = crate::dialect::Dialect::MySql;
+
+    fn job_owner(&self) -> Option<&str> {
+        Some(&self.instance)
+    }
 
     fn hooks(&self) -> &StoreHooks {
         &self.hooks
@@ -299,52 +320,13 @@ impl crate::engine::Driver for MySqlStore {
     }
 }
 
-crate::statements::shared_statements!(MySqlStore);
-crate::migrate::step_statements!(MySqlStore);
-
-/// MySQL runs the portable shapes: no `UPDATE … RETURNING`, no data-modifying CTEs.
-impl crate::engine::events::EventDriver for MySqlStore {}
+crate::statements::shared_statements!(MySqlDriver);
+crate::migrate::step_statements!(MySqlDriver);
 
 // The other areas' portable shapes.
-impl crate::engine::ops::bulk::BulkDriver for MySqlStore {}
-impl crate::engine::directory::DirectoryDriver for MySqlStore {}
-#[async_trait::async_trait]
-impl crate::engine::idempotency::IdemDriver for MySqlStore {
-    /// An upsert that changes nothing on a duplicate: it takes the row's exclusive
-    /// lock at once (as `lock_name` does for name fences), so requests racing with
-    /// one key queue on it instead of deadlocking on shared locks. MySQL cannot
-    /// tell an insert from a duplicate here (`CLIENT_FOUND_ROWS`), so it always
-    /// answers "not new": the engine then reads the locked row, and a row this very
-    /// attempt made (its owner, in flight) is taken as its own.
-    async fn claim_key(
-        &self,
-        tx: &mut Self::Tx,
-        key: &crate::IdemKey,
-        now: crate::clock::Millis,
-        lock_ms: crate::clock::Millis,
-        ttl_ms: crate::clock::Millis,
-    ) -> crate::StoreResult<bool> {
-        sqlx::query(
-            "INSERT INTO idempotency_keys (tenant_id, principal, key_hash, fingerprint, \
-             state, created_at, locked_until, expires_at, owner) \
-             VALUES (?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) \
-             ON DUPLICATE KEY UPDATE key_hash = key_hash",
-        )
-        .bind(key.tenant_id.to_string())
-        .bind(&key.principal)
-        .bind(&key.key_hash)
-        .bind(&key.fingerprint)
-        .bind(now)
-        .bind(now + lock_ms)
-        .bind(now + ttl_ms)
-        .bind(&key.owner)
-        .execute(&mut **tx)
-        .await?;
-        Ok(false)
-    }
-}
+impl crate::engine::ops::bulk::BulkDriver for MySqlDriver {}
 #[async_trait]
-impl crate::engine::inbox_transactions::InboxDriver for MySqlStore {
+impl crate::engine::inbox_transactions::InboxDriver for MySqlDriver {
     /// The agent's row, `FOR UPDATE`: the claim writes `last_seen_at` there before it
     /// commits anyway, so this takes the same lock earlier (sends, which lock the row
     /// to number their event, take it in the same order).
@@ -354,15 +336,10 @@ impl crate::engine::inbox_transactions::InboxDriver for MySqlStore {
         agent: switchboard_proto::AgentId,
     ) -> StoreResult<()> {
         sqlx::query("SELECT id FROM agents WHERE id = ? FOR UPDATE")
-            .bind(agent.to_string())
+            .bind(agent)
             .fetch_optional(&mut **tx)
             .await?;
         Ok(())
     }
 }
-impl crate::engine::maintenance::MaintenanceDriver for MySqlStore {}
-impl crate::engine::jobs::JobDriver for MySqlStore {
-    fn job_owner(&self) -> Option<&str> {
-        Some(&self.instance)
-    }
-}
+impl crate::engine::maintenance::MaintenanceDriver for MySqlDriver {}

@@ -21,7 +21,7 @@
 //! Rows are pruned by id after [`KEEP`]: each watcher deletes what was below its
 //! high-water mark that long ago (never an id it still waits for).
 
-use super::MySqlStore;
+use super::MySqlDriver;
 use crate::WakeOut;
 use crate::{StoreResult, Wake};
 use sqlx::{MySql, MySqlConnection, QueryBuilder, Row};
@@ -61,8 +61,8 @@ pub(super) async fn publish(
         );
         insert.push_values(chunk, |mut row, w| {
             row.push_bind(instance)
-                .push_bind(w.tenant_id.to_string())
-                .push_bind(w.agent_id.to_string())
+                .push_bind(w.tenant_id)
+                .push_bind(w.agent_id)
                 .push_bind(w.cursor_hint as i64);
         });
         insert.build().execute(&mut *conn).await?;
@@ -221,10 +221,9 @@ fn collect(row: &sqlx::mysql::MySqlRow, me: &str, wakes: &mut Vec<Wake>) -> Stor
     if instance == me {
         return Ok(());
     }
-    use crate::rows::parse_id;
     wakes.push(Wake {
-        tenant_id: parse_id(&row.try_get::<String, _>("tenant_id")?)?,
-        agent_id: parse_id(&row.try_get::<String, _>("agent_id")?)?,
+        tenant_id: row.try_get("tenant_id")?,
+        agent_id: row.try_get("agent_id")?,
         cursor_hint: row.try_get::<i64, _>("cursor_hint")?.max(0) as u64,
     });
     Ok(())
@@ -248,7 +247,7 @@ async fn prune(conn: &mut MySqlConnection, below: i64) -> StoreResult<()> {
 /// Delivers other instances' wake-ups to the store's sink until `stop`. The watch was taken
 /// when the store opened, so nothing committed after that is missed; after losing
 /// the database it goes on where it was and wakes every local subscriber once.
-pub(super) async fn listen(store: &MySqlStore, stop: CancellationToken) {
+pub(super) async fn listen(store: &MySqlDriver, stop: CancellationToken) {
     let mut watch = store.take_watch();
     let mut failures = 0u32;
     while !stop.is_cancelled() {

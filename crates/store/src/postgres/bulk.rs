@@ -1,10 +1,9 @@
 //! PostgreSQL's shapes of the bulk actions and jobs: a batch in one statement that
 //! locks its events, and the instance as the owner of the jobs it runs.
 
-use super::PgStore;
+use super::PgDriver;
 use super::timeline::{CLEAR_STEPS, moved_then};
 use crate::clock::Millis;
-use crate::engine::jobs::JobDriver;
 use crate::engine::ops::bulk::{self, Batch, BulkStatements, Changed, Window};
 use crate::rows::Cols;
 use crate::{Actor, Scope, StoreResult};
@@ -16,7 +15,7 @@ use switchboard_proto::{BulkAction, TenantId};
 const OWN: &str = "<own step>";
 
 #[async_trait]
-impl bulk::BulkDriver for PgStore {
+impl bulk::BulkDriver for PgDriver {
     /// The batch in one statement: it locks the matching events (`FOR UPDATE OF e`,
     /// in id order), changes them and writes their history. An event changed
     /// concurrently (an ack, a claim, another job) is re-checked against the
@@ -101,13 +100,5 @@ impl bulk::BulkDriver for PgStore {
         // ones: fewer than the limit means the window is exhausted.
         let full = window.limit.is_some_and(|l| changed.len() as u64 >= l);
         Ok(Batch { changed, full })
-    }
-}
-
-impl JobDriver for PgStore {
-    /// Several instances share the database: each job's owner is the instance
-    /// running it, live while its heartbeat is fresh.
-    fn job_owner(&self) -> Option<&str> {
-        Some(self.instance())
     }
 }

@@ -2,7 +2,7 @@
 //! dead tuples that vacuum cannot remove, usually because some transaction stays
 //! open. Both are gauges in `/metrics`, and tiles on the console's overview.
 
-use super::PgStore;
+use super::PgDriver;
 use crate::StoreResult;
 use sqlx::Row;
 use switchboard_proto::QueueTableHealth;
@@ -10,7 +10,7 @@ use switchboard_proto::QueueTableHealth;
 /// The oldest open transaction's age is measured from the clock, not from this
 /// statement's `now()`: a transaction that began after this statement did would
 /// otherwise be a negative age (seen once in CI: -0.0014 s).
-pub(super) async fn table_health(store: &PgStore) -> StoreResult<QueueTableHealth> {
+pub(super) async fn table_health(store: &PgDriver) -> StoreResult<QueueTableHealth> {
     let row = sqlx::query(
         "SELECT COALESCE(s.n_dead_tup, 0) AS dead, COALESCE(s.n_live_tup, 0) AS live, \
            EXTRACT(EPOCH FROM now() - GREATEST(s.last_autovacuum, s.last_vacuum))::float8 AS vacuumed, \

@@ -4,7 +4,7 @@
 //! batch plus one per ack. The rules are the engine's (`engine/inbox.rs`);
 //! these statements only hold them in one round trip.
 
-use super::PgStore;
+use super::PgDriver;
 use super::timeline::{CLEAR_STEPS, OLD_STEP_COLS, moved_then};
 use crate::clock::{Millis, to_timestamp};
 use crate::dialect::sql;
@@ -26,14 +26,14 @@ const HOLDS: &str = "id = $2 AND agent_id = $3 AND claim_token = $4 AND status =
      AND lease_expires_at > $1";
 
 #[async_trait]
-impl InboxDriver for PgStore {
+impl InboxDriver for PgDriver {
     /// A transaction-level advisory lock on the agent (`hashtext` of its id, in a
     /// class of its own): unlike the agent's row, it does not make claims wait for
     /// sends, which lock the row to number their events.
     async fn order_claims(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<()> {
         sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
             .bind(CLAIM_LOCK_CLASS)
-            .bind(agent.to_string())
+            .bind(agent)
             .execute(&mut **tx)
             .await?;
         Ok(())
@@ -72,7 +72,7 @@ impl InboxDriver for PgStore {
              SELECT * FROM c ORDER BY priority DESC, seq",
             AVAILABLE = available("", "$2")
         ))
-        .bind(agent.id.to_string())
+        .bind(agent.id)
         .bind(now)
         .bind(lease_until)
         .bind(i64::from(limit))
@@ -85,7 +85,7 @@ impl InboxDriver for PgStore {
             .map(|row| {
                 Ok(ClaimedEvent {
                     event: event_from_row(row)?,
-                    claim_token: parse_id(&row.try_get::<String, _>("claim_token")?)?,
+                    claim_token: row.try_get("claim_token")?,
                     lease_expires_at,
                 })
             })
@@ -142,9 +142,9 @@ impl InboxDriver for PgStore {
             )
         ))
         .bind(r.now)
-        .bind(r.event.to_string())
-        .bind(r.agent.id.to_string())
-        .bind(r.token.to_string())
+        .bind(r.event)
+        .bind(r.agent.id)
+        .bind(r.token)
         .bind(r.terminal)
         .bind(r.available_at)
         .bind(r.error)
@@ -171,7 +171,7 @@ fn complete_claims(
     let ids: Vec<String> = entries.iter().map(|(e, _)| e.to_string()).collect();
     let tokens: Vec<String> = entries.iter().map(|(_, t)| t.to_string()).collect();
     sqlx::query(sql!(
-        PgStore::DIALECT,
+        PgDriver::DIALECT,
         "UPDATE events e SET status = 'completed', payload = NULL, \
            lease_expires_at = NULL, updated_at = $1, completed_at = $1 \
            FROM UNNEST($2::text[], $3::text[]) AS x(id, token) \
@@ -182,5 +182,5 @@ fn complete_claims(
     .bind(now)
     .bind(ids)
     .bind(tokens)
-    .bind(agent.id.to_string())
+    .bind(agent.id)
 }

@@ -3,14 +3,14 @@
 //! PostgreSQL's own: a name's fence row is made before it is locked (a row lock
 //! needs a row), and a list parameter is an array (`= ANY`).
 
-use super::PgStore;
+use super::PgDriver;
 use crate::StoreResult;
 use crate::clock::Millis;
 use crate::engine::leases::{LeaseDriver, LeaseStatements};
 use async_trait::async_trait;
 
 #[async_trait]
-impl LeaseDriver for PgStore {
+impl LeaseDriver for PgDriver {
     /// At READ COMMITTED, two acquisitions of a name that never had a lease would
     /// both find no row to lock and both pass. Made first (at fence 0, the same as
     /// none), the row is there to queue on: the second waits for the first one's

@@ -4,14 +4,13 @@
 //! same statement. The rules are the engine's (`engine/maintenance.rs`): I5 through
 //! [`QUARANTINES`], and the same `last_error` and history texts.
 
-use super::PgStore;
+use super::PgDriver;
 use super::timeline::{CLEAR_STEPS, OLD_STEP_COLS, moved_then};
 use crate::clock::Millis;
 use crate::dialect::sql;
 use crate::engine::Driver;
 use crate::engine::inbox::QUARANTINES;
 use crate::engine::maintenance::{EXPIRY, MaintenanceDriver, ReturnedLease, SCAVENGER};
-use crate::rows::parse_id;
 use crate::*;
 use async_trait::async_trait;
 use sqlx::Row;
@@ -53,7 +52,7 @@ fn return_expired(lock: &str) -> String {
 }
 
 #[async_trait]
-impl MaintenanceDriver for PgStore {
+impl MaintenanceDriver for PgDriver {
     async fn return_expired_leases(
         &self,
         tx: &mut Self::Tx,
@@ -74,7 +73,7 @@ impl MaintenanceDriver for PgStore {
         };
         let rows = sqlx::query(statement)
             .bind(now)
-            .bind(agent.map(|a| a.to_string()))
+            .bind(agent)
             .bind(i64::from(limit))
             .bind(SCAVENGER.to_string())
             .fetch_all(&mut **tx)
@@ -82,8 +81,8 @@ impl MaintenanceDriver for PgStore {
         rows.iter()
             .map(|row| {
                 Ok(ReturnedLease {
-                    tenant: parse_id(&row.try_get::<String, _>("tenant_id")?)?,
-                    agent: parse_id(&row.try_get::<String, _>("agent_id")?)?,
+                    tenant: row.try_get("tenant_id")?,
+                    agent: row.try_get("agent_id")?,
                     seq: row.try_get::<i64, _>("seq")? as u64,
                     quarantined: row.try_get::<String, _>("status")? == "quarantined",
                 })
@@ -97,7 +96,7 @@ impl MaintenanceDriver for PgStore {
         now: Millis,
         limit: u32,
     ) -> StoreResult<Vec<TenantId>> {
-        let expired: Vec<String> = sqlx::query_scalar(sql!(
+        let expired = sqlx::query_scalar(sql!(
             Self::DIALECT,
             "WITH x AS (UPDATE events SET status = 'expired', payload = NULL, updated_at = $1 \
                WHERE id IN (SELECT id FROM events WHERE status = 'pending' \
@@ -112,6 +111,6 @@ impl MaintenanceDriver for PgStore {
         .bind(EXPIRY.to_string())
         .fetch_all(&mut **tx)
         .await?;
-        expired.iter().map(|t| parse_id(t)).collect()
+        Ok(expired)
     }
 }

@@ -19,7 +19,6 @@
 //!   delivered to every instance after (and only after) the commit (I1).
 
 mod bulk;
-mod directory;
 mod health;
 mod inbox;
 mod leases;
@@ -50,7 +49,7 @@ const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
-pub struct PgStore {
+pub struct PgDriver {
     pool: PgPool,
     hooks: StoreHooks,
     /// Where wake-ups go (`Store::deliver_wakes_to`).
@@ -66,6 +65,9 @@ pub struct PgStore {
     steps: tokio_util::sync::CancellationToken,
 }
 
+/// The PostgreSQL store: the engine over [`PgDriver`].
+pub type PgStore = crate::Engine<PgDriver>;
+
 impl PgStore {
     /// Connects to `url` and applies migrations. Several instances may open the same
     /// database: the migrations run under an advisory lock, which a second instance
@@ -78,6 +80,20 @@ impl PgStore {
 
     /// [`open`](Self::open) with other limits (tests).
     pub(crate) async fn open_with(
+        url: &str,
+        max_connections: u32,
+        hooks: StoreHooks,
+        options: OpenOptions,
+    ) -> StoreResult<Self> {
+        PgDriver::connect(url, max_connections, hooks, options)
+            .await
+            .map(crate::Engine)
+    }
+}
+
+impl PgDriver {
+    /// Connects and migrates: [`PgStore::open`].
+    async fn connect(
         url: &str,
         max_connections: u32,
         hooks: StoreHooks,
@@ -214,9 +230,15 @@ impl Store for PgStore {
 }
 
 #[async_trait]
-impl crate::engine::Driver for PgStore {
+impl crate::engine::Driver for PgDriver {
     type Tx = sqlx::Transaction<'static, Postgres>;
     const DIALECT: crate::dialect::Dialect = crate::dialect::Dialect::Postgres;
+
+    /// Several instances share the database: each job's owner is the instance
+    /// running it, live while its heartbeat is fresh.
+    fn job_owner(&self) -> Option<&str> {
+        Some(self.instance())
+    }
 
     fn hooks(&self) -> &StoreHooks {
         &self.hooks
@@ -235,7 +257,7 @@ impl crate::engine::Driver for PgStore {
     }
 
     async fn commit(&self, tx: Self::Tx, wakes: &[Wake]) -> StoreResult<()> {
-        PgStore::commit(self, tx, wakes).await
+        PgDriver::commit(self, tx, wakes).await
     }
 
     async fn retrying<T, F, Fut>(&self, attempt: F) -> StoreResult<T>
@@ -248,10 +270,5 @@ impl crate::engine::Driver for PgStore {
     }
 }
 
-crate::statements::shared_statements!(PgStore);
-crate::migrate::step_statements!(PgStore);
-
-impl crate::engine::events::EventDriver for PgStore {}
-
-/// Other instances share the database: their in-flight keys are live.
-impl crate::engine::idempotency::IdemDriver for PgStore {}
+crate::statements::shared_statements!(PgDriver);
+crate::migrate::step_statements!(PgDriver);

@@ -164,7 +164,7 @@ async fn a_big_upgrade_runs_past_the_statement_limit() {
     let store = db.open(limited(true)).await.expect("the runner migrates");
     eprintln!("opened after {:?}", started.elapsed());
     old.check_timeline(&store).await;
-    until_finished(&store).await;
+    until_finished(&store.0).await;
     eprintln!("step finished after {:?}", started.elapsed());
     assert_eq!(
         number(
@@ -239,7 +239,7 @@ async fn an_interrupted_step_resumes() {
     };
 
     let store = db.open(options(false)).await.expect("open");
-    let ran = run_steps(&store, &CancellationToken::new(), Some(1))
+    let ran = run_steps(&store.0, &CancellationToken::new(), Some(1))
         .await
         .expect("one batch");
     assert_eq!(ran, Ran::Stopped);
@@ -274,7 +274,7 @@ async fn an_interrupted_step_resumes() {
     store.close().await;
 
     let store = db.open(options(true)).await.expect("open again");
-    until_finished(&store).await;
+    until_finished(&store.0).await;
     let (done_through, _, finished) = step().await;
     assert!(done_through == last_id && finished.is_some());
     assert_eq!(
@@ -310,7 +310,7 @@ async fn until_a_lock_wait(pool: &PgPool) {
 
 async fn lock_agent(conn: &mut PgConnection, agent: switchboard_proto::AgentId) {
     sqlx::query("UPDATE agents SET low_water = low_water WHERE id = $1")
-        .bind(agent.to_string())
+        .bind(agent)
         .execute(conn)
         .await
         .expect("lock the agent's row");
@@ -433,14 +433,14 @@ async fn a_serialization_failure_runs_again_and_is_applied_once() {
                         .await?;
                     // The snapshot is taken here, before the other one's update.
                     sqlx::query("SELECT low_water FROM agents WHERE id = $1")
-                        .bind(agent.to_string())
+                        .bind(agent)
                         .fetch_one(&mut *tx)
                         .await?;
                     if n < 2 {
                         barrier.wait().await;
                     }
                     sqlx::query("UPDATE agents SET low_water = low_water + 1 WHERE id = $1")
-                        .bind(agent.to_string())
+                        .bind(agent)
                         .execute(&mut *tx)
                         .await?;
                     store.commit(tx, &[]).await
@@ -455,7 +455,7 @@ async fn a_serialization_failure_runs_again_and_is_applied_once() {
     two.expect("both commit");
     assert_eq!(attempts.load(Ordering::SeqCst), 3, "one attempt ran again");
     let low_water: i64 = sqlx::query_scalar("SELECT low_water FROM agents WHERE id = $1")
-        .bind(agent.to_string())
+        .bind(agent)
         .fetch_one(store.pool())
         .await
         .expect("read");

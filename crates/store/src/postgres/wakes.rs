@@ -11,7 +11,7 @@
 //! the database restarted) is lost, so after every (re)LISTEN the instance wakes
 //! all its subscribers once: they poll and find whatever they missed.
 
-use super::PgStore;
+use super::PgDriver;
 use crate::{StoreResult, Wake};
 use sqlx::PgConnection;
 use sqlx::postgres::PgListener;
@@ -72,7 +72,7 @@ pub(super) async fn publish(
 /// Delivers other instances' wake-ups to the store's sink until `stop`, reconnecting (with
 /// a catch-up wake of every subscriber) after any break. The first listener was
 /// connected when the store opened, before the server took any subscriber.
-pub(super) async fn listen(store: &PgStore, stop: CancellationToken) {
+pub(super) async fn listen(store: &PgDriver, stop: CancellationToken) {
     let mut first = store.take_listener();
     let mut failures = 0u32;
     while !stop.is_cancelled() {

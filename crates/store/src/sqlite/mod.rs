@@ -17,7 +17,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 #[derive(Clone)]
-pub struct SqliteStore {
+pub struct SqliteDriver {
     /// The single writer connection. One connection, so writes never contend.
     write: SqlitePool,
     /// Write transactions on `write`, committed in groups (`group.rs`).
@@ -36,9 +36,25 @@ pub struct SqliteStore {
     _owner: Option<std::sync::Arc<std::fs::File>>,
 }
 
+/// The SQLite store: the engine over [`SqliteDriver`].
+pub type SqliteStore = crate::Engine<SqliteDriver>;
+
 impl SqliteStore {
-    /// Opens (creating if missing) the database at `url` and applies migrations.
+    /// Opens the store: [`SqliteDriver::connect`].
     pub async fn open(url: &str, synchronous: &str, hooks: StoreHooks) -> StoreResult<Self> {
+        SqliteDriver::connect(url, synchronous, hooks)
+            .await
+            .map(crate::Engine)
+    }
+}
+
+impl SqliteDriver {
+    /// Opens (creating if missing) the database at `url` and applies migrations.
+    pub(crate) async fn connect(
+        url: &str,
+        synchronous: &str,
+        hooks: StoreHooks,
+    ) -> StoreResult<Self> {
         let sync = match synchronous.to_ascii_lowercase().as_str() {
             "full" => SqliteSynchronous::Full,
             "normal" => SqliteSynchronous::Normal,
@@ -238,16 +254,21 @@ impl std::ops::DerefMut for SqliteTx {
 }
 
 #[async_trait::async_trait]
-impl crate::engine::Driver for SqliteStore {
+impl crate::engine::Driver for SqliteDriver {
     type Tx = SqliteTx;
     const DIALECT: crate::dialect::Dialect = crate::dialect::Dialect::Sqlite;
+
+    /// One process owns the file (`_owner`): every live job is its own.
+    fn job_owner(&self) -> Option<&str> {
+        None
+    }
 
     fn hooks(&self) -> &StoreHooks {
         &self.hooks
     }
 
     async fn begin_write(&self) -> StoreResult<Self::Tx> {
-        SqliteStore::begin_write(self).await
+        SqliteDriver::begin_write(self).await
     }
 
     /// In WAL mode a read transaction sees one snapshot and never blocks the writer.
@@ -290,24 +311,9 @@ impl crate::engine::Driver for SqliteStore {
     }
 }
 
-crate::statements::shared_statements!(SqliteStore);
+crate::statements::shared_statements!(SqliteDriver);
 
-/// SQLite runs every statement in its portable shape.
-impl crate::engine::events::EventDriver for SqliteStore {}
+impl crate::engine::ops::bulk::BulkDriver for SqliteDriver {}
 
-impl crate::engine::idempotency::IdemDriver for SqliteStore {
-    /// The write pool holds the only writer of this file (its lock file says so),
-    /// so any in-flight key at start belongs to a process that is gone.
-    const SOLE_OWNER: bool = true;
-}
-impl crate::engine::directory::DirectoryDriver for SqliteStore {}
-impl crate::engine::ops::bulk::BulkDriver for SqliteStore {}
-
-impl crate::engine::jobs::JobDriver for SqliteStore {
-    /// One process owns the file (`_owner`): every live job is its own.
-    fn job_owner(&self) -> Option<&str> {
-        None
-    }
-}
-impl crate::engine::inbox_transactions::InboxDriver for SqliteStore {}
-impl crate::engine::maintenance::MaintenanceDriver for SqliteStore {}
+impl crate::engine::inbox_transactions::InboxDriver for SqliteDriver {}
+impl crate::engine::maintenance::MaintenanceDriver for SqliteDriver {}

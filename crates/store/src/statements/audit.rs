@@ -14,12 +14,11 @@ macro_rules! audit_statements {
                 count: u64,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO audit_log (tenant_id, actor, action, target, detail, count, at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(&note.actor)
                 .bind(action)
                 .bind(&note.target)

@@ -13,7 +13,7 @@ macro_rules! bulk_statements {
             ) {
                 use $crate::engine::ops::OpsStatements;
                 qb.push(" FROM events e JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = ");
-                qb.push_bind(tenant.to_string());
+                qb.push_bind(tenant);
                 qb.push(format!(
                     " AND e.status IN {}",
                     $crate::rows::applies_to(scope.action)
@@ -25,7 +25,7 @@ macro_rules! bulk_statements {
                         qb.push(" AND e.id IN (");
                         let mut list = qb.separated(", ");
                         for id in ids {
-                            list.push_bind(id.to_string());
+                            list.push_bind(id);
                         }
                         list.push_unseparated(")");
                     }
@@ -34,10 +34,10 @@ macro_rules! bulk_statements {
                     <Self as OpsStatements>::push_filter(qb, filter);
                 }
                 if let Some(after) = window.after {
-                    qb.push(" AND e.id > ").push_bind(after.to_string());
+                    qb.push(" AND e.id > ").push_bind(after);
                 }
                 if let Some(upto) = window.upto {
-                    qb.push(" AND e.id <= ").push_bind(upto.to_string());
+                    qb.push(" AND e.id <= ").push_bind(upto);
                 }
             }
 
@@ -52,10 +52,10 @@ macro_rules! bulk_statements {
                 <Self as BulkStatements>::push_scope(&mut qb, tenant, scope, &Window::default());
                 let row = qb.build().fetch_one(&mut **tx).await?;
                 let count: i64 = sqlx::Row::try_get(&row, 0)?;
-                let max: Option<String> = sqlx::Row::try_get(&row, 1)?;
+                let max = sqlx::Row::try_get(&row, 1)?;
                 Ok((
                     count as u64,
-                    max.as_deref().map($crate::rows::parse_id).transpose()?,
+                    max,
                 ))
             }
 
@@ -99,22 +99,19 @@ macro_rules! bulk_statements {
             ) -> $crate::StoreResult<bool> {
                 use switchboard_proto::BulkAction;
                 let query = match action {
-                    BulkAction::Replay => sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    BulkAction::Replay => sqlx::query($crate::dialect::stmt!(
                         "UPDATE events SET status = 'pending', attempts = 0, claim_token = NULL, \
                          lease_expires_at = NULL, available_at = $1, updated_at = $2 \
                          WHERE id = $3 AND status = $4"
                     ))
                     .bind(now),
-                    BulkAction::Release => sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    BulkAction::Release => sqlx::query($crate::dialect::stmt!(
                         "UPDATE events SET status = 'pending', claim_token = NULL, \
                          lease_expires_at = NULL, available_at = $1, updated_at = $2 \
                          WHERE id = $3 AND status = $4"
                     ))
                     .bind(now),
-                    BulkAction::Purge => sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    BulkAction::Purge => sqlx::query($crate::dialect::stmt!(
                         "UPDATE events SET status = 'purged', payload = NULL, claim_token = NULL, \
                          lease_expires_at = NULL, updated_at = $1 WHERE id = $2 AND status = $3"
                     )),
@@ -138,14 +135,13 @@ macro_rules! bulk_statements {
                 // MySQL has no `INSERT … RETURNING` (MariaDB has): its id is the
                 // session's `LAST_INSERT_ID()`, read in the same transaction.
                 let mysql = !<Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let id = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let id = sqlx::query_scalar($crate::dialect::stmt!(
                     "INSERT INTO audit_log (tenant_id, actor, action, ids, filter, count, at, \
                      job_state, job_total, job_rate, finished_at, job_owner, job_heartbeat_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13){}",
                     if mysql { "" } else { " RETURNING id" }
                 ))
-                .bind(row.tenant.to_string())
+                .bind(row.tenant)
                 .bind(row.actor.to_string())
                 .bind(row.scope.action.as_str())
                 .bind(

@@ -9,19 +9,17 @@ macro_rules! callback_statements {
                 tx: &mut Self::Tx,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM callback_attempts WHERE callback_id IN \
                      (SELECT id FROM callbacks WHERE agent_id = $1)"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM callbacks WHERE agent_id = $1"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -32,14 +30,13 @@ macro_rules! callback_statements {
                 tx: &mut Self::Tx,
                 new: &$crate::NewCallback,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO callbacks (id, tenant_id, agent_id, url, secret_sealed, key_id, \
                      state, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'active', $7)"
                 ))
-                .bind(new.id.to_string())
-                .bind(new.tenant.to_string())
-                .bind(new.agent.to_string())
+                .bind(new.id)
+                .bind(new.tenant)
+                .bind(new.agent)
                 .bind(&new.url)
                 .bind(&new.sealed)
                 .bind(&new.key_id)
@@ -64,20 +61,20 @@ macro_rules! callback_statements {
                         "SELECT {CALLBACK_COLS} {FROM} WHERE c.tenant_id = $1 \
                          ORDER BY c.created_at, c.id"
                     ))
-                    .bind(tenant.to_string()),
+                    .bind(tenant),
                     Which::Agent(agent) => sqlx::query($crate::dialect::sql!(
                         dialect,
                         "SELECT {CALLBACK_COLS} {FROM} WHERE c.tenant_id = $1 \
                          AND c.agent_id = $2 ORDER BY c.created_at, c.id"
                     ))
-                    .bind(tenant.to_string())
-                    .bind(agent.to_string()),
+                    .bind(tenant)
+                    .bind(agent),
                     Which::One(id) => sqlx::query($crate::dialect::sql!(
                         dialect,
                         "SELECT {CALLBACK_COLS} {FROM} WHERE c.tenant_id = $1 AND c.id = $2"
                     ))
-                    .bind(tenant.to_string())
-                    .bind(id.to_string()),
+                    .bind(tenant)
+                    .bind(id),
                 };
                 let rows = match tx {
                     Some(tx) => query.fetch_all(&mut **tx).await?,
@@ -94,21 +91,19 @@ macro_rules! callback_statements {
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::CallbackId,
             ) -> $crate::StoreResult<bool> {
-                let deleted = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let deleted = sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM callbacks WHERE tenant_id = $1 AND id = $2"
                 ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
+                .bind(tenant)
+                .bind(id)
                 .execute(&mut **tx)
                 .await?
                 .rows_affected();
                 if deleted > 0 {
-                    sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    sqlx::query($crate::dialect::stmt!(
                         "DELETE FROM callback_attempts WHERE callback_id = $1"
                     ))
-                    .bind(id.to_string())
+                    .bind(id)
                     .execute(&mut **tx)
                     .await?;
                 }
@@ -131,8 +126,8 @@ macro_rules! callback_statements {
                              failure_streak = 0, failing_since = NULL, next_attempt_at = 0 \
                              WHERE tenant_id = $1 AND id = $2"
                         ))
-                        .bind(tenant.to_string())
-                        .bind(id.to_string())
+                        .bind(tenant)
+                        .bind(id)
                         .execute(&mut **tx)
                         .await?;
                     }
@@ -143,8 +138,8 @@ macro_rules! callback_statements {
                              WHERE tenant_id = $2 AND id = $3"
                         ))
                         .bind(reason)
-                        .bind(tenant.to_string())
-                        .bind(id.to_string())
+                        .bind(tenant)
+                        .bind(id)
                         .execute(&mut **tx)
                         .await?;
                     }
@@ -158,8 +153,7 @@ macro_rules! callback_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<$crate::StoredCallback>> {
                 use $crate::engine::callbacks::CALLBACK_COLS;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {CALLBACK_COLS} FROM callbacks c JOIN agents a ON a.id = c.agent_id \
                      WHERE c.state = 'active' AND c.next_attempt_at <= $1 \
                      AND (c.leased_until IS NULL OR c.leased_until <= $2) \
@@ -188,15 +182,14 @@ macro_rules! callback_statements {
                 until: $crate::clock::Millis,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let taken = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let taken = sqlx::query($crate::dialect::stmt!(
                     "UPDATE callbacks SET lease_token = $1, leased_until = $2 \
                      WHERE id = $3 AND state = 'active' \
                      AND (leased_until IS NULL OR leased_until <= $4)"
                 ))
                 .bind(token.to_string())
                 .bind(until)
-                .bind(id.to_string())
+                .bind(id)
                 .bind(now)
                 .execute(self.write_pool())
                 .await?
@@ -209,12 +202,11 @@ macro_rules! callback_statements {
                 id: switchboard_proto::CallbackId,
                 token: uuid::Uuid,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE callbacks SET lease_token = NULL, leased_until = NULL \
                      WHERE id = $1 AND lease_token = $2"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .bind(token.to_string())
                 .execute(self.write_pool())
                 .await?;
@@ -226,13 +218,12 @@ macro_rules! callback_statements {
                 tx: &mut Self::Tx,
                 r: &$crate::AttemptRecord,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO callback_attempts (callback_id, event_id, kind, at, status, \
                      error, latency_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
-                .bind(r.callback.to_string())
-                .bind(r.attempt.event_id.map(|e| e.to_string()))
+                .bind(r.callback)
+                .bind(r.attempt.event_id)
                 .bind(&r.attempt.kind)
                 .bind(r.at)
                 .bind(r.attempt.status.map(i64::from))
@@ -261,7 +252,7 @@ macro_rules! callback_statements {
                     ))
                     .bind(r.at)
                     .bind(status)
-                    .bind(r.callback.to_string())
+                    .bind(r.callback)
                     .bind(token)
                     .execute(&mut **tx)
                     .await?;
@@ -287,7 +278,7 @@ macro_rules! callback_statements {
                     .bind(r.next_attempt_at)
                     .bind(&r.disable)
                     .bind(&r.disable)
-                    .bind(r.callback.to_string())
+                    .bind(r.callback)
                     .bind(token)
                     .execute(&mut **tx)
                     .await?;
@@ -300,12 +291,11 @@ macro_rules! callback_statements {
                 id: switchboard_proto::CallbackId,
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::CallbackAttempt>> {
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT event_id, kind, at, status, error, latency_ms FROM callback_attempts \
                      WHERE callback_id = $1 ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;
@@ -318,8 +308,7 @@ macro_rules! callback_statements {
                 &self,
                 state: switchboard_proto::CallbackState,
             ) -> $crate::StoreResult<u64> {
-                let n: i64 = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let n: i64 = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT COUNT(*) FROM callbacks WHERE state = $1"
                 ))
                 .bind(state.as_str())
@@ -332,8 +321,7 @@ macro_rules! callback_statements {
                 &self,
                 key_id: &str,
             ) -> $crate::StoreResult<u64> {
-                let n: i64 = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let n: i64 = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT COUNT(*) FROM callbacks WHERE key_id <> $1"
                 ))
                 .bind(key_id)

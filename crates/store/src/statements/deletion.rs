@@ -12,15 +12,14 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE agents SET deleted_at = $1, name = $2 \
                      WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL"
                 ))
                 .bind(now)
                 .bind(format!("deleted:{agent}"))
-                .bind(agent.to_string())
-                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() > 0)
@@ -32,14 +31,13 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<u64> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE events SET status = 'purged', payload = NULL, claim_token = NULL, \
                      lease_expires_at = NULL, updated_at = $1 \
                      WHERE agent_id = $2 AND status IN ('pending', 'claimed', 'quarantined')"
                 ))
                 .bind(now)
-                .bind(agent.to_string())
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected())
@@ -51,17 +49,15 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<()> {
                 for sql in [
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "DELETE FROM room_members WHERE agent_id = $1"
                     ),
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "DELETE FROM memory_subscribers WHERE agent_id = $1"
                     ),
                 ] {
                     sqlx::query(sql)
-                        .bind(agent.to_string())
+                        .bind(agent)
                         .execute(&mut **tx)
                         .await?;
                 }

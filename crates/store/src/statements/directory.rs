@@ -11,14 +11,13 @@ macro_rules! directory_statements {
                 &self,
                 name: &str,
             ) -> $crate::StoreResult<Option<switchboard_proto::TenantId>> {
-                let id: Option<String> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let id = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT id FROM tenants WHERE name = $1"
                 ))
                 .bind(name)
                 .fetch_optional(self.read_pool())
                 .await?;
-                id.as_deref().map($crate::rows::parse_id).transpose()
+                Ok(id)
             }
 
             async fn insert_tenant(
@@ -28,11 +27,10 @@ macro_rules! directory_statements {
                 name: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let inserted = sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .bind(name)
                 .bind(now)
                 .execute(&mut **tx)
@@ -45,9 +43,8 @@ macro_rules! directory_statements {
             async fn tenants_with_counts(
                 &self,
             ) -> $crate::StoreResult<Vec<$crate::TenantRecord>> {
-                use $crate::rows::{Cols, parse_id};
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                use $crate::rows::Cols;
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT t.id, t.name, t.created_at, COUNT(a.id) AS agents \
                      FROM tenants t LEFT JOIN agents a ON a.tenant_id = t.id AND a.deleted_at IS NULL \
                      GROUP BY t.id, t.name, t.created_at ORDER BY t.name"
@@ -57,7 +54,7 @@ macro_rules! directory_statements {
                 rows.iter()
                     .map(|r| {
                         Ok($crate::TenantRecord {
-                            id: parse_id(&r.text("id")?)?,
+                            id: r.id("id")?,
                             name: r.text("name")?,
                             created_at: r.int("created_at")?,
                             agents: r.int("agents")? as u64,
@@ -71,8 +68,7 @@ macro_rules! directory_statements {
                 hash: &[u8],
                 scopes: &[String],
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE tokens SET scopes = $1 WHERE hash = $2"
                 ))
                 .bind(scopes.join(" "))
@@ -87,14 +83,13 @@ macro_rules! directory_statements {
                 tx: &mut Self::Tx,
                 token: &$crate::engine::directory::NewToken<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at, \
                      parent_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
                 .bind(token.hash)
-                .bind(token.tenant.to_string())
-                .bind(token.agent.map(|a| a.to_string()))
+                .bind(token.tenant)
+                .bind(token.agent)
                 .bind(token.scopes.join(" "))
                 .bind(token.label)
                 .bind(token.now)
@@ -109,8 +104,7 @@ macro_rules! directory_statements {
                 hash: &[u8],
             ) -> $crate::StoreResult<Option<$crate::TokenRecord>> {
                 use $crate::rows::TOKEN_SELECT;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "{TOKEN_SELECT} WHERE t.hash = $1 AND t.revoked_at IS NULL \
                      AND a.deleted_at IS NULL"
                 ))
@@ -129,14 +123,13 @@ macro_rules! directory_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<u64> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE tokens SET revoked_at = $1 \
                      WHERE tenant_id = $2 AND agent_id = $3 AND revoked_at IS NULL"
                 ))
                 .bind(now)
-                .bind(tenant.to_string())
-                .bind(agent.to_string())
+                .bind(tenant)
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected())
@@ -146,22 +139,21 @@ macro_rules! directory_statements {
                 &self,
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::CredentialRow>> {
-                use $crate::rows::{Cols, parse_id};
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                use $crate::rows::Cols;
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT t.hash, t.agent_id, a.name, t.scopes, t.label, t.created_at, \
                      t.revoked_at, t.parent_hash FROM tokens t \
                      LEFT JOIN agents a ON a.id = t.agent_id \
                      WHERE t.tenant_id = $1 ORDER BY t.created_at, t.label, t.hash"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
                     .map(|r| {
                         Ok($crate::CredentialRow {
                             hash: r.bytes("hash")?,
-                            agent_id: r.opt_text("agent_id")?.as_deref().map(parse_id).transpose()?,
+                            agent_id: r.opt_id("agent_id")?,
                             agent_name: r.opt_text("name")?,
                             scopes: $crate::rows::scopes(r)?,
                             label: r.text("label")?,
@@ -178,8 +170,7 @@ macro_rules! directory_statements {
                 tx: &mut Self::Tx,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM console_grants WHERE expires_at <= $1"
                 ))
                 .bind(now)
@@ -194,14 +185,13 @@ macro_rules! directory_statements {
                 grant: &$crate::NewGrant<'_>,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO console_grants (hash, kind, tenant_id, token_hash, scopes, \
                      created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
                 .bind(grant.hash)
                 .bind(grant.kind.as_str())
-                .bind(grant.tenant.to_string())
+                .bind(grant.tenant)
                 .bind(grant.token_hash)
                 .bind(grant.scopes.join(" "))
                 .bind(now)
@@ -219,8 +209,7 @@ macro_rules! directory_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<$crate::Grant>> {
                 use $crate::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE};
-                let query = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let query = sqlx::query($crate::dialect::stmt!(
                     "SELECT {GRANT_COLS} FROM console_grants g {GRANT_JOINS} {GRANT_LIVE}"
                 ))
                 .bind(hash)
@@ -239,14 +228,51 @@ macro_rules! directory_statements {
                 .transpose()
             }
 
+            async fn take_live_grant(
+                &self,
+                hash: &[u8],
+                kind: $crate::GrantKind,
+                now: $crate::clock::Millis,
+            ) -> $crate::StoreResult<Option<$crate::Grant>> {
+                use $crate::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE};
+                let dialect = <Self as $crate::engine::Driver>::DIALECT;
+                if dialect != $crate::dialect::Dialect::Postgres {
+                    let mut tx = $crate::engine::Driver::begin_write(self).await?;
+                    let grant = self.live_grant(Some(&mut tx), hash, kind, now).await?;
+                    let taken = self.delete_grant_of_kind(&mut tx, hash, kind).await?;
+                    $crate::engine::Driver::commit(self, tx, &[]).await?;
+                    return Ok(grant.filter(|_| taken));
+                }
+                // The delete and the read in one statement (one round trip, no
+                // transaction): `g` is the row just deleted, so of two racing
+                // requests the second one's `DELETE` waits for the first one's row
+                // lock, then finds nothing.
+                let row = sqlx::query($crate::dialect::sql!(
+                    dialect,
+                    "WITH g AS (DELETE FROM console_grants WHERE hash = $1 AND kind = $2 \
+                     RETURNING *) SELECT {GRANT_COLS} FROM g {GRANT_JOINS} {GRANT_LIVE}"
+                ))
+                .bind(hash)
+                .bind(kind.as_str())
+                .bind(now)
+                .fetch_optional(self.write_pool())
+                .await?;
+                row.map(|row| {
+                    $crate::rows::grant_from_row(
+                        &row,
+                        sqlx::Row::try_get(&row, "token_hash")?,
+                    )
+                })
+                .transpose()
+            }
+
             async fn delete_grant_of_kind(
                 &self,
                 tx: &mut Self::Tx,
                 hash: &[u8],
                 kind: $crate::GrantKind,
             ) -> $crate::StoreResult<bool> {
-                let deleted = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let deleted = sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM console_grants WHERE hash = $1 AND kind = $2"
                 ))
                 .bind(hash)
@@ -257,8 +283,7 @@ macro_rules! directory_statements {
             }
 
             async fn delete_grant_row(&self, hash: &[u8]) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM console_grants WHERE hash = $1"
                 ))
                 .bind(hash)
@@ -272,12 +297,11 @@ macro_rules! directory_statements {
                 tx: &mut Self::Tx,
                 agent: &$crate::AgentRecord,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let inserted = sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO agents (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)"
                 ))
-                .bind(agent.id.to_string())
-                .bind(agent.tenant_id.to_string())
+                .bind(agent.id)
+                .bind(agent.tenant_id)
                 .bind(&agent.name)
                 .bind(agent.created_at)
                 .execute(&mut **tx)
@@ -296,20 +320,18 @@ macro_rules! directory_statements {
                 let (column, key) =
                     $crate::rows::by_id_or_name::<switchboard_proto::AgentId>(key);
                 let sql = if column == "id" {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND id = $2 \
                          AND deleted_at IS NULL"
                     )
                 } else {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND name = $2 \
                          AND deleted_at IS NULL"
                     )
                 };
                 let row = sqlx::query(sql)
-                    .bind(tenant.to_string())
+                    .bind(tenant)
                     .bind(key)
                     .fetch_optional(self.read_pool())
                     .await?;
@@ -323,12 +345,11 @@ macro_rules! directory_statements {
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::AgentRecord>> {
                 use $crate::rows::AGENT_COLS;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND deleted_at IS NULL \
                      ORDER BY name"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
@@ -343,13 +364,12 @@ macro_rules! directory_statements {
                 now: $crate::clock::Millis,
                 seen_after: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                let update = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let update = sqlx::query($crate::dialect::stmt!(
                     "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
                      AND (last_seen_at IS NULL OR last_seen_at < $3)"
                 ))
                 .bind(now)
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(seen_after);
                 match tx {
                     Some(tx) => update.execute(&mut **tx).await?,
@@ -362,7 +382,7 @@ macro_rules! directory_statements {
                 &self,
                 tenant: Option<switchboard_proto::TenantId>,
             ) -> $crate::StoreResult<Vec<$crate::engine::directory::DepthCount>> {
-                use $crate::rows::{Cols, parse_id};
+                use $crate::rows::Cols;
                 // Agents without events too (one row, no status); grouped by name as well,
                 // which the id determines, for the dialects that want every column named.
                 const COUNTS: &str = "SELECT a.id, a.tenant_id, a.name, e.status, \
@@ -378,7 +398,7 @@ macro_rules! directory_statements {
                             dialect,
                             "{COUNTS} AND a.tenant_id = $1 {GROUPS}"
                         ))
-                        .bind(tenant.to_string())
+                        .bind(tenant)
                         .fetch_all(self.read_pool())
                         .await?
                     }
@@ -391,8 +411,8 @@ macro_rules! directory_statements {
                 rows.iter()
                     .map(|r| {
                         Ok($crate::engine::directory::DepthCount {
-                            agent_id: parse_id(&r.text("id")?)?,
-                            tenant_id: parse_id(&r.text("tenant_id")?)?,
+                            agent_id: r.id("id")?,
+                            tenant_id: r.id("tenant_id")?,
                             agent_name: r.text("name")?,
                             status: r.opt_text("status")?,
                             count: r.int("n")? as u64,
@@ -408,13 +428,12 @@ macro_rules! directory_statements {
                 report: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO client_reports (agent_id, report, received_at) \
                      VALUES ($1, $2, $3) @UPSERT(agent_id) \
                      report = @NEW(report), received_at = @NEW(received_at)"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(report)
                 .bind(now)
                 .execute(self.write_pool())
@@ -427,11 +446,10 @@ macro_rules! directory_statements {
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::ClientReportRow>> {
                 use $crate::rows::CLIENT_REPORT_SELECT;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "{CLIENT_REPORT_SELECT} WHERE a.tenant_id = $1 ORDER BY a.name"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()
@@ -448,15 +466,14 @@ macro_rules! directory_statements {
                 updated_by: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO client_settings (tenant_id, agent_id, poll_ceiling_ms, \
                      reports_paused, updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6) \
                      @UPSERT(tenant_id, agent_id) poll_ceiling_ms = @NEW(poll_ceiling_ms), \
                      reports_paused = @NEW(reports_paused), updated_at = @NEW(updated_at), \
                      updated_by = @NEW(updated_by)"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(agent)
                 .bind(settings.poll_ceiling_ms.map(|ms| ms as i64))
                 .bind(settings.reports_paused.map(i64::from))
@@ -473,11 +490,10 @@ macro_rules! directory_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: &str,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM client_settings WHERE tenant_id = $1 AND agent_id = $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(agent)
                 .execute(&mut **tx)
                 .await?;
@@ -490,12 +506,11 @@ macro_rules! directory_statements {
             ) -> $crate::StoreResult<Vec<$crate::ClientSettingsRow>> {
                 use $crate::rows::CLIENT_SETTINGS_SELECT;
                 // The tenant's row ('') sorts first: no agent has an empty name.
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "{CLIENT_SETTINGS_SELECT} WHERE c.tenant_id = $1 \
                      ORDER BY c.agent_id <> '', a.name"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()

@@ -10,13 +10,12 @@ macro_rules! event_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
                      AND deleted_at IS NULL"
                 ))
-                .bind(agent.to_string())
-                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() == 1)
@@ -27,11 +26,10 @@ macro_rules! event_statements {
                 tx: &mut Self::Tx,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<u64> {
-                let seq: i64 = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let seq: i64 = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT head_seq FROM agents WHERE id = $1"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .fetch_one(&mut **tx)
                 .await?;
                 Ok(seq as u64)
@@ -43,14 +41,13 @@ macro_rules! event_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<u64> {
-                let seq: i64 = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let seq: i64 = sqlx::query_scalar($crate::dialect::stmt!(
                     "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
                      AND deleted_at IS NULL \
                      RETURNING head_seq"
                 ))
-                .bind(agent.to_string())
-                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(tenant)
                 .fetch_one(&mut **tx)
                 .await?;
                 Ok(seq as u64)
@@ -61,8 +58,7 @@ macro_rules! event_statements {
                 tx: &mut Self::Tx,
                 e: &$crate::engine::events::NewEvent<'_>,
             ) -> $crate::StoreResult<()> {
-                let insert = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let insert = sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO events (id, tenant_id, agent_id, seq, sender_agent_id, \
                      sender_name, room_id, room_seq, correlation_id, priority, status, payload, \
                      attempts, max_attempts, created_at, available_at, expires_at, updated_at) \
@@ -85,8 +81,7 @@ macro_rules! event_statements {
                 actor: &str,
                 detail: Option<String>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO event_history (event_id, at, action, actor, detail) \
                      VALUES ($1, $2, $3, $4, $5)"
                 ))
@@ -106,8 +101,7 @@ macro_rules! event_statements {
                 event_id: &str,
             ) -> $crate::StoreResult<Option<$crate::engine::timeline::RowSteps>> {
                 use $crate::engine::timeline::STEP_COLS;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT {STEP_COLS} FROM events WHERE id = $1 @FOR_UPDATE"
                 ))
                 .bind(event_id)
@@ -123,8 +117,7 @@ macro_rules! event_statements {
                 tx: &mut Self::Tx,
                 event_id: &str,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE events SET claimed_at = NULL, completed_at = NULL WHERE id = $1"
                 ))
                 .bind(event_id)

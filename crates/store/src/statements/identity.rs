@@ -11,8 +11,7 @@ macro_rules! identity_statements {
                 &self,
             ) -> $crate::StoreResult<Vec<$crate::SigningKeyRow>> {
                 use $crate::rows::Cols;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT kid, algorithm, public_key, private_key, sealed_with, created_at \
                      FROM signing_keys ORDER BY created_at, kid"
                 ))
@@ -36,8 +35,7 @@ macro_rules! identity_statements {
                 &self,
                 key: &$crate::SigningKeyRow,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO signing_keys \
                      (kid, algorithm, public_key, private_key, sealed_with, created_at) \
                      VALUES ($1, $2, $3, $4, $5, $6)"
@@ -54,8 +52,7 @@ macro_rules! identity_statements {
             }
 
             async fn delete_signing_key_row(&self, kid: &str) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM signing_keys WHERE kid = $1"
                 ))
                 .bind(kid)
@@ -69,14 +66,13 @@ macro_rules! identity_statements {
                 tx: &mut Self::Tx,
                 token: &$crate::NewAccessToken<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO access_tokens \
                      (jti, tenant_id, parent_hash, issued_at, expires_at) \
                      VALUES ($1, $2, $3, $4, $5)"
                 ))
                 .bind(token.jti)
-                .bind(token.tenant.to_string())
+                .bind(token.tenant)
                 .bind(token.parent_hash)
                 .bind(token.issued_at)
                 .bind(token.expires_at)
@@ -91,8 +87,7 @@ macro_rules! identity_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<$crate::AccessGrant>> {
                 use $crate::rows::{Cols, TOKEN_SELECT};
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT t.hash AS parent_hash, {} \
                      JOIN access_tokens x ON x.parent_hash = t.hash \
                      WHERE x.jti = $1 AND x.revoked_at IS NULL AND x.expires_at > $2 \
@@ -120,13 +115,12 @@ macro_rules! identity_statements {
                 jti: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE access_tokens SET revoked_at = $1 \
                      WHERE tenant_id = $2 AND jti = $3 AND revoked_at IS NULL"
                 ))
                 .bind(now)
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(jti)
                 .execute(self.write_pool())
                 .await?;
@@ -138,15 +132,14 @@ macro_rules! identity_statements {
                 tx: &mut Self::Tx,
                 r: &$crate::NewDeviceRequest<'_>,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let inserted = sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO device_requests (device_hash, user_code, tenant_id, client_id, \
                      agent_name, source, user_agent, created_at, expires_at, interval_ms, status) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending')"
                 ))
                 .bind(r.device_hash)
                 .bind(r.user_code)
-                .bind(r.tenant.map(|t| t.to_string()))
+                .bind(r.tenant)
                 .bind(r.client_id)
                 .bind(r.agent_name)
                 .bind(r.source)
@@ -166,14 +159,13 @@ macro_rules! identity_statements {
                 tenant: switchboard_proto::TenantId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Vec<$crate::DeviceRequestRow>> {
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {DEVICE_COLS} FROM device_requests \
                      WHERE tenant_id = $1 AND expires_at > $2 \
                      ORDER BY created_at DESC, user_code",
                     DEVICE_COLS = $crate::rows::DEVICE_COLS
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(now)
                 .fetch_all(self.read_pool())
                 .await?;
@@ -188,13 +180,12 @@ macro_rules! identity_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<(String, String)>> {
                 use $crate::rows::Cols;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT device_hash, agent_name FROM device_requests \
                      WHERE tenant_id = $1 AND user_code = $2 AND status = 'pending' \
                      AND expires_at > $3 @FOR_UPDATE"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(user_code)
                 .bind(now)
                 .fetch_optional(&mut **tx)
@@ -210,8 +201,7 @@ macro_rules! identity_statements {
             ) -> $crate::StoreResult<Option<$crate::engine::identity::DeviceRow>>
             {
                 use $crate::rows::Cols;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT client_id, expires_at, interval_ms, polled_at, status, family_hash \
                      FROM device_requests WHERE device_hash = $1 @FOR_UPDATE"
                 ))
@@ -236,9 +226,8 @@ macro_rules! identity_statements {
                 tx: &mut Self::Tx,
                 user_code: &str,
             ) -> $crate::StoreResult<Option<$crate::DeviceRequestRow>> {
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
-                    "SELECT {DEVICE_COLS} FROM device_requests WHERE user_code = $1",
+                let row = sqlx::query($crate::dialect::stmt!(
+                   "SELECT {DEVICE_COLS} FROM device_requests WHERE user_code = $1",
                     DEVICE_COLS = $crate::rows::DEVICE_COLS
                 ))
                 .bind(user_code)
@@ -254,8 +243,7 @@ macro_rules! identity_statements {
                 polled_at: $crate::clock::Millis,
                 interval_ms: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE device_requests SET polled_at = $1, interval_ms = $2 \
                      WHERE device_hash = $3"
                 ))
@@ -271,26 +259,21 @@ macro_rules! identity_statements {
                 &self,
                 tx: &mut Self::Tx,
                 device_hash: &str,
-                from: &str,
-                to: &str,
-                decided: Option<(&str, $crate::clock::Millis)>,
-                agent: Option<switchboard_proto::AgentId>,
-                family_hash: Option<&[u8]>,
+                change: &$crate::engine::identity::DeviceStatus<'_>,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE device_requests SET status = $1, \
                      decided_by = COALESCE($2, decided_by), decided_at = COALESCE($3, decided_at), \
                      agent_id = COALESCE($4, agent_id), family_hash = COALESCE($5, family_hash) \
                      WHERE device_hash = $6 AND status = $7"
                 ))
-                .bind(to)
-                .bind(decided.map(|(by, _)| by))
-                .bind(decided.map(|(_, at)| at))
-                .bind(agent.map(|a| a.to_string()))
-                .bind(family_hash)
+                .bind(change.to)
+                .bind(change.decided.map(|(by, _)| by))
+                .bind(change.decided.map(|(_, at)| at))
+                .bind(change.agent)
+                .bind(change.family_hash)
                 .bind(device_hash)
-                .bind(from)
+                .bind(change.from)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() > 0)
@@ -302,8 +285,7 @@ macro_rules! identity_statements {
                 hash: &[u8],
             ) -> $crate::StoreResult<Option<$crate::engine::identity::RefreshRow>> {
                 use $crate::rows::Cols;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT family_hash, used_at, created_at FROM refresh_tokens \
                      WHERE hash = $1 @FOR_UPDATE"
                 ))
@@ -327,8 +309,7 @@ macro_rules! identity_statements {
                 family_hash: &[u8],
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO refresh_tokens (hash, family_hash, created_at) VALUES ($1, $2, $3)"
                 ))
                 .bind(hash)
@@ -345,8 +326,7 @@ macro_rules! identity_statements {
                 hash: &[u8],
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE refresh_tokens SET used_at = $1 WHERE hash = $2 AND used_at IS NULL"
                 ))
                 .bind(now)
@@ -363,15 +343,13 @@ macro_rules! identity_statements {
             ) -> $crate::StoreResult<
                 Option<(switchboard_proto::TenantId, $crate::clock::Millis)>,
             > {
-                let row: Option<(String, i64)> = sqlx::query_as($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query_as($crate::dialect::stmt!(
                     "SELECT tenant_id, created_at FROM tokens WHERE hash = $1 AND revoked_at IS NULL"
                 ))
                 .bind(family_hash)
                 .fetch_optional(&mut **tx)
                 .await?;
-                row.map(|(tenant, created)| Ok(($crate::rows::parse_id(&tenant)?, created)))
-                    .transpose()
+                Ok(row)
             }
         }
     };

@@ -14,18 +14,16 @@ macro_rules! inbox_statements {
                 lock: bool,
             ) -> $crate::StoreResult<$crate::engine::inbox::Marks> {
                 let sql = if lock {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT head_seq, low_water FROM agents WHERE id = $1 @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT head_seq, low_water FROM agents WHERE id = $1"
                     )
                 };
                 let (head, low_water): (i64, i64) = sqlx::query_as(sql)
-                    .bind(agent.to_string())
+                    .bind(agent)
                     .fetch_one(&mut **tx)
                     .await?;
                 Ok($crate::engine::inbox::Marks {
@@ -43,12 +41,11 @@ macro_rules! inbox_statements {
                 rows: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::InboxEvent>> {
                 use $crate::rows::EVENT_COLS;
-                let found = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let found = sqlx::query($crate::dialect::stmt!(
                     "SELECT {EVENT_COLS} FROM events WHERE agent_id = $1 AND seq > $2 \
                      AND seq <= $3 ORDER BY seq LIMIT $4"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(after as i64)
                 .bind(through as i64)
                 .bind(i64::from(rows))
@@ -65,11 +62,10 @@ macro_rules! inbox_statements {
                 tx: &mut Self::Tx,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<switchboard_proto::StatusCounts> {
-                let rows: Vec<(String, i64)> = sqlx::query_as($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows: Vec<(String, i64)> = sqlx::query_as($crate::dialect::stmt!(
                     "SELECT status, COUNT(*) FROM events WHERE agent_id = $1 GROUP BY status"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .fetch_all(&mut **tx)
                 .await?;
                 let mut counts = switchboard_proto::StatusCounts::default();
@@ -85,11 +81,10 @@ macro_rules! inbox_statements {
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<Option<u64>> {
                 use $crate::rows::OPEN_STATUSES;
-                let first: Option<i64> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let first: Option<i64> = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT MIN(seq) FROM events WHERE agent_id = $1 AND status IN {OPEN_STATUSES}"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .fetch_one(&mut **tx)
                 .await?;
                 Ok(first.map(|s| s as u64))
@@ -102,25 +97,23 @@ macro_rules! inbox_statements {
                 now: $crate::clock::Millis,
                 limit: u32,
             ) -> $crate::StoreResult<Vec<(switchboard_proto::EventId, u32)>> {
-                let ids: Vec<(String, i64)> = sqlx::query_as($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let ids: Vec<(switchboard_proto::EventId, i64)> = sqlx::query_as($crate::dialect::stmt!(
                     "SELECT id, attempts FROM events @FORCE_INDEX(events_claim) \
                      WHERE agent_id = $1 AND status = 'pending' AND {AVAILABLE} \
                      AND (expires_at IS NULL OR expires_at > $3) \
                      ORDER BY priority DESC, seq LIMIT $4 @SKIP_LOCKED",
                     AVAILABLE = $crate::engine::inbox::available("", "$2")
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(now)
                 .bind(now)
                 .bind(i64::from(limit))
                 .fetch_all(&mut **tx)
                 .await?;
-                ids.iter()
-                    .map(|(id, attempts)| {
-                        Ok(($crate::rows::parse_id(id)?, *attempts as u32))
-                    })
-                    .collect()
+                Ok(ids
+                    .into_iter()
+                    .map(|(id, attempts)| (id, attempts as u32))
+                    .collect())
             }
 
             async fn next_available(
@@ -129,13 +122,12 @@ macro_rules! inbox_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<$crate::clock::Millis>> {
-                Ok(sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                Ok(sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT MIN(available_at) FROM events @FORCE_INDEX(events_claim) \
                      WHERE agent_id = $1 AND status = 'pending' AND NOT {AVAILABLE}",
                     AVAILABLE = $crate::engine::inbox::available("", "$2")
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(now)
                 .fetch_one(&mut **tx)
                 .await?)
@@ -148,13 +140,12 @@ macro_rules! inbox_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Vec<switchboard_proto::ClaimedEvent>> {
                 use $crate::rows::{Cols, EVENT_COLS};
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {EVENT_COLS} FROM events \
                      WHERE agent_id = $1 AND status = 'claimed' AND lease_expires_at > $2 \
                      ORDER BY priority DESC, seq"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(now)
                 .fetch_all(&mut **tx)
                 .await?;
@@ -162,7 +153,7 @@ macro_rules! inbox_statements {
                     .map(|row| {
                         Ok(switchboard_proto::ClaimedEvent {
                             event: $crate::rows::event_from_row(row)?,
-                            claim_token: $crate::rows::parse_id(&row.text("claim_token")?)?,
+                            claim_token: row.id("claim_token")?,
                             lease_expires_at: $crate::clock::to_timestamp(
                                 row.int("lease_expires_at")?,
                             ),
@@ -182,29 +173,27 @@ macro_rules! inbox_statements {
             ) -> $crate::StoreResult<switchboard_proto::InboxEvent> {
                 use $crate::rows::EVENT_COLS;
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let update = sqlx::query($crate::dialect::stmt!(
                     "UPDATE events SET status = 'claimed', attempts = attempts + 1, \
                      claim_token = $1, lease_expires_at = $2, updated_at = $3, claimed_at = $4, \
                      claimed_by = $5 WHERE id = $6{}",
                     if returning { format!(" RETURNING {EVENT_COLS}") } else { String::new() }
                 ))
-                .bind(token.to_string())
+                .bind(token)
                 .bind(lease_until)
                 .bind(now)
                 .bind(now)
                 .bind(claimer)
-                .bind(event.to_string());
+                .bind(event);
                 let row = if returning {
                     update.fetch_one(&mut **tx).await?
                 } else {
                     // The row is locked (`claimable` took it `FOR UPDATE`).
                     update.execute(&mut **tx).await?;
-                    sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    sqlx::query($crate::dialect::stmt!(
                         "SELECT {EVENT_COLS} FROM events WHERE id = $1"
                     ))
-                    .bind(event.to_string())
+                    .bind(event)
                     .fetch_one(&mut **tx)
                     .await?
                 };
@@ -221,8 +210,7 @@ macro_rules! inbox_statements {
             ) -> $crate::StoreResult<Option<switchboard_proto::EventState>> {
                 use $crate::rows::STATE_COLS;
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let update = sqlx::query($crate::dialect::stmt!(
                     "UPDATE events SET status = 'completed', payload = NULL, \
                      lease_expires_at = NULL, updated_at = $1, completed_at = $2 \
                      WHERE id = $3 AND agent_id = $4 \
@@ -231,9 +219,9 @@ macro_rules! inbox_statements {
                 ))
                 .bind(now)
                 .bind(now)
-                .bind(event.to_string())
-                .bind(agent.to_string())
-                .bind(token.to_string())
+                .bind(event)
+                .bind(agent)
+                .bind(token)
                 .bind(now);
                 if !returning {
                     let done = update.execute(&mut **tx).await?.rows_affected() == 1;
@@ -253,8 +241,7 @@ macro_rules! inbox_statements {
                 use $crate::engine::inbox::QUARANTINES;
                 use $crate::rows::STATE_COLS;
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let update = sqlx::query($crate::dialect::stmt!(
                     "UPDATE events SET status = CASE WHEN $1 OR {QUARANTINES} \
                      THEN 'quarantined' ELSE 'pending' END, claim_token = NULL, \
                      lease_expires_at = NULL, available_at = $2, \
@@ -267,9 +254,9 @@ macro_rules! inbox_statements {
                 .bind(r.available_at)
                 .bind(r.error)
                 .bind(r.now)
-                .bind(r.event.to_string())
-                .bind(r.agent.id.to_string())
-                .bind(r.token.to_string())
+                .bind(r.event)
+                .bind(r.agent.id)
+                .bind(r.token)
                 .bind(r.now);
                 if !returning {
                     let done = update.execute(&mut **tx).await?.rows_affected() == 1;
@@ -293,8 +280,7 @@ macro_rules! inbox_statements {
             ) -> $crate::StoreResult<Option<switchboard_proto::EventState>> {
                 use $crate::rows::STATE_COLS;
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let update = sqlx::query($crate::dialect::stmt!(
                     "UPDATE events SET lease_expires_at = $1, updated_at = $2 WHERE id = $3 \
                      AND agent_id = $4 AND claim_token = $5 AND status = 'claimed' \
                      AND lease_expires_at > $6{}",
@@ -302,9 +288,9 @@ macro_rules! inbox_statements {
                 ))
                 .bind(until)
                 .bind(now)
-                .bind(event.to_string())
-                .bind(agent.to_string())
-                .bind(token.to_string())
+                .bind(event)
+                .bind(agent)
+                .bind(token)
                 .bind(now);
                 if !returning {
                     // The update and the read of what it wrote, in one transaction.
@@ -327,11 +313,10 @@ macro_rules! inbox_statements {
                 event: switchboard_proto::EventId,
             ) -> $crate::StoreResult<(switchboard_proto::EventState, u64)> {
                 use $crate::rows::STATE_COLS;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT {STATE_COLS}, seq FROM events WHERE id = $1"
                 ))
-                .bind(event.to_string())
+                .bind(event)
                 .fetch_one(&mut **tx)
                 .await?;
                 let seq: i64 = sqlx::Row::try_get(&row, "seq")?;
@@ -345,14 +330,13 @@ macro_rules! inbox_statements {
                 token: switchboard_proto::ClaimToken,
             ) -> $crate::StoreResult<Option<switchboard_proto::EventState>> {
                 use $crate::rows::STATE_COLS;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT {STATE_COLS} FROM events WHERE id = $1 AND agent_id = $2 \
                      AND claim_token = $3 AND status = 'completed'"
                 ))
-                .bind(event.to_string())
-                .bind(agent.to_string())
-                .bind(token.to_string())
+                .bind(event)
+                .bind(agent)
+                .bind(token)
                 .fetch_optional(self.read_pool())
                 .await?;
                 row.as_ref()
@@ -366,13 +350,12 @@ macro_rules! inbox_statements {
                 event: switchboard_proto::EventId,
             ) -> $crate::StoreResult<Option<$crate::engine::inbox::ClaimHold>> {
                 let row: Option<(String, Option<String>, Option<i64>)> =
-                    sqlx::query_as($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    sqlx::query_as($crate::dialect::stmt!(
                         "SELECT status, claim_token, lease_expires_at FROM events \
                          WHERE id = $1 AND agent_id = $2"
                     ))
-                    .bind(event.to_string())
-                    .bind(agent.to_string())
+                    .bind(event)
+                    .bind(agent)
                     .fetch_optional(self.read_pool())
                     .await?;
                 Ok(row.map(|(status, claim_token, lease_expires_at)| {

@@ -12,12 +12,11 @@ macro_rules! job_statements {
                 id: i64,
             ) -> $crate::StoreResult<switchboard_proto::Job> {
                 use $crate::rows::AUDIT_COLS;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND id = $2 AND job_state IS NOT NULL @FOR_UPDATE"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(id)
                 .fetch_one(&mut **tx)
                 .await?;
@@ -35,8 +34,7 @@ macro_rules! job_statements {
                 use $crate::rows::AUDIT_COLS;
                 let finished = state.filter(|(s, _)| !s.is_live()).map(|_| now);
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let update = sqlx::query($crate::dialect::stmt!(
                     "UPDATE audit_log SET count = count + $1, job_heartbeat_at = $2, \
                      job_state = COALESCE($3, job_state), job_error = COALESCE($4, job_error), \
                      finished_at = COALESCE($5, finished_at) WHERE id = $6{}",
@@ -53,8 +51,7 @@ macro_rules! job_statements {
                 } else {
                     // Locked by `lock_job`; the read sees the update.
                     update.execute(&mut **tx).await?;
-                    sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    sqlx::query($crate::dialect::stmt!(
                         "SELECT {AUDIT_COLS} FROM audit_log WHERE id = $1"
                     ))
                     .bind(id)
@@ -75,8 +72,7 @@ macro_rules! job_statements {
             > {
                 use $crate::rows::{AUDIT_COLS, Cols};
                 let rows = if <Self as $crate::engine::Driver>::DIALECT.update_returning() {
-                    sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    sqlx::query($crate::dialect::stmt!(
                         "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
                          WHERE job_state IN ('running', 'cancelling') \
                          AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2 \
@@ -90,8 +86,7 @@ macro_rules! job_statements {
                     .await?
                 } else {
                     // Lock the stale jobs, end each, and read them back.
-                    let ids: Vec<i64> = sqlx::query_scalar($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    let ids: Vec<i64> = sqlx::query_scalar($crate::dialect::stmt!(
                         "SELECT id FROM audit_log WHERE job_state IN ('running', 'cancelling') \
                          AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $1 \
                          OR job_owner IN (SELECT instance FROM instances WHERE beat_at <= $2)) \
@@ -103,8 +98,7 @@ macro_rules! job_statements {
                     .await?;
                     let mut rows = Vec::with_capacity(ids.len());
                     for id in ids {
-                        sqlx::query($crate::dialect::sql!(
-                            <Self as $crate::engine::Driver>::DIALECT,
+                        sqlx::query($crate::dialect::stmt!(
                             "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
                              WHERE id = $2"
                         ))
@@ -113,8 +107,7 @@ macro_rules! job_statements {
                         .execute(&mut **tx)
                         .await?;
                         rows.push(
-                            sqlx::query($crate::dialect::sql!(
-                                <Self as $crate::engine::Driver>::DIALECT,
+                            sqlx::query($crate::dialect::stmt!(
                                 "SELECT tenant_id, {AUDIT_COLS} FROM audit_log WHERE id = $1"
                             ))
                             .bind(id)
@@ -127,7 +120,7 @@ macro_rules! job_statements {
                 rows.iter()
                     .map(|r| {
                         Ok((
-                            $crate::rows::parse_id(&r.text("tenant_id")?)?,
+                            r.id("tenant_id")?,
                             $crate::rows::job_from_row(r)?,
                         ))
                     })
@@ -140,12 +133,11 @@ macro_rules! job_statements {
                 id: i64,
             ) -> $crate::StoreResult<switchboard_proto::Job> {
                 use $crate::rows::AUDIT_COLS;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND id = $2 AND job_state IS NOT NULL"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(id)
                 .fetch_one(self.read_pool())
                 .await?;
@@ -158,12 +150,11 @@ macro_rules! job_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::Job>> {
                 use $crate::rows::AUDIT_COLS;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND job_state IS NOT NULL ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;

@@ -9,11 +9,10 @@ macro_rules! lease_audit_statements {
                 tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Option<Vec<u8>>> {
-                let found: Option<Option<Vec<u8>>> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let found: Option<Option<Vec<u8>>> = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT audit_salt FROM tenants WHERE id = $1"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_optional(&mut **tx)
                 .await?;
                 Ok(found.flatten())
@@ -25,12 +24,11 @@ macro_rules! lease_audit_statements {
                 tenant: switchboard_proto::TenantId,
                 salt: &[u8],
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE tenants SET audit_salt = COALESCE(audit_salt, $1) WHERE id = $2"
                 ))
                 .bind(salt)
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -41,12 +39,11 @@ macro_rules! lease_audit_statements {
                 tx: &mut Self::Tx,
                 row: &$crate::engine::lease_audit::AuditRow<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO lease_audit (tenant_id, event, name_hash, memory_hash, \
                      fencing_token, actor, at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
-                .bind(row.tenant.to_string())
+                .bind(row.tenant)
                 .bind(row.event)
                 .bind(&row.name_hash)
                 .bind(&row.memory_hash)
@@ -64,12 +61,11 @@ macro_rules! lease_audit_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::LeaseAuditEntry>> {
                 use $crate::lease_rules::AUDIT_COLS;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {AUDIT_COLS} FROM lease_audit WHERE tenant_id = $1 \
                      ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;

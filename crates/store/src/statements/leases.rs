@@ -11,8 +11,7 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 skeleton: &str,
             ) -> $crate::StoreResult<Option<(String, String)>> {
-                Ok(sqlx::query_as($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                Ok(sqlx::query_as($crate::dialect::stmt!(
                     "SELECT name, tenant_id FROM registered_names WHERE skeleton = $1"
                 ))
                 .bind(skeleton)
@@ -27,14 +26,12 @@ macro_rules! lease_statements {
                 lock: bool,
             ) -> $crate::StoreResult<Option<(i64, $crate::clock::Millis)>> {
                 let sql = if lock {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1 \
                          @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1"
                     )
                 };
@@ -49,8 +46,7 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 skeleton: &str,
             ) -> $crate::StoreResult<()> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO name_fences (skeleton, fence) VALUES ($1, 0) @IGNORE_DUPLICATE"
                 ))
                 .bind(skeleton)
@@ -68,8 +64,7 @@ macro_rules! lease_statements {
                 fence: i64,
                 quiet_until: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO name_fences (skeleton, fence, quiet_until) VALUES ($1, $2, $3) \
                      @UPSERT(skeleton) fence = @GREATEST(name_fences.fence, @NEW(fence)), \
                      quiet_until = @GREATEST(name_fences.quiet_until, @NEW(quiet_until))"
@@ -91,20 +86,18 @@ macro_rules! lease_statements {
             ) -> $crate::StoreResult<Vec<$crate::lease_rules::Stored>> {
                 use $crate::lease_rules::LEASE_COLS;
                 let sql = if lock {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2 \
                          @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2"
                     )
                 };
                 let rows = sqlx::query(sql)
                     .bind(skeleton)
-                    .bind(memory.to_string())
+                    .bind(memory)
                     .fetch_all(&mut **tx)
                     .await?;
                 rows.iter()
@@ -121,19 +114,17 @@ macro_rules! lease_statements {
             ) -> $crate::StoreResult<Option<$crate::lease_rules::Stored>> {
                 use $crate::lease_rules::LEASE_COLS;
                 let sql = if lock {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2"
                     )
                 };
                 sqlx::query(sql)
-                    .bind(tenant.to_string())
-                    .bind(id.to_string())
+                    .bind(tenant)
+                    .bind(id)
                     .fetch_optional(&mut **tx)
                     .await?
                     .as_ref()
@@ -149,17 +140,16 @@ macro_rules! lease_statements {
                 fence: i64,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
                      owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at, holder_key) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
                 ))
-                .bind(id.to_string())
-                .bind(new.tenant.to_string())
+                .bind(id)
+                .bind(new.tenant)
                 .bind(&new.name)
                 .bind(&new.skeleton)
-                .bind(new.memory.to_string())
+                .bind(new.memory)
                 .bind(fence)
                 .bind(&new.holder)
                 .bind(&new.owner_client)
@@ -181,14 +171,13 @@ macro_rules! lease_statements {
                 fence: i64,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO issued_tokens (memory_id, fence, lease_id, owner_client, holder, \
                      issued_at, holder_key) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
-                .bind(new.memory.to_string())
+                .bind(new.memory)
                 .bind(fence)
-                .bind(id.to_string())
+                .bind(id)
                 .bind(&new.owner_client)
                 .bind(&new.holder)
                 .bind(now)
@@ -203,11 +192,10 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 id: switchboard_proto::LeaseId,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM leases WHERE id = $1"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -220,13 +208,12 @@ macro_rules! lease_statements {
                 ttl_ms: $crate::clock::Millis,
                 expires_at: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE leases SET ttl_ms = $1, expires_at = $2 WHERE id = $3"
                 ))
                 .bind(ttl_ms)
                 .bind(expires_at)
-                .bind(id.to_string())
+                .bind(id)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -238,15 +225,14 @@ macro_rules! lease_statements {
                 tenant: switchboard_proto::TenantId,
                 n: &$crate::Planned,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO registered_names (skeleton, name, original, tenant_id, \
                      created_at) VALUES ($1, $2, $3, $4, $5) @IGNORE_DUPLICATE"
                 ))
                 .bind(&n.skeleton)
                 .bind(&n.name)
                 .bind(&n.original)
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(n.created_at)
                 .execute(&mut **tx)
                 .await
@@ -260,12 +246,11 @@ macro_rules! lease_statements {
                 key: &$crate::IdemKey,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let state: Option<String> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let state: Option<String> = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT state FROM idempotency_keys WHERE tenant_id = $1 AND principal = $2 \
                      AND key_hash = $3 AND expires_at > $4"
                 ))
-                .bind(key.tenant_id.to_string())
+                .bind(key.tenant_id)
                 .bind(&key.principal)
                 .bind(&key.key_hash)
                 .bind(now)
@@ -280,12 +265,11 @@ macro_rules! lease_statements {
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Option<$crate::lease_rules::Stored>> {
                 use $crate::lease_rules::LEASE_COLS;
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND memory_id = $2"
                 ))
-                .bind(tenant.to_string())
-                .bind(memory.to_string())
+                .bind(tenant)
+                .bind(memory)
                 .fetch_optional(self.read_pool())
                 .await?
                 .as_ref()
@@ -299,15 +283,14 @@ macro_rules! lease_statements {
                 tenant: switchboard_proto::TenantId,
                 holder_key: &str,
             ) -> $crate::StoreResult<Vec<switchboard_proto::LeaseId>> {
-                let ids: Vec<String> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let ids = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT id FROM leases WHERE tenant_id = $1 AND holder_key = $2 ORDER BY id"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(holder_key)
                 .fetch_all(&mut **tx)
                 .await?;
-                ids.iter().map(|id| $crate::rows::parse_id(id)).collect()
+                Ok(ids)
             }
 
             async fn read_leases(
@@ -315,11 +298,10 @@ macro_rules! lease_statements {
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::lease_rules::Stored>> {
                 use $crate::lease_rules::LEASE_COLS;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 ORDER BY expires_at"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .fetch_all(self.read_pool())
                 .await?;
                 rows.iter()

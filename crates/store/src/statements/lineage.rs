@@ -12,14 +12,13 @@ macro_rules! lineage_statements {
                 hash: &[u8],
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE tokens SET revoked_at = $1 \
                      WHERE hash = $2 AND tenant_id = $3 AND revoked_at IS NULL"
                 ))
                 .bind(now)
                 .bind(hash)
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
                 Ok(done.rows_affected() > 0)
@@ -31,12 +30,11 @@ macro_rules! lineage_statements {
                 tenant: switchboard_proto::TenantId,
                 hash: &[u8],
             ) -> $crate::StoreResult<Vec<Vec<u8>>> {
-                Ok(sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                Ok(sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT hash FROM tokens WHERE tenant_id = $1 AND parent_hash = $2 \
                      AND revoked_at IS NULL ORDER BY hash"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(hash)
                 .fetch_all(&mut **tx)
                 .await?)
@@ -48,13 +46,12 @@ macro_rules! lineage_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<Vec<Vec<u8>>> {
-                Ok(sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                Ok(sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT hash FROM tokens WHERE tenant_id = $1 AND agent_id = $2 \
                      AND revoked_at IS NULL ORDER BY hash"
                 ))
-                .bind(tenant.to_string())
-                .bind(agent.to_string())
+                .bind(tenant)
+                .bind(agent)
                 .fetch_all(&mut **tx)
                 .await?)
             }

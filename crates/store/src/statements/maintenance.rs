@@ -17,22 +17,20 @@ macro_rules! maintenance_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<$crate::engine::maintenance::ExpiredLease>>
             {
-                use $crate::rows::{Cols, parse_id};
+                use $crate::rows::Cols;
                 let query = match agent {
                     // A claim's own agent: it waits for a pass returning the same
                     // lease (no SKIP LOCKED), then sees the event pending and takes
                     // it first (`InboxDriver::order_claims` keeps claims apart).
-                    Some(agent) => sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    Some(agent) => sqlx::query($crate::dialect::stmt!(
                         "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
                          FROM events @FORCE_INDEX(events_claim) WHERE status = 'claimed' \
                          AND lease_expires_at <= $1 AND agent_id = $2 \
                          ORDER BY lease_expires_at LIMIT $3 @FOR_UPDATE"
                     ))
                     .bind(now)
-                    .bind(agent.to_string()),
-                    None => sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    .bind(agent),
+                    None => sqlx::query($crate::dialect::stmt!(
                         "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
                          FROM events @FORCE_INDEX(events_lease) WHERE status = 'claimed' \
                          AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2 @SKIP_LOCKED"
@@ -43,9 +41,9 @@ macro_rules! maintenance_statements {
                 rows.iter()
                     .map(|r| {
                         Ok($crate::engine::maintenance::ExpiredLease {
-                            id: parse_id(&r.text("id")?)?,
-                            tenant: parse_id(&r.text("tenant_id")?)?,
-                            agent: parse_id(&r.text("agent_id")?)?,
+                            id: r.id("id")?,
+                            tenant: r.id("tenant_id")?,
+                            agent: r.id("agent_id")?,
                             seq: r.int("seq")? as u64,
                             attempts: r.int("attempts")? as u32,
                             max_attempts: r.int("max_attempts")? as u32,
@@ -63,9 +61,7 @@ macro_rules! maintenance_statements {
                 last_error: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
-                    // Available from when the lease ran out, not from this pass: a
+                sqlx::query($crate::dialect::stmt!(// Available from when the lease ran out, not from this pass: a
                     // claim whose clock read came before the pass must still find it
                     // first. Assigned before `lease_expires_at` is cleared, as MySQL
                     // reads a column assigned earlier in the same SET as its new value.
@@ -78,7 +74,7 @@ macro_rules! maintenance_statements {
                 .bind(now)
                 .bind(now)
                 .bind(last_error)
-                .bind(event.to_string())
+                .bind(event)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -92,8 +88,7 @@ macro_rules! maintenance_statements {
             ) -> $crate::StoreResult<
                 Vec<(switchboard_proto::EventId, switchboard_proto::TenantId)>,
             > {
-                let ids: Vec<(String, String)> = sqlx::query_as($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let ids = sqlx::query_as($crate::dialect::stmt!(
                     "SELECT id, tenant_id FROM events @FORCE_INDEX(events_expiry) \
                      WHERE status = 'pending' \
                      AND expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 @SKIP_LOCKED"
@@ -102,14 +97,7 @@ macro_rules! maintenance_statements {
                 .bind(i64::from(limit))
                 .fetch_all(&mut **tx)
                 .await?;
-                ids.iter()
-                    .map(|(id, tenant)| {
-                        Ok((
-                            $crate::rows::parse_id(id)?,
-                            $crate::rows::parse_id(tenant)?,
-                        ))
-                    })
-                    .collect()
+                Ok(ids)
             }
 
             async fn expire_event(
@@ -118,13 +106,12 @@ macro_rules! maintenance_statements {
                 event: switchboard_proto::EventId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE events SET status = 'expired', payload = NULL, updated_at = $1 \
                      WHERE id = $2"
                 ))
                 .bind(now)
-                .bind(event.to_string())
+                .bind(event)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -135,8 +122,7 @@ macro_rules! maintenance_statements {
                 cutoff: $crate::clock::Millis,
             ) -> $crate::StoreResult<Vec<$crate::engine::maintenance::RetentionCandidate>> {
                 use $crate::rows::{Cols, OPEN_STATUSES};
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT a.id, a.tenant_id, a.name FROM agents a WHERE a.low_water < COALESCE( \
                      (SELECT MIN(e.seq) FROM events e WHERE e.agent_id = a.id \
                      AND (e.status IN {OPEN_STATUSES} OR e.updated_at > $1)) - 1, a.head_seq)"
@@ -147,8 +133,8 @@ macro_rules! maintenance_statements {
                 rows.iter()
                     .map(|r| {
                         Ok($crate::engine::maintenance::RetentionCandidate {
-                            agent: $crate::rows::parse_id(&r.text("id")?)?,
-                            tenant: $crate::rows::parse_id(&r.text("tenant_id")?)?,
+                            agent: r.id("id")?,
+                            tenant: r.id("tenant_id")?,
                             name: r.text("name")?,
                         })
                     })
@@ -166,12 +152,11 @@ macro_rules! maintenance_statements {
             > {
                 use $crate::engine::timeline::{RowSteps, STEP_COLS, timelines};
                 use $crate::rows::Cols;
-                let events = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let events = sqlx::query($crate::dialect::stmt!(
                     "SELECT {STEP_COLS} FROM events \
                      WHERE agent_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(after as i64)
                 .bind(through as i64)
                 .fetch_all(&mut **tx)
@@ -179,13 +164,12 @@ macro_rules! maintenance_statements {
                 .iter()
                 .map(RowSteps::from_row)
                 .collect::<$crate::StoreResult<Vec<_>>>()?;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT h.event_id, h.action, h.actor, h.detail, h.at FROM event_history h \
                      JOIN events e ON e.id = h.event_id \
                      WHERE e.agent_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY h.id"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(after as i64)
                 .bind(through as i64)
                 .fetch_all(&mut **tx)
@@ -193,7 +177,7 @@ macro_rules! maintenance_statements {
                 .iter()
                 .map(|r| {
                     Ok((
-                        $crate::rows::parse_id(&r.text("event_id")?)?,
+                        r.id("event_id")?,
                         $crate::rows::history_entry(r)?,
                     ))
                 })
@@ -208,12 +192,11 @@ macro_rules! maintenance_statements {
                 cutoff: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<u64>> {
                 use $crate::rows::OPEN_STATUSES;
-                let first: Option<i64> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let first: Option<i64> = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT MIN(seq) FROM events WHERE agent_id = $1 \
                      AND (status IN {OPEN_STATUSES} OR updated_at > $2)"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(cutoff)
                 .fetch_one(&mut **tx)
                 .await?;
@@ -233,19 +216,17 @@ macro_rules! maintenance_statements {
                 // pending work invisible (`protocol::races` caught it). The
                 // multi-table form reads only this agent's prefix, by its index.
                 let statement = match <Self as $crate::engine::Driver>::DIALECT {
-                    $crate::dialect::Dialect::MySql => $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::Dialect::MySql => $crate::dialect::stmt!(
                         "DELETE h FROM event_history h JOIN events e ON e.id = h.event_id \
                          WHERE e.agent_id = $1 AND e.seq <= $2"
                     ),
-                    _ => $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    _ => $crate::dialect::stmt!(
                         "DELETE FROM event_history WHERE event_id IN \
                          (SELECT id FROM events WHERE agent_id = $1 AND seq <= $2)"
                     ),
                 };
                 sqlx::query(statement)
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(through as i64)
                 .execute(&mut **tx)
                 .await?;
@@ -258,11 +239,10 @@ macro_rules! maintenance_statements {
                 agent: switchboard_proto::AgentId,
                 through: u64,
             ) -> $crate::StoreResult<u64> {
-                Ok(sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                Ok(sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM events WHERE agent_id = $1 AND seq <= $2"
                 ))
-                .bind(agent.to_string())
+                .bind(agent)
                 .bind(through as i64)
                 .execute(&mut **tx)
                 .await?
@@ -275,12 +255,11 @@ macro_rules! maintenance_statements {
                 agent: switchboard_proto::AgentId,
                 to: u64,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE agents SET low_water = @GREATEST(low_water, $1) WHERE id = $2"
                 ))
                 .bind(to as i64)
-                .bind(agent.to_string())
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())

@@ -10,15 +10,14 @@ macro_rules! memory_statements {
                 tx: &mut Self::Tx,
                 m: &$crate::engine::memories::NewMemory<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO memories (id, tenant_id, label, parent_id, branched_at_token, \
                      created_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
-                .bind(m.id.to_string())
-                .bind(m.tenant.to_string())
+                .bind(m.id)
+                .bind(m.tenant)
                 .bind(m.label)
-                .bind(m.parent.map(|(p, _)| p.to_string()))
+                .bind(m.parent.map(|(p, _)| p))
                 .bind(m.parent.map(|(_, t)| t as i64))
                 .bind(m.now)
                 .execute(&mut **tx)
@@ -35,20 +34,18 @@ macro_rules! memory_statements {
             ) -> $crate::StoreResult<Option<switchboard_proto::Memory>> {
                 use $crate::lease_rules::MEMORY_COLS;
                 let sql = if lock {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2 \
                          @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
                     )
                 };
                 sqlx::query(sql)
-                    .bind(tenant.to_string())
-                    .bind(id.to_string())
+                    .bind(tenant)
+                    .bind(id)
                     .fetch_optional(&mut **tx)
                     .await?
                     .as_ref()
@@ -61,11 +58,10 @@ macro_rules! memory_statements {
                 tx: &mut Self::Tx,
                 id: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<$crate::clock::Millis> {
-                Ok(sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                Ok(sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT quiet_until FROM memories WHERE id = $1"
                 ))
-                .bind(id.to_string())
+                .bind(id)
                 .fetch_one(&mut **tx)
                 .await?)
             }
@@ -77,14 +73,13 @@ macro_rules! memory_statements {
                 fence: i64,
                 quiet_until: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE memories SET fence = @GREATEST(fence, $1), \
                      quiet_until = @GREATEST(quiet_until, $2) WHERE id = $3"
                 ))
                 .bind(fence)
                 .bind(quiet_until)
-                .bind(id.to_string())
+                .bind(id)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -97,13 +92,12 @@ macro_rules! memory_statements {
                 parent: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::Memory>> {
                 use $crate::lease_rules::MEMORY_COLS;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND parent_id = $2 \
                      ORDER BY id"
                 ))
-                .bind(tenant.to_string())
-                .bind(parent.to_string())
+                .bind(tenant)
+                .bind(parent)
                 .fetch_all(&mut **tx)
                 .await?;
                 rows.iter()
@@ -117,12 +111,11 @@ macro_rules! memory_statements {
                 id: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Option<switchboard_proto::Memory>> {
                 use $crate::lease_rules::MEMORY_COLS;
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
                 ))
-                .bind(tenant.to_string())
-                .bind(id.to_string())
+                .bind(tenant)
+                .bind(id)
                 .fetch_optional(self.read_pool())
                 .await?
                 .as_ref()

@@ -41,7 +41,7 @@ pub(crate) use callbacks::callback_statements;
 pub(crate) use deletion::deletion_statements;
 pub(crate) use directory::directory_statements;
 pub(crate) use events::{bind_new_event, event_statements};
-pub(crate) use idempotency::idem_statements;
+pub(crate) use idempotency::{INSERT_KEY, bind_key, idem_statements};
 pub(crate) use identity::identity_statements;
 pub(crate) use inbox::inbox_statements;
 pub(crate) use instances::instance_statements;

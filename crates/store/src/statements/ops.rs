@@ -15,7 +15,7 @@ macro_rules! ops_statements {
                 use $crate::dialect::Dialect;
                 if let Some(agent) = &filter.agent {
                     if let Ok(id) = agent.parse::<switchboard_proto::AgentId>() {
-                        qb.push(" AND e.agent_id = ").push_bind(id.to_string());
+                        qb.push(" AND e.agent_id = ").push_bind(id);
                     } else {
                         qb.push(" AND a.name = ").push_bind(agent.clone());
                     }
@@ -61,10 +61,10 @@ macro_rules! ops_statements {
                      JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = ",
                     $crate::rows::prefixed_event_cols()
                 ));
-                qb.push_bind(tenant.to_string());
+                qb.push_bind(tenant);
                 <Self as OpsStatements>::push_filter(&mut qb, &query.filter());
                 if let Some(after) = query.after {
-                    qb.push(" AND e.id > ").push_bind(after.to_string());
+                    qb.push(" AND e.id > ").push_bind(after);
                 }
                 qb.push(" ORDER BY e.id LIMIT ").push_bind(i64::from(limit));
                 let rows = qb.build().fetch_all(self.read_pool()).await?;
@@ -77,14 +77,13 @@ macro_rules! ops_statements {
                 tenant: switchboard_proto::TenantId,
                 event: switchboard_proto::EventId,
             ) -> $crate::StoreResult<switchboard_proto::OpsEvent> {
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT {}, a.name AS agent_name FROM events e \
                      JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = $1 AND e.id = $2",
                     $crate::rows::prefixed_event_cols()
                 ))
-                .bind(tenant.to_string())
-                .bind(event.to_string())
+                .bind(tenant)
+                .bind(event)
                 .fetch_one(&mut **tx)
                 .await?;
                 $crate::rows::ops_event(&row)
@@ -96,19 +95,17 @@ macro_rules! ops_statements {
                 event: switchboard_proto::EventId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::HistoryEntry>> {
                 use $crate::engine::timeline::{RowSteps, STEP_COLS};
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT {STEP_COLS} FROM events WHERE id = $1"
                 ))
-                .bind(event.to_string())
+                .bind(event)
                 .fetch_one(&mut **tx)
                 .await?;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT action, actor, detail, at FROM event_history WHERE event_id = $1 \
                      ORDER BY id"
                 ))
-                .bind(event.to_string())
+                .bind(event)
                 .fetch_all(&mut **tx)
                 .await?;
                 let rows = rows
@@ -124,12 +121,11 @@ macro_rules! ops_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::AuditEntry>> {
                 use $crate::rows::AUDIT_COLS;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {AUDIT_COLS} FROM audit_log WHERE tenant_id = $1 \
                      ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;

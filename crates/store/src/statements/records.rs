@@ -12,12 +12,11 @@ macro_rules! record_statements {
                 tenant: switchboard_proto::TenantId,
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Option<i64>> {
-                Ok(sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                Ok(sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT fence FROM memories WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
                 ))
-                .bind(tenant.to_string())
-                .bind(memory.to_string())
+                .bind(tenant)
+                .bind(memory)
                 .fetch_optional(&mut **tx)
                 .await?)
             }
@@ -29,12 +28,11 @@ macro_rules! record_statements {
                 token: u64,
             ) -> $crate::StoreResult<Option<$crate::engine::records::Issued>> {
                 let row: Option<(String, String, Option<String>)> =
-                    sqlx::query_as($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    sqlx::query_as($crate::dialect::stmt!(
                         "SELECT holder_key, holder, owner_client FROM issued_tokens \
                          WHERE memory_id = $1 AND fence = $2"
                     ))
-                    .bind(memory.to_string())
+                    .bind(memory)
                     .bind(token as i64)
                     .fetch_optional(&mut **tx)
                     .await?;
@@ -56,12 +54,11 @@ macro_rules! record_statements {
                 token: u64,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let live: Option<i64> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let live: Option<i64> = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT expires_at FROM leases WHERE memory_id = $1 AND fence = $2 \
                      AND expires_at > $3 @FOR_SHARE"
                 ))
-                .bind(memory.to_string())
+                .bind(memory)
                 .bind(token as i64)
                 .bind(now)
                 .fetch_optional(&mut **tx)
@@ -75,12 +72,11 @@ macro_rules! record_statements {
                 memory: switchboard_proto::MemoryId,
                 token: u64,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE memories SET fence_seen = @GREATEST(fence_seen, $1) WHERE id = $2"
                 ))
                 .bind(token as i64)
-                .bind(memory.to_string())
+                .bind(memory)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -91,13 +87,12 @@ macro_rules! record_statements {
                 tx: &mut Self::Tx,
                 r: &$crate::engine::records::Rejection<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO fencing_rejections (tenant_id, memory_id, presented, current, \
                      owner_client, actor, operation, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
                 ))
-                .bind(r.tenant.to_string())
-                .bind(r.memory.to_string())
+                .bind(r.tenant)
+                .bind(r.memory)
                 .bind(r.presented)
                 .bind(r.current)
                 .bind(r.owner_client)
@@ -116,11 +111,10 @@ macro_rules! record_statements {
                 key: &str,
             ) -> $crate::StoreResult<Option<switchboard_proto::MemoryRecord>> {
                 use $crate::lease_rules::RECORD_COLS;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT {RECORD_COLS} FROM memory_records WHERE memory_id = $1 AND \"key\" = $2"
                 ))
-                .bind(memory.to_string())
+                .bind(memory)
                 .bind(key)
                 .fetch_optional(&mut **tx)
                 .await?;
@@ -131,24 +125,18 @@ macro_rules! record_statements {
             async fn insert_record(
                 &self,
                 tx: &mut Self::Tx,
-                memory: switchboard_proto::MemoryId,
-                key: &str,
-                value: &str,
-                version: i64,
-                token: u64,
-                now: $crate::clock::Millis,
+                r: &$crate::engine::records::RecordWrite<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO memory_records (memory_id, \"key\", value, version, \
                      fencing_token, updated_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
-                .bind(memory.to_string())
-                .bind(key)
-                .bind(value)
-                .bind(version)
-                .bind(token as i64)
-                .bind(now)
+                .bind(r.memory)
+                .bind(r.key)
+                .bind(r.value)
+                .bind(r.version)
+                .bind(r.token as i64)
+                .bind(r.now)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -157,24 +145,18 @@ macro_rules! record_statements {
             async fn update_record(
                 &self,
                 tx: &mut Self::Tx,
-                memory: switchboard_proto::MemoryId,
-                key: &str,
-                value: &str,
-                version: i64,
-                token: u64,
-                now: $crate::clock::Millis,
+                r: &$crate::engine::records::RecordWrite<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "UPDATE memory_records SET value = $1, version = $2, fencing_token = $3, \
                      updated_at = $4 WHERE memory_id = $5 AND \"key\" = $6"
                 ))
-                .bind(value)
-                .bind(version)
-                .bind(token as i64)
-                .bind(now)
-                .bind(memory.to_string())
-                .bind(key)
+                .bind(r.value)
+                .bind(r.version)
+                .bind(r.token as i64)
+                .bind(r.now)
+                .bind(r.memory)
+                .bind(r.key)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -186,11 +168,10 @@ macro_rules! record_statements {
                 memory: switchboard_proto::MemoryId,
                 key: &str,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM memory_records WHERE memory_id = $1 AND \"key\" = $2"
                 ))
-                .bind(memory.to_string())
+                .bind(memory)
                 .bind(key)
                 .execute(&mut **tx)
                 .await?;
@@ -202,18 +183,14 @@ macro_rules! record_statements {
                 tx: &mut Self::Tx,
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::AgentId>> {
-                let agents: Vec<String> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let agents = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT agent_id FROM memory_subscribers WHERE memory_id = $1 \
                      ORDER BY agent_id"
                 ))
-                .bind(memory.to_string())
+                .bind(memory)
                 .fetch_all(&mut **tx)
                 .await?;
-                agents
-                    .iter()
-                    .map(|a| $crate::rows::parse_id(a))
-                    .collect()
+                Ok(agents)
             }
 
             async fn memory_exists(
@@ -222,12 +199,11 @@ macro_rules! record_statements {
                 tenant: switchboard_proto::TenantId,
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<bool> {
-                let found: Option<String> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let found: Option<String> = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT id FROM memories WHERE tenant_id = $1 AND id = $2"
                 ))
-                .bind(tenant.to_string())
-                .bind(memory.to_string())
+                .bind(tenant)
+                .bind(memory)
                 .fetch_optional(&mut **tx)
                 .await?;
                 Ok(found.is_some())
@@ -241,20 +217,18 @@ macro_rules! record_statements {
                 on: bool,
             ) -> $crate::StoreResult<()> {
                 let sql = if on {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "INSERT INTO memory_subscribers (memory_id, agent_id) VALUES ($1, $2) \
                          @IGNORE_DUPLICATE"
                     )
                 } else {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "DELETE FROM memory_subscribers WHERE memory_id = $1 AND agent_id = $2"
                     )
                 };
                 let done = sqlx::query(sql)
-                    .bind(memory.to_string())
-                    .bind(agent.to_string())
+                    .bind(memory)
+                    .bind(agent)
                     .execute(&mut **tx)
                     .await
                     .map(|done| done.rows_affected());
@@ -268,12 +242,11 @@ macro_rules! record_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::FencingRejection>> {
                 use $crate::lease_rules::REJECTION_COLS;
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT {REJECTION_COLS} FROM fencing_rejections WHERE tenant_id = $1 \
                      ORDER BY id DESC LIMIT $2"
                 ))
-                .bind(tenant.to_string())
+                .bind(tenant)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())
                 .await?;

@@ -14,33 +14,30 @@ macro_rules! send_statements {
             ) -> $crate::StoreResult<u64> {
                 if !<Self as $crate::engine::Driver>::DIALECT.update_returning() {
                     // The update locks the row until the commit; the read sees it.
-                    let done = sqlx::query($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    let done = sqlx::query($crate::dialect::stmt!(
                         "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2"
                     ))
-                    .bind(room.to_string())
-                    .bind(tenant.to_string())
+                    .bind(room)
+                    .bind(tenant)
                     .execute(&mut **tx)
                     .await?;
                     if done.rows_affected() != 1 {
                         return Err(sqlx::Error::RowNotFound.into());
                     }
-                    let seq: i64 = sqlx::query_scalar($crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    let seq: i64 = sqlx::query_scalar($crate::dialect::stmt!(
                         "SELECT head_seq FROM rooms WHERE id = $1"
                     ))
-                    .bind(room.to_string())
+                    .bind(room)
                     .fetch_one(&mut **tx)
                     .await?;
                     return Ok(seq as u64);
                 }
-                let seq: i64 = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let seq: i64 = sqlx::query_scalar($crate::dialect::stmt!(
                     "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
                      RETURNING head_seq"
                 ))
-                .bind(room.to_string())
-                .bind(tenant.to_string())
+                .bind(room)
+                .bind(tenant)
                 .fetch_one(&mut **tx)
                 .await?;
                 Ok(seq as u64)
@@ -51,14 +48,13 @@ macro_rules! send_statements {
                 tx: &mut Self::Tx,
                 room: switchboard_proto::RoomId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::AgentId>> {
-                let agents: Vec<String> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let agents = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT agent_id FROM room_members WHERE room_id = $1 ORDER BY agent_id"
                 ))
-                .bind(room.to_string())
+                .bind(room)
                 .fetch_all(&mut **tx)
                 .await?;
-                agents.iter().map(|a| $crate::rows::parse_id(a)).collect()
+                Ok(agents)
             }
 
             async fn insert_room_message(
@@ -70,14 +66,13 @@ macro_rules! send_statements {
                 msg: &$crate::NewMessage,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO room_messages (room_id, seq, sender_agent_id, payload, \
                      correlation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
-                .bind(room.to_string())
+                .bind(room)
                 .bind(seq as i64)
-                .bind(sender.map(|s| s.to_string()))
+                .bind(sender)
                 .bind(&msg.payload)
                 .bind(&msg.correlation_id)
                 .bind(now)
@@ -94,12 +89,11 @@ macro_rules! send_statements {
                 name: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let inserted = sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO rooms (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)"
                 ))
-                .bind(id.to_string())
-                .bind(tenant.to_string())
+                .bind(id)
+                .bind(tenant)
                 .bind(name)
                 .bind(now)
                 .execute(&mut **tx)
@@ -115,12 +109,11 @@ macro_rules! send_statements {
                 tenant: switchboard_proto::TenantId,
                 room: switchboard_proto::RoomId,
             ) -> $crate::StoreResult<bool> {
-                let found: Option<String> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let found: Option<String> = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT id FROM rooms WHERE id = $1 AND tenant_id = $2 @FOR_UPDATE"
                 ))
-                .bind(room.to_string())
-                .bind(tenant.to_string())
+                .bind(room)
+                .bind(tenant)
                 .fetch_optional(&mut **tx)
                 .await?;
                 Ok(found.is_some())
@@ -132,12 +125,11 @@ macro_rules! send_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<bool> {
-                let found: Option<String> = sqlx::query_scalar($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let found: Option<String> = sqlx::query_scalar($crate::dialect::stmt!(
                     "SELECT id FROM agents WHERE id = $1 AND tenant_id = $2"
                 ))
-                .bind(agent.to_string())
-                .bind(tenant.to_string())
+                .bind(agent)
+                .bind(tenant)
                 .fetch_optional(&mut **tx)
                 .await?;
                 Ok(found.is_some())
@@ -150,13 +142,12 @@ macro_rules! send_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO room_members (room_id, agent_id, joined_at) VALUES ($1, $2, $3) \
                      @IGNORE_DUPLICATE"
                 ))
-                .bind(room.to_string())
-                .bind(agent.to_string())
+                .bind(room)
+                .bind(agent)
                 .bind(now)
                 .execute(&mut **tx)
                 .await
@@ -171,12 +162,11 @@ macro_rules! send_statements {
                 room: switchboard_proto::RoomId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "DELETE FROM room_members WHERE room_id = $1 AND agent_id = $2"
                 ))
-                .bind(room.to_string())
-                .bind(agent.to_string())
+                .bind(room)
+                .bind(agent)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -190,26 +180,23 @@ macro_rules! send_statements {
             ) -> $crate::StoreResult<switchboard_proto::Room> {
                 let (column, key) = $crate::rows::by_id_or_name::<switchboard_proto::RoomId>(key);
                 let sql = if column == "id" {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT id, name, head_seq, created_at FROM rooms \
                          WHERE tenant_id = $1 AND id = $2"
                     )
                 } else {
-                    $crate::dialect::sql!(
-                        <Self as $crate::engine::Driver>::DIALECT,
+                    $crate::dialect::stmt!(
                         "SELECT id, name, head_seq, created_at FROM rooms \
                          WHERE tenant_id = $1 AND name = $2"
                     )
                 };
-                let room = sqlx::query(sql).bind(tenant.to_string()).bind(key);
+                let room = sqlx::query(sql).bind(tenant).bind(key);
                 let room = match tx.as_deref_mut() {
                     Some(tx) => room.fetch_one(&mut **tx).await?,
                     None => room.fetch_one(self.read_pool()).await?,
                 };
                 let id: String = sqlx::Row::try_get(&room, "id")?;
-                let members = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let members = sqlx::query($crate::dialect::stmt!(
                     "SELECT a.id, a.name FROM room_members m JOIN agents a ON a.id = m.agent_id \
                      WHERE m.room_id = $1 ORDER BY a.name"
                 ))
@@ -227,14 +214,13 @@ macro_rules! send_statements {
                 after: u64,
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::RoomMessage>> {
-                let rows = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let rows = sqlx::query($crate::dialect::stmt!(
                     "SELECT m.seq, m.sender_agent_id, a.name AS sender_name, m.payload, \
                      m.correlation_id, m.created_at FROM room_messages m \
                      LEFT JOIN agents a ON a.id = m.sender_agent_id \
                      WHERE m.room_id = $1 AND m.seq > $2 ORDER BY m.seq LIMIT $3"
                 ))
-                .bind(room.to_string())
+                .bind(room)
                 .bind(after as i64)
                 .bind(i64::from(limit))
                 .fetch_all(self.read_pool())

@@ -10,14 +10,13 @@ macro_rules! signin_statements {
                 tx: &mut Self::Tx,
                 c: &$crate::NewAuthorizationCode<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                sqlx::query($crate::dialect::stmt!(
                     "INSERT INTO authorization_codes (code_hash, tenant_id, client_id, \
                      redirect_uri, code_challenge, scopes, granted_by, created_at, expires_at, \
                      parent_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
                 ))
                 .bind(c.code_hash)
-                .bind(c.tenant.to_string())
+                .bind(c.tenant)
                 .bind(c.client_id)
                 .bind(c.redirect_uri)
                 .bind(c.code_challenge)
@@ -37,8 +36,7 @@ macro_rules! signin_statements {
                 hash: &[u8],
             ) -> $crate::StoreResult<Option<$crate::engine::signin::CodeRow>> {
                 use $crate::rows::Cols;
-                let row = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let row = sqlx::query($crate::dialect::stmt!(
                     "SELECT tenant_id, client_id, redirect_uri, code_challenge, scopes, \
                      expires_at, used_at, family_hash, parent_hash \
                      FROM authorization_codes WHERE code_hash = $1 @FOR_UPDATE"
@@ -48,7 +46,7 @@ macro_rules! signin_statements {
                 .await?;
                 row.map(|r| {
                     Ok($crate::engine::signin::CodeRow {
-                        tenant: $crate::rows::parse_id(&r.text("tenant_id")?)?,
+                        tenant: r.id("tenant_id")?,
                         client_id: r.text("client_id")?,
                         redirect_uri: r.text("redirect_uri")?,
                         code_challenge: r.text("code_challenge")?,
@@ -69,8 +67,7 @@ macro_rules! signin_statements {
                 now: $crate::clock::Millis,
                 family_hash: Option<&[u8]>,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::sql!(
-                    <Self as $crate::engine::Driver>::DIALECT,
+                let done = sqlx::query($crate::dialect::stmt!(
                     "UPDATE authorization_codes SET used_at = $1, family_hash = $2 \
                      WHERE code_hash = $3 AND used_at IS NULL"
                 ))

@@ -13,7 +13,7 @@
 
 use super::OpsStatements;
 use crate::clock::Millis;
-use crate::engine::events::EventDriver;
+use crate::engine::events::EventStatements;
 use crate::rows::parse_id;
 use crate::*;
 use async_trait::async_trait;
@@ -60,7 +60,7 @@ pub(crate) struct NewJob<'a> {
     pub(crate) state: JobState,
     pub(crate) total: u64,
     pub(crate) rate: Option<u32>,
-    /// The instance running it (see `JobDriver::job_owner`).
+    /// The instance running it (see `Driver::job_owner`).
     pub(crate) owner: Option<&'a str>,
 }
 
@@ -77,7 +77,7 @@ pub(crate) struct NewAudit<'a> {
 
 /// The statements of the bulk actions (`store/statements/bulk.rs`), in `tx`.
 #[async_trait]
-pub(crate) trait BulkStatements: OpsStatements + EventDriver {
+pub(crate) trait BulkStatements: OpsStatements + EventStatements {
     /// Appends ` FROM events e JOIN agents a … WHERE` the events of `tenant` that
     /// `scope` names and its action applies to, with ids in `window` (not its limit).
     fn push_scope(

@@ -1,9 +1,9 @@
 //! The callbacks' statements: registration within a tenant, replacement, the
 //! delivery lease (one holder, fenced updates), the attempt log and the schedule.
 
-use super::message;
 use super::note;
-use crate::engine::events::{EventDriver, deliver};
+use super::{message, operator};
+use crate::engine::events::{EventStatements, deliver};
 use crate::*;
 use switchboard_proto::{CallbackAttempt, CallbackId, CallbackState};
 
@@ -45,7 +45,10 @@ fn attempt(
     }
 }
 
-pub(super) async fn check<D: EventDriver + Store>(d: &D) {
+pub(super) async fn check<D: EventStatements>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("cb", 1).await.unwrap();
     let other = d.ensure_tenant("cb-other", 1).await.unwrap();
     let a = d
@@ -98,32 +101,14 @@ pub(super) async fn check<D: EventDriver + Store>(d: &D) {
     // Due: only an active callback whose agent has a claimable event.
     assert!(d.due_callbacks(1_000, 10).await.unwrap().is_empty());
     let mut tx = d.begin_write().await.unwrap();
-    deliver(
-        d,
-        &mut tx,
-        tenant,
-        a.id,
-        &Actor::Operator,
-        None,
-        &message(1),
-        1_000,
-    )
-    .await
-    .unwrap();
+    deliver(&d.0, &mut tx, a.id, &operator(tenant, &message(1), 1_000))
+        .await
+        .unwrap();
     let mut later = message(2);
     later.available_at = 50_000;
-    deliver(
-        d,
-        &mut tx,
-        tenant,
-        b.id,
-        &Actor::Operator,
-        None,
-        &later,
-        1_000,
-    )
-    .await
-    .unwrap();
+    deliver(&d.0, &mut tx, b.id, &operator(tenant, &later, 1_000))
+        .await
+        .unwrap();
     d.commit(tx, &[]).await.unwrap();
     let due = d.due_callbacks(1_000, 10).await.unwrap();
     assert_eq!(

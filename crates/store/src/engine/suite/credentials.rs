@@ -3,10 +3,13 @@
 //! `directory.rs::check`, which shares its tenants and agents with them.
 
 use super::note;
-use crate::engine::directory::{DirectoryDriver, NewToken};
+use crate::engine::directory::{DirectoryStatements, NewToken};
 use crate::*;
 
-pub(super) async fn tenants<D: DirectoryDriver + Store>(d: &D) -> (TenantId, TenantId) {
+pub(super) async fn tenants<D: DirectoryStatements>(d: &Engine<D>) -> (TenantId, TenantId)
+where
+    Engine<D>: Store,
+{
     assert_eq!(d.tenant_named("dir").await.unwrap(), None);
     let id = TenantId::new();
     let mut tx = d.begin_write().await.expect("begin");
@@ -35,7 +38,10 @@ pub(super) async fn tenants<D: DirectoryDriver + Store>(d: &D) -> (TenantId, Ten
 /// `create_tenant`: the tenant and its operator token at once, a taken name
 /// creates neither, and of several creators of one name racing (on a pool, so on
 /// several connections) exactly one wins.
-async fn created_tenants<D: DirectoryDriver + Store>(d: &D) {
+async fn created_tenants<D: DirectoryStatements>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let scopes = vec!["admin-less".to_owned(), "ops:read".to_owned()];
     let operator = |hash: &'static [u8]| NewOperator {
         token_hash: hash,
@@ -102,13 +108,15 @@ async fn created_tenants<D: DirectoryDriver + Store>(d: &D) {
     );
 }
 
-pub(super) async fn tokens<D: DirectoryDriver + Store>(
-    d: &D,
+pub(super) async fn tokens<D: DirectoryStatements>(
+    d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
     a1: &AgentRecord,
     foreign: &AgentRecord,
-) {
+) where
+    Engine<D>: Store,
+{
     let scopes = vec!["inbox:read".to_owned(), "inbox:write".to_owned()];
     let mut tx = d.begin_write().await.expect("begin");
     d.insert_token_row(
@@ -203,7 +211,13 @@ pub(super) async fn tokens<D: DirectoryDriver + Store>(
     );
 }
 
-pub(super) async fn grants<D: DirectoryDriver + Store>(d: &D, tenant: TenantId, a1: &AgentRecord) {
+pub(super) async fn grants<D: DirectoryStatements>(
+    d: &Engine<D>,
+    tenant: TenantId,
+    a1: &AgentRecord,
+) where
+    Engine<D>: Store,
+{
     let scopes = vec!["inbox:read".to_owned()];
     let grant = |hash: &'static [u8], kind, token_hash: &'static [u8], expires_at| NewGrant {
         hash,

@@ -24,7 +24,10 @@ fn hash(n: u8) -> Vec<u8> {
     h
 }
 
-pub(super) async fn check<D: Store>(d: &D) {
+pub(super) async fn check<D>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("deletion", 1).await.unwrap();
     let scopes = vec!["messages:send".to_owned()];
     let doomed = d

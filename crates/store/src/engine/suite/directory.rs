@@ -2,17 +2,20 @@
 //! within its tenant. Tenants, tokens and console grants are in `credentials.rs`.
 
 use super::credentials::{grants, tenants, tokens};
-use super::message;
 use super::note;
 use super::note_by;
-use crate::engine::directory::{DepthCount, DirectoryDriver, depth_rows};
-use crate::engine::events::{EventDriver, deliver};
+use super::{message, operator};
+use crate::engine::directory::{DepthCount, DirectoryStatements, depth_rows};
+use crate::engine::events::{EventStatements, deliver};
 use crate::*;
 
-/// Every `DirectoryStatements` and [`DirectoryDriver`] method against a fresh
+/// Every `DirectoryStatements` and [`DirectoryStatements`] method against a fresh
 /// database of `d`'s backend (other areas' checks may share it: names here are
 /// this file's own).
-pub(super) async fn check<D: DirectoryDriver + EventDriver + Store>(d: &D) {
+pub(super) async fn check<D: DirectoryStatements + EventStatements>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let (tenant, other) = tenants(d).await;
     let (a1, a2, foreign) = agents(d, tenant, other).await;
     // Each tenant with its agents' count, by name.
@@ -31,11 +34,14 @@ pub(super) async fn check<D: DirectoryDriver + EventDriver + Store>(d: &D) {
 }
 
 /// Two agents of `tenant` and one of the same name in `other`.
-async fn agents<D: DirectoryDriver + Store>(
-    d: &D,
+async fn agents<D: DirectoryStatements>(
+    d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
-) -> (AgentRecord, AgentRecord, AgentRecord) {
+) -> (AgentRecord, AgentRecord, AgentRecord)
+where
+    Engine<D>: Store,
+{
     let b = AgentRecord::created(AgentId::new(), tenant, "dir-b", 10);
     let a = AgentRecord::created(AgentId::new(), tenant, "dir-a", 11);
     let mut tx = d.begin_write().await.expect("begin");
@@ -133,14 +139,16 @@ async fn agents<D: DirectoryDriver + Store>(
     (a, b, foreign)
 }
 
-async fn depth<D: DirectoryDriver + EventDriver + Store>(
-    d: &D,
+async fn depth<D: DirectoryStatements + EventStatements>(
+    d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
     a1: &AgentRecord,
     a2: &AgentRecord,
     foreign: &AgentRecord,
-) {
+) where
+    Engine<D>: Store,
+{
     // a1: three events, the first claimed; a2 and the foreign agent: none.
     let mut tx = d.begin_write().await.expect("begin");
     for (n, at) in [(1, 50), (2, 60), (3, 70)] {
@@ -148,7 +156,7 @@ async fn depth<D: DirectoryDriver + EventDriver + Store>(
             available_at: at,
             ..message(n)
         };
-        deliver(d, &mut tx, tenant, a1.id, &Actor::Operator, None, &msg, 0)
+        deliver(&d.0, &mut tx, a1.id, &operator(tenant, &msg, 0))
             .await
             .unwrap();
     }
@@ -224,14 +232,16 @@ async fn depth<D: DirectoryDriver + EventDriver + Store>(
     );
 }
 
-async fn client_reports<D: DirectoryDriver + Store>(
-    d: &D,
+async fn client_reports<D: DirectoryStatements>(
+    d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
     a1: &AgentRecord,
     a2: &AgentRecord,
     foreign: &AgentRecord,
-) {
+) where
+    Engine<D>: Store,
+{
     assert!(d.client_reports_of(tenant).await.unwrap().is_empty());
     d.upsert_client_report(a2.id, "{\"n\":1}", 80)
         .await
@@ -275,13 +285,15 @@ async fn client_reports<D: DirectoryDriver + Store>(
 
 /// Rows of client settings, and the token lookup that joins the agent's over the
 /// tenant's. `a1` holds the token `[0xe1; 32]` (see `tokens`).
-async fn client_settings<D: DirectoryDriver + Store>(
-    d: &D,
+async fn client_settings<D: DirectoryStatements>(
+    d: &Engine<D>,
     tenant: TenantId,
     other: TenantId,
     a1: &AgentRecord,
     a2: &AgentRecord,
-) {
+) where
+    Engine<D>: Store,
+{
     let token = || async { d.live_token(&[0xe1; 32]).await.unwrap().unwrap() };
     assert!(d.client_settings(tenant).await.unwrap().is_empty());
     assert_eq!(token().await.client_settings, ClientSettings::default());

@@ -24,7 +24,10 @@ fn lease(tenant: TenantId, name: &str, memory: MemoryId, who: &Actor) -> NewLeas
     }
 }
 
-pub(super) async fn check<D: Store>(d: &D) {
+pub(super) async fn check<D>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("horizons", 0).await.unwrap();
     let agent = d
         .create_agent(tenant, "keeper", &[0x91; 32], &[], None, OLD)

@@ -1,6 +1,15 @@
 //! The statements of idempotency keys, and phase 1 over them.
 
-use crate::engine::idempotency::{IdemDriver, StoredKey};
+use crate::engine::idempotency::{IdemStatements, KeyTerms, StoredKey};
+
+/// A key taken at `now`, locked for 10 ms, kept for a second.
+fn terms(now: i64) -> KeyTerms {
+    KeyTerms {
+        now,
+        lock_ms: 10,
+        ttl_ms: 1_000,
+    }
+}
 use crate::*;
 
 fn key(tenant: TenantId, hash: u8, owner: u8) -> IdemKey {
@@ -20,9 +29,12 @@ fn response(status: u16) -> StoredResponse {
     }
 }
 
-/// Every [`IdemStatements`](crate::engine::idempotency::IdemStatements) method and [`IdemDriver`] constant against a fresh
+/// Every [`IdemStatements`](crate::engine::idempotency::IdemStatements) method and [`IdemStatements`] constant against a fresh
 /// database of `d`'s backend.
-pub(super) async fn check<D: IdemDriver + Store>(d: &D) {
+pub(super) async fn check<D: IdemStatements>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("suite-idem", 0).await.expect("tenant");
     let mine = key(tenant, 1, 7);
     let theirs = IdemKey {
@@ -32,12 +44,8 @@ pub(super) async fn check<D: IdemDriver + Store>(d: &D) {
 
     let mut tx = d.begin_write().await.expect("begin");
     // Inserted once, in flight under its owner.
-    assert!(d.insert_key(&mut tx, &mine, 100, 10, 1_000).await.unwrap());
-    assert!(
-        !d.insert_key(&mut tx, &theirs, 200, 10, 1_000)
-            .await
-            .unwrap()
-    );
+    assert!(d.insert_key(&mut tx, &mine, terms(100)).await.unwrap());
+    assert!(!d.insert_key(&mut tx, &theirs, terms(200)).await.unwrap());
     let in_flight = StoredKey {
         fingerprint: vec![1],
         state: "in_flight".into(),
@@ -87,7 +95,7 @@ pub(super) async fn check<D: IdemDriver + Store>(d: &D) {
     d.forget_key(&mut tx, &theirs).await.unwrap();
     assert!(d.lock_key(&mut tx, &mine).await.unwrap().is_some());
     // Renewed: a new fingerprint, in flight, nothing stored.
-    d.renew_key(&mut tx, &other_body, 2_000, 10, 1_000)
+    d.renew_key(&mut tx, &other_body, terms(2_000))
         .await
         .unwrap();
     let renewed = StoredKey {
@@ -108,7 +116,7 @@ pub(super) async fn check<D: IdemDriver + Store>(d: &D) {
     // Every in-flight key, not the done ones.
     for hash in [3, 4, 5] {
         let k = key(tenant, hash, 7);
-        assert!(d.insert_key(&mut tx, &k, 0, 10, 1_000).await.unwrap());
+        assert!(d.insert_key(&mut tx, &k, terms(0)).await.unwrap());
     }
     assert!(
         d.store_response(&mut tx, &key(tenant, 5, 7), &response(201))
@@ -188,8 +196,8 @@ pub(super) async fn check<D: IdemDriver + Store>(d: &D) {
     );
     // At start, a backend that one process owns forgets what is in flight.
     let recovered = d.idem_recover().await.unwrap();
-    assert_eq!(recovered, u64::from(D::SOLE_OWNER));
-    let again = if D::SOLE_OWNER {
+    assert_eq!(recovered, u64::from(D::DIALECT.sole_owner()));
+    let again = if D::DIALECT.sole_owner() {
         IdemBegin::Fresh
     } else {
         IdemBegin::InFlight

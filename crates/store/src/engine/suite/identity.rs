@@ -19,7 +19,10 @@ fn key(kid: &str, created_at: i64) -> SigningKeyRow {
     }
 }
 
-pub(super) async fn check<D: Store>(d: &D) {
+pub(super) async fn check<D>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     assert!(d.signing_keys().await.unwrap().is_empty());
     let (a, b) = (key("kid-a", 20), key("kid-b", 10));
     d.insert_signing_key(&a).await.unwrap();
@@ -103,7 +106,10 @@ pub(super) async fn check<D: Store>(d: &D) {
 /// Device requests and refresh tokens: decided once within their tenant, polled
 /// by their client with `slow_down`, their tokens taken once; refresh tokens used
 /// once, a reuse revoking the family.
-async fn devices<D: Store>(d: &D, tenant: TenantId, other: TenantId) {
+async fn devices<D>(d: &Engine<D>, tenant: TenantId, other: TenantId)
+where
+    Engine<D>: Store,
+{
     let request = |hash: &'static str, code: &'static str, tenant| NewDeviceRequest {
         device_hash: hash,
         user_code: code,

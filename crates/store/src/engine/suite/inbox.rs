@@ -17,7 +17,10 @@ fn seqs(events: &[switchboard_proto::InboxEvent]) -> Vec<u64> {
 
 /// Every [`InboxStatements`](crate::engine::inbox::InboxStatements) and
 /// [`InboxDriver`] method against a fresh database of `d`'s backend.
-pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
+pub(super) async fn check<D: InboxDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("inbox", 0).await.expect("tenant");
     let agent = d
         .create_agent(tenant, "reader", &[11; 32], &[], None, 0)
@@ -248,10 +251,12 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
 /// sequence number can carry the earlier `available_at` (the crash loop on PostgreSQL:
 /// seq 77 stamped 178 ms before seq 76); a claim whose clock fell between the two
 /// took 77 first. A delayed event still waits for its time.
-async fn check_immediate_events_are_claimed_in_order<D: InboxDriver + Store>(
-    d: &D,
+async fn check_immediate_events_are_claimed_in_order<D: InboxDriver>(
+    d: &Engine<D>,
     tenant: TenantId,
-) {
+) where
+    Engine<D>: Store,
+{
     let agent = d
         .create_agent(tenant, "immediate", &[0xAB; 32], &[], None, 0)
         .await
@@ -297,10 +302,12 @@ async fn check_immediate_events_are_claimed_in_order<D: InboxDriver + Store>(
 /// handed out the next one (the crash loop on PostgreSQL: seq 177 before 176, a
 /// lease lost with a killed instance's answer running out as the consumer's retry
 /// came). SQLite has one writer: the pass and the claim cannot overlap.
-async fn check_claim_waits_for_a_pass_returning_its_lease<D: InboxDriver + Store>(
-    d: &D,
+async fn check_claim_waits_for_a_pass_returning_its_lease<D: InboxDriver>(
+    d: &Engine<D>,
     tenant: TenantId,
-) {
+) where
+    Engine<D>: Store,
+{
     if D::DIALECT == crate::dialect::Dialect::Sqlite {
         return;
     }
@@ -344,7 +351,10 @@ async fn check_claim_waits_for_a_pass_returning_its_lease<D: InboxDriver + Store
 /// another instance that runs meanwhile reads a later clock. Were the returned event
 /// available only from that later time, the claim would pass it over and hand out
 /// the next event first (the crash loop on PostgreSQL saw one: seq 90 after 91).
-async fn check_returned_lease_keeps_its_place<D: InboxDriver + Store>(d: &D, tenant: TenantId) {
+async fn check_returned_lease_keeps_its_place<D: InboxDriver>(d: &Engine<D>, tenant: TenantId)
+where
+    Engine<D>: Store,
+{
     let agent = d
         .create_agent(tenant, "keeps-place", &[0xA9; 32], &[], None, 0)
         .await
@@ -369,7 +379,10 @@ async fn check_returned_lease_keeps_its_place<D: InboxDriver + Store>(d: &D, ten
 /// session the database has not ended yet) waits for it, and then takes the earlier
 /// event, instead of skipping its locked row and handing out the next one first.
 /// SQLite has one writer: the second claim could not even begin.
-async fn check_claims_in_order<D: InboxDriver + Store>(d: &D, tenant: TenantId) {
+async fn check_claims_in_order<D: InboxDriver>(d: &Engine<D>, tenant: TenantId)
+where
+    Engine<D>: Store,
+{
     if D::DIALECT == crate::dialect::Dialect::Sqlite {
         return;
     }
@@ -419,7 +432,10 @@ async fn check_claims_in_order<D: InboxDriver + Store>(d: &D, tenant: TenantId) 
 
 /// The [`InboxDriver`] methods: the portable shapes, or PostgreSQL's CTEs. Both
 /// write the same rows and history steps.
-async fn check_driver<D: InboxDriver + Store>(d: &D, tenant: TenantId, agent: &AgentRecord) {
+async fn check_driver<D: InboxDriver>(d: &Engine<D>, tenant: TenantId, agent: &AgentRecord)
+where
+    Engine<D>: Store,
+{
     let a = agent.id;
     let f1 = send(d, tenant, a, &message_with(0, 5, 0, None), 1_000).await;
     let f2 = send(d, tenant, a, &message_with(0, 5, 0, None), 1_000).await;

@@ -1,9 +1,9 @@
 //! The instances' heartbeats, and what the idempotency keys and jobs of a dead
 //! instance become.
 
-use crate::engine::idempotency::IdemDriver;
+use crate::engine::idempotency::IdemStatements;
 use crate::engine::instances::{INSTANCE_DEAD_MS, beat};
-use crate::engine::jobs::JobDriver;
+use crate::engine::jobs::JobStatements;
 use crate::engine::ops::bulk::{NewAudit, NewJob};
 use crate::*;
 use switchboard_proto::JobState;
@@ -12,7 +12,10 @@ const DAY: i64 = 24 * 60 * 60 * 1000;
 
 /// Every `InstanceStatements` method, then phase 1 and the job pass over a dead
 /// instance's key and job, against a fresh database of `d`'s backend.
-pub(super) async fn check<D: IdemDriver + JobDriver + Store>(d: &D) {
+pub(super) async fn check<D: IdemStatements + JobStatements>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     // Beats: upserted, read back, and forgotten a day after the last one.
     let (a, b) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
     let (a_name, b_name) = (a.to_string(), b.to_string());
@@ -45,7 +48,7 @@ pub(super) async fn check<D: IdemDriver + JobDriver + Store>(d: &D) {
     // request waits while A beats, and takes the key over once A has been silent
     // for 10 s, long before the lock runs out; A can then store nothing.
     let t = 10 * DAY;
-    beat(d, &a_name, t).await.unwrap();
+    beat(&d.0, &a_name, t).await.unwrap();
     let tenant = d.ensure_tenant("suite-instances", 0).await.expect("tenant");
     let held = IdemKey {
         tenant_id: tenant,
@@ -108,7 +111,7 @@ pub(super) async fn check<D: IdemDriver + JobDriver + Store>(d: &D) {
 
     // Jobs: one of dead A with a fresh heartbeat is interrupted; one of an instance
     // that beats is not.
-    beat(d, &b_name, dead).await.unwrap();
+    beat(&d.0, &b_name, dead).await.unwrap();
     let scope = Scope {
         action: BulkAction::Purge,
         ids: Some(&[]),

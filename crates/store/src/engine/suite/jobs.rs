@@ -1,20 +1,23 @@
 //! The jobs' statements and driver, and the job store over them.
 
 use super::ops::send;
-use crate::engine::jobs::JobDriver;
+use crate::engine::jobs::JobStatements;
 use crate::engine::ops::bulk::{NewAudit, NewJob};
 use crate::*;
 use switchboard_proto::JobState;
 
 /// A job's audit row, as `job_start` writes it, at `now`.
-async fn insert_job<D: JobDriver>(
-    d: &D,
+async fn insert_job<D: JobStatements>(
+    d: &Engine<D>,
     tx: &mut D::Tx,
     tenant: TenantId,
     scope: &Scope<'_>,
     state: JobState,
     now: i64,
-) -> i64 {
+) -> i64
+where
+    Engine<D>: Store,
+{
     let row = NewAudit {
         tenant,
         scope,
@@ -31,9 +34,12 @@ async fn insert_job<D: JobDriver>(
     d.insert_audit(tx, &row).await.expect("audit row")
 }
 
-/// Every `JobStatements` and [`JobDriver`] method, then the job store's paths,
+/// Every `JobStatements` and [`JobStatements`] method, then the job store's paths,
 /// against a fresh database of `d`'s backend (with no live job yet).
-pub(super) async fn check<D: JobDriver + Store>(d: &D) {
+pub(super) async fn check<D: JobStatements>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("jobs", 0).await.expect("tenant");
     let other = d.ensure_tenant("jobs-other", 0).await.expect("tenant");
     let agent = d

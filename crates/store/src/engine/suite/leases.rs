@@ -53,7 +53,10 @@ fn unique_violation(e: &StoreError) -> bool {
 
 /// Every `MemoryStatements`, `LeaseStatements` and [`LeaseDriver`] method, then
 /// the transactions, against a fresh database of `d`'s backend.
-pub(super) async fn check<D: LeaseDriver + Store>(d: &D) {
+pub(super) async fn check<D: LeaseDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("leases", 0).await.expect("tenant");
     let other = d.ensure_tenant("leases-other", 0).await.expect("tenant");
     memories(d, tenant, other).await;
@@ -63,7 +66,10 @@ pub(super) async fn check<D: LeaseDriver + Store>(d: &D) {
     transactions(d, tenant).await;
 }
 
-async fn memories<D: LeaseDriver>(d: &D, tenant: TenantId, other: TenantId) {
+async fn memories<D: LeaseDriver>(d: &Engine<D>, tenant: TenantId, other: TenantId)
+where
+    Engine<D>: Store,
+{
     let (root, child) = (MemoryId::new(), MemoryId::new());
     let mut tx = d.begin_write().await.expect("begin");
     for (id, label, parent, now) in [
@@ -172,7 +178,10 @@ async fn memories<D: LeaseDriver>(d: &D, tenant: TenantId, other: TenantId) {
     d.commit(tx, &[]).await.expect("end read");
 }
 
-async fn names<D: LeaseDriver>(d: &D, tenant: TenantId) {
+async fn names<D: LeaseDriver>(d: &Engine<D>, tenant: TenantId)
+where
+    Engine<D>: Store,
+{
     let planned = Planned {
         name: "registered".into(),
         skeleton: "reg1stered".into(),
@@ -239,7 +248,10 @@ async fn names<D: LeaseDriver>(d: &D, tenant: TenantId) {
 }
 
 /// Lease rows, issued tokens and the idempotency statements beside them.
-async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) {
+async fn rows<D: LeaseDriver>(d: &Engine<D>, tenant: TenantId, other: TenantId)
+where
+    Engine<D>: Store,
+{
     let memory = d
         .register_memory(tenant, None, 0)
         .await
@@ -343,10 +355,10 @@ async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) 
         (3_000, 2.0)
     );
     // The response is stored under the key with the change.
-    crate::engine::idempotency::finish(d, &mut tx, Some(&k), 201, &renewed.lease)
+    crate::engine::idempotency::finish(&d.0, &mut tx, Some(&k), 201, &renewed.lease)
         .await
         .unwrap();
-    crate::engine::idempotency::finish(d, &mut tx, None, 201, &renewed.lease)
+    crate::engine::idempotency::finish(&d.0, &mut tx, None, 201, &renewed.lease)
         .await
         .unwrap();
     d.commit(tx, &[]).await.expect("commit");
@@ -414,7 +426,10 @@ async fn rows<D: LeaseDriver + Store>(d: &D, tenant: TenantId, other: TenantId) 
 
 /// Two transactions locking one name that never had a lease: the second waits for
 /// the first one's commit, then reads what it committed.
-async fn name_lock<D: LeaseDriver>(d: &D) {
+async fn name_lock<D: LeaseDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let mut first = d.begin_write().await.expect("begin");
     let seen = d.lock_name(&mut first, "l-race").await.unwrap();
     assert_eq!(seen.map_or(0, |f| f.0), 0);
@@ -443,7 +458,10 @@ async fn name_lock<D: LeaseDriver>(d: &D) {
 
 /// The transactions over those statements: fencing tokens above both fences, lock
 /// delays, renewals, releases, forced releases, idempotent acquisition.
-async fn transactions<D: LeaseDriver + Store>(d: &D, tenant: TenantId) {
+async fn transactions<D: LeaseDriver>(d: &Engine<D>, tenant: TenantId)
+where
+    Engine<D>: Store,
+{
     let memory = d.register_memory(tenant, Some("m"), 0).await.unwrap();
     let m = memory.memory_instance_id;
     assert!(matches!(

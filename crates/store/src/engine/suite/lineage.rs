@@ -8,12 +8,14 @@ use crate::engine::lineage::LineageStatements;
 use crate::*;
 
 /// Seeds `hash` in `tenant` with `parent`.
-async fn token<D: Store + super::super::directory::DirectoryDriver>(
-    d: &D,
+async fn token<D: super::super::directory::DirectoryStatements>(
+    d: &Engine<D>,
     tenant: TenantId,
     hash: u8,
     parent: Option<u8>,
-) {
+) where
+    Engine<D>: Store,
+{
     let parent = parent.map(|p| [p; 32]);
     let mut tx = d.begin_write().await.expect("begin");
     d.insert_token_row(
@@ -33,13 +35,17 @@ async fn token<D: Store + super::super::directory::DirectoryDriver>(
     d.commit(tx, &[]).await.expect("commit");
 }
 
-async fn live<D: Store>(d: &D, hash: u8) -> bool {
+async fn live<D>(d: &Engine<D>, hash: u8) -> bool
+where
+    Engine<D>: Store,
+{
     d.token(&[hash; 32]).await.unwrap().is_some()
 }
 
-pub(super) async fn check<D>(d: &D)
+pub(super) async fn check<D>(d: &Engine<D>)
 where
-    D: Store + LineageStatements + super::super::directory::DirectoryDriver,
+    Engine<D>: Store,
+    D: LineageStatements + super::super::directory::DirectoryStatements,
 {
     let tenant = d.ensure_tenant("lineage", 0).await.unwrap();
     let other = d.ensure_tenant("lineage-other", 0).await.unwrap();

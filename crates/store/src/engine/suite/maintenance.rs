@@ -12,7 +12,10 @@ use switchboard_proto::EventStatus;
 
 /// Every [`MaintenanceStatements`](crate::engine::maintenance::MaintenanceStatements)
 /// and [`MaintenanceDriver`] method against a fresh database of `d`'s backend.
-pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
+pub(super) async fn check<D: MaintenanceDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("maintenance", 0).await.expect("tenant");
     let agent = d
         .create_agent(tenant, "worker", &[21; 32], &[], None, 0)
@@ -185,13 +188,16 @@ pub(super) async fn check<D: MaintenanceDriver + Store>(d: &D) {
 }
 
 /// `n` events of a new agent `name`, all expired (terminal) at 30.
-async fn expired_prefix<D: MaintenanceDriver + Store>(
-    d: &D,
+async fn expired_prefix<D: MaintenanceDriver>(
+    d: &Engine<D>,
     tenant: TenantId,
     name: &str,
     key: u8,
     n: u64,
-) -> AgentRecord {
+) -> AgentRecord
+where
+    Engine<D>: Store,
+{
     let agent = d
         .create_agent(tenant, name, &[key; 32], &[], None, 0)
         .await
@@ -206,7 +212,10 @@ async fn expired_prefix<D: MaintenanceDriver + Store>(
 /// A long prefix without an archive goes in transactions of at most
 /// [`RETAIN_BATCH`] events (a long-offline agent's first pass never holds the writer
 /// or the agent's row for one huge delete), and all of it goes.
-async fn check_retention_in_batches<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
+async fn check_retention_in_batches<D: MaintenanceDriver>(d: &Engine<D>, tenant: TenantId)
+where
+    Engine<D>: Store,
+{
     use crate::engine::maintenance::RETAIN_BATCH;
     let n = 2 * u64::from(RETAIN_BATCH) + 500;
     let agent = expired_prefix(d, tenant, "offline-long", 26, n).await;
@@ -252,7 +261,10 @@ impl ArchiveSink for Held {
 /// row, and on SQLite the one writer) and an operator purges an event of the batch.
 /// The pass then removes only what is still exactly as the archive took it; the
 /// purged event and what follows stay for the next pass, which archives them again.
-async fn check_archive_outside_the_write<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
+async fn check_archive_outside_the_write<D: MaintenanceDriver>(d: &Engine<D>, tenant: TenantId)
+where
+    Engine<D>: Store,
+{
     let agent = expired_prefix(d, tenant, "archived-held", 27, 6).await;
     let (taken, mut batches) = tokio::sync::mpsc::unbounded_channel();
     let sink = Held {
@@ -341,7 +353,10 @@ impl ArchiveSink for Collect {
 
 /// Retention with an archive: a refused batch removes nothing; a long prefix goes in
 /// batches of [`ARCHIVE_BATCH`], each event archived once, in order, before it goes.
-async fn check_archived_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
+async fn check_archived_retention<D: MaintenanceDriver>(d: &Engine<D>, tenant: TenantId)
+where
+    Engine<D>: Store,
+{
     use crate::engine::maintenance::ARCHIVE_BATCH;
     let agent = d
         .create_agent(tenant, "archived", &[23; 32], &[], None, 0)
@@ -418,7 +433,10 @@ async fn check_archived_retention<D: MaintenanceDriver + Store>(d: &D, tenant: T
 
 /// Retention's statements: the candidates, the marks under the row lock, the kept
 /// prefix, the deletes and the low-water mark; idempotency records.
-async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) {
+async fn check_retention<D: MaintenanceDriver>(d: &Engine<D>, tenant: TenantId)
+where
+    Engine<D>: Store,
+{
     let agent = d
         .create_agent(tenant, "retained", &[22; 32], &[], None, 0)
         .await
@@ -527,8 +545,8 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
         IdemBegin::Fresh
     );
     use crate::engine::trim::{IDEMPOTENCY_KEYS, trim};
-    assert_eq!(trim(d, &IDEMPOTENCY_KEYS, 1).await.unwrap(), 0);
-    assert!(trim(d, &IDEMPOTENCY_KEYS, i64::MAX).await.unwrap() >= 1);
+    assert_eq!(trim(&d.0, &IDEMPOTENCY_KEYS, 1).await.unwrap(), 0);
+    assert!(trim(&d.0, &IDEMPOTENCY_KEYS, i64::MAX).await.unwrap() >= 1);
     assert_eq!(
         d.idem_begin(&key, 0, 1_000, 1_000).await.unwrap(),
         IdemBegin::Fresh,
@@ -542,10 +560,12 @@ async fn check_retention<D: MaintenanceDriver + Store>(d: &D, tenant: TenantId) 
 /// plan MariaDB picks once an agent has some ten events) and locked them until the
 /// pass committed, so claims `SKIP LOCKED` came back empty. SQLite has one writer:
 /// the claim would wait for the pass, so the check is for the server backends.
-async fn check_retention_locks_only_its_prefix<D: MaintenanceDriver + Store>(
-    d: &D,
+async fn check_retention_locks_only_its_prefix<D: MaintenanceDriver>(
+    d: &Engine<D>,
     tenant: TenantId,
-) {
+) where
+    Engine<D>: Store,
+{
     if D::DIALECT == Dialect::Sqlite {
         return;
     }
@@ -608,7 +628,10 @@ async fn check_retention_locks_only_its_prefix<D: MaintenanceDriver + Store>(
 }
 
 /// Whether retention at `cutoff` would look at `agent`.
-async fn candidate<D: MaintenanceDriver + Store>(d: &D, cutoff: i64, agent: AgentId) -> bool {
+async fn candidate<D: MaintenanceDriver>(d: &Engine<D>, cutoff: i64, agent: AgentId) -> bool
+where
+    Engine<D>: Store,
+{
     d.retention_candidates(cutoff)
         .await
         .unwrap()

@@ -50,6 +50,21 @@ pub(crate) fn message(n: u64) -> NewMessage {
 
 /// Every area's checks, on one backend.
 /// A message with its own priority, attempt limit and times.
+/// An operator's message `msg` to an inbox of `tenant`, at `now`.
+pub(crate) fn operator<'a>(
+    tenant: switchboard_proto::TenantId,
+    msg: &'a NewMessage,
+    now: clock::Millis,
+) -> crate::engine::events::Envelope<'a> {
+    crate::engine::events::Envelope {
+        tenant,
+        from: &Actor::Operator,
+        room: None,
+        msg,
+        now,
+    }
+}
+
 pub(crate) fn message_with(
     priority: i32,
     max_attempts: u32,
@@ -66,13 +81,16 @@ pub(crate) fn message_with(
 }
 
 /// Sends `msg` to `to` from an operator at `now`; its event id.
-pub(crate) async fn send<D: Store>(
-    d: &D,
+pub(crate) async fn send<D>(
+    d: &Engine<D>,
     tenant: TenantId,
     to: AgentId,
     msg: &NewMessage,
     now: i64,
-) -> EventId {
+) -> EventId
+where
+    Engine<D>: Store,
+{
     d.send_direct(tenant, to, &Actor::Operator, msg, None, now)
         .await
         .expect("send")
@@ -81,15 +99,18 @@ pub(crate) async fn send<D: Store>(
 }
 
 /// The event's status, `last_error` and newest history step (action, actor, detail).
-pub(crate) async fn last_step<D: Store>(
-    d: &D,
+pub(crate) async fn last_step<D>(
+    d: &Engine<D>,
     tenant: TenantId,
     event: EventId,
 ) -> (
     switchboard_proto::EventStatus,
     Option<String>,
     (String, String, Option<String>),
-) {
+)
+where
+    Engine<D>: Store,
+{
     let detail = d.event_detail(tenant, event).await.expect("event detail");
     let step = detail.history.last().expect("a history step").clone();
     (
@@ -99,15 +120,15 @@ pub(crate) async fn last_step<D: Store>(
     )
 }
 
-async fn every_statement<D>(d: &D)
+async fn every_statement<D>(d: &Engine<D>)
 where
-    D: Store
-        + super::records::RecordStatements
+    Engine<D>: Store,
+    D: super::records::RecordStatements
         + super::leases::LeaseDriver
-        + super::idempotency::IdemDriver
+        + super::idempotency::IdemStatements
         + super::send::SendStatements
-        + super::directory::DirectoryDriver
-        + super::jobs::JobDriver
+        + super::directory::DirectoryStatements
+        + super::jobs::JobStatements
         + super::inbox_transactions::InboxDriver
         + super::lineage::LineageStatements,
 {

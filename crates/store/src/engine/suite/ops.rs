@@ -5,14 +5,17 @@ use crate::*;
 use switchboard_proto::{EventStatus, JobState, OpsEvent};
 
 /// Sends one message from an operator into `to`'s inbox.
-pub(super) async fn send<D: Store>(
-    d: &D,
+pub(super) async fn send<D>(
+    d: &Engine<D>,
     tenant: TenantId,
     to: AgentId,
     payload: &str,
     priority: i32,
     correlation: Option<&str>,
-) -> EventId {
+) -> EventId
+where
+    Engine<D>: Store,
+{
     let msg = NewMessage {
         payload: payload.to_owned(),
         correlation_id: correlation.map(str::to_owned),
@@ -63,7 +66,10 @@ fn listing(filter: EventFilter, after: Option<EventId>) -> EventListQuery {
 
 /// Every `OpsStatements`, `BulkStatements` and [`BulkDriver`] method against a
 /// fresh database of `d`'s backend.
-pub(super) async fn check<D: BulkDriver + Store>(d: &D) {
+pub(super) async fn check<D: BulkDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("ops", 0).await.expect("tenant");
     let other = d.ensure_tenant("ops-other", 0).await.expect("tenant");
     let w1 = d

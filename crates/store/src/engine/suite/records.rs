@@ -1,9 +1,9 @@
 //! The data plane's statements, with the event and lease-audit statements.
 
-use super::message;
+use super::{message, operator};
 use crate::engine::events::deliver;
 use crate::engine::lease_audit::{self, LeaseAuditStatements};
-use crate::engine::records::{RecordStatements, Rejection};
+use crate::engine::records::{RecordStatements, RecordWrite, Rejection};
 use crate::lease_rules::Line;
 use crate::*;
 use switchboard_proto::{AgentId, MemoryId, TenantId};
@@ -23,13 +23,19 @@ struct Seeded {
 
 /// Every [`RecordStatements`] method (and the event and audit statements they
 /// lean on) against a fresh database of `d`'s backend.
-pub(super) async fn check<D: RecordStatements + Store>(d: &D) {
+pub(super) async fn check<D: RecordStatements>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let seeded = seed(d).await;
     check_seeded(d, &seeded).await;
 }
 
 /// Seeds through the store's public methods.
-async fn seed<D: Store>(d: &D) -> Seeded {
+async fn seed<D>(d: &Engine<D>) -> Seeded
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("suite", 0).await.expect("tenant");
     let other = d.ensure_tenant("other", 0).await.expect("tenant");
     let a1 = d
@@ -77,7 +83,10 @@ async fn seed<D: Store>(d: &D) -> Seeded {
 
 /// The checks, on a database seeded as [`Seeded`] says (by [`seed`], or by a
 /// backend whose store methods are not all there yet, with its own SQL).
-async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
+async fn check_seeded<D: RecordStatements>(d: &Engine<D>, s: &Seeded)
+where
+    Engine<D>: Store,
+{
     let Seeded {
         tenant,
         other,
@@ -119,9 +128,15 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
     d.see_fence(&mut tx, memory, t).await.unwrap();
     // Records: none, put, overwrite, delete.
     assert_eq!(d.load_record(&mut tx, memory, "k").await.unwrap(), None);
-    d.insert_record(&mut tx, memory, "k", "{\"v\":1}", 1, t, 5)
-        .await
-        .unwrap();
+    let put = RecordWrite {
+        memory,
+        key: "k",
+        value: "{\"v\":1}",
+        version: 1,
+        token: t,
+        now: 5,
+    };
+    d.insert_record(&mut tx, &put).await.unwrap();
     let r = d
         .load_record(&mut tx, memory, "k")
         .await
@@ -131,9 +146,13 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
         (r.value.clone(), r.version, r.fencing_token),
         (serde_json::json!({"v": 1}), 1, t)
     );
-    d.update_record(&mut tx, memory, "k", "{\"v\":2}", 2, t, 6)
-        .await
-        .unwrap();
+    let overwrite = RecordWrite {
+        value: "{\"v\":2}",
+        version: 2,
+        now: 6,
+        ..put
+    };
+    d.update_record(&mut tx, &overwrite).await.unwrap();
     let r = d
         .load_record(&mut tx, memory, "k")
         .await
@@ -159,44 +178,17 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
     d.set_subscribed(&mut tx, memory, a2, false).await.unwrap();
     assert_eq!(d.subscribers(&mut tx, memory).await.unwrap(), [a1]);
     // Events take the agent's next sequence numbers.
-    let first = deliver(
-        d,
-        &mut tx,
-        tenant,
-        a1,
-        &Actor::Operator,
-        None,
-        &message(1),
-        0,
-    )
-    .await
-    .unwrap();
-    let second = deliver(
-        d,
-        &mut tx,
-        tenant,
-        a1,
-        &Actor::Operator,
-        None,
-        &message(2),
-        0,
-    )
-    .await
-    .unwrap();
+    let first = deliver(&d.0, &mut tx, a1, &operator(tenant, &message(1), 0))
+        .await
+        .unwrap();
+    let second = deliver(&d.0, &mut tx, a1, &operator(tenant, &message(2), 0))
+        .await
+        .unwrap();
     // Not to an agent of another tenant.
     assert!(
-        deliver(
-            d,
-            &mut tx,
-            other,
-            a1,
-            &Actor::Operator,
-            None,
-            &message(3),
-            0
-        )
-        .await
-        .is_err()
+        deliver(&d.0, &mut tx, a1, &operator(other, &message(3), 0))
+            .await
+            .is_err()
     );
     assert_eq!((first.agent_id, first.seq, second.seq), (a1, 1, 2));
     // The portable sequence statements (SQLite and PostgreSQL take it in one).
@@ -227,7 +219,7 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
         token: t as i64 - 1,
         actor: "agent:w2",
     };
-    lease_audit::write(d, &mut tx, tenant, line, 7)
+    lease_audit::write(&d.0, &mut tx, tenant, line, 7)
         .await
         .unwrap();
     // The first line of a tenant makes its salt, which stays.
@@ -239,7 +231,7 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
         token: t as i64,
         actor: "agent:x",
     };
-    lease_audit::write(d, &mut tx, other, line, 7)
+    lease_audit::write(&d.0, &mut tx, other, line, 7)
         .await
         .unwrap();
     let salt = d.audit_salt(&mut tx, other).await.unwrap().expect("made");
@@ -247,7 +239,7 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
     assert_eq!(d.audit_salt(&mut tx, other).await.unwrap(), Some(salt));
     d.commit(tx, &[]).await.expect("commit");
 
-    let rejections = RecordStatements::fencing_rejections(d, tenant, 10)
+    let rejections = RecordStatements::fencing_rejections(&d.0, tenant, 10)
         .await
         .unwrap();
     assert_eq!(rejections.len(), 1, "{rejections:?}");
@@ -265,19 +257,19 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
         ("agent:w2", "put k")
     );
     assert!(
-        RecordStatements::fencing_rejections(d, other, 10)
+        RecordStatements::fencing_rejections(&d.0, other, 10)
             .await
             .unwrap()
             .is_empty()
     );
-    let audit = LeaseAuditStatements::audit_lines(d, tenant, 10)
+    let audit = LeaseAuditStatements::audit_lines(&d.0, tenant, 10)
         .await
         .unwrap();
     assert!(
         audit.iter().any(|e| e.event == "fence_rejected"),
         "{audit:?}"
     );
-    let audit = LeaseAuditStatements::audit_lines(d, other, 10)
+    let audit = LeaseAuditStatements::audit_lines(&d.0, other, 10)
         .await
         .unwrap();
     assert_eq!(audit.len(), 1, "{audit:?}");
@@ -285,9 +277,15 @@ async fn check_seeded<D: RecordStatements>(d: &D, s: &Seeded) {
 
     // What a transaction does is gone when it ends without a commit.
     let mut tx = d.begin_write().await.expect("begin");
-    d.insert_record(&mut tx, memory, "gone", "1", 1, t, 8)
-        .await
-        .unwrap();
+    let gone = RecordWrite {
+        memory,
+        key: "gone",
+        value: "1",
+        version: 1,
+        token: t,
+        now: 8,
+    };
+    d.insert_record(&mut tx, &gone).await.unwrap();
     drop(tx);
     let mut tx = d.begin_write().await.expect("begin");
     assert_eq!(d.load_record(&mut tx, memory, "gone").await.unwrap(), None);

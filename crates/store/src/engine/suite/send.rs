@@ -5,7 +5,10 @@ use crate::engine::send::SendStatements;
 use crate::*;
 
 /// Every [`SendStatements`] method against a fresh database of `d`'s backend.
-pub(super) async fn check<D: SendStatements + Store>(d: &D) {
+pub(super) async fn check<D: SendStatements>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("suite-send", 0).await.expect("tenant");
     let other = d
         .ensure_tenant("suite-send-other", 0)

@@ -12,7 +12,10 @@ const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 const REDIRECT: &str = "http://127.0.0.1:49152/callback";
 
-pub(super) async fn check<D: Store>(d: &D) {
+pub(super) async fn check<D>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("signin", 1).await.unwrap();
     let scopes = vec!["ops:read".to_owned(), "ops:write".to_owned()];
     let code = |hash: &'static [u8], expires_at| NewAuthorizationCode {

@@ -23,13 +23,19 @@ fn entries(expected: &[Expected<'_>]) -> Vec<HistoryEntry> {
         .collect()
 }
 
-async fn claim_one<D: Store>(d: &D, agent: &AgentRecord, now: i64) -> ClaimedEvent {
+async fn claim_one<D>(d: &Engine<D>, agent: &AgentRecord, now: i64) -> ClaimedEvent
+where
+    Engine<D>: Store,
+{
     let mut claimed = d.claim(agent, 1, 1_000, None, now).await.expect("claim");
     assert_eq!(claimed.events.len(), 1, "one event to claim at {now}");
     claimed.events.remove(0)
 }
 
-async fn bulk<D: Store>(d: &D, tenant: TenantId, action: BulkAction, id: EventId, now: i64) {
+async fn bulk<D>(d: &Engine<D>, tenant: TenantId, action: BulkAction, id: EventId, now: i64)
+where
+    Engine<D>: Store,
+{
     let scope = Scope {
         action,
         ids: Some(&[id][..]),
@@ -39,7 +45,10 @@ async fn bulk<D: Store>(d: &D, tenant: TenantId, action: BulkAction, id: EventId
     assert_eq!(done.expect("bulk").value.0, 1, "{action:?} at {now}");
 }
 
-pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
+pub(super) async fn check<D: InboxDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     let tenant = d.ensure_tenant("timeline", 0).await.expect("tenant");
     let mut agents = Vec::new();
     for (name, n) in [("t-reader", 141), ("t-other", 142), ("t-writer", 143)] {
@@ -143,7 +152,10 @@ pub(super) async fn check<D: InboxDriver + Store>(d: &D) {
 /// leases and an operator releases its claims, all at once: whichever commits first,
 /// every event's timeline stays well formed, with one `claimed` step per attempt (a
 /// step moved twice or cleared unmoved would break the count).
-pub(super) async fn races<D: InboxDriver + Store>(d: &D) {
+pub(super) async fn races<D: InboxDriver>(d: &Engine<D>)
+where
+    Engine<D>: Store,
+{
     use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
     let tenant = d.ensure_tenant("timeline-race", 0).await.expect("tenant");
     let agent = d

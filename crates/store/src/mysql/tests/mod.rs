@@ -6,16 +6,16 @@
 use super::*;
 use crate::Actor;
 use crate::RetryCount;
-use crate::WakeSink;
 use crate::engine::Driver;
 use crate::migrate::OpenOptions;
 use crate::testing::ServerDb;
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 use switchboard_proto::{AgentId, TenantId};
 use tokio_util::sync::CancellationToken;
+
+mod wake_ups;
 
 /// A database of its own on the test server.
 struct TestDb(ServerDb<MySql>);
@@ -242,7 +242,7 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
                             barrier.wait().await;
                         }
                         sqlx::query("UPDATE agents SET low_water = low_water + 1 WHERE id = ?")
-                            .bind(agent.to_string())
+                            .bind(agent)
                             .execute(&mut *tx)
                             .await?;
                     }
@@ -278,7 +278,7 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
     // A lock wait that runs out (1205) is retryable, and a 503 once retries end.
     let mut holder = store.begin_write().await.expect("begin");
     sqlx::query("UPDATE agents SET low_water = 0 WHERE id = ?")
-        .bind(s.a1.to_string())
+        .bind(s.a1)
         .execute(&mut *holder)
         .await
         .expect("lock");
@@ -288,7 +288,7 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
         .await
         .expect("set");
     let e: StoreError = sqlx::query("UPDATE agents SET low_water = 1 WHERE id = ?")
-        .bind(s.a1.to_string())
+        .bind(s.a1)
         .execute(&mut waiter)
         .await
         .expect_err("times out")
@@ -298,188 +298,6 @@ async fn deadlocks_are_retried_and_lock_waits_end() {
     drop(holder);
     waiter.close().await.expect("close");
     store.close().await;
-    db.drop().await;
-}
-
-/// One instance's wake-up sink: what its own commits and its listener delivered,
-/// in the order they came.
-#[derive(Default)]
-struct Heard {
-    queued: std::sync::Mutex<VecDeque<Wake>>,
-    more: tokio::sync::Notify,
-}
-
-impl WakeSink for Heard {
-    fn wake(&self, wakes: &[Wake]) {
-        self.queued.lock().unwrap().extend(wakes);
-        self.more.notify_one();
-    }
-    fn wake_all(&self) {}
-}
-
-impl Heard {
-    /// A sink for `store`, set as its one.
-    fn of(store: &MySqlStore) -> Arc<Self> {
-        let heard = Arc::new(Self::default());
-        store.deliver_wakes_to(heard.clone());
-        heard
-    }
-
-    /// The next wake-up for `agent`: its cursor hint.
-    async fn next(&self, agent: AgentId) -> u64 {
-        let wait = async {
-            loop {
-                {
-                    let mut queued = self.queued.lock().unwrap();
-                    while let Some(w) = queued.pop_front() {
-                        if w.agent_id == agent {
-                            return w.cursor_hint;
-                        }
-                    }
-                }
-                self.more.notified().await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(10), wait)
-            .await
-            .expect("a wake-up within 10 s")
-    }
-
-    /// Whether no wake-up was delivered since.
-    fn nothing(&self) -> bool {
-        self.queued.lock().unwrap().is_empty()
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs MariaDB: cargo xtask test runs it there"]
-async fn wake_ups_reach_other_instances_after_their_commit_only() {
-    let db = TestDb::new().await;
-    let (a, b) = (db.open().await, db.open().await);
-    let (heard_a, heard_b) = (Heard::of(&a), Heard::of(&b));
-    let stop = CancellationToken::new();
-    let listening = [
-        tokio::spawn({
-            let (a, stop) = (a.clone(), stop.clone());
-            async move { a.listen(stop).await }
-        }),
-        tokio::spawn({
-            let (b, stop) = (b.clone(), stop.clone());
-            async move { b.listen(stop).await }
-        }),
-    ];
-    let (tenant, agent) = (TenantId::new(), AgentId::new());
-    let wake = |n| Wake {
-        tenant_id: tenant,
-        agent_id: agent,
-        cursor_hint: n,
-    };
-
-    let tx = a.begin_write().await.expect("begin");
-    a.commit(tx, &[wake(1)]).await.expect("commit");
-    assert_eq!(heard_b.next(agent).await, 1);
-
-    // Written, not committed: not delivered, however many polls pass. A later
-    // transaction (a higher id) commits first and is delivered; the first one is
-    // delivered when it commits.
-    let mut held = a.begin_write().await.expect("begin");
-    wakes::publish(&mut held, a.instance(), &[wake(2)])
-        .await
-        .expect("publish");
-    tokio::time::sleep(wakes::POLL * 6).await;
-    assert!(heard_b.nothing(), "not before the commit");
-    let tx = a.begin_write().await.expect("begin");
-    a.commit(tx, &[wake(3)]).await.expect("commit");
-    assert_eq!(heard_b.next(agent).await, 3);
-    tokio::time::sleep(wakes::POLL * 4).await;
-    assert!(heard_b.nothing(), "still not before the commit");
-    held.commit().await.expect("commit");
-    assert_eq!(heard_b.next(agent).await, 2);
-
-    // Rolled back: never delivered.
-    let mut gone = a.begin_write().await.expect("begin");
-    wakes::publish(&mut gone, a.instance(), &[wake(4)])
-        .await
-        .expect("publish");
-    drop(gone);
-    let tx = a.begin_write().await.expect("begin");
-    a.commit(tx, &[wake(5), wake(6)]).await.expect("commit");
-    assert_eq!(heard_b.next(agent).await, 5);
-    assert_eq!(heard_b.next(agent).await, 6);
-
-    // Its own commits reached a's sink once each, at the commit (2 and 4 were
-    // written around the store's commit); its listener skipped them.
-    for n in [1, 3, 5, 6] {
-        assert_eq!(heard_a.next(agent).await, n, "a's own, at its commit");
-    }
-    assert!(heard_a.nothing(), "a heard its own once");
-
-    // The other way round: each instance hears each wake-up once.
-    let tx = b.begin_write().await.expect("begin");
-    b.commit(tx, &[wake(7)]).await.expect("commit");
-    assert_eq!(heard_b.next(agent).await, 7, "b's own, at its commit");
-    assert_eq!(heard_a.next(agent).await, 7, "b's, through a's listener");
-    tokio::time::sleep(wakes::POLL * 4).await;
-    assert!(heard_a.nothing(), "a hears b's once");
-    assert!(heard_b.nothing(), "b never hears its own from the listener");
-
-    stop.cancel();
-    for l in listening {
-        l.await.expect("the watcher ends");
-    }
-    a.close().await;
-    b.close().await;
-    db.drop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs MariaDB: cargo xtask test runs it there"]
-async fn wake_up_delay_across_instances() {
-    const WAKES: u64 = 300;
-    let db = TestDb::new().await;
-    let (a, b) = (db.open().await, db.open().await);
-    let heard = Heard::of(&b);
-    let stop = CancellationToken::new();
-    let listening = tokio::spawn({
-        let (b, stop) = (b.clone(), stop.clone());
-        async move { b.listen(stop).await }
-    });
-    let (tenant, agent) = (TenantId::new(), AgentId::new());
-    let mut delays = Vec::with_capacity(WAKES as usize);
-    for n in 1..=WAKES {
-        let tx = a.begin_write().await.expect("begin");
-        a.commit(
-            tx,
-            &[Wake {
-                tenant_id: tenant,
-                agent_id: agent,
-                cursor_hint: n,
-            }],
-        )
-        .await
-        .expect("commit");
-        let committed = Instant::now();
-        assert_eq!(heard.next(agent).await, n, "in order, none lost");
-        delays.push(committed.elapsed());
-        // Commits fall anywhere in the poll interval.
-        let pause = rand::random_range(0..wakes::POLL.as_millis() as u64);
-        tokio::time::sleep(Duration::from_millis(pause)).await;
-    }
-    delays.sort();
-    let at = |q: f64| delays[((delays.len() as f64 * q) as usize).min(delays.len() - 1)];
-    eprintln!(
-        "wake-up delay after commit over {WAKES} wakes (poll every {:?}): p50 {:?}, p90 {:?}, \
-         p99 {:?}, max {:?}",
-        wakes::POLL,
-        at(0.50),
-        at(0.90),
-        at(0.99),
-        delays[delays.len() - 1],
-    );
-    stop.cancel();
-    listening.await.expect("the watcher ends");
-    a.close().await;
-    b.close().await;
     db.drop().await;
 }
 
@@ -630,7 +448,7 @@ async fn a_big_upgrade_runs_past_the_statement_limit() {
         .expect("the runner repairs and migrates");
     eprintln!("opened after {:?}", started.elapsed());
     old.check_timeline(&store).await;
-    crate::migrate::fixture::until_finished(&store).await;
+    crate::migrate::fixture::until_finished(&store.0).await;
     eprintln!("step finished after {:?}", started.elapsed());
     assert_eq!(
         number(
@@ -731,7 +549,7 @@ async fn an_interrupted_step_resumes() {
     let store = MySqlStore::open_with(db.url(), 4, StoreHooks::default(), options(false))
         .await
         .expect("open");
-    let ran = run_steps(&store, &CancellationToken::new(), Some(1))
+    let ran = run_steps(&store.0, &CancellationToken::new(), Some(1))
         .await
         .expect("one batch");
     assert_eq!(ran, Ran::Stopped);
@@ -768,7 +586,7 @@ async fn an_interrupted_step_resumes() {
     let store = MySqlStore::open(db.url(), 4, StoreHooks::default())
         .await
         .expect("open again");
-    crate::migrate::fixture::until_finished(&store).await;
+    crate::migrate::fixture::until_finished(&store.0).await;
     let (done_through, _, finished) = step().await;
     assert!(done_through == last_id && finished.is_some());
     assert_eq!(
