@@ -1,4 +1,5 @@
-//! `cargo xtask bench --compare REV [--rounds N] [bench options]`: the bench binary
+//! `cargo xtask bench --compare REV [--rounds N] [--old-bin PATH] [bench options]`:
+//! the bench binary
 //! of `REV` (built from a worktree, sharing this target's dependencies) against this
 //! tree's, run in interleaved rounds on the same machine (old, new, then new, old,
 //! …), each figure the median of its rounds, and new ÷ old. A change to the server's
@@ -22,14 +23,19 @@ use crate::cmd;
 type Figures = BTreeMap<String, Vec<f64>>;
 
 pub(crate) fn compare(args: &[String]) -> Result<()> {
-    let (rev, rounds, rest) = parse(args)?;
+    let (rev, rounds, old_bin, rest) = parse(args)?;
     let root = cmd::root();
     let out = cmd::target_dir().join("bench-compare");
     std::fs::create_dir_all(&out)?;
     let new = build(&root, &out.join("new"))?;
-    let old_src = out.join("old-src");
-    worktree(&root, &old_src, &rev)?;
-    let old = build(&old_src, &out.join("old"))?;
+    let old = match &old_bin {
+        Some(bin) => bin.clone(),
+        None => {
+            let old_src = out.join("old-src");
+            worktree(&root, &old_src, &rev)?;
+            build(&old_src, &out.join("old"))?
+        }
+    };
     let env = super::bench::database_env(&rest);
     let (mut old_figures, mut new_figures) = (Figures::new(), Figures::new());
     for round in 1..=rounds {
@@ -54,13 +60,18 @@ pub(crate) fn compare(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `REV`, the rounds (at least 1; the default 5), and what goes to the binaries.
-fn parse(args: &[String]) -> Result<(String, usize, Vec<String>)> {
-    let (mut rev, mut rounds, mut rest) = (None, 5, Vec::new());
+/// What `--compare` was given: `REV`, the rounds (at least 1; the default 5), the
+/// old side's binary if it was built already (`--old-bin PATH`, then `REV` only
+/// names it), and what goes to the binaries.
+type Parsed = (String, usize, Option<PathBuf>, Vec<String>);
+
+fn parse(args: &[String]) -> Result<Parsed> {
+    let (mut rev, mut rounds, mut old_bin, mut rest) = (None, 5, None, Vec::new());
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--compare" => rev = it.next().cloned(),
+            "--old-bin" => old_bin = it.next().map(PathBuf::from),
             "--rounds" => {
                 let n = it.next().context("--rounds needs a number")?;
                 rounds = n.parse().context("--rounds needs a number")?;
@@ -72,7 +83,7 @@ fn parse(args: &[String]) -> Result<(String, usize, Vec<String>)> {
     if rounds == 0 {
         bail!("--rounds must be at least 1");
     }
-    Ok((rev, rounds, rest))
+    Ok((rev, rounds, old_bin, rest))
 }
 
 /// A worktree of `rev` at `dir` (made again if it holds another commit).
@@ -232,7 +243,8 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (rev, rounds, rest) = parse(&args).expect("parses");
+        let (rev, rounds, old_bin, rest) = parse(&args).expect("parses");
+        assert_eq!(old_bin, None);
         assert_eq!((rev.as_str(), rounds), ("abc", 3));
         assert_eq!(rest, ["--only", "W1"]);
         assert!(parse(&["--rounds".to_owned(), "0".to_owned()]).is_err());
