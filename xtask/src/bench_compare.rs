@@ -6,9 +6,9 @@
 //! inside should leave no workload slower; noise on a shared machine is why one run
 //! of each proves nothing, and why the order alternates.
 //!
-//! Figures: every result row's `msgs_per_sec` (higher is better) and W3's latency
-//! percentiles (lower is better), read from the JSON each run writes into its own
-//! directory. Other options are passed to both binaries unchanged (`--only W1`,
+//! Figures: every result row's `msgs_per_sec` (higher is better), W3's latency
+//! percentiles and W3I's memory and idle CPU per connection (lower is better), read
+//! from the JSON each run writes into its own directory. Other options are passed to both binaries unchanged (`--only W1`,
 //! `--seconds 3`, …); the PostgreSQL and MariaDB URLs as `cargo xtask bench` finds
 //! them.
 
@@ -21,6 +21,9 @@ use crate::cmd;
 
 /// A figure's key (`W1 group_commit msgs/s`) → its value in each run.
 type Figures = BTreeMap<String, Vec<f64>>;
+
+/// Figures whose keys end so are better lower (latencies, memory, CPU).
+const LOWER_IS_BETTER: &[&str] = &["_ms", "per_conn", "cpu_pct", "cpu_us/msg"];
 
 pub(crate) fn compare(args: &[String]) -> Result<()> {
     let (rev, rounds, old_bin, rest) = parse(args)?;
@@ -41,9 +44,15 @@ pub(crate) fn compare(args: &[String]) -> Result<()> {
     for round in 1..=rounds {
         // Alternate the order so neither binary always runs on a warmer machine.
         let order: [(&str, &Path, &mut Figures); 2] = if round % 2 == 1 {
-            [("old", &old, &mut old_figures), ("new", &new, &mut new_figures)]
+            [
+                ("old", &old, &mut old_figures),
+                ("new", &new, &mut new_figures),
+            ]
         } else {
-            [("new", &new, &mut new_figures), ("old", &old, &mut old_figures)]
+            [
+                ("new", &new, &mut new_figures),
+                ("old", &old, &mut old_figures),
+            ]
         };
         for (label, bin, figures) in order {
             eprintln!("\n== round {round}/{rounds}: {label} ({})", bin.display());
@@ -51,7 +60,9 @@ pub(crate) fn compare(args: &[String]) -> Result<()> {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir)?;
             let mut run = std::process::Command::new(bin);
-            run.args(&rest).env("CARGO_TARGET_DIR", &dir).envs(env.clone());
+            run.args(&rest)
+                .env("CARGO_TARGET_DIR", &dir)
+                .envs(env.clone());
             cmd::run(&mut run).with_context(|| format!("{label} bench, round {round}"))?;
             read_figures(&dir.join("bench"), figures)?;
         }
@@ -111,7 +122,14 @@ fn worktree(root: &Path, dir: &Path, rev: &str) -> Result<()> {
 fn build(src: &Path, to: &Path) -> Result<PathBuf> {
     cmd::run(
         cmd::cargo()
-            .args(["build", "--release", "-p", "switchboard-tests", "--bin", "bench"])
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "switchboard-tests",
+                "--bin",
+                "bench",
+            ])
             .env("CARGO_TARGET_DIR", cmd::target_dir())
             .current_dir(src),
     )?;
@@ -128,8 +146,8 @@ fn read_figures(dir: &Path, figures: &mut Figures) -> Result<()> {
             continue;
         }
         let text = std::fs::read_to_string(&path)?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("parsing {}", path.display()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         for (key, v) in figures_of(&value) {
             figures.entry(key).or_default().push(v);
         }
@@ -150,6 +168,9 @@ fn figures_of(value: &serde_json::Value) -> Vec<(String, f64)> {
                 continue;
             };
             out.push((format!("{w} {v} msgs/s"), rate));
+            if let Some(cpu) = row["cpu_us_per_msg"].as_f64() {
+                out.push((format!("{w} {v} cpu_us/msg"), cpu));
+            }
         }
     } else if value.get("commit_to_sse").is_some() {
         for figure in ["commit_to_sse", "commit_to_claim", "send_round_trip"] {
@@ -157,6 +178,12 @@ fn figures_of(value: &serde_json::Value) -> Vec<(String, f64)> {
                 if let Some(ms) = value[figure][q].as_f64() {
                     out.push((format!("W3 {figure} {q}"), ms));
                 }
+            }
+        }
+    } else if value.get("pss_bytes_per_conn").is_some() {
+        for figure in ["pss_bytes_per_conn", "idle_cpu_pct"] {
+            if let Some(v) = value[figure].as_f64() {
+                out.push((format!("W3I {figure}"), v));
             }
         }
     }
@@ -177,28 +204,37 @@ fn median(values: &[f64]) -> f64 {
 fn print(rev: &str, rounds: usize, old: &Figures, new: &Figures) {
     println!("\nbench --compare {rev}: medians of {rounds} interleaved round(s)");
     println!(
-        "{:<46} {:>12} {:>12} {:>9}  verdict",
+        "{:<52} {:>12} {:>12} {:>9}  verdict",
         "figure", "old", "new", "new/old"
     );
     for (key, old_values) in old {
         let Some(new_values) = new.get(key) else {
             let o = median(old_values);
-            println!("{key:<46} {o:>12.2} {:>12} {:>9}  gone", "-", "-");
+            println!("{key:<52} {o:>12.2} {:>12} {:>9}  gone", "-", "-");
             continue;
         };
         let (o, n) = (median(old_values), median(new_values));
         let ratio = n / o;
-        let lower_is_better = key.ends_with("_ms");
-        let better = if lower_is_better { ratio <= 1.0 } else { ratio >= 1.0 };
+        let lower_is_better = LOWER_IS_BETTER.iter().any(|end| key.ends_with(end));
+        let better = if lower_is_better {
+            ratio <= 1.0
+        } else {
+            ratio >= 1.0
+        };
         let verdict = match (better, (ratio - 1.0).abs() < 0.05) {
             (_, true) => "same (within 5%)",
             (true, false) => "better",
             (false, false) => "WORSE",
         };
-        println!("{key:<46} {o:>12.2} {n:>12.2} {ratio:>9.3}  {verdict}");
+        println!("{key:<52} {o:>12.2} {n:>12.2} {ratio:>9.3}  {verdict}");
     }
     for key in new.keys().filter(|k| !old.contains_key(*k)) {
-        println!("{key:<46} {:>12} {:>12.2} {:>9}  new", "-", median(&new[key]), "-");
+        println!(
+            "{key:<52} {:>12} {:>12.2} {:>9}  new",
+            "-",
+            median(&new[key]),
+            "-"
+        );
     }
 }
 
@@ -209,7 +245,7 @@ mod tests {
     #[test]
     fn figures_come_from_rows_and_from_w3() {
         let rows = serde_json::json!([
-            {"workload": "W1", "variant": "group_commit", "msgs_per_sec": 1200.5},
+            {"workload": "W1", "variant": "group_commit", "msgs_per_sec": 1200.5, "cpu_us_per_msg": 310.0},
             {"workload": "W2", "variant": "batch_16", "msgs_per_sec": 800.0},
             {"not": "a row"}
         ]);
@@ -217,6 +253,7 @@ mod tests {
             figures_of(&rows),
             vec![
                 ("W1 group_commit msgs/s".to_owned(), 1200.5),
+                ("W1 group_commit cpu_us/msg".to_owned(), 310.0),
                 ("W2 batch_16 msgs/s".to_owned(), 800.0)
             ]
         );
@@ -228,6 +265,14 @@ mod tests {
         let got = figures_of(&w3);
         assert_eq!(got.len(), 6);
         assert!(got.contains(&("W3 commit_to_claim p99_ms".to_owned(), 4.0)));
+        let w3i = serde_json::json!({"pss_bytes_per_conn": 5000.0, "idle_cpu_pct": 0.4});
+        assert_eq!(
+            figures_of(&w3i),
+            vec![
+                ("W3I pss_bytes_per_conn".to_owned(), 5000.0),
+                ("W3I idle_cpu_pct".to_owned(), 0.4)
+            ]
+        );
     }
 
     #[test]
