@@ -200,41 +200,95 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// The table: each figure's medians and new ÷ old, "better" when new is ahead.
+/// How one figure moved: the medians, the median of the rounds' own new ÷ old (the
+/// two runs of a round share the machine's state, so their ratio cancels most of
+/// the drift between rounds), and in how many rounds new was behind.
+#[derive(Debug, PartialEq)]
+struct Moved {
+    old: f64,
+    new: f64,
+    paired: f64,
+    behind: usize,
+    rounds: usize,
+}
+
+impl Moved {
+    fn of(old: &[f64], new: &[f64], lower_is_better: bool) -> Self {
+        let ratios: Vec<f64> = old.iter().zip(new).map(|(o, n)| n / o).collect();
+        let behind = ratios
+            .iter()
+            .filter(|r| {
+                if lower_is_better {
+                    **r > 1.0
+                } else {
+                    **r < 1.0
+                }
+            })
+            .count();
+        Self {
+            old: median(old),
+            new: median(new),
+            paired: median(&ratios),
+            behind,
+            rounds: ratios.len(),
+        }
+    }
+
+    /// WORSE only when the paired ratio is more than 5 % behind and new was behind
+    /// in at least four rounds of five (a sign test: by chance alone, one time in
+    /// about six); "worse?" when only one of the two holds.
+    fn verdict(&self, lower_is_better: bool) -> &'static str {
+        let behind_by = if lower_is_better {
+            self.paired - 1.0
+        } else {
+            1.0 - self.paired
+        };
+        if self.old <= 0.0 {
+            // A ratio of figures at or below zero (W3's commit → SSE p50 can be a
+            // hair negative: the clocks of two tasks) says nothing.
+            return "n/a";
+        }
+        let mostly = self.behind * 5 >= self.rounds * 4;
+        match (behind_by > 0.05, mostly, behind_by < -0.05) {
+            (true, true, _) => "WORSE",
+            (true, false, _) | (false, true, false) if self.rounds > 1 => "worse? (noise)",
+            (_, _, true) => "better",
+            _ => "same",
+        }
+    }
+}
+
+/// The table: each figure's medians, the median paired ratio, the rounds new was
+/// behind, and a verdict.
 fn print(rev: &str, rounds: usize, old: &Figures, new: &Figures) {
-    println!("\nbench --compare {rev}: medians of {rounds} interleaved round(s)");
+    println!("\nbench --compare {rev}: {rounds} interleaved round(s)");
     println!(
-        "{:<52} {:>12} {:>12} {:>9}  verdict",
-        "figure", "old", "new", "new/old"
+        "{:<52} {:>11} {:>11} {:>8} {:>7}  verdict",
+        "figure", "old median", "new median", "paired", "behind"
     );
     for (key, old_values) in old {
+        let lower_is_better = LOWER_IS_BETTER.iter().any(|end| key.ends_with(end));
         let Some(new_values) = new.get(key) else {
             let o = median(old_values);
-            println!("{key:<52} {o:>12.2} {:>12} {:>9}  gone", "-", "-");
+            println!(
+                "{key:<52} {o:>11.2} {:>11} {:>8} {:>7}  gone",
+                "-", "-", "-"
+            );
             continue;
         };
-        let (o, n) = (median(old_values), median(new_values));
-        let ratio = n / o;
-        let lower_is_better = LOWER_IS_BETTER.iter().any(|end| key.ends_with(end));
-        let better = if lower_is_better {
-            ratio <= 1.0
-        } else {
-            ratio >= 1.0
-        };
-        let verdict = match (better, (ratio - 1.0).abs() < 0.05) {
-            (_, true) => "same (within 5%)",
-            (true, false) => "better",
-            (false, false) => "WORSE",
-        };
-        println!("{key:<52} {o:>12.2} {n:>12.2} {ratio:>9.3}  {verdict}");
+        let m = Moved::of(old_values, new_values, lower_is_better);
+        println!(
+            "{key:<52} {:>11.2} {:>11.2} {:>8.3} {:>7}  {}",
+            m.old,
+            m.new,
+            m.paired,
+            format!("{}/{}", m.behind, m.rounds),
+            m.verdict(lower_is_better)
+        );
     }
     for key in new.keys().filter(|k| !old.contains_key(*k)) {
-        println!(
-            "{key:<52} {:>12} {:>12.2} {:>9}  new",
-            "-",
-            median(&new[key]),
-            "-"
-        );
+        let n = median(&new[key]);
+        println!("{key:<52} {:>11} {n:>11.2} {:>8} {:>7}  new", "-", "-", "-");
     }
 }
 
@@ -272,6 +326,29 @@ mod tests {
                 ("W3I pss_bytes_per_conn".to_owned(), 5000.0),
                 ("W3I idle_cpu_pct".to_owned(), 0.4)
             ]
+        );
+    }
+
+    #[test]
+    fn worse_needs_the_paired_ratio_and_most_rounds_behind() {
+        // Slower by 10 % in every round: worse.
+        let m = Moved::of(&[100.0; 5], &[90.0; 5], false);
+        assert_eq!((m.behind, m.verdict(false)), (5, "WORSE"));
+        // One bad round among even ones: the median pair says same, one round behind.
+        let m = Moved::of(
+            &[100.0, 100.0, 100.0, 100.0, 100.0],
+            &[101.0, 102.0, 60.0, 100.5, 103.0],
+            false,
+        );
+        assert_eq!(m.verdict(false), "same");
+        // Behind in four rounds but by 2 %: noise at most.
+        let m = Moved::of(&[100.0; 5], &[98.0, 98.0, 98.0, 98.0, 101.0], false);
+        assert_eq!(m.verdict(false), "worse? (noise)");
+        // Lower is better: a latency up 20 % in every round is worse, down is better.
+        assert_eq!(Moved::of(&[1.0; 5], &[1.2; 5], true).verdict(true), "WORSE");
+        assert_eq!(
+            Moved::of(&[1.0; 5], &[0.8; 5], true).verdict(true),
+            "better"
         );
     }
 
