@@ -9,6 +9,7 @@
 use super::Driver;
 pub(crate) mod bulk;
 
+use super::area::store_area;
 use crate::clock::Millis;
 use crate::*;
 use async_trait::async_trait;
@@ -89,36 +90,40 @@ async fn event_detail<D: OpsStatements>(
     })
 }
 
-/// Every backend with the bulk driver has the operator views and bulk actions.
-#[async_trait]
-impl<D: BulkDriver> OpsStore for Engine<D> {
-    async fn list_events(
-        &self,
-        tenant: TenantId,
-        query: &EventListQuery,
-        limit: u32,
-    ) -> StoreResult<OpsEventPage> {
-        list_events(&self.0, tenant, query, limit).await
-    }
+// Every backend with the bulk driver has the operator views and bulk actions.
+store_area! {
+    /// Operator views and immediate bulk actions (each recorded in the audit log).
+    pub trait OpsStore for Engine<D: BulkDriver> {
+        async fn list_events(
+            &self,
+            tenant: TenantId,
+            query: &EventListQuery,
+            limit: u32,
+        ) -> StoreResult<OpsEventPage> {
+            list_events(&self.0, tenant, query, limit).await
+        }
 
-    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
-        event_detail(&self.0, tenant, event).await
-    }
+        async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
+            event_detail(&self.0, tenant, event).await
+        }
 
-    async fn bulk(
-        &self,
-        tenant: TenantId,
-        scope: &Scope<'_>,
-        max: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<Committed<(u64, i64)>> {
-        self.0
-            .retrying(|| bulk::bulk(&self.0, tenant, scope, max, actor, now))
-            .await
-    }
+        /// Applies an action at once, in one transaction: refused with
+        /// [`StoreError::TooMany`] when more than `max` events match (that is a job).
+        async fn bulk(
+            &self,
+            tenant: TenantId,
+            scope: &Scope<'_>,
+            max: u64,
+            actor: &Actor,
+            now: Millis,
+        ) -> StoreResult<Committed<(u64, i64)>> {
+            self.0
+                .retrying(|| bulk::bulk(&self.0, tenant, scope, max, actor, now))
+                .await
+        }
 
-    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        self.0.audit_entries(tenant, limit).await
+        async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
+            self.0.audit_entries(tenant, limit).await
+        }
     }
 }
