@@ -7,6 +7,7 @@ use super::audit::AuditStatements;
 use super::leases::{self, LeaseDriver};
 use super::memories;
 use crate::clock::Millis;
+use crate::lease_rules::{check_release, check_renewal, renewal_ttl};
 use crate::*;
 use switchboard_proto::{
     Lease, LeaseAuditEntry, LeaseId, Lineage, Memory, MemoryId, OpsLease, TenantId,
@@ -115,9 +116,36 @@ store_area! {
             actor: &Actor,
             now: Millis,
         ) -> StoreResult<Lease> {
-            self.0
-                .retrying(|| leases::renew(&self.0, tenant, id, token, ttl_ms, actor, now))
-                .await
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                // Locked: an acquisition waiting on it sees the renewed expiry.
+                let held = d.load_lease(&mut tx, tenant, id, true).await?;
+                let held = check_renewal(held, id, token, actor, now)?;
+                let ttl = renewal_ttl(&held, ttl_ms);
+                d.set_lease_expiry(&mut tx, id, ttl, now + ttl).await?;
+                let lease = d
+                    .load_lease(&mut tx, tenant, id, false)
+                    .await?
+                    .ok_or(StoreError::NotFound)?
+                    .lease;
+                leases::audit(
+                    d,
+                    &mut tx,
+                    leases::LeaseEvent {
+                        tenant,
+                        event: "renewed",
+                        lease: &lease,
+                        token: token as i64,
+                        actor: &actor.to_string(),
+                    },
+                    now,
+                )
+                .await?;
+                d.commit(tx, &[]).await?;
+                Ok(lease)
+            })
+            .await
         }
 
         async fn release_lease(
@@ -128,9 +156,33 @@ store_area! {
             actor: &Actor,
             now: Millis,
         ) -> StoreResult<()> {
-            self.0
-                .retrying(|| leases::release(&self.0, tenant, id, token, actor, now))
-                .await
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                // Already gone (released before, forced out, taken over): the holder wants it
+                // ended, and it is. Releasing twice is not an error.
+                if let Some(held) = d.load_lease(&mut tx, tenant, id, true).await? {
+                    check_release(&held, id, token, actor)?;
+                    // A clean release: the holder says it is done, so no lock delay.
+                    d.delete_lease(&mut tx, id).await?;
+                    leases::audit(
+                        d,
+                        &mut tx,
+                        leases::LeaseEvent {
+                            tenant,
+                            event: "released",
+                            lease: &held.lease,
+                            token: token as i64,
+                            actor: &actor.to_string(),
+                        },
+                        now,
+                    )
+                    .await?;
+                }
+                d.commit(tx, &[]).await?;
+                Ok(())
+            })
+            .await
         }
 
         /// Ends a lease now and bumps both fences past its token, so its holder is
