@@ -22,10 +22,13 @@
 /// SendStatements> SendStore for Engine<D>` with the bodies. A method is `async fn`
 /// or a plain `fn`; each has a return type. A method the trait provides and the
 /// engine does not override is written `default async fn`, with the trait's body.
+/// Long driver bounds wrap as rustfmt wraps generics: `Engine<`, then the bounds on a
+/// line of their own with a trailing comma, then `>`. rustfmt leaves what is inside
+/// the braces alone: keep it formatted as rustfmt would, within 100 columns.
 macro_rules! store_area {
     (
         $(#[$attr:meta])*
-        pub trait $area:ident for Engine<D: $bound:ident $(+ $more:ident)*> {
+        pub trait $area:ident for Engine<D: $bound:ident $(+ $more:ident)* $(,)?> {
             $($methods:tt)*
         }
     ) => {

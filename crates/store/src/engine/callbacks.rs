@@ -147,7 +147,9 @@ async fn one<D: CallbackStatements>(
 }
 
 store_area! {
-    pub trait CallbackStore for Engine<D: CallbackStatements + IdemStatements + AuditStatements + TrimStatements> {
+    pub trait CallbackStore for Engine<
+        D: CallbackStatements + IdemStatements + AuditStatements + TrimStatements,
+    > {
         /// Stores `new`, replacing the agent's previous callback (and its attempt log),
         /// with the request's idempotent response in the same transaction (I8).
         /// The audit row of `note` is written with it.

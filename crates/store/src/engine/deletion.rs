@@ -46,7 +46,9 @@ pub(crate) trait DeletionStatements: CallbackStatements + DirectoryStatements {
 }
 
 store_area! {
-    pub trait DeletionStore for Engine<D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements> {
+    pub trait DeletionStore for Engine<
+        D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements,
+    > {
         /// Deletes `tenant`'s agent `agent`: `None` when there is no such live agent.
         /// In one transaction: the agent is marked deleted and its name freed, its
         /// credentials are revoked, its open events purged, it leaves its rooms and

@@ -285,7 +285,9 @@ pub(crate) fn depth_rows(counts: Vec<DepthCount>) -> Vec<DepthRow> {
 store_area! {
     /// Tenants, tokens (hashes only, I11), console sessions and one-time login tickets,
     /// agents and their client reports.
-    pub trait DirectoryStore for Engine<D: DirectoryStatements + AuditStatements + LineageStatements> {
+    pub trait DirectoryStore for Engine<
+        D: DirectoryStatements + AuditStatements + LineageStatements,
+    > {
         // --- tenants and tokens ---
         async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId> {
             ensure_tenant(&self.0, name, now).await
@@ -454,7 +456,12 @@ store_area! {
         }
 
         /// A live grant of `kind` (unexpired, its token not revoked).
-        async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>> {
+        async fn grant(
+            &self,
+            hash: &[u8],
+            kind: GrantKind,
+            now: Millis,
+        ) -> StoreResult<Option<Grant>> {
             DirectoryStatements::live_grant(&self.0, None, hash, kind, now).await
         }
 
@@ -477,7 +484,6 @@ store_area! {
 
         // --- agents ---
         /// Creates an agent and its token in one transaction.
-        // An agent and its token, in one transaction.
         async fn create_agent(
             &self,
             tenant: TenantId,

@@ -259,7 +259,9 @@ async fn poll<D: IdentityStatements>(
 }
 
 store_area! {
-    pub trait IdentityStore for Engine<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatements> {
+    pub trait IdentityStore for Engine<
+        D: IdentityStatements + AuditStatements + LineageStatements + TrimStatements,
+    > {
         /// Every stored signing key, oldest first.
         async fn signing_keys(&self) -> StoreResult<Vec<SigningKeyRow>> {
             self.0.signing_key_rows().await

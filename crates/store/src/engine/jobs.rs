@@ -236,8 +236,6 @@ store_area! {
         /// This instance's name where several instances share the database: the owner
         /// of the jobs it runs and of the idempotency keys it holds in flight. `None`
         /// where one process owns the database (SQLite).
-        // Only a shared database has such jobs: with one process, its live jobs are
-        // its own, and `jobs_interrupted` cleaned up at start.
         fn instance_name(&self) -> Option<&str> {
             self.0.job_owner()
         }

@@ -77,7 +77,12 @@ store_area! {
         /// The acquisition's checks, read-only, for a key this principal has not used:
         /// a refusal (`LeaseHeld`, `Confusable`, `NotFound`) costs no write. The
         /// acquisition checks again in its own transaction.
-        async fn lease_precheck(&self, new: &NewLease, key: &IdemKey, now: Millis) -> StoreResult<()> {
+        async fn lease_precheck(
+            &self,
+            new: &NewLease,
+            key: &IdemKey,
+            now: Millis,
+        ) -> StoreResult<()> {
             leases::precheck(&self.0, new, key, now).await
         }
 
@@ -229,7 +234,11 @@ store_area! {
         }
 
         /// The lease audit trail, newest first (names and memories as salted hashes).
-        async fn lease_audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<LeaseAuditEntry>> {
+        async fn lease_audit(
+            &self,
+            tenant: TenantId,
+            limit: u32,
+        ) -> StoreResult<Vec<LeaseAuditEntry>> {
             self.0.audit_lines(tenant, limit).await
         }
     }

@@ -367,8 +367,8 @@ store_area! {
                     let mut batch = return_expired(d, &mut tx, now, None).await?;
                     let expired = d.expire_events(&mut tx, now, BATCH).await?;
                     d.commit(tx, &batch.wakes).await?;
-                    let more =
-                        batch.lease_expirations == u64::from(BATCH) || expired.len() == BATCH as usize;
+                    let more = batch.lease_expirations == u64::from(BATCH)
+                        || expired.len() == BATCH as usize;
                     batch.expired = expired.len() as u64;
                     for tenant in expired {
                         batch.by_tenant.entry(tenant).or_default().expired += 1;
@@ -445,9 +445,15 @@ store_area! {
                         };
                         if let Some(events) = &copied {
                             // Only what the archive took, and only while it is as it was taken.
-                            new_low =
-                                unchanged_through(d, &mut tx, agent, marks.low_water, new_low, events)
-                                    .await?;
+                            new_low = unchanged_through(
+                                d,
+                                &mut tx,
+                                agent,
+                                marks.low_water,
+                                new_low,
+                                events,
+                            )
+                            .await?;
                             if new_low <= marks.low_water {
                                 // Changed since it was copied (or removed by another instance):
                                 // the next pass copies it again.
@@ -461,7 +467,8 @@ store_area! {
                         stats.events_removed += removed;
                         stats.batches += 1;
                         if let Some(events) = &copied {
-                            let archived = events.iter().filter(|e| e.seq <= new_low).count() as u64;
+                            let archived =
+                                events.iter().filter(|e| e.seq <= new_low).count() as u64;
                             stats.archived += archived;
                             *stats
                                 .archived_by_tenant

@@ -193,7 +193,12 @@ store_area! {
             .await
         }
 
-        async fn create_room(&self, tenant: TenantId, name: &str, now: Millis) -> StoreResult<Room> {
+        async fn create_room(
+            &self,
+            tenant: TenantId,
+            name: &str,
+            now: Millis,
+        ) -> StoreResult<Room> {
             let d = &self.0;
             d.retrying(|| async {
                 let id = RoomId::new();

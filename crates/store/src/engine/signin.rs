@@ -121,7 +121,9 @@ async fn redeem<D: SignInStatements + LineageStatements>(
 }
 
 store_area! {
-    pub trait SignInStore for Engine<D: SignInStatements + AuditStatements + LineageStatements + TrimStatements> {
+    pub trait SignInStore for Engine<
+        D: SignInStatements + AuditStatements + LineageStatements + TrimStatements,
+    > {
         /// Stores the code of an operator's consent, with its audit row.
         async fn insert_authorization_code(
             &self,
