@@ -36,7 +36,10 @@ macro_rules! store_area {
             @split [$(#[$attr])* $area [$bound $(+ $more)*]] [] [] $($methods)*
         );
     };
-    // Every method split: the trait and the impl.
+    // Every method split: the trait and the impl. A method's parameters pass through
+    // as the one token tree they are (`$args`), so the `self` of its body and of its
+    // `&self` come from the same place (a `self` the macro wrote would not be the
+    // body's).
     (
         @split [$(#[$attr:meta])* $area:ident [$($bounds:tt)+]]
         [$($decl:tt)*] [$($def:tt)*]
