@@ -1,6 +1,7 @@
 //! The store's seam for webhook callbacks (issue 14): registrations, the per-callback
-//! delivery lease that keeps one agent's deliveries in order across instances, and
-//! the attempt log. Written once, in `engine/callbacks.rs`.
+//! delivery lease that keeps one agent's deliveries in order across instances, and the
+//! attempt log: its records. The trait, [`CallbackStore`](crate::CallbackStore), is
+//! declared with its one implementation in `engine/callbacks.rs`.
 
 use super::*;
 use switchboard_proto::{Callback, CallbackAttempt, CallbackId};

@@ -1,5 +1,7 @@
-//! The store's seam for deleting an agent (issue 15): what the Agents page's
-//! Delete does, in one transaction.
+//! The store's seam for deleting an agent (issue 15): what the Agents page's Delete
+//! does, in one transaction: its record. The trait,
+//! [`DeletionStore`](crate::DeletionStore), is declared with its one implementation in
+//! `engine/deletion.rs`.
 
 /// What deleting an agent did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

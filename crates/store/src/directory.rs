@@ -1,5 +1,7 @@
 //! The store's seam for who is who: tenants, bearer tokens, console grants, agents
-//! (with their inbox depth) and the client reports agents send about themselves.
+//! (with their inbox depth) and the client reports agents send about themselves: its
+//! records. The trait, [`DirectoryStore`](crate::DirectoryStore), is declared with its
+//! one implementation in `engine/directory.rs`.
 
 use super::*;
 

@@ -1,6 +1,8 @@
 //! The store's seam for access tokens (issue 15): the keys that sign them and the
-//! record of every token issued, by its `jti`. The private keys are stored sealed
-//! (the HTTP layer seals and opens them); tokens never are, only their ids.
+//! record of every token issued, by its `jti`. The private keys are stored sealed (the
+//! HTTP layer seals and opens them); tokens never are, only their ids. The trait,
+//! [`IdentityStore`](crate::IdentityStore), is declared with its one implementation in
+//! `engine/identity.rs`.
 
 use super::*;
 

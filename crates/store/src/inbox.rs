@@ -1,5 +1,7 @@
-//! The agent's inbox and the background passes over every inbox, as the server
-//! calls them (written once, in `engine/inbox.rs` and `engine/maintenance.rs`).
+//! The agent's inbox and the background passes over every inbox, as the server calls
+//! them: their records. The traits are declared with their one implementation:
+//! [`InboxStore`](crate::InboxStore) in `engine/inbox_transactions.rs`,
+//! [`MaintenanceStore`](crate::MaintenanceStore) in `engine/maintenance.rs`.
 
 pub use crate::engine::inbox_transactions::ClaimArgs;
 use async_trait::async_trait;

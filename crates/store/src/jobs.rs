@@ -1,4 +1,7 @@
-//! The store's bulk-job seam (the runner is the server's `workers/jobs.rs`).
+//! The store's bulk-job seam (the runner is the server's `workers/jobs.rs`): its
+//! records. The trait, [`JobStore`](crate::JobStore), is declared with its one
+//! implementation in `engine/jobs.rs`; the operator views and bulk actions at once,
+//! [`OpsStore`](crate::OpsStore), in `engine/ops.rs`.
 
 use super::*;
 

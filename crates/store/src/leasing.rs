@@ -1,4 +1,7 @@
-//! The store's seams for memories, name + memory leases and the fenced data plane.
+//! The store's seams for memories, name + memory leases and the fenced data plane:
+//! their records. The traits are declared with their one implementation:
+//! [`LeaseStore`](crate::LeaseStore) in `engine/lease_store.rs`,
+//! [`RecordStore`](crate::RecordStore) in `engine/records.rs`.
 
 use super::*;
 

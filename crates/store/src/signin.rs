@@ -1,6 +1,8 @@
 //! The store's seam for the sign-in of native apps (issue 15): authorization codes
 //! (RFC 6749 §4.1) bound to a client, a loopback redirect URI and a PKCE challenge
-//! (RFC 7636). Only a code's hash is stored; it is redeemed once.
+//! (RFC 7636). Only a code's hash is stored; it is redeemed once. The trait,
+//! [`SignInStore`](crate::SignInStore), is declared with its one implementation in
+//! `engine/signin.rs`.
 
 use super::*;
 
