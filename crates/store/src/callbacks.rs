@@ -1,9 +1,10 @@
 //! The store's seam for webhook callbacks (issue 14): registrations, the per-callback
-//! delivery lease that keeps one agent's deliveries in order across instances, and
-//! the attempt log. Written once, in `engine/callbacks.rs`.
+//! delivery lease that keeps one agent's deliveries in order across instances, and the
+//! attempt log: its records. The trait, [`CallbackStore`](crate::CallbackStore), is
+//! declared with its one implementation in `engine/callbacks.rs`.
 
 use super::*;
-use switchboard_proto::{Callback, CallbackAttempt, CallbackId, CallbackState};
+use switchboard_proto::{Callback, CallbackAttempt, CallbackId};
 
 /// A registration whose challenge passed, ready to be stored.
 #[derive(Debug, Clone)]
@@ -57,78 +58,4 @@ pub struct AttemptRecord {
     pub next_attempt_at: Millis,
     /// Disables the callback with this reason (a 410, or failing too long).
     pub disable: Option<String>,
-}
-
-#[async_trait]
-pub trait CallbackStore: Send + Sync {
-    /// Stores `new`, replacing the agent's previous callback (and its attempt log),
-    /// with the request's idempotent response in the same transaction (I8).
-    /// The audit row of `note` is written with it.
-    async fn put_callback(
-        &self,
-        new: &NewCallback,
-        idem: Option<(&IdemKey, &StoredResponse)>,
-        note: &AuditNote,
-    ) -> StoreResult<Callback>;
-    /// The tenant's callbacks (of one agent, or all), oldest first.
-    async fn callbacks(
-        &self,
-        tenant: TenantId,
-        agent: Option<AgentId>,
-    ) -> StoreResult<Vec<Callback>>;
-    async fn callback(
-        &self,
-        tenant: TenantId,
-        id: CallbackId,
-    ) -> StoreResult<Option<StoredCallback>>;
-    /// Whether it existed; with the audit row of `note` when it did.
-    async fn delete_callback(
-        &self,
-        tenant: TenantId,
-        id: CallbackId,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<bool>;
-    /// `None` when there is no such callback in `tenant`; with the audit row of
-    /// `note` when there is.
-    async fn change_callback(
-        &self,
-        tenant: TenantId,
-        id: CallbackId,
-        change: &StateChange,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<Option<Callback>>;
-
-    /// Active callbacks, due (`next_attempt_at <= now`), not being delivered to by
-    /// any instance, whose agent has a claimable event: at most `limit`, every
-    /// tenant.
-    async fn due_callbacks(&self, now: Millis, limit: u32) -> StoreResult<Vec<StoredCallback>>;
-    /// Takes the delivery lease of `id` until `until` unless another instance holds
-    /// it; whether it was taken.
-    async fn lease_callback(
-        &self,
-        id: CallbackId,
-        token: uuid::Uuid,
-        until: Millis,
-        now: Millis,
-    ) -> StoreResult<bool>;
-    /// Gives the lease back without an attempt (there was nothing to deliver).
-    async fn unlease_callback(&self, id: CallbackId, token: uuid::Uuid) -> StoreResult<()>;
-    /// Logs an attempt and, for a delivery, updates the callback's record and
-    /// returns its lease, in one transaction. Returns the callback as it is now
-    /// (`None`: it was deleted meanwhile).
-    async fn record_attempt(&self, record: &AttemptRecord) -> StoreResult<Option<Callback>>;
-    /// Newest first.
-    async fn callback_attempts(
-        &self,
-        id: CallbackId,
-        limit: u32,
-    ) -> StoreResult<Vec<CallbackAttempt>>;
-    /// Removes attempts logged before `cutoff`; how many.
-    async fn trim_callback_attempts(&self, cutoff: Millis) -> StoreResult<u64>;
-    /// How many callbacks are in `state`, every tenant (the metrics).
-    async fn count_callbacks(&self, state: CallbackState) -> StoreResult<u64>;
-    /// How many callbacks were sealed with a key other than `key_id`.
-    async fn callbacks_sealed_elsewhere(&self, key_id: &str) -> StoreResult<u64>;
 }

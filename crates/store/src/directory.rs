@@ -1,8 +1,9 @@
 //! The store's seam for who is who: tenants, bearer tokens, console grants, agents
-//! (with their inbox depth) and the client reports agents send about themselves.
+//! (with their inbox depth) and the client reports agents send about themselves: its
+//! records. The trait, [`DirectoryStore`](crate::DirectoryStore), is declared with its
+//! one implementation in `engine/directory.rs`.
 
 use super::*;
-use async_trait::async_trait;
 
 /// A bearer token's record. The token itself is never stored, only its SHA-256.
 #[derive(Debug, Clone)]
@@ -147,128 +148,4 @@ pub struct CredentialRow {
     pub revoked_at: Option<Millis>,
     /// The credential that approved it (a login's), if any.
     pub parent_hash: Option<Vec<u8>>,
-}
-
-/// Tenants, tokens (hashes only, I11), console sessions and one-time login tickets,
-/// agents and their client reports.
-#[async_trait]
-pub trait DirectoryStore: Send + Sync {
-    // --- tenants and tokens ---
-    async fn ensure_tenant(&self, name: &str, now: Millis) -> StoreResult<TenantId>;
-    /// A new tenant with its first operator token, in one transaction;
-    /// [`StoreError::Conflict`] when the name is taken.
-    /// `by`: the deployment admin's tenant and note, for its audit row.
-    async fn create_tenant(
-        &self,
-        name: &str,
-        operator: &NewOperator<'_>,
-        by: Option<(TenantId, &AuditNote)>,
-        now: Millis,
-    ) -> StoreResult<TenantRecord>;
-    /// Every tenant with its number of agents, by name.
-    async fn tenants(&self) -> StoreResult<Vec<TenantRecord>>;
-    /// The tenant called `name`, if any.
-    async fn tenant_by_name(&self, name: &str) -> StoreResult<Option<TenantId>>;
-    /// Replaces a token's scopes (the start-up upgrade of the deployment admin's
-    /// token, which predates the `admin` scope).
-    async fn set_token_scopes(&self, hash: &[u8], scopes: &[String]) -> StoreResult<()>;
-    /// A token of no agent (an operator's, a scraper's).
-    async fn insert_token(
-        &self,
-        hash: &[u8],
-        tenant: TenantId,
-        scopes: &[String],
-        label: &str,
-        note: Option<&AuditNote>,
-        now: Millis,
-    ) -> StoreResult<()>;
-    async fn token(&self, hash: &[u8]) -> StoreResult<Option<TokenRecord>>;
-    /// `tenant`'s tokens (static credentials), live and revoked, oldest first.
-    async fn credentials(&self, tenant: TenantId) -> StoreResult<Vec<CredentialRow>>;
-    /// Revokes `tenant`'s token with this hash and every credential it approved
-    /// (its logins, theirs, …), with the audit row; how many were live (a token of
-    /// another tenant is not touched). Their console sessions end with them.
-    async fn revoke_credential(
-        &self,
-        tenant: TenantId,
-        hash: &[u8],
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<u64>;
-    /// Revokes every live token of `agent` and what they approved, with the audit
-    /// row; how many.
-    async fn revoke_agent_credentials(
-        &self,
-        tenant: TenantId,
-        agent: AgentId,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<u64>;
-
-    // --- console sessions and one-time login tickets (hashes only, I11) ---
-    /// Stores a grant; also forgets expired ones.
-    /// With `note`, the audit row of an operator's login link.
-    async fn insert_grant(
-        &self,
-        grant: &NewGrant<'_>,
-        note: Option<&AuditNote>,
-        now: Millis,
-    ) -> StoreResult<()>;
-    /// A live grant of `kind` (unexpired, its token not revoked).
-    async fn grant(&self, hash: &[u8], kind: GrantKind, now: Millis) -> StoreResult<Option<Grant>>;
-    /// Like [`DirectoryStore::grant`], but deletes it at once: single use, even when
-    /// two requests race for it.
-    async fn take_grant(
-        &self,
-        hash: &[u8],
-        kind: GrantKind,
-        now: Millis,
-    ) -> StoreResult<Option<Grant>>;
-    async fn delete_grant(&self, hash: &[u8]) -> StoreResult<()>;
-
-    // --- agents ---
-    /// Creates an agent and its token in one transaction.
-    async fn create_agent(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        token_hash: &[u8],
-        scopes: &[String],
-        note: Option<&AuditNote>,
-        now: Millis,
-    ) -> StoreResult<AgentRecord>;
-    /// Finds an agent of `tenant` by id or by name.
-    async fn agent(&self, tenant: TenantId, key: &str) -> StoreResult<AgentRecord>;
-    async fn touch_agent(&self, agent: AgentId, now: Millis) -> StoreResult<()>;
-    /// Every agent's events by status (of `tenant`, or of all tenants), by name.
-    async fn depth(&self, tenant: Option<TenantId>) -> StoreResult<Vec<DepthRow>>;
-    async fn agents(&self, tenant: TenantId) -> StoreResult<Vec<AgentRecord>>;
-
-    // --- client reports (the SDK's view of its outbox and consumer) ---
-    /// Replaces `agent`'s stored report (`report` is its JSON).
-    async fn put_client_report(&self, agent: AgentId, report: &str, now: Millis)
-    -> StoreResult<()>;
-    /// Every stored report of `tenant`'s agents: (agent, name, JSON, received at).
-    async fn client_reports(&self, tenant: TenantId) -> StoreResult<Vec<ClientReportRow>>;
-
-    // --- remote client settings (what the agents' SDKs obey) ---
-    /// Replaces the settings of `agent` (`None`: the tenant's row).
-    async fn put_client_settings(
-        &self,
-        tenant: TenantId,
-        agent: Option<AgentId>,
-        settings: ClientSettings,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<()>;
-    /// Removes the settings of `agent` (`None`: the tenant's); whether there were any.
-    async fn delete_client_settings(
-        &self,
-        tenant: TenantId,
-        agent: Option<AgentId>,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<bool>;
-    /// `tenant`'s rows: its own first, then its agents' by name.
-    async fn client_settings(&self, tenant: TenantId) -> StoreResult<Vec<ClientSettingsRow>>;
 }

@@ -1,9 +1,10 @@
 //! The store's seam for access tokens (issue 15): the keys that sign them and the
-//! record of every token issued, by its `jti`. The private keys are stored sealed
-//! (the HTTP layer seals and opens them); tokens never are, only their ids.
+//! record of every token issued, by its `jti`. The private keys are stored sealed (the
+//! HTTP layer seals and opens them); tokens never are, only their ids. The trait,
+//! [`IdentityStore`](crate::IdentityStore), is declared with its one implementation in
+//! `engine/identity.rs`.
 
 use super::*;
-use async_trait::async_trait;
 
 /// A stored signing key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,69 +156,4 @@ pub enum Refreshed {
     Expired(&'static str),
     /// Used, and the tokens of [`Issue`] recorded.
     Rotated(AccessGrant),
-}
-
-#[async_trait]
-pub trait IdentityStore: Send + Sync {
-    /// Every stored signing key, oldest first.
-    async fn signing_keys(&self) -> StoreResult<Vec<SigningKeyRow>>;
-    async fn insert_signing_key(&self, key: &SigningKeyRow) -> StoreResult<()>;
-    /// Removes the signing key `kid` (one no token it signed can still be live with).
-    async fn delete_signing_key(&self, kid: &str) -> StoreResult<()>;
-
-    async fn insert_access_token(&self, token: &NewAccessToken<'_>) -> StoreResult<()>;
-    /// Who the access token `jti` acts for: its parent credential's record, while
-    /// the token is unexpired at `now` and neither it nor its parent is revoked.
-    async fn access_token(&self, jti: &str, now: Millis) -> StoreResult<Option<AccessGrant>>;
-    /// Revokes `tenant`'s access token `jti`; whether it was live.
-    async fn revoke_access_token(
-        &self,
-        tenant: TenantId,
-        jti: &str,
-        now: Millis,
-    ) -> StoreResult<bool>;
-    /// Forgets the records of access tokens expired before `before`, and device
-    /// requests expired a day before it; how many access tokens.
-    async fn forget_access_tokens(&self, before: Millis) -> StoreResult<u64>;
-
-    // --- device login (RFC 8628) and refresh tokens ---
-    /// Stores a device request; `false` when its user code is taken (make another).
-    async fn insert_device_request(&self, request: &NewDeviceRequest<'_>) -> StoreResult<bool>;
-    /// `tenant`'s device requests that have not expired at `now`, newest first.
-    async fn device_requests(
-        &self,
-        tenant: TenantId,
-        now: Millis,
-    ) -> StoreResult<Vec<DeviceRequestRow>>;
-    /// Approves (`Some`) or denies `tenant`'s pending, unexpired request with this
-    /// user code, once: `None` when there is none (another tenant's, decided
-    /// already, expired, unknown). An approval makes the agent when it does not
-    /// exist, and the login's credential, in the same transaction.
-    async fn decide_device_request(
-        &self,
-        tenant: TenantId,
-        user_code: &str,
-        approval: Option<&Approval<'_>>,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<Option<DeviceRequestRow>>;
-    /// The token endpoint's poll with a device code by `client_id`.
-    async fn poll_device_request(
-        &self,
-        device_hash: &str,
-        client_id: &str,
-        now: Millis,
-        issue: &Issue<'_>,
-    ) -> StoreResult<DevicePoll>;
-    /// Uses the refresh token with this hash: once, within the login's lifetimes.
-    async fn refresh(
-        &self,
-        hash: &[u8],
-        now: Millis,
-        lifetimes: RefreshLifetimes,
-        issue: &Issue<'_>,
-    ) -> StoreResult<Refreshed>;
-    /// Revokes the login (family) the refresh token with this hash belongs to;
-    /// whether it was live.
-    async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool>;
 }

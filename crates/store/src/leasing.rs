@@ -1,7 +1,9 @@
-//! The store's seams for memories, name + memory leases and the fenced data plane.
+//! The store's seams for memories, name + memory leases and the fenced data plane:
+//! their records. The traits are declared with their one implementation:
+//! [`LeaseStore`](crate::LeaseStore) in `engine/lease_store.rs`,
+//! [`RecordStore`](crate::RecordStore) in `engine/records.rs`.
 
 use super::*;
-use async_trait::async_trait;
 
 /// A legacy name to insert (the server's `names_import::plan`): canonical form, skeleton, original, creation time (ms).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,121 +44,6 @@ pub struct LeaseFields {
     pub token: u64,
     /// The `owner_client` the lease was acquired with.
     pub owner_client: Option<String>,
-}
-
-/// Memory instances and their leases. Time is the server's clock (`now`): with
-/// SQLite the server is the database's only client, so its clock is the database
-/// clock; a client's clock is never used.
-#[async_trait]
-pub trait LeaseStore: Send + Sync {
-    async fn register_memory(
-        &self,
-        tenant: TenantId,
-        label: Option<&str>,
-        now: Millis,
-    ) -> StoreResult<switchboard_proto::Memory>;
-    /// A new memory recording `parent` and `parent_token` (which must not be above
-    /// the parent's current token).
-    async fn branch_memory(
-        &self,
-        tenant: TenantId,
-        parent: switchboard_proto::MemoryId,
-        parent_token: u64,
-        label: Option<&str>,
-        now: Millis,
-    ) -> StoreResult<switchboard_proto::Memory>;
-    async fn memory(
-        &self,
-        tenant: TenantId,
-        id: switchboard_proto::MemoryId,
-    ) -> StoreResult<switchboard_proto::Memory>;
-    async fn lineage(
-        &self,
-        tenant: TenantId,
-        id: switchboard_proto::MemoryId,
-    ) -> StoreResult<switchboard_proto::Lineage>;
-    /// Claims the name and the memory together, in one transaction (I7), or neither:
-    /// `LeaseHeld` when either has another live lease or is in its lock delay,
-    /// `Confusable` when the skeleton is leased under another canonical name.
-    /// An expired lease in the way is taken over. The new fencing token is one above
-    /// both the name's and the memory's last.
-    async fn acquire_lease(
-        &self,
-        lease: &NewLease,
-        idem: Option<&IdemKey>,
-        now: Millis,
-    ) -> StoreResult<switchboard_proto::Lease>;
-    /// The acquisition's checks, read-only, for a key this principal has not used:
-    /// a refusal (`LeaseHeld`, `Confusable`, `NotFound`) costs no write. The
-    /// acquisition checks again in its own transaction.
-    async fn lease_precheck(&self, lease: &NewLease, key: &IdemKey, now: Millis)
-    -> StoreResult<()>;
-    /// The lease on `memory`, live or expired, if any (a memory has at most one).
-    async fn lease_on_memory(
-        &self,
-        tenant: TenantId,
-        memory: switchboard_proto::MemoryId,
-    ) -> StoreResult<Option<switchboard_proto::Lease>>;
-    /// The id of the lease `fields` name: `None` when it is over, `StaleFence` when
-    /// they name no lease that was issued (the rules: `lease_rules::match_fields`).
-    /// A lease's id, name, memory, token and owner never change, so acting on the id
-    /// in a later transaction acts on the lease the fields named, or finds it gone.
-    async fn find_lease(
-        &self,
-        tenant: TenantId,
-        fields: &LeaseFields,
-    ) -> StoreResult<Option<switchboard_proto::LeaseId>> {
-        let held = self.lease_on_memory(tenant, fields.memory).await?;
-        super::lease_rules::match_fields(held.as_ref(), fields)
-    }
-    async fn renew_lease(
-        &self,
-        tenant: TenantId,
-        id: switchboard_proto::LeaseId,
-        token: u64,
-        ttl_ms: Option<Millis>,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<switchboard_proto::Lease>;
-    async fn release_lease(
-        &self,
-        tenant: TenantId,
-        id: switchboard_proto::LeaseId,
-        token: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<()>;
-    /// Ends a lease now and bumps both fences past its token, so its holder is
-    /// refused from then on; the lock delay starts now.
-    async fn force_release_lease(
-        &self,
-        tenant: TenantId,
-        id: switchboard_proto::LeaseId,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<switchboard_proto::OpsLease>;
-    async fn leases(
-        &self,
-        tenant: TenantId,
-        now: Millis,
-    ) -> StoreResult<Vec<switchboard_proto::OpsLease>>;
-    /// Registered names among `skeletons`: skeleton → (name, original).
-    async fn registered_names(&self, skeletons: &[String]) -> StoreResult<crate::Taken>;
-    /// Registers planned names in one transaction (all or none); `Conflict` when a
-    /// skeleton was registered meanwhile.
-    async fn register_names(
-        &self,
-        tenant: TenantId,
-        names: &[crate::Planned],
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<()>;
-    /// The lease audit trail, newest first (names and memories as salted hashes).
-    async fn lease_audit(
-        &self,
-        tenant: TenantId,
-        limit: u32,
-    ) -> StoreResult<Vec<switchboard_proto::LeaseAuditEntry>>;
 }
 
 /// One data-plane call on a memory's record, with the caller's fencing token.
@@ -203,30 +90,4 @@ pub enum RecordDone {
         created: bool,
     },
     Deleted,
-}
-
-/// The fenced data plane (I7's other half): every call presents the memory's
-/// current fencing token, checked in the call's own transaction; a refusal is
-/// recorded before it is answered. A change sends `memory_updated` to the memory's
-/// subscribers in the same transaction (I1).
-#[async_trait]
-pub trait RecordStore: Send + Sync {
-    async fn record(
-        &self,
-        call: &RecordCall<'_>,
-        now: Millis,
-    ) -> StoreResult<Committed<RecordDone>>;
-    async fn subscribe_memory(
-        &self,
-        tenant: TenantId,
-        memory: switchboard_proto::MemoryId,
-        agent: AgentId,
-        on: bool,
-    ) -> StoreResult<()>;
-    /// Newest first.
-    async fn fencing_rejections(
-        &self,
-        tenant: TenantId,
-        limit: u32,
-    ) -> StoreResult<Vec<switchboard_proto::FencingRejection>>;
 }

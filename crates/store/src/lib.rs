@@ -32,13 +32,11 @@ mod leasing;
 pub(crate) mod migrate;
 #[cfg(feature = "mysql")]
 pub mod mysql;
-mod ops;
 pub mod pkce;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod retries;
 pub(crate) mod rows;
-mod sending;
 mod signin;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -51,14 +49,25 @@ pub use clock::{Clock, ManualClock, Millis, SystemClock};
 pub use deletion::*;
 pub use directory::*;
 pub use engine::Engine;
+pub use engine::callbacks::CallbackStore;
+pub use engine::deletion::DeletionStore;
+pub use engine::directory::DirectoryStore;
+pub use engine::idempotency::IdemStore;
+pub use engine::identity::IdentityStore;
+pub use engine::inbox_transactions::InboxStore;
+pub use engine::jobs::JobStore;
+pub use engine::lease_store::LeaseStore;
+pub use engine::maintenance::MaintenanceStore;
+pub use engine::ops::OpsStore;
+pub use engine::records::RecordStore;
+pub use engine::send::SendStore;
+pub use engine::signin::SignInStore;
 pub use hooks::StoreHooks;
 pub use identity::*;
 pub use inbox::*;
 pub use jobs::*;
 pub use leasing::*;
-pub use ops::*;
 pub use retries::RetryCount;
-pub use sending::*;
 pub use signin::*;
 
 use async_trait::async_trait;

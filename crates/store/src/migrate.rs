@@ -55,6 +55,28 @@ impl OpenOptions {
     }
 }
 
+/// Ends a migration run on the connection of its own that holds the migration lock:
+/// releases the lock (`release`, the backend's statement) and closes the connection,
+/// whatever the run gave (`applied`); the result is the first failure of the three.
+pub(crate) async fn release_and_close<'q, C, A>(
+    mut conn: C,
+    applied: StoreResult<()>,
+    release: sqlx::query::Query<'q, C::Database, A>,
+) -> StoreResult<()>
+where
+    C: sqlx::Connection,
+    A: 'q + Send + sqlx::IntoArguments<C::Database>,
+    for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
+{
+    // Released with the session anyway, should this fail.
+    let released = release.execute(&mut conn).await;
+    let closed = conn.close().await;
+    applied?;
+    released?;
+    closed?;
+    Ok(())
+}
+
 /// How long a starting instance waits for another one's migrations before it gives
 /// up. Generous: a schema migration on a big database may take minutes.
 pub(crate) const LOCK_DEADLINE: Duration = Duration::from_secs(30 * 60);

@@ -1,9 +1,10 @@
 //! The store's seam for the sign-in of native apps (issue 15): authorization codes
 //! (RFC 6749 §4.1) bound to a client, a loopback redirect URI and a PKCE challenge
-//! (RFC 7636). Only a code's hash is stored; it is redeemed once.
+//! (RFC 7636). Only a code's hash is stored; it is redeemed once. The trait,
+//! [`SignInStore`](crate::SignInStore), is declared with its one implementation in
+//! `engine/signin.rs`.
 
 use super::*;
-use async_trait::async_trait;
 
 /// How long an authorization code can be redeemed (RFC 6749 §4.1.2 recommends at
 /// most 10 minutes; the app redeems it the moment the browser brings it back).
@@ -54,24 +55,4 @@ pub enum Redeemed {
     Reused,
     /// Redeemed: the tokens of [`Issue`] were recorded for the new sign-in.
     Issued(AccessGrant),
-}
-
-#[async_trait]
-pub trait SignInStore: Send + Sync {
-    /// Stores the code of an operator's consent, with its audit row.
-    async fn insert_authorization_code(
-        &self,
-        code: &NewAuthorizationCode<'_>,
-        note: &AuditNote,
-    ) -> StoreResult<()>;
-    /// Redeems a code: once, by the client and redirect URI it was made for, with
-    /// the verifier of its challenge, before it expires. Any attempt spends it.
-    async fn redeem_authorization_code(
-        &self,
-        redemption: &Redemption<'_>,
-        now: Millis,
-        issue: &Issue<'_>,
-    ) -> StoreResult<Redeemed>;
-    /// Forgets codes that expired before `before`; how many.
-    async fn forget_authorization_codes(&self, before: Millis) -> StoreResult<u64>;
 }

@@ -10,14 +10,16 @@
 //! than the request's timeout); its claimed event comes back with the event's own
 //! lease, as for any claim.
 
+use super::Driver;
+use super::area::store_area;
 use super::audit::{self, AuditStatements};
 use super::idempotency::{IdemStatements, store_response};
-use super::{Driver, Engine};
+use super::trim::TrimStatements;
 use crate::clock::{Millis, to_timestamp};
 use crate::rows::Cols;
 use crate::{
-    AttemptRecord, AuditNote, CallbackStore, IdemKey, NewCallback, StateChange, StoreError,
-    StoreResult, StoredCallback, StoredResponse,
+    AttemptRecord, AuditNote, IdemKey, NewCallback, StateChange, StoreError, StoreResult,
+    StoredCallback, StoredResponse,
 };
 use async_trait::async_trait;
 use switchboard_proto::{AgentId, Callback, CallbackAttempt, CallbackId, CallbackState, TenantId};
@@ -144,170 +146,191 @@ async fn one<D: CallbackStatements>(
         .map(|s| s.callback))
 }
 
-#[async_trait]
-impl<D: CallbackStatements + IdemStatements + AuditStatements + super::trim::TrimStatements>
-    CallbackStore for Engine<D>
-{
-    async fn put_callback(
-        &self,
-        new: &NewCallback,
-        idem: Option<(&IdemKey, &StoredResponse)>,
-        note: &AuditNote,
-    ) -> StoreResult<Callback> {
-        self.0
-            .retrying(|| async {
-                let mut tx = self.0.begin_write().await?;
-                self.0.delete_agent_callback(&mut tx, new.agent).await?;
-                self.0.insert_callback(&mut tx, new).await?;
-                audit::write(
-                    &self.0,
-                    &mut tx,
-                    new.tenant,
-                    note,
-                    "callback_registered",
-                    1,
-                    new.now,
-                )
-                .await?;
-                if let Some((key, response)) = idem {
-                    store_response(&self.0, &mut tx, key, response).await?;
-                }
-                let stored = one(&self.0, &mut tx, new.tenant, new.id)
-                    .await?
-                    .ok_or(StoreError::NotFound)?;
-                self.0.commit(tx, &[]).await?;
-                Ok(stored)
-            })
-            .await
-    }
-
-    async fn callbacks(
-        &self,
-        tenant: TenantId,
-        agent: Option<AgentId>,
-    ) -> StoreResult<Vec<Callback>> {
-        let which = agent.map_or(Which::All, Which::Agent);
-        Ok(self
-            .0
-            .select_callbacks(None, tenant, which)
-            .await?
-            .into_iter()
-            .map(|s| s.callback)
-            .collect())
-    }
-
-    async fn callback(
-        &self,
-        tenant: TenantId,
-        id: CallbackId,
-    ) -> StoreResult<Option<StoredCallback>> {
-        Ok(self
-            .0
-            .select_callbacks(None, tenant, Which::One(id))
-            .await?
-            .pop())
-    }
-
-    async fn delete_callback(
-        &self,
-        tenant: TenantId,
-        id: CallbackId,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<bool> {
-        self.0
-            .retrying(|| async {
-                let mut tx = self.0.begin_write().await?;
-                let existed = self.0.delete_callback_row(&mut tx, tenant, id).await?;
-                if existed {
-                    audit::write(&self.0, &mut tx, tenant, note, "callback_deleted", 1, now)
-                        .await?;
-                }
-                self.0.commit(tx, &[]).await?;
-                Ok(existed)
-            })
-            .await
-    }
-
-    async fn change_callback(
-        &self,
-        tenant: TenantId,
-        id: CallbackId,
-        change: &StateChange,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<Option<Callback>> {
-        self.0
-            .retrying(|| async {
-                let mut tx = self.0.begin_write().await?;
-                // MySQL counts only the rows an UPDATE changed: read whether it exists.
-                self.0
-                    .change_callback_row(&mut tx, tenant, id, change)
+store_area! {
+    pub trait CallbackStore for Engine<
+        D: CallbackStatements + IdemStatements + AuditStatements + TrimStatements,
+    > {
+        /// Stores `new`, replacing the agent's previous callback (and its attempt log),
+        /// with the request's idempotent response in the same transaction (I8).
+        /// The audit row of `note` is written with it.
+        async fn put_callback(
+            &self,
+            new: &NewCallback,
+            idem: Option<(&IdemKey, &StoredResponse)>,
+            note: &AuditNote,
+        ) -> StoreResult<Callback> {
+            self.0
+                .retrying(|| async {
+                    let mut tx = self.0.begin_write().await?;
+                    self.0.delete_agent_callback(&mut tx, new.agent).await?;
+                    self.0.insert_callback(&mut tx, new).await?;
+                    audit::write(
+                        &self.0,
+                        &mut tx,
+                        new.tenant,
+                        note,
+                        "callback_registered",
+                        1,
+                        new.now,
+                    )
                     .await?;
-                let changed = one(&self.0, &mut tx, tenant, id).await?;
-                if changed.is_some() {
-                    let action = match change {
-                        StateChange::Enable => "callback_enabled",
-                        StateChange::Disable { .. } => "callback_disabled",
-                    };
-                    audit::write(&self.0, &mut tx, tenant, note, action, 1, now).await?;
-                }
-                self.0.commit(tx, &[]).await?;
-                Ok(changed)
-            })
-            .await
-    }
+                    if let Some((key, response)) = idem {
+                        store_response(&self.0, &mut tx, key, response).await?;
+                    }
+                    let stored = one(&self.0, &mut tx, new.tenant, new.id)
+                        .await?
+                        .ok_or(StoreError::NotFound)?;
+                    self.0.commit(tx, &[]).await?;
+                    Ok(stored)
+                })
+                .await
+        }
 
-    async fn due_callbacks(&self, now: Millis, limit: u32) -> StoreResult<Vec<StoredCallback>> {
-        self.0.due_callback_rows(now, limit).await
-    }
+        /// The tenant's callbacks (of one agent, or all), oldest first.
+        async fn callbacks(
+            &self,
+            tenant: TenantId,
+            agent: Option<AgentId>,
+        ) -> StoreResult<Vec<Callback>> {
+            let which = agent.map_or(Which::All, Which::Agent);
+            Ok(self
+                .0
+                .select_callbacks(None, tenant, which)
+                .await?
+                .into_iter()
+                .map(|s| s.callback)
+                .collect())
+        }
 
-    async fn lease_callback(
-        &self,
-        id: CallbackId,
-        token: uuid::Uuid,
-        until: Millis,
-        now: Millis,
-    ) -> StoreResult<bool> {
-        self.0.lease_callback_row(id, token, until, now).await
-    }
+        async fn callback(
+            &self,
+            tenant: TenantId,
+            id: CallbackId,
+        ) -> StoreResult<Option<StoredCallback>> {
+            Ok(self
+                .0
+                .select_callbacks(None, tenant, Which::One(id))
+                .await?
+                .pop())
+        }
 
-    async fn unlease_callback(&self, id: CallbackId, token: uuid::Uuid) -> StoreResult<()> {
-        self.0.unlease_callback_row(id, token).await
-    }
+        /// Whether it existed; with the audit row of `note` when it did.
+        async fn delete_callback(
+            &self,
+            tenant: TenantId,
+            id: CallbackId,
+            note: &AuditNote,
+            now: Millis,
+        ) -> StoreResult<bool> {
+            self.0
+                .retrying(|| async {
+                    let mut tx = self.0.begin_write().await?;
+                    let existed = self.0.delete_callback_row(&mut tx, tenant, id).await?;
+                    if existed {
+                        audit::write(&self.0, &mut tx, tenant, note, "callback_deleted", 1, now)
+                            .await?;
+                    }
+                    self.0.commit(tx, &[]).await?;
+                    Ok(existed)
+                })
+                .await
+        }
 
-    async fn record_attempt(&self, record: &AttemptRecord) -> StoreResult<Option<Callback>> {
-        self.0
-            .retrying(|| async {
-                let mut tx = self.0.begin_write().await?;
-                self.0.insert_attempt(&mut tx, record).await?;
-                if record.lease_token.is_some() {
-                    self.0.update_after_attempt(&mut tx, record).await?;
-                }
-                let now = one(&self.0, &mut tx, record.tenant, record.callback).await?;
-                self.0.commit(tx, &[]).await?;
-                Ok(now)
-            })
-            .await
-    }
+        /// `None` when there is no such callback in `tenant`; with the audit row of
+        /// `note` when there is.
+        async fn change_callback(
+            &self,
+            tenant: TenantId,
+            id: CallbackId,
+            change: &StateChange,
+            note: &AuditNote,
+            now: Millis,
+        ) -> StoreResult<Option<Callback>> {
+            self.0
+                .retrying(|| async {
+                    let mut tx = self.0.begin_write().await?;
+                    // MySQL counts only the rows an UPDATE changed: read whether it exists.
+                    self.0
+                        .change_callback_row(&mut tx, tenant, id, change)
+                        .await?;
+                    let changed = one(&self.0, &mut tx, tenant, id).await?;
+                    if changed.is_some() {
+                        let action = match change {
+                            StateChange::Enable => "callback_enabled",
+                            StateChange::Disable { .. } => "callback_disabled",
+                        };
+                        audit::write(&self.0, &mut tx, tenant, note, action, 1, now).await?;
+                    }
+                    self.0.commit(tx, &[]).await?;
+                    Ok(changed)
+                })
+                .await
+        }
 
-    async fn callback_attempts(
-        &self,
-        id: CallbackId,
-        limit: u32,
-    ) -> StoreResult<Vec<CallbackAttempt>> {
-        self.0.attempt_rows(id, limit).await
-    }
+        /// Active callbacks, due (`next_attempt_at <= now`), not being delivered to by
+        /// any instance, whose agent has a claimable event: at most `limit`, every
+        /// tenant.
+        async fn due_callbacks(&self, now: Millis, limit: u32) -> StoreResult<Vec<StoredCallback>> {
+            self.0.due_callback_rows(now, limit).await
+        }
 
-    async fn trim_callback_attempts(&self, cutoff: Millis) -> StoreResult<u64> {
-        super::trim::trim(&self.0, &super::trim::CALLBACK_ATTEMPTS, cutoff).await
-    }
+        /// Takes the delivery lease of `id` until `until` unless another instance holds
+        /// it; whether it was taken.
+        async fn lease_callback(
+            &self,
+            id: CallbackId,
+            token: uuid::Uuid,
+            until: Millis,
+            now: Millis,
+        ) -> StoreResult<bool> {
+            self.0.lease_callback_row(id, token, until, now).await
+        }
 
-    async fn count_callbacks(&self, state: CallbackState) -> StoreResult<u64> {
-        self.0.count_callback_rows(state).await
-    }
+        /// Gives the lease back without an attempt (there was nothing to deliver).
+        async fn unlease_callback(&self, id: CallbackId, token: uuid::Uuid) -> StoreResult<()> {
+            self.0.unlease_callback_row(id, token).await
+        }
 
-    async fn callbacks_sealed_elsewhere(&self, key_id: &str) -> StoreResult<u64> {
-        self.0.count_other_key_rows(key_id).await
+        /// Logs an attempt and, for a delivery, updates the callback's record and
+        /// returns its lease, in one transaction. Returns the callback as it is now
+        /// (`None`: it was deleted meanwhile).
+        async fn record_attempt(&self, record: &AttemptRecord) -> StoreResult<Option<Callback>> {
+            self.0
+                .retrying(|| async {
+                    let mut tx = self.0.begin_write().await?;
+                    self.0.insert_attempt(&mut tx, record).await?;
+                    if record.lease_token.is_some() {
+                        self.0.update_after_attempt(&mut tx, record).await?;
+                    }
+                    let now = one(&self.0, &mut tx, record.tenant, record.callback).await?;
+                    self.0.commit(tx, &[]).await?;
+                    Ok(now)
+                })
+                .await
+        }
+
+        /// Newest first.
+        async fn callback_attempts(
+            &self,
+            id: CallbackId,
+            limit: u32,
+        ) -> StoreResult<Vec<CallbackAttempt>> {
+            self.0.attempt_rows(id, limit).await
+        }
+
+        /// Removes attempts logged before `cutoff`; how many.
+        async fn trim_callback_attempts(&self, cutoff: Millis) -> StoreResult<u64> {
+            super::trim::trim(&self.0, &super::trim::CALLBACK_ATTEMPTS, cutoff).await
+        }
+
+        /// How many callbacks are in `state`, every tenant (the metrics).
+        async fn count_callbacks(&self, state: CallbackState) -> StoreResult<u64> {
+            self.0.count_callback_rows(state).await
+        }
+
+        /// How many callbacks were sealed with a key other than `key_id`.
+        async fn callbacks_sealed_elsewhere(&self, key_id: &str) -> StoreResult<u64> {
+            self.0.count_other_key_rows(key_id).await
+        }
     }
 }

@@ -12,6 +12,7 @@
 //!   every token lookup also needs a live agent (a token made for it by a racing
 //!   approval never works).
 
+use super::area::store_area;
 use super::audit::{self, AuditStatements};
 use super::callbacks::CallbackStatements;
 use super::directory::DirectoryStatements;
@@ -44,40 +45,47 @@ pub(crate) trait DeletionStatements: CallbackStatements + DirectoryStatements {
     async fn leave_everything(&self, tx: &mut Self::Tx, agent: AgentId) -> StoreResult<()>;
 }
 
-#[async_trait]
-impl<D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements> DeletionStore
-    for Engine<D>
-{
-    async fn delete_agent(
-        &self,
-        tenant: TenantId,
-        agent: AgentId,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<Option<AgentDeletion>> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            if !d.mark_agent_deleted(&mut tx, tenant, agent, now).await? {
-                return Ok(None);
-            }
-            let tokens = d.live_tokens_of(&mut tx, tenant, agent).await?;
-            let mut revoked = d.revoke_agent_tokens(&mut tx, tenant, agent, now).await?;
-            revoked += revoke_descendants(d, &mut tx, tenant, tokens, now).await?;
-            let purged = d.purge_events_of(&mut tx, agent, now).await?;
-            d.leave_everything(&mut tx, agent).await?;
-            d.delete_agent_callback(&mut tx, agent).await?;
-            // Its name + memory leases end with it, audited, so a later agent of the same
-            // name inherits none of them.
-            let holder = Actor::Agent {
-                id: agent,
-                name: String::new(),
-            };
-            end_held_by(d, &mut tx, tenant, &holder.key(), &note.actor, now).await?;
-            audit::write(d, &mut tx, tenant, note, "agent_deleted", 1, now).await?;
-            d.commit(tx, &[]).await?;
-            Ok(Some(AgentDeletion { revoked, purged }))
-        })
-        .await
+store_area! {
+    pub trait DeletionStore for Engine<
+        D: DeletionStatements + LeaseDriver + AuditStatements + LineageStatements,
+    > {
+        /// Deletes `tenant`'s agent `agent`: `None` when there is no such live agent.
+        /// In one transaction: the agent is marked deleted and its name freed, its
+        /// credentials are revoked, its open events purged, it leaves its rooms and
+        /// memory subscriptions, its name + memory leases end, its webhook callback
+        /// goes, and the audit row of `note` is written. Nothing is delivered to it
+        /// once this has committed.
+        async fn delete_agent(
+            &self,
+            tenant: TenantId,
+            agent: AgentId,
+            note: &AuditNote,
+            now: Millis,
+        ) -> StoreResult<Option<AgentDeletion>> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                if !d.mark_agent_deleted(&mut tx, tenant, agent, now).await? {
+                    return Ok(None);
+                }
+                let tokens = d.live_tokens_of(&mut tx, tenant, agent).await?;
+                let mut revoked = d.revoke_agent_tokens(&mut tx, tenant, agent, now).await?;
+                revoked += revoke_descendants(d, &mut tx, tenant, tokens, now).await?;
+                let purged = d.purge_events_of(&mut tx, agent, now).await?;
+                d.leave_everything(&mut tx, agent).await?;
+                d.delete_agent_callback(&mut tx, agent).await?;
+                // Its name + memory leases end with it, audited, so a later agent of the same
+                // name inherits none of them.
+                let holder = Actor::Agent {
+                    id: agent,
+                    name: String::new(),
+                };
+                end_held_by(d, &mut tx, tenant, &holder.key(), &note.actor, now).await?;
+                audit::write(d, &mut tx, tenant, note, "agent_deleted", 1, now).await?;
+                d.commit(tx, &[]).await?;
+                Ok(Some(AgentDeletion { revoked, purged }))
+            })
+            .await
+        }
     }
 }

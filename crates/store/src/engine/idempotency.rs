@@ -9,6 +9,7 @@
 //! over. Phase 2 ([`finish`]) stores the response in the business change's own
 //! transaction, only while this attempt still owns the in-flight key.
 
+use super::area::store_area;
 use super::instances::{InstanceStatements, owner_dead};
 use crate::clock::Millis;
 use crate::*;
@@ -234,56 +235,66 @@ pub(crate) async fn store_response<D: IdemStatements>(
     }
 }
 
-/// Every backend with the key statements has idempotency keys.
-#[async_trait]
-impl<D: IdemStatements> IdemStore for Engine<D> {
-    async fn idem_begin(
-        &self,
-        key: &IdemKey,
-        now: Millis,
-        lock_ms: Millis,
-        ttl_ms: Millis,
-    ) -> StoreResult<IdemBegin> {
-        let terms = KeyTerms {
-            now,
-            lock_ms,
-            ttl_ms,
-        };
-        begin(&self.0, key, terms).await
-    }
+// Every backend with the key statements has idempotency keys.
+store_area! {
+    /// Idempotency keys (I8): recorded as in flight before the work runs, completed
+    /// with the response in the work's own transaction.
+    pub trait IdemStore for Engine<D: IdemStatements> {
+        async fn idem_begin(
+            &self,
+            key: &IdemKey,
+            now: Millis,
+            lock_ms: Millis,
+            ttl_ms: Millis,
+        ) -> StoreResult<IdemBegin> {
+            let terms = KeyTerms {
+                now,
+                lock_ms,
+                ttl_ms,
+            };
+            begin(&self.0, key, terms).await
+        }
 
-    async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            d.forget_key(&mut tx, key).await?;
-            d.commit(tx, &[]).await
-        })
-        .await
-    }
+        /// Forgets an in-flight key whose request failed transiently, so a retry can run.
+        /// Only while `key.owner` still holds it: a key taken over by another instance
+        /// after its lock ran out is not this request's to forget.
+        async fn idem_abort(&self, key: &IdemKey) -> StoreResult<()> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                d.forget_key(&mut tx, key).await?;
+                d.commit(tx, &[]).await
+            })
+            .await
+        }
 
-    async fn idem_recover(&self) -> StoreResult<u64> {
-        let d = &self.0;
-        d.retrying(|| async {
-            if !D::DIALECT.sole_owner() {
-                return Ok(0);
-            }
-            let mut tx = d.begin_write().await?;
-            let forgotten = d.forget_in_flight_keys(&mut tx).await?;
-            d.commit(tx, &[]).await?;
-            Ok(forgotten)
-        })
-        .await
-    }
+        /// At start: forgets in-flight keys left by a process that died mid-request. Only
+        /// for a backend that one process owns (SQLite); a shared backend relies on the
+        /// in-flight lock expiring instead.
+        async fn idem_recover(&self) -> StoreResult<u64> {
+            let d = &self.0;
+            d.retrying(|| async {
+                if !D::DIALECT.sole_owner() {
+                    return Ok(0);
+                }
+                let mut tx = d.begin_write().await?;
+                let forgotten = d.forget_in_flight_keys(&mut tx).await?;
+                d.commit(tx, &[]).await?;
+                Ok(forgotten)
+            })
+            .await
+        }
 
-    async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            store_response(d, &mut tx, key, response).await?;
-            d.commit(tx, &[]).await
-        })
-        .await
+        /// Stores a final (error) response for the key, replayed on retries.
+        async fn idem_complete(&self, key: &IdemKey, response: &StoredResponse) -> StoreResult<()> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                store_response(d, &mut tx, key, response).await?;
+                d.commit(tx, &[]).await
+            })
+            .await
+        }
     }
 }
 

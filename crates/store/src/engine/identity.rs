@@ -9,6 +9,7 @@
 //!   a second use revokes its whole family (the login's `tokens` row), which ends
 //!   every access token of the login (their lookup needs a live parent).
 
+use super::area::store_area;
 use super::audit::{self, AuditStatements};
 use super::directory::{DirectoryStatements, NewToken};
 use super::lineage::{self, LineageStatements};
@@ -257,221 +258,240 @@ async fn poll<D: IdentityStatements>(
     Ok(outcome)
 }
 
-#[async_trait]
-impl<D: IdentityStatements + AuditStatements + LineageStatements + TrimStatements> IdentityStore
-    for Engine<D>
-{
-    async fn signing_keys(&self) -> StoreResult<Vec<SigningKeyRow>> {
-        self.0.signing_key_rows().await
-    }
+store_area! {
+    pub trait IdentityStore for Engine<
+        D: IdentityStatements + AuditStatements + LineageStatements + TrimStatements,
+    > {
+        /// Every stored signing key, oldest first.
+        async fn signing_keys(&self) -> StoreResult<Vec<SigningKeyRow>> {
+            self.0.signing_key_rows().await
+        }
 
-    async fn insert_signing_key(&self, key: &SigningKeyRow) -> StoreResult<()> {
-        self.0.retrying(|| self.0.insert_signing_key_row(key)).await
-    }
+        async fn insert_signing_key(&self, key: &SigningKeyRow) -> StoreResult<()> {
+            self.0.retrying(|| self.0.insert_signing_key_row(key)).await
+        }
 
-    async fn delete_signing_key(&self, kid: &str) -> StoreResult<()> {
-        self.0.retrying(|| self.0.delete_signing_key_row(kid)).await
-    }
+        /// Removes the signing key `kid` (one no token it signed can still be live with).
+        async fn delete_signing_key(&self, kid: &str) -> StoreResult<()> {
+            self.0.retrying(|| self.0.delete_signing_key_row(kid)).await
+        }
 
-    async fn insert_access_token(&self, token: &NewAccessToken<'_>) -> StoreResult<()> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            d.insert_access_token_row(&mut tx, token).await?;
-            d.commit(tx, &[]).await
-        })
-        .await
-    }
-
-    async fn access_token(&self, jti: &str, now: Millis) -> StoreResult<Option<AccessGrant>> {
-        self.0.live_access_token(jti, now).await
-    }
-
-    async fn revoke_access_token(
-        &self,
-        tenant: TenantId,
-        jti: &str,
-        now: Millis,
-    ) -> StoreResult<bool> {
-        self.0
-            .retrying(|| self.0.revoke_access_token_row(tenant, jti, now))
-            .await
-    }
-
-    async fn forget_access_tokens(&self, before: Millis) -> StoreResult<u64> {
-        trim::trim(&self.0, &trim::DEVICE_REQUESTS, before - DEVICE_FORGET_MS).await?;
-        trim::trim(&self.0, &trim::ACCESS_TOKENS, before).await
-    }
-
-    async fn insert_device_request(&self, request: &NewDeviceRequest<'_>) -> StoreResult<bool> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            if !d.insert_device_row(&mut tx, request).await? {
-                return Ok(false);
-            }
-            d.commit(tx, &[]).await?;
-            Ok(true)
-        })
-        .await
-    }
-
-    async fn device_requests(
-        &self,
-        tenant: TenantId,
-        now: Millis,
-    ) -> StoreResult<Vec<DeviceRequestRow>> {
-        self.0.device_rows(tenant, now).await
-    }
-
-    async fn decide_device_request(
-        &self,
-        tenant: TenantId,
-        user_code: &str,
-        approval: Option<&Approval<'_>>,
-        note: &AuditNote,
-        now: Millis,
-    ) -> StoreResult<Option<DeviceRequestRow>> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let decided_by = note.actor.as_str();
-            let mut tx = d.begin_write().await?;
-            let Some((device_hash, asked)) = d
-                .pending_device_for_update(&mut tx, tenant, user_code, now)
-                .await?
-            else {
-                return Ok(None);
-            };
-            let (to, agent_id, family) = match approval {
-                None => ("denied", None, None),
-                Some(a) => {
-                    let name = a.agent_name.unwrap_or(&asked);
-                    // Agents are never deleted: one read now is there at commit, and one
-                    // created meanwhile meets the unique index below.
-                    let agent = match d.agent_by_key(tenant, name).await? {
-                        Some(agent) => agent,
-                        None => {
-                            let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
-                            if !d.insert_agent(&mut tx, &agent).await? {
-                                return Err(StoreError::Conflict(format!(
-                                    "an agent named {name:?} was created meanwhile; approve again"
-                                )));
-                            }
-                            agent
-                        }
-                    };
-                    let (scopes, _) = agent.token_grant(a.scopes);
-                    let label = format!("device login: {}", agent.name);
-                    d.insert_token_row(
-                        &mut tx,
-                        &NewToken {
-                            hash: a.family_hash,
-                            tenant,
-                            agent: Some(agent.id),
-                            scopes: &scopes,
-                            label: &label,
-                            now,
-                            // The approving credential: revoking it ends this login.
-                            parent: Some(a.parent),
-                        },
-                    )
-                    .await?;
-                    ("approved", Some(agent.id), Some(a.family_hash))
-                }
-            };
-            let change = DeviceStatus {
-                from: "pending",
-                to,
-                decided: Some((decided_by, now)),
-                agent: agent_id,
-                family_hash: family,
-            };
-            d.set_device_status(&mut tx, &device_hash, &change).await?;
-            let row = d.device_by_code(&mut tx, user_code).await?;
-            let detail = row.as_ref().map(|r| format!("agent:{}", r.agent_name));
-            let note = AuditNote {
-                detail,
-                ..note.clone()
-            };
-            let action = match approval {
-                Some(_) => "device_approved",
-                None => "device_denied",
-            };
-            audit::write(d, &mut tx, tenant, &note, action, 1, now).await?;
-            d.commit(tx, &[]).await?;
-            Ok(row)
-        })
-        .await
-    }
-
-    async fn poll_device_request(
-        &self,
-        device_hash: &str,
-        client_id: &str,
-        now: Millis,
-        issue: &Issue<'_>,
-    ) -> StoreResult<DevicePoll> {
-        self.0
-            .retrying(|| poll(&self.0, device_hash, client_id, now, issue))
-            .await
-    }
-
-    async fn refresh(
-        &self,
-        hash: &[u8],
-        now: Millis,
-        lifetimes: RefreshLifetimes,
-        issue: &Issue<'_>,
-    ) -> StoreResult<Refreshed> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
-                return Ok(Refreshed::Unknown);
-            };
-            let family = row.family;
-            if row.used_at.is_some() || !d.mark_refresh_used(&mut tx, hash, now).await? {
-                // Used before: whoever holds it now may have stolen it. End the login.
-                let revoked = end_family(d, &mut tx, &family, now).await?;
-                d.commit(tx, &[]).await?;
-                return Ok(if revoked {
-                    Refreshed::Reused
-                } else {
-                    Refreshed::Revoked
-                });
-            }
-            let Some((tenant, started)) = d.family_tenant(&mut tx, &family).await? else {
-                return Ok(Refreshed::Revoked);
-            };
-            // A login lives at most its absolute lifetime from its start, and ends when it
-            // went unused (no refresh) for its idle lifetime: ended here, on the server's
-            // clock, whichever backend.
-            if let Some(why) = lifetimes.ended(started, row.created_at, now) {
-                end_family(d, &mut tx, &family, now).await?;
-                d.commit(tx, &[]).await?;
-                return Ok(Refreshed::Expired(why));
-            }
-            record_issue(d, &mut tx, &family, tenant, issue, now).await?;
-            d.commit(tx, &[]).await?;
-            Ok(match grant_of(d, &family).await? {
-                Some(grant) => Refreshed::Rotated(grant),
-                None => Refreshed::Revoked,
+        async fn insert_access_token(&self, token: &NewAccessToken<'_>) -> StoreResult<()> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                d.insert_access_token_row(&mut tx, token).await?;
+                d.commit(tx, &[]).await
             })
-        })
-        .await
-    }
+            .await
+        }
 
-    async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
-                return Ok(false);
-            };
-            let revoked = end_family(d, &mut tx, &row.family, now).await?;
-            d.commit(tx, &[]).await?;
-            Ok(revoked)
-        })
-        .await
+        /// Who the access token `jti` acts for: its parent credential's record, while
+        /// the token is unexpired at `now` and neither it nor its parent is revoked.
+        async fn access_token(&self, jti: &str, now: Millis) -> StoreResult<Option<AccessGrant>> {
+            self.0.live_access_token(jti, now).await
+        }
+
+        /// Revokes `tenant`'s access token `jti`; whether it was live.
+        async fn revoke_access_token(
+            &self,
+            tenant: TenantId,
+            jti: &str,
+            now: Millis,
+        ) -> StoreResult<bool> {
+            self.0
+                .retrying(|| self.0.revoke_access_token_row(tenant, jti, now))
+                .await
+        }
+
+        /// Forgets the records of access tokens expired before `before`, and device
+        /// requests expired a day before it; how many access tokens.
+        async fn forget_access_tokens(&self, before: Millis) -> StoreResult<u64> {
+            trim::trim(&self.0, &trim::DEVICE_REQUESTS, before - DEVICE_FORGET_MS).await?;
+            trim::trim(&self.0, &trim::ACCESS_TOKENS, before).await
+        }
+
+        // --- device login (RFC 8628) and refresh tokens ---
+        /// Stores a device request; `false` when its user code is taken (make another).
+        async fn insert_device_request(&self, request: &NewDeviceRequest<'_>) -> StoreResult<bool> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                if !d.insert_device_row(&mut tx, request).await? {
+                    return Ok(false);
+                }
+                d.commit(tx, &[]).await?;
+                Ok(true)
+            })
+            .await
+        }
+
+        /// `tenant`'s device requests that have not expired at `now`, newest first.
+        async fn device_requests(
+            &self,
+            tenant: TenantId,
+            now: Millis,
+        ) -> StoreResult<Vec<DeviceRequestRow>> {
+            self.0.device_rows(tenant, now).await
+        }
+
+        /// Approves (`Some`) or denies `tenant`'s pending, unexpired request with this
+        /// user code, once: `None` when there is none (another tenant's, decided
+        /// already, expired, unknown). An approval makes the agent when it does not
+        /// exist, and the login's credential, in the same transaction.
+        async fn decide_device_request(
+            &self,
+            tenant: TenantId,
+            user_code: &str,
+            approval: Option<&Approval<'_>>,
+            note: &AuditNote,
+            now: Millis,
+        ) -> StoreResult<Option<DeviceRequestRow>> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let decided_by = note.actor.as_str();
+                let mut tx = d.begin_write().await?;
+                let Some((device_hash, asked)) = d
+                    .pending_device_for_update(&mut tx, tenant, user_code, now)
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                let (to, agent_id, family) = match approval {
+                    None => ("denied", None, None),
+                    Some(a) => {
+                        let name = a.agent_name.unwrap_or(&asked);
+                        // Agents are never deleted: one read now is there at commit, and one
+                        // created meanwhile meets the unique index below.
+                        let agent = match d.agent_by_key(tenant, name).await? {
+                            Some(agent) => agent,
+                            None => {
+                                let agent = AgentRecord::created(AgentId::new(), tenant, name, now);
+                                if !d.insert_agent(&mut tx, &agent).await? {
+                                    return Err(StoreError::Conflict(format!(
+                                        "an agent named {name:?} was created meanwhile; approve again"
+                                    )));
+                                }
+                                agent
+                            }
+                        };
+                        let (scopes, _) = agent.token_grant(a.scopes);
+                        let label = format!("device login: {}", agent.name);
+                        d.insert_token_row(
+                            &mut tx,
+                            &NewToken {
+                                hash: a.family_hash,
+                                tenant,
+                                agent: Some(agent.id),
+                                scopes: &scopes,
+                                label: &label,
+                                now,
+                                // The approving credential: revoking it ends this login.
+                                parent: Some(a.parent),
+                            },
+                        )
+                        .await?;
+                        ("approved", Some(agent.id), Some(a.family_hash))
+                    }
+                };
+                let change = DeviceStatus {
+                    from: "pending",
+                    to,
+                    decided: Some((decided_by, now)),
+                    agent: agent_id,
+                    family_hash: family,
+                };
+                d.set_device_status(&mut tx, &device_hash, &change).await?;
+                let row = d.device_by_code(&mut tx, user_code).await?;
+                let detail = row.as_ref().map(|r| format!("agent:{}", r.agent_name));
+                let note = AuditNote {
+                    detail,
+                    ..note.clone()
+                };
+                let action = match approval {
+                    Some(_) => "device_approved",
+                    None => "device_denied",
+                };
+                audit::write(d, &mut tx, tenant, &note, action, 1, now).await?;
+                d.commit(tx, &[]).await?;
+                Ok(row)
+            })
+            .await
+        }
+
+        /// The token endpoint's poll with a device code by `client_id`.
+        async fn poll_device_request(
+            &self,
+            device_hash: &str,
+            client_id: &str,
+            now: Millis,
+            issue: &Issue<'_>,
+        ) -> StoreResult<DevicePoll> {
+            self.0
+                .retrying(|| poll(&self.0, device_hash, client_id, now, issue))
+                .await
+        }
+
+        /// Uses the refresh token with this hash: once, within the login's lifetimes.
+        async fn refresh(
+            &self,
+            hash: &[u8],
+            now: Millis,
+            lifetimes: RefreshLifetimes,
+            issue: &Issue<'_>,
+        ) -> StoreResult<Refreshed> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
+                    return Ok(Refreshed::Unknown);
+                };
+                let family = row.family;
+                if row.used_at.is_some() || !d.mark_refresh_used(&mut tx, hash, now).await? {
+                    // Used before: whoever holds it now may have stolen it. End the login.
+                    let revoked = end_family(d, &mut tx, &family, now).await?;
+                    d.commit(tx, &[]).await?;
+                    return Ok(if revoked {
+                        Refreshed::Reused
+                    } else {
+                        Refreshed::Revoked
+                    });
+                }
+                let Some((tenant, started)) = d.family_tenant(&mut tx, &family).await? else {
+                    return Ok(Refreshed::Revoked);
+                };
+                // A login lives at most its absolute lifetime from its start, and ends when it
+                // went unused (no refresh) for its idle lifetime: ended here, on the server's
+                // clock, whichever backend.
+                if let Some(why) = lifetimes.ended(started, row.created_at, now) {
+                    end_family(d, &mut tx, &family, now).await?;
+                    d.commit(tx, &[]).await?;
+                    return Ok(Refreshed::Expired(why));
+                }
+                record_issue(d, &mut tx, &family, tenant, issue, now).await?;
+                d.commit(tx, &[]).await?;
+                Ok(match grant_of(d, &family).await? {
+                    Some(grant) => Refreshed::Rotated(grant),
+                    None => Refreshed::Revoked,
+                })
+            })
+            .await
+        }
+
+        /// Revokes the login (family) the refresh token with this hash belongs to;
+        /// whether it was live.
+        async fn revoke_refresh_family(&self, hash: &[u8], now: Millis) -> StoreResult<bool> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                let Some(row) = d.refresh_for_update(&mut tx, hash).await? else {
+                    return Ok(false);
+                };
+                let revoked = end_family(d, &mut tx, &row.family, now).await?;
+                d.commit(tx, &[]).await?;
+                Ok(revoked)
+            })
+            .await
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! `inbox.rs`: poll and snapshot (one read snapshot each), claim, ack, release and
 //! extend, and the [`InboxStore`] of the [`Engine`](super::Engine) they make.
 
+use super::area::store_area;
 use super::inbox::check_cursor;
 use super::inbox::{InboxStatements, ReleaseRow, attempt_token, stale_claim};
 use super::maintenance;
@@ -349,145 +350,156 @@ async fn snapshot<D: InboxDriver>(
     })
 }
 
-/// Every backend with the inbox's driver has the inbox.
-#[async_trait]
-impl<D: InboxDriver> InboxStore for Engine<D> {
-    async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
-        poll(&self.0, agent, after, limit).await
-    }
+// Every backend with the inbox's driver has the inbox.
+store_area! {
+    /// The agent's inbox: poll by cursor, claim under a lease, ack, release, extend.
+    pub trait InboxStore for Engine<D: InboxDriver> {
+        async fn poll(&self, agent: AgentId, after: u64, limit: u32) -> StoreResult<InboxPage> {
+            poll(&self.0, agent, after, limit).await
+        }
 
-    async fn claim(
-        &self,
-        agent: &AgentRecord,
-        limit: u32,
-        lease_ms: Millis,
-        attempt: Option<uuid::Uuid>,
-        now: Millis,
-    ) -> StoreResult<Claimed> {
-        let args = ClaimArgs {
-            limit,
-            lease_ms,
-            attempt,
-        };
-        self.0.retrying(|| claim(&self.0, agent, args, now)).await
-    }
-
-    /// Acks a batch and claims the next in one transaction (one commit for both): the
-    /// consumer's steady state. The claim is ordered behind other claims of the agent
-    /// first (the lock order of a plain claim), then the acks complete, then the claim
-    /// takes events (those just acked are no longer claimable). Entries not completed
-    /// are explained afterwards, as [`ack_batch`] does.
-    async fn ack_and_claim(
-        &self,
-        agent: &AgentRecord,
-        entries: &[(EventId, ClaimToken)],
-        args: ClaimArgs,
-        now: Millis,
-    ) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            d.order_claims(&mut tx, agent.id).await?;
-            let completed = if entries.is_empty() {
-                Vec::new()
-            } else {
-                d.complete_claims_in(&mut tx, agent, entries, now).await?
+        /// Claims up to `limit` events until `now + lease_ms`. With an `attempt` id
+        /// that already claimed events whose leases still run (its answer was lost),
+        /// returns those again, tokens and all, and claims nothing new.
+        async fn claim(
+            &self,
+            agent: &AgentRecord,
+            limit: u32,
+            lease_ms: Millis,
+            attempt: Option<uuid::Uuid>,
+            now: Millis,
+        ) -> StoreResult<Claimed> {
+            let args = ClaimArgs {
+                limit,
+                lease_ms,
+                attempt,
             };
-            let claimed = claim_in(d, &mut tx, agent, args, now).await?;
-            d.commit(tx, &claimed.reaped.wakes).await?;
-            let acked = explain_acks(d, agent, entries, completed, now).await?;
-            Ok((acked, claimed))
-        })
-        .await
-    }
+            self.0.retrying(|| claim(&self.0, agent, args, now)).await
+        }
 
-    async fn ack(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        now: Millis,
-    ) -> StoreResult<Acked> {
-        let entry = [(event, token)];
-        self.0
-            .retrying(|| ack_batch(&self.0, agent, &entry, now))
-            .await?
-            .pop()
-            .unwrap_or(Err(StoreError::NotFound))
-    }
-
-    async fn ack_batch(
-        &self,
-        agent: &AgentRecord,
-        entries: &[(EventId, ClaimToken)],
-        now: Millis,
-    ) -> StoreResult<Vec<StoreResult<Acked>>> {
-        self.0
-            .retrying(|| ack_batch(&self.0, agent, entries, now))
-            .await
-    }
-
-    async fn release(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        args: &ReleaseArgs,
-        now: Millis,
-    ) -> StoreResult<Committed<EventState>> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let row = ReleaseRow {
-                agent,
-                event,
-                token,
-                terminal: args.terminal,
-                available_at: now + args.delay_ms,
-                error: args.error.as_deref(),
-                detail: release_detail(&args.error, args.terminal),
-                now,
-            };
-            let mut tx = d.begin_write().await?;
-            let Some((state, seq)) = d.release_claim(&mut tx, &row).await? else {
-                drop(tx);
-                return Err(refuse(d, agent.id, event, token, now).await);
-            };
-            let wakes = if state.status == EventStatus::Pending {
-                vec![agent.wake(seq)]
-            } else {
-                Vec::new()
-            };
-            d.commit(tx, &wakes).await?;
-            Ok(Committed {
-                value: state,
-                wakes,
+        /// Acks `entries` (as [`InboxStore::ack_batch`]) and claims (as
+        /// [`InboxStore::claim`]) in one transaction: one commit for both. `entries`
+        /// may be empty.
+        // Acks a batch and claims the next in one transaction (one commit for both): the
+        // consumer's steady state. The claim is ordered behind other claims of the agent
+        // first (the lock order of a plain claim), then the acks complete, then the claim
+        // takes events (those just acked are no longer claimable). Entries not completed
+        // are explained afterwards, as [`ack_batch`] does.
+        async fn ack_and_claim(
+            &self,
+            agent: &AgentRecord,
+            entries: &[(EventId, ClaimToken)],
+            args: ClaimArgs,
+            now: Millis,
+        ) -> StoreResult<(Vec<StoreResult<Acked>>, Claimed)> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                d.order_claims(&mut tx, agent.id).await?;
+                let completed = if entries.is_empty() {
+                    Vec::new()
+                } else {
+                    d.complete_claims_in(&mut tx, agent, entries, now).await?
+                };
+                let claimed = claim_in(d, &mut tx, agent, args, now).await?;
+                d.commit(tx, &claimed.reaped.wakes).await?;
+                let acked = explain_acks(d, agent, entries, completed, now).await?;
+                Ok((acked, claimed))
             })
-        })
-        .await
-    }
+            .await
+        }
 
-    async fn extend(
-        &self,
-        agent: &AgentRecord,
-        event: EventId,
-        token: ClaimToken,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> StoreResult<EventState> {
-        let d = &self.0;
-        d.retrying(|| async {
-            match d
-                .extend_claim(agent.id, event, token, now + lease_ms, now)
+        async fn ack(
+            &self,
+            agent: &AgentRecord,
+            event: EventId,
+            token: ClaimToken,
+            now: Millis,
+        ) -> StoreResult<Acked> {
+            let entry = [(event, token)];
+            self.0
+                .retrying(|| ack_batch(&self.0, agent, &entry, now))
                 .await?
-            {
-                Some(state) => Ok(state),
-                None => Err(refuse(d, agent.id, event, token, now).await),
-            }
-        })
-        .await
-    }
+                .pop()
+                .unwrap_or(Err(StoreError::NotFound))
+        }
 
-    async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {
-        snapshot(&self.0, agent, now).await
+        /// Acks several events in one transaction; each entry's result as
+        /// [`InboxStore::ack`] would give it. A database error fails the whole batch;
+        /// acks are idempotent, so the caller may send it again.
+        async fn ack_batch(
+            &self,
+            agent: &AgentRecord,
+            entries: &[(EventId, ClaimToken)],
+            now: Millis,
+        ) -> StoreResult<Vec<StoreResult<Acked>>> {
+            self.0
+                .retrying(|| ack_batch(&self.0, agent, entries, now))
+                .await
+        }
+
+        async fn release(
+            &self,
+            agent: &AgentRecord,
+            event: EventId,
+            token: ClaimToken,
+            args: &ReleaseArgs,
+            now: Millis,
+        ) -> StoreResult<Committed<EventState>> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let row = ReleaseRow {
+                    agent,
+                    event,
+                    token,
+                    terminal: args.terminal,
+                    available_at: now + args.delay_ms,
+                    error: args.error.as_deref(),
+                    detail: release_detail(&args.error, args.terminal),
+                    now,
+                };
+                let mut tx = d.begin_write().await?;
+                let Some((state, seq)) = d.release_claim(&mut tx, &row).await? else {
+                    drop(tx);
+                    return Err(refuse(d, agent.id, event, token, now).await);
+                };
+                let wakes = if state.status == EventStatus::Pending {
+                    vec![agent.wake(seq)]
+                } else {
+                    Vec::new()
+                };
+                d.commit(tx, &wakes).await?;
+                Ok(Committed {
+                    value: state,
+                    wakes,
+                })
+            })
+            .await
+        }
+
+        async fn extend(
+            &self,
+            agent: &AgentRecord,
+            event: EventId,
+            token: ClaimToken,
+            lease_ms: Millis,
+            now: Millis,
+        ) -> StoreResult<EventState> {
+            let d = &self.0;
+            d.retrying(|| async {
+                match d
+                    .extend_claim(agent.id, event, token, now + lease_ms, now)
+                    .await?
+                {
+                    Some(state) => Ok(state),
+                    None => Err(refuse(d, agent.id, event, token, now).await),
+                }
+            })
+            .await
+        }
+
+        async fn snapshot(&self, agent: &AgentRecord, now: Millis) -> StoreResult<Snapshot> {
+            snapshot(&self.0, agent, now).await
+        }
     }
 }

@@ -14,6 +14,7 @@
 //!   its live jobs are its own, and at start every live job is one whose process
 //!   stopped.
 
+use super::area::store_area;
 use super::instances::{self, INSTANCE_DEAD_MS, InstanceStatements};
 use super::ops::bulk::{self, BulkDriver, NewAudit, NewJob, Window};
 use crate::clock::Millis;
@@ -138,129 +139,146 @@ async fn interrupt<D: JobStatements>(
     Ok(ended)
 }
 
-/// Every backend with the job driver has the jobs.
-#[async_trait]
-impl<D: JobStatements> JobStore for Engine<D> {
-    async fn job_start(&self, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let scope = spec.scope();
-            let mut tx = d.begin_write().await?;
-            let (total, upto) = d.count_matching(&mut tx, spec.tenant, &scope).await?;
-            // Nothing to do is done at once.
-            let state = if total == 0 {
-                JobState::Completed
-            } else {
-                JobState::Running
+// Every backend with the job driver has the jobs.
+store_area! {
+    /// Bulk jobs. A job is an audit row with a state; each batch adds to its `count` in
+    /// the batch's own transaction, and a cancel is a state the next batch reads.
+    pub trait JobStore for Engine<D: JobStatements> {
+        async fn job_start(&self, spec: &JobSpec, now: Millis) -> StoreResult<JobStarted> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let scope = spec.scope();
+                let mut tx = d.begin_write().await?;
+                let (total, upto) = d.count_matching(&mut tx, spec.tenant, &scope).await?;
+                // Nothing to do is done at once.
+                let state = if total == 0 {
+                    JobState::Completed
+                } else {
+                    JobState::Running
+                };
+                let row = NewAudit {
+                    tenant: spec.tenant,
+                    scope: &scope,
+                    actor: &spec.actor,
+                    count: 0,
+                    job: Some(NewJob {
+                        state,
+                        total,
+                        rate: spec.rate,
+                        owner: d.job_owner(),
+                    }),
+                    now,
+                };
+                let id = d.insert_audit(&mut tx, &row).await?;
+                let job = d.lock_job(&mut tx, spec.tenant, id).await?;
+                d.commit(tx, &[]).await?;
+                Ok(JobStarted { job, upto })
+            })
+            .await
+        }
+
+        /// One batch of at most `limit` events with `after < id <= upto`. A job asked to
+        /// cancel ends `cancelled` here instead; a batch smaller than `limit` completes it.
+        async fn job_step(
+            &self,
+            spec: &JobSpec,
+            job_id: i64,
+            after: Option<EventId>,
+            upto: EventId,
+            limit: u32,
+            now: Millis,
+        ) -> StoreResult<Committed<JobStep>> {
+            let window = Window {
+                after,
+                upto: Some(upto),
+                limit: Some(u64::from(limit)),
             };
-            let row = NewAudit {
-                tenant: spec.tenant,
-                scope: &scope,
-                actor: &spec.actor,
-                count: 0,
-                job: Some(NewJob {
-                    state,
-                    total,
-                    rate: spec.rate,
-                    owner: d.job_owner(),
-                }),
-                now,
-            };
-            let id = d.insert_audit(&mut tx, &row).await?;
-            let job = d.lock_job(&mut tx, spec.tenant, id).await?;
-            d.commit(tx, &[]).await?;
-            Ok(JobStarted { job, upto })
-        })
-        .await
-    }
+            // A deadlock with another writer rolls the whole batch back: run it again.
+            self.0
+                .retrying(|| job_step(&self.0, spec, job_id, &window, now))
+                .await
+        }
 
-    async fn job_step(
-        &self,
-        spec: &JobSpec,
-        job_id: i64,
-        after: Option<EventId>,
-        upto: EventId,
-        limit: u32,
-        now: Millis,
-    ) -> StoreResult<Committed<JobStep>> {
-        let window = Window {
-            after,
-            upto: Some(upto),
-            limit: Some(u64::from(limit)),
-        };
-        // A deadlock with another writer rolls the whole batch back: run it again.
-        self.0
-            .retrying(|| job_step(&self.0, spec, job_id, &window, now))
-            .await
-    }
+        /// Ends a live job in `state` (failed, interrupted); a finished job is unchanged.
+        async fn job_end(
+            &self,
+            tenant: TenantId,
+            job_id: i64,
+            state: JobState,
+            error: Option<&str>,
+            now: Millis,
+        ) -> StoreResult<Job> {
+            // A finished job is unchanged.
+            let live = |s: JobState| s.is_live();
+            self.0
+                .retrying(|| move_job(&self.0, tenant, job_id, live, (state, error), now))
+                .await
+        }
 
-    async fn job_end(
-        &self,
-        tenant: TenantId,
-        job_id: i64,
-        state: JobState,
-        error: Option<&str>,
-        now: Millis,
-    ) -> StoreResult<Job> {
-        // A finished job is unchanged.
-        let live = |s: JobState| s.is_live();
-        self.0
-            .retrying(|| move_job(&self.0, tenant, job_id, live, (state, error), now))
-            .await
-    }
+        /// Asks a running job to stop before its next batch.
+        async fn job_cancel(&self, tenant: TenantId, job_id: i64, now: Millis) -> StoreResult<Job> {
+            let running = |s: JobState| s == JobState::Running;
+            let cancelling = (JobState::Cancelling, None);
+            self.0
+                .retrying(|| move_job(&self.0, tenant, job_id, running, cancelling, now))
+                .await
+        }
 
-    async fn job_cancel(&self, tenant: TenantId, job_id: i64, now: Millis) -> StoreResult<Job> {
-        let running = |s: JobState| s == JobState::Running;
-        let cancelling = (JobState::Cancelling, None);
-        self.0
-            .retrying(|| move_job(&self.0, tenant, job_id, running, cancelling, now))
-            .await
-    }
+        async fn job(&self, tenant: TenantId, job_id: i64) -> StoreResult<Job> {
+            self.0.read_job(tenant, job_id).await
+        }
 
-    async fn job(&self, tenant: TenantId, job_id: i64) -> StoreResult<Job> {
-        self.0.read_job(tenant, job_id).await
-    }
+        /// Newest first.
+        async fn jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<Job>> {
+            self.0.list_jobs(tenant, limit).await
+        }
 
-    async fn jobs(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<Job>> {
-        self.0.list_jobs(tenant, limit).await
-    }
+        /// This instance's name where several instances share the database: the owner
+        /// of the jobs it runs and of the idempotency keys it holds in flight. `None`
+        /// where one process owns the database (SQLite).
+        fn instance_name(&self) -> Option<&str> {
+            self.0.job_owner()
+        }
 
-    async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64> {
-        let ended = match self.0.job_owner() {
-            // One process owns the database, so a live job at start is one whose
-            // process stopped.
-            None => {
-                self.0
-                    .retrying(|| interrupt(&self.0, now, Millis::MAX))
-                    .await?
+        /// Records that this instance is alive at `now`, where several instances share
+        /// the database (a no-op elsewhere). One silent for 10 s is dead: its in-flight
+        /// keys and live jobs are taken over (`store/engine/instances.rs`).
+        async fn beat(&self, now: Millis) -> StoreResult<()> {
+            match self.0.job_owner() {
+                Some(me) => self.0.retrying(|| instances::beat(&self.0, me, now)).await,
+                None => Ok(()),
             }
-            // Other instances' jobs are live while they beat: at start, as in every
-            // pass, only a job whose heartbeat stopped lost its instance.
-            Some(_) => self.jobs_orphaned(now).await?,
-        };
-        Ok(ended.len() as u64)
-    }
-
-    /// Only a shared database has such jobs: with one process, its live jobs are
-    /// its own, and `jobs_interrupted` cleaned up at start.
-    fn instance_name(&self) -> Option<&str> {
-        self.0.job_owner()
-    }
-
-    async fn beat(&self, now: Millis) -> StoreResult<()> {
-        match self.0.job_owner() {
-            Some(me) => self.0.retrying(|| instances::beat(&self.0, me, now)).await,
-            None => Ok(()),
         }
-    }
 
-    async fn jobs_orphaned(&self, now: Millis) -> StoreResult<Vec<(TenantId, Job)>> {
-        if self.0.job_owner().is_none() {
-            return Ok(Vec::new());
+        /// At start: jobs left live by a stopped process become `interrupted`.
+        async fn jobs_interrupted(&self, now: Millis) -> StoreResult<u64> {
+            let ended = match self.0.job_owner() {
+                // One process owns the database, so a live job at start is one whose
+                // process stopped.
+                None => {
+                    self.0
+                        .retrying(|| interrupt(&self.0, now, Millis::MAX))
+                        .await?
+                }
+                // Other instances' jobs are live while they beat: at start, as in every
+                // pass, only a job whose heartbeat stopped lost its instance.
+                Some(_) => self.jobs_orphaned(now).await?,
+            };
+            Ok(ended.len() as u64)
         }
-        let stale_before = now.saturating_sub(JOB_STALE_MS);
-        self.0
-            .retrying(|| interrupt(&self.0, now, stale_before))
-            .await
+
+        /// Every background pass: live jobs whose instance stopped beating (it died
+        /// without ending them) become `interrupted`, returned with their tenant so the
+        /// consoles hear of it. Only a shared backend has such jobs: with SQLite, the one
+        /// process's live jobs are its own, and `jobs_interrupted` cleaned up at start.
+        async fn jobs_orphaned(&self, now: Millis) -> StoreResult<Vec<(TenantId, Job)>> {
+            if self.0.job_owner().is_none() {
+                return Ok(Vec::new());
+            }
+            let stale_before = now.saturating_sub(JOB_STALE_MS);
+            self.0
+                .retrying(|| interrupt(&self.0, now, stale_before))
+                .await
+        }
     }
 }

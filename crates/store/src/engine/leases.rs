@@ -237,24 +237,25 @@ async fn set_fences<D: LeaseStatements>(
     d.raise_memory_fence(tx, memory, fence, quiet_until).await
 }
 
-/// What happened to a lease, for its line of the audit trail: `event` by
-/// `actor`, with the fencing `token` it concerns.
-struct LeaseEvent<'a> {
-    event: &'static str,
-    lease: &'a Lease,
-    token: i64,
-    actor: &'a str,
+/// What happened to a lease of `tenant`, for its line of the audit trail: `event`
+/// by `actor`, with the fencing `token` it concerns.
+pub(super) struct LeaseEvent<'a> {
+    pub(super) tenant: TenantId,
+    pub(super) event: &'static str,
+    pub(super) lease: &'a Lease,
+    pub(super) token: i64,
+    pub(super) actor: &'a str,
 }
 
 /// One line of the audit trail about `e.lease`.
-async fn audit<D: LeaseStatements>(
+pub(super) async fn audit<D: LeaseStatements>(
     d: &D,
     tx: &mut D::Tx,
-    tenant: TenantId,
     e: LeaseEvent<'_>,
     now: Millis,
 ) -> StoreResult<()> {
     let LeaseEvent {
+        tenant,
         event,
         lease,
         token,
@@ -299,8 +300,8 @@ pub(super) async fn acquire<D: LeaseDriver>(
             audit(
                 d,
                 &mut tx,
-                held.tenant,
                 LeaseEvent {
+                    tenant: held.tenant,
                     event,
                     lease: &held.lease,
                     token,
@@ -328,8 +329,8 @@ pub(super) async fn acquire<D: LeaseDriver>(
     audit(
         d,
         &mut tx,
-        new.tenant,
         LeaseEvent {
+            tenant: new.tenant,
             event: "acquired",
             lease: &lease,
             token: fence,
@@ -358,76 +359,6 @@ pub(super) async fn precheck<D: LeaseDriver>(
     };
     d.commit(tx, &[]).await?;
     outcome
-}
-
-pub(super) async fn renew<D: LeaseStatements>(
-    d: &D,
-    tenant: TenantId,
-    id: LeaseId,
-    token: u64,
-    ttl_ms: Option<Millis>,
-    actor: &Actor,
-    now: Millis,
-) -> StoreResult<Lease> {
-    let mut tx = d.begin_write().await?;
-    // Locked: an acquisition waiting on it sees the renewed expiry.
-    let held = d.load_lease(&mut tx, tenant, id, true).await?;
-    let held = check_renewal(held, id, token, actor, now)?;
-    let ttl = renewal_ttl(&held, ttl_ms);
-    d.set_lease_expiry(&mut tx, id, ttl, now + ttl).await?;
-    let lease = d
-        .load_lease(&mut tx, tenant, id, false)
-        .await?
-        .ok_or(StoreError::NotFound)?
-        .lease;
-    audit(
-        d,
-        &mut tx,
-        tenant,
-        LeaseEvent {
-            event: "renewed",
-            lease: &lease,
-            token: token as i64,
-            actor: &actor.to_string(),
-        },
-        now,
-    )
-    .await?;
-    d.commit(tx, &[]).await?;
-    Ok(lease)
-}
-
-pub(super) async fn release<D: LeaseStatements>(
-    d: &D,
-    tenant: TenantId,
-    id: LeaseId,
-    token: u64,
-    actor: &Actor,
-    now: Millis,
-) -> StoreResult<()> {
-    let mut tx = d.begin_write().await?;
-    // Already gone (released before, forced out, taken over): the holder wants it
-    // ended, and it is. Releasing twice is not an error.
-    if let Some(held) = d.load_lease(&mut tx, tenant, id, true).await? {
-        check_release(&held, id, token, actor)?;
-        // A clean release: the holder says it is done, so no lock delay.
-        d.delete_lease(&mut tx, id).await?;
-        audit(
-            d,
-            &mut tx,
-            tenant,
-            LeaseEvent {
-                event: "released",
-                lease: &held.lease,
-                token: token as i64,
-                actor: &actor.to_string(),
-            },
-            now,
-        )
-        .await?;
-    }
-    d.commit(tx, &[]).await?;
-    Ok(())
 }
 
 pub(super) async fn force_release<D: LeaseDriver + AuditStatements>(
@@ -480,8 +411,8 @@ async fn end<D: LeaseDriver>(
     audit(
         d,
         tx,
-        tenant,
         LeaseEvent {
+            tenant,
             event,
             lease: &held.lease,
             token: bumped,

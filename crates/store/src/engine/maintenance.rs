@@ -6,6 +6,7 @@
 //! retention takes the agent's row lock before it moves the low-water mark. On
 //! SQLite the single writer serializes them anyway.
 
+use super::area::store_area;
 use super::inbox::InboxStatements;
 use super::trim::{self, TrimStatements};
 use crate::clock::Millis;
@@ -349,135 +350,152 @@ fn archived(
         .collect()
 }
 
-/// Every backend with the background passes' driver has them.
-#[async_trait]
-impl<D: MaintenanceDriver> MaintenanceStore for Engine<D> {
-    /// One scavenger pass, in batches of one short transaction each, until a batch
-    /// finds less than [`BATCH`] of both kinds.
-    async fn reap(&self, now: Millis) -> StoreResult<ReapStats> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut stats = ReapStats::default();
-            loop {
-                let mut tx = d.begin_write().await?;
-                let mut batch = return_expired(d, &mut tx, now, None).await?;
-                let expired = d.expire_events(&mut tx, now, BATCH).await?;
-                d.commit(tx, &batch.wakes).await?;
-                let more =
-                    batch.lease_expirations == u64::from(BATCH) || expired.len() == BATCH as usize;
-                batch.expired = expired.len() as u64;
-                for tenant in expired {
-                    batch.by_tenant.entry(tenant).or_default().expired += 1;
-                }
-                stats.add(batch);
-                if !more {
-                    return Ok(stats);
-                }
-            }
-        })
-        .await
-    }
-
-    /// Removes, per agent, the longest prefix of the inbox in which every event is terminal
-    /// and older than `cutoff`, and moves the low-water mark to its end. Only a prefix is
-    /// removed, so a reader at or above the mark never misses an event silently (I6).
-    /// With an `archive`, nothing is removed that the archive has not taken first.
-    ///
-    /// In batches of at most [`RETAIN_BATCH`] events, one short write transaction each,
-    /// so a long-offline agent's first pass never holds the writer (SQLite) or its row
-    /// lock (PostgreSQL, MariaDB) for one huge delete. With an archive, each batch is
-    /// copied out first, outside any write transaction (the archive's file I/O never
-    /// holds the writer), and the write transaction then removes only the events still
-    /// exactly as they were copied ([`unchanged_through`]).
-    async fn retain(
-        &self,
-        cutoff: Millis,
-        now: Millis,
-        archive: Option<&dyn ArchiveSink>,
-    ) -> StoreResult<RetentionStats> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut stats = RetentionStats::default();
-            for candidate in d.retention_candidates(cutoff).await? {
-                let agent = candidate.agent;
+// Every backend with the background passes' driver has them.
+store_area! {
+    /// The background passes every instance runs.
+    pub trait MaintenanceStore for Engine<D: MaintenanceDriver> {
+        /// Expired leases back to pending (or to the quarantine at the attempt limit, I5),
+        /// and pending events past `expires_at` to expired.
+        // One scavenger pass, in batches of one short transaction each, until a batch
+        // finds less than [`BATCH`] of both kinds.
+        async fn reap(&self, now: Millis) -> StoreResult<ReapStats> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut stats = ReapStats::default();
                 loop {
-                    let copied = match archive {
-                        None => None,
-                        Some(archive) => match copy_out(d, &candidate, cutoff).await? {
-                            None => break,
-                            Some(batch) => {
-                                let events: Vec<_> =
-                                    batch.iter().map(|e| e.event.clone()).collect();
-                                if let Err(why) = archive.archive(batch).await {
-                                    // Nothing is removed: the agent keeps its events.
-                                    stats.held_back.get_or_insert(why);
-                                    break;
-                                }
-                                #[cfg(feature = "failpoints")]
-                                fail::fail_point!("retention-archived");
-                                Some(events)
-                            }
-                        },
-                    };
-                    // Lock first, compute second, in two statements (I3, I6). At READ
-                    // COMMITTED a `SELECT … FOR UPDATE` that waited for a sender returns the
-                    // sender's new row (`head_seq = N+1`), but any subquery of that same
-                    // statement still reads the statement's old snapshot, where event N+1 does
-                    // not exist: a prefix computed there would end at N+1 and the DELETE below
-                    // (a new snapshot) would remove the pending event. The statement after the
-                    // lock takes a snapshot in which every send that held the row has
-                    // committed, and the prefix is capped at the `head_seq` read under the
-                    // lock, so it covers only events that snapshot sees.
                     let mut tx = d.begin_write().await?;
-                    let marks = d.marks(&mut tx, agent, true).await?;
-                    let Some(mut new_low) =
-                        removable_through(d, &mut tx, agent, &marks, cutoff).await?
-                    else {
-                        break;
-                    };
-                    if let Some(events) = &copied {
-                        // Only what the archive took, and only while it is as it was taken.
-                        new_low =
-                            unchanged_through(d, &mut tx, agent, marks.low_water, new_low, events)
-                                .await?;
-                        if new_low <= marks.low_water {
-                            // Changed since it was copied (or removed by another instance):
-                            // the next pass copies it again.
+                    let mut batch = return_expired(d, &mut tx, now, None).await?;
+                    let expired = d.expire_events(&mut tx, now, BATCH).await?;
+                    d.commit(tx, &batch.wakes).await?;
+                    let more = batch.lease_expirations == u64::from(BATCH)
+                        || expired.len() == BATCH as usize;
+                    batch.expired = expired.len() as u64;
+                    for tenant in expired {
+                        batch.by_tenant.entry(tenant).or_default().expired += 1;
+                    }
+                    stats.add(batch);
+                    if !more {
+                        return Ok(stats);
+                    }
+                }
+            })
+            .await
+        }
+
+        /// Removes terminal events older than `cutoff` (advancing each low-water mark, I6)
+        /// and idempotency records past their expiry. With an `archive`, each agent's
+        /// events are written to it first, in batches, and an agent whose batch could not
+        /// be written keeps its events ([`RetentionStats::held_back`]).
+        // Removes, per agent, the longest prefix of the inbox in which every event is terminal
+        // and older than `cutoff`, and moves the low-water mark to its end. Only a prefix is
+        // removed, so a reader at or above the mark never misses an event silently (I6).
+        // With an `archive`, nothing is removed that the archive has not taken first.
+        //
+        // In batches of at most [`RETAIN_BATCH`] events, one short write transaction each,
+        // so a long-offline agent's first pass never holds the writer (SQLite) or its row
+        // lock (PostgreSQL, MariaDB) for one huge delete. With an archive, each batch is
+        // copied out first, outside any write transaction (the archive's file I/O never
+        // holds the writer), and the write transaction then removes only the events still
+        // exactly as they were copied ([`unchanged_through`]).
+        async fn retain(
+            &self,
+            cutoff: Millis,
+            now: Millis,
+            archive: Option<&dyn ArchiveSink>,
+        ) -> StoreResult<RetentionStats> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut stats = RetentionStats::default();
+                for candidate in d.retention_candidates(cutoff).await? {
+                    let agent = candidate.agent;
+                    loop {
+                        let copied = match archive {
+                            None => None,
+                            Some(archive) => match copy_out(d, &candidate, cutoff).await? {
+                                None => break,
+                                Some(batch) => {
+                                    let events: Vec<_> =
+                                        batch.iter().map(|e| e.event.clone()).collect();
+                                    if let Err(why) = archive.archive(batch).await {
+                                        // Nothing is removed: the agent keeps its events.
+                                        stats.held_back.get_or_insert(why);
+                                        break;
+                                    }
+                                    #[cfg(feature = "failpoints")]
+                                    fail::fail_point!("retention-archived");
+                                    Some(events)
+                                }
+                            },
+                        };
+                        // Lock first, compute second, in two statements (I3, I6). At READ
+                        // COMMITTED a `SELECT … FOR UPDATE` that waited for a sender returns the
+                        // sender's new row (`head_seq = N+1`), but any subquery of that same
+                        // statement still reads the statement's old snapshot, where event N+1 does
+                        // not exist: a prefix computed there would end at N+1 and the DELETE below
+                        // (a new snapshot) would remove the pending event. The statement after the
+                        // lock takes a snapshot in which every send that held the row has
+                        // committed, and the prefix is capped at the `head_seq` read under the
+                        // lock, so it covers only events that snapshot sees.
+                        let mut tx = d.begin_write().await?;
+                        let marks = d.marks(&mut tx, agent, true).await?;
+                        let Some(mut new_low) =
+                            removable_through(d, &mut tx, agent, &marks, cutoff).await?
+                        else {
                             break;
+                        };
+                        if let Some(events) = &copied {
+                            // Only what the archive took, and only while it is as it was taken.
+                            new_low = unchanged_through(
+                                d,
+                                &mut tx,
+                                agent,
+                                marks.low_water,
+                                new_low,
+                                events,
+                            )
+                            .await?;
+                            if new_low <= marks.low_water {
+                                // Changed since it was copied (or removed by another instance):
+                                // the next pass copies it again.
+                                break;
+                            }
+                        }
+                        d.delete_history_through(&mut tx, agent, new_low).await?;
+                        let removed = d.delete_events_through(&mut tx, agent, new_low).await?;
+                        d.raise_low_water(&mut tx, agent, new_low).await?;
+                        d.commit(tx, &[]).await?;
+                        stats.events_removed += removed;
+                        stats.batches += 1;
+                        if let Some(events) = &copied {
+                            let archived =
+                                events.iter().filter(|e| e.seq <= new_low).count() as u64;
+                            stats.archived += archived;
+                            *stats
+                                .archived_by_tenant
+                                .entry(candidate.tenant)
+                                .or_default() += archived;
                         }
                     }
-                    d.delete_history_through(&mut tx, agent, new_low).await?;
-                    let removed = d.delete_events_through(&mut tx, agent, new_low).await?;
-                    d.raise_low_water(&mut tx, agent, new_low).await?;
-                    d.commit(tx, &[]).await?;
-                    stats.events_removed += removed;
-                    stats.batches += 1;
-                    if let Some(events) = &copied {
-                        let archived = events.iter().filter(|e| e.seq <= new_low).count() as u64;
-                        stats.archived += archived;
-                        *stats
-                            .archived_by_tenant
-                            .entry(candidate.tenant)
-                            .or_default() += archived;
-                    }
                 }
-            }
-            stats.idempotency_removed =
-                trim::trim(d, &trim::IDEMPOTENCY_KEYS, now.saturating_add(1)).await?;
-            Ok(stats)
-        })
-        .await
-    }
+                stats.idempotency_removed =
+                    trim::trim(d, &trim::IDEMPOTENCY_KEYS, now.saturating_add(1)).await?;
+                Ok(stats)
+            })
+            .await
+        }
 
-    async fn trim(&self, table: Horizon, before: Millis) -> StoreResult<u64> {
-        let what = match table {
-            Horizon::AuditLog => &trim::AUDIT_LOG,
-            Horizon::LeaseAudit => &trim::LEASE_AUDIT,
-            Horizon::FencingRejections => &trim::FENCING_REJECTIONS,
-            Horizon::RevokedTokens => &trim::REVOKED_TOKENS,
-            Horizon::RefreshTokens => &trim::REFRESH_TOKENS,
-            Horizon::IssuedTokens => &trim::ISSUED_TOKENS,
-        };
-        trim::trim(&self.0, what, before).await
+        /// Deletes `table`'s rows older than `before` (each table's own age: see
+        /// [`Horizon`]), in batches; how many.
+        async fn trim(&self, table: Horizon, before: Millis) -> StoreResult<u64> {
+            let what = match table {
+                Horizon::AuditLog => &trim::AUDIT_LOG,
+                Horizon::LeaseAudit => &trim::LEASE_AUDIT,
+                Horizon::FencingRejections => &trim::FENCING_REJECTIONS,
+                Horizon::RevokedTokens => &trim::REVOKED_TOKENS,
+                Horizon::RefreshTokens => &trim::REFRESH_TOKENS,
+                Horizon::IssuedTokens => &trim::ISSUED_TOKENS,
+            };
+            trim::trim(&self.0, what, before).await
+        }
     }
 }

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use std::future::Future;
 use std::time::Duration;
 
+mod area;
 pub(crate) mod audit;
 pub(crate) mod callbacks;
 pub(crate) mod deletion;
@@ -28,7 +29,7 @@ pub(crate) mod inbox_transactions;
 pub(crate) mod instances;
 pub(crate) mod jobs;
 pub(crate) mod lease_audit;
-mod lease_store;
+pub(crate) mod lease_store;
 pub(crate) mod leases;
 pub(crate) mod lineage;
 pub(crate) mod maintenance;

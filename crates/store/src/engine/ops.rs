@@ -1,7 +1,7 @@
 //! What operators read, once for every backend: a filtered page of a tenant's
-//! events, one event with its history, and the audit log. The bulk actions are in
-//! `bulk.rs`, the jobs in `jobs.rs`; [`OpsStore`] is implemented here for every
-//! backend with the bulk driver.
+//! events, one event with its history, and the audit log. The bulk actions' batches
+//! are in `bulk.rs`, the jobs in `jobs.rs`; [`OpsStore`] (with the action at once)
+//! is implemented here for every backend with the bulk driver.
 //!
 //! A filter is built at run time (`sqlx::QueryBuilder`, whose `push_bind` numbers
 //! the parameters as the backend wants them), once in the statements macro.
@@ -9,6 +9,7 @@
 use super::Driver;
 pub(crate) mod bulk;
 
+use super::area::store_area;
 use crate::clock::Millis;
 use crate::*;
 use async_trait::async_trait;
@@ -89,36 +90,71 @@ async fn event_detail<D: OpsStatements>(
     })
 }
 
-/// Every backend with the bulk driver has the operator views and bulk actions.
-#[async_trait]
-impl<D: BulkDriver> OpsStore for Engine<D> {
-    async fn list_events(
-        &self,
-        tenant: TenantId,
-        query: &EventListQuery,
-        limit: u32,
-    ) -> StoreResult<OpsEventPage> {
-        list_events(&self.0, tenant, query, limit).await
-    }
+// Every backend with the bulk driver has the operator views and bulk actions.
+store_area! {
+    /// Operator views and immediate bulk actions (each recorded in the audit log).
+    pub trait OpsStore for Engine<D: BulkDriver> {
+        async fn list_events(
+            &self,
+            tenant: TenantId,
+            query: &EventListQuery,
+            limit: u32,
+        ) -> StoreResult<OpsEventPage> {
+            list_events(&self.0, tenant, query, limit).await
+        }
 
-    async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
-        event_detail(&self.0, tenant, event).await
-    }
+        async fn event_detail(&self, tenant: TenantId, event: EventId) -> StoreResult<EventDetail> {
+            event_detail(&self.0, tenant, event).await
+        }
 
-    async fn bulk(
-        &self,
-        tenant: TenantId,
-        scope: &Scope<'_>,
-        max: u64,
-        actor: &Actor,
-        now: Millis,
-    ) -> StoreResult<Committed<(u64, i64)>> {
-        self.0
-            .retrying(|| bulk::bulk(&self.0, tenant, scope, max, actor, now))
+        /// Applies an action at once, in one transaction: refused with
+        /// [`StoreError::TooMany`] when more than `max` events match (that is a job).
+        async fn bulk(
+            &self,
+            tenant: TenantId,
+            scope: &Scope<'_>,
+            max: u64,
+            actor: &Actor,
+            now: Millis,
+        ) -> StoreResult<Committed<(u64, i64)>> {
+            let d = &self.0;
+            // In one transaction, with its audit row.
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                let (matching_now, _) = d.count_matching(&mut tx, tenant, scope).await?;
+                if matching_now > max {
+                    return Err(StoreError::TooMany(matching_now));
+                }
+                // Events may have come to match since the count (another writer's commit): change
+                // at most one more than `max`, and refuse (rolling back) if that many did.
+                let window = bulk::Window {
+                    limit: Some(max.saturating_add(1)),
+                    ..bulk::Window::default()
+                };
+                let applied = bulk::apply(d, &mut tx, tenant, scope, &window, actor, now).await?;
+                if applied.count > max {
+                    return Err(StoreError::TooMany(applied.count));
+                }
+                let row = bulk::NewAudit {
+                    tenant,
+                    scope,
+                    actor,
+                    count: applied.count,
+                    job: None,
+                    now,
+                };
+                let audit_id = d.insert_audit(&mut tx, &row).await?;
+                d.commit(tx, &applied.wakes).await?;
+                Ok(Committed {
+                    value: (applied.count, audit_id),
+                    wakes: applied.wakes,
+                })
+            })
             .await
-    }
+        }
 
-    async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        self.0.audit_entries(tenant, limit).await
+        async fn audit(&self, tenant: TenantId, limit: u32) -> StoreResult<Vec<AuditEntry>> {
+            self.0.audit_entries(tenant, limit).await
+        }
     }
 }

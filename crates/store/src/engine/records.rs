@@ -10,6 +10,7 @@
 //! renewal waits for the call, and calls on one memory (and their record versions)
 //! are serialized. On SQLite the single writer gives all of this at once.
 
+use super::area::store_area;
 use super::events::{Envelope, EventStatements, deliver_member};
 use super::lease_audit::{self, LeaseAuditStatements};
 use crate::clock::Millis;
@@ -188,111 +189,117 @@ async fn reject<D: RecordStatements>(
     lease_audit::write(d, tx, call.tenant, line, now).await
 }
 
-/// Every backend with the data plane's statements has the data plane.
-#[async_trait]
-impl<D: RecordStatements> RecordStore for Engine<D> {
-    /// One data-plane call in one transaction: check, change, notify, commit.
-    async fn record(
-        &self,
-        call: &RecordCall<'_>,
-        now: Millis,
-    ) -> StoreResult<Committed<RecordDone>> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            if let Err((refusal, current, owner)) = check_fence(d, &mut tx, call, now).await? {
-                reject(d, &mut tx, call, current, owner.as_deref(), now).await?;
-                d.commit(tx, &[]).await?;
-                return Err(refusal.into_error());
-            }
-            let existing = d.load_record(&mut tx, call.memory, call.key).await?;
-            let (done, change) = match plan_record(call, existing)? {
-                RecordPlan::Read(record) => (RecordDone::Read(record), None),
-                RecordPlan::Put {
-                    value,
-                    version,
-                    created,
-                } => {
-                    // Whether the record exists was read under the memory's row lock, which
-                    // every call on the memory takes first: nobody inserted it since.
-                    let write = RecordWrite {
-                        memory: call.memory,
-                        key: call.key,
-                        value: &value,
+// Every backend with the data plane's statements has the data plane.
+store_area! {
+    /// The fenced data plane (I7's other half): every call presents the memory's
+    /// current fencing token, checked in the call's own transaction; a refusal is
+    /// recorded before it is answered. A change sends `memory_updated` to the memory's
+    /// subscribers in the same transaction (I1).
+    pub trait RecordStore for Engine<D: RecordStatements> {
+        // One data-plane call in one transaction: check, change, notify, commit.
+        async fn record(
+            &self,
+            call: &RecordCall<'_>,
+            now: Millis,
+        ) -> StoreResult<Committed<RecordDone>> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                if let Err((refusal, current, owner)) = check_fence(d, &mut tx, call, now).await? {
+                    reject(d, &mut tx, call, current, owner.as_deref(), now).await?;
+                    d.commit(tx, &[]).await?;
+                    return Err(refusal.into_error());
+                }
+                let existing = d.load_record(&mut tx, call.memory, call.key).await?;
+                let (done, change) = match plan_record(call, existing)? {
+                    RecordPlan::Read(record) => (RecordDone::Read(record), None),
+                    RecordPlan::Put {
+                        value,
                         version,
-                        token: call.token,
+                        created,
+                    } => {
+                        // Whether the record exists was read under the memory's row lock, which
+                        // every call on the memory takes first: nobody inserted it since.
+                        let write = RecordWrite {
+                            memory: call.memory,
+                            key: call.key,
+                            value: &value,
+                            version,
+                            token: call.token,
+                            now,
+                        };
+                        if created {
+                            d.insert_record(&mut tx, &write).await?;
+                        } else {
+                            d.update_record(&mut tx, &write).await?;
+                        }
+                        let record = d
+                            .load_record(&mut tx, call.memory, call.key)
+                            .await?
+                            .ok_or(StoreError::NotFound)?;
+                        let change = (record.version, false);
+                        (RecordDone::Written { record, created }, Some(change))
+                    }
+                    RecordPlan::Delete { version } => {
+                        d.delete_record(&mut tx, call.memory, call.key).await?;
+                        (RecordDone::Deleted, Some((version, true)))
+                    }
+                };
+                let mut wakes = Vec::new();
+                if let Some((version, deleted)) = change {
+                    let msg = memory_updated(call, version, deleted, now);
+                    let envelope = Envelope {
+                        tenant: call.tenant,
+                        from: call.who,
+                        room: None,
+                        msg: &msg,
                         now,
                     };
-                    if created {
-                        d.insert_record(&mut tx, &write).await?;
-                    } else {
-                        d.update_record(&mut tx, &write).await?;
+                    for agent in d.subscribers(&mut tx, call.memory).await? {
+                        let Some(delivered) = deliver_member(d, &mut tx, agent, &envelope).await?
+                        else {
+                            continue;
+                        };
+                        wakes.push(Wake {
+                            tenant_id: call.tenant,
+                            agent_id: delivered.agent_id,
+                            cursor_hint: delivered.seq,
+                        });
                     }
-                    let record = d
-                        .load_record(&mut tx, call.memory, call.key)
-                        .await?
-                        .ok_or(StoreError::NotFound)?;
-                    let change = (record.version, false);
-                    (RecordDone::Written { record, created }, Some(change))
                 }
-                RecordPlan::Delete { version } => {
-                    d.delete_record(&mut tx, call.memory, call.key).await?;
-                    (RecordDone::Deleted, Some((version, true)))
-                }
-            };
-            let mut wakes = Vec::new();
-            if let Some((version, deleted)) = change {
-                let msg = memory_updated(call, version, deleted, now);
-                let envelope = Envelope {
-                    tenant: call.tenant,
-                    from: call.who,
-                    room: None,
-                    msg: &msg,
-                    now,
-                };
-                for agent in d.subscribers(&mut tx, call.memory).await? {
-                    let Some(delivered) = deliver_member(d, &mut tx, agent, &envelope).await?
-                    else {
-                        continue;
-                    };
-                    wakes.push(Wake {
-                        tenant_id: call.tenant,
-                        agent_id: delivered.agent_id,
-                        cursor_hint: delivered.seq,
-                    });
-                }
-            }
-            d.commit(tx, &wakes).await?;
-            Ok(Committed { value: done, wakes })
-        })
-        .await
-    }
+                d.commit(tx, &wakes).await?;
+                Ok(Committed { value: done, wakes })
+            })
+            .await
+        }
 
-    /// Subscribes `agent` to `memory`'s changes, or ends it (both idempotent).
-    async fn subscribe_memory(
-        &self,
-        tenant: TenantId,
-        memory: MemoryId,
-        agent: AgentId,
-        on: bool,
-    ) -> StoreResult<()> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            if !d.memory_exists(&mut tx, tenant, memory).await? {
-                return Err(StoreError::NotFound);
-            }
-            d.set_subscribed(&mut tx, memory, agent, on).await?;
-            d.commit(tx, &[]).await
-        })
-        .await
-    }
+        // Subscribes `agent` to `memory`'s changes, or ends it (both idempotent).
+        async fn subscribe_memory(
+            &self,
+            tenant: TenantId,
+            memory: MemoryId,
+            agent: AgentId,
+            on: bool,
+        ) -> StoreResult<()> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                if !d.memory_exists(&mut tx, tenant, memory).await? {
+                    return Err(StoreError::NotFound);
+                }
+                d.set_subscribed(&mut tx, memory, agent, on).await?;
+                d.commit(tx, &[]).await
+            })
+            .await
+        }
 
-    async fn fencing_rejections(
-        &self,
-        tenant: TenantId,
-        limit: u32,
-    ) -> StoreResult<Vec<FencingRejection>> {
-        RecordStatements::fencing_rejections(&self.0, tenant, limit).await
+        /// Newest first.
+        async fn fencing_rejections(
+            &self,
+            tenant: TenantId,
+            limit: u32,
+        ) -> StoreResult<Vec<FencingRejection>> {
+            RecordStatements::fencing_rejections(&self.0, tenant, limit).await
+        }
     }
 }

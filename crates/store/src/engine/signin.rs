@@ -7,10 +7,12 @@
 //!   RFC 7636 §1), and a second redemption of a code that worked revokes the
 //!   sign-in it made (RFC 6749 §4.1.2).
 
+use super::area::store_area;
 use super::audit::{self, AuditStatements};
 use super::directory::NewToken;
 use super::identity::{IdentityStatements, end_family, grant_of, record_issue};
 use super::lineage::LineageStatements;
+use super::trim::TrimStatements;
 use crate::clock::Millis;
 use crate::pkce;
 use crate::*;
@@ -118,46 +120,51 @@ async fn redeem<D: SignInStatements + LineageStatements>(
     })
 }
 
-#[async_trait]
-impl<D: SignInStatements + AuditStatements + LineageStatements + super::trim::TrimStatements>
-    SignInStore for Engine<D>
-{
-    async fn insert_authorization_code(
-        &self,
-        code: &NewAuthorizationCode<'_>,
-        note: &AuditNote,
-    ) -> StoreResult<()> {
-        let d = &self.0;
-        d.retrying(|| async {
-            let mut tx = d.begin_write().await?;
-            d.insert_code_row(&mut tx, code).await?;
-            audit::write(
-                d,
-                &mut tx,
-                code.tenant,
-                note,
-                "signin_consented",
-                1,
-                code.created_at,
-            )
-            .await?;
-            d.commit(tx, &[]).await
-        })
-        .await
-    }
-
-    async fn redeem_authorization_code(
-        &self,
-        redemption: &Redemption<'_>,
-        now: Millis,
-        issue: &Issue<'_>,
-    ) -> StoreResult<Redeemed> {
-        self.0
-            .retrying(|| redeem(&self.0, redemption, now, issue))
+store_area! {
+    pub trait SignInStore for Engine<
+        D: SignInStatements + AuditStatements + LineageStatements + TrimStatements,
+    > {
+        /// Stores the code of an operator's consent, with its audit row.
+        async fn insert_authorization_code(
+            &self,
+            code: &NewAuthorizationCode<'_>,
+            note: &AuditNote,
+        ) -> StoreResult<()> {
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                d.insert_code_row(&mut tx, code).await?;
+                audit::write(
+                    d,
+                    &mut tx,
+                    code.tenant,
+                    note,
+                    "signin_consented",
+                    1,
+                    code.created_at,
+                )
+                .await?;
+                d.commit(tx, &[]).await
+            })
             .await
-    }
+        }
 
-    async fn forget_authorization_codes(&self, before: Millis) -> StoreResult<u64> {
-        super::trim::trim(&self.0, &super::trim::AUTHORIZATION_CODES, before).await
+        /// Redeems a code: once, by the client and redirect URI it was made for, with
+        /// the verifier of its challenge, before it expires. Any attempt spends it.
+        async fn redeem_authorization_code(
+            &self,
+            redemption: &Redemption<'_>,
+            now: Millis,
+            issue: &Issue<'_>,
+        ) -> StoreResult<Redeemed> {
+            self.0
+                .retrying(|| redeem(&self.0, redemption, now, issue))
+                .await
+        }
+
+        /// Forgets codes that expired before `before`; how many.
+        async fn forget_authorization_codes(&self, before: Millis) -> StoreResult<u64> {
+            super::trim::trim(&self.0, &super::trim::AUTHORIZATION_CODES, before).await
+        }
     }
 }

@@ -73,15 +73,8 @@ pub(super) async fn migrate(opts: &MySqlConnectOptions, flavor: Flavor) -> Store
         }
     }
     let applied = apply(&mut conn).await;
-    // Released with the session anyway, should this fail.
-    let released = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT RELEASE_LOCK({LOCK})")))
-        .execute(&mut conn)
-        .await;
-    let closed = conn.close().await;
-    applied?;
-    released?;
-    closed?;
-    Ok(())
+    let release = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT RELEASE_LOCK({LOCK})")));
+    migrate::release_and_close(conn, applied, release).await
 }
 
 async fn apply(conn: &mut MySqlConnection) -> StoreResult<()> {

@@ -58,16 +58,8 @@ pub(super) async fn migrate(opts: &PgConnectOptions) -> StoreResult<()> {
         wait.pause(&format!("pg_advisory_lock({key})")).await?;
     }
     let applied = apply(&mut conn).await;
-    // Released with the session anyway, should this fail.
-    let released = sqlx::query("SELECT pg_advisory_unlock($1)")
-        .bind(key)
-        .execute(&mut conn)
-        .await;
-    let closed = conn.close().await;
-    applied?;
-    released?;
-    closed?;
-    Ok(())
+    let release = sqlx::query("SELECT pg_advisory_unlock($1)").bind(key);
+    migrate::release_and_close(conn, applied, release).await
 }
 
 async fn apply(conn: &mut PgConnection) -> StoreResult<()> {

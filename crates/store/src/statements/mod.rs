@@ -55,7 +55,7 @@ pub(crate) use ops::ops_statements;
 pub(crate) use records::record_statements;
 pub(crate) use send::send_statements;
 pub(crate) use signin::signin_statements;
-pub(crate) use trim::trim_statements;
+pub(crate) use trim::{trim_sql, trim_statements};
 
 /// Implements every shared statement trait for `$store`.
 macro_rules! shared_statements {

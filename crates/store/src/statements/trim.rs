@@ -14,13 +14,11 @@ macro_rules! trim_statements {
                 before: $crate::clock::Millis,
                 limit: u32,
             ) -> $crate::StoreResult<Option<i64>> {
-                let sql = <Self as $crate::engine::Driver>::DIALECT.render(&format!(
-                    "SELECT {c} FROM {t} WHERE {c} < $1 {x} ORDER BY {c} LIMIT 1 OFFSET $2",
-                    c = trim.column,
-                    t = trim.table,
-                    x = trim.extra,
-                ));
-                Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                let sql = $crate::statements::trim_sql!(
+                    trim,
+                    "SELECT {c} FROM {t} WHERE {c} < $1 {x} ORDER BY {c} LIMIT 1 OFFSET $2"
+                );
+                Ok(sqlx::query_scalar(sql)
                     .bind(before)
                     .bind(i64::from(limit.max(1) - 1))
                     .fetch_optional(self.read_pool())
@@ -33,13 +31,11 @@ macro_rules! trim_statements {
                 through: i64,
                 before: $crate::clock::Millis,
             ) -> $crate::StoreResult<u64> {
-                let sql = <Self as $crate::engine::Driver>::DIALECT.render(&format!(
-                    "DELETE FROM {t} WHERE {c} <= $1 AND {c} < $2 {x}",
-                    c = trim.column,
-                    t = trim.table,
-                    x = trim.extra,
-                ));
-                Ok(sqlx::query(sqlx::AssertSqlSafe(sql))
+                let sql = $crate::statements::trim_sql!(
+                    trim,
+                    "DELETE FROM {t} WHERE {c} <= $1 AND {c} < $2 {x}"
+                );
+                Ok(sqlx::query(sql)
                     .bind(through)
                     .bind(before)
                     .execute(self.write_pool())
@@ -50,3 +46,18 @@ macro_rules! trim_statements {
     };
 }
 pub(crate) use trim_statements;
+
+/// A trim statement's text for `trim`'s table in the dialect of the driver being
+/// implemented: the template names the table `{t}`, its time column `{c}` and its
+/// extra condition `{x}`.
+macro_rules! trim_sql {
+    ($trim:expr, $template:literal) => {
+        sqlx::AssertSqlSafe(<Self as $crate::engine::Driver>::DIALECT.render(&format!(
+            $template,
+            c = $trim.column,
+            t = $trim.table,
+            x = $trim.extra,
+        )))
+    };
+}
+pub(crate) use trim_sql;
