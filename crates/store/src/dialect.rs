@@ -205,15 +205,6 @@ macro_rules! sql {
 }
 pub(crate) use sql;
 
-/// [`sql!`] in the dialect of the driver whose statements are being implemented
-/// (`Self`, in a `…Statements` impl of `statements/`): `stmt!("SELECT … $1")`.
-macro_rules! stmt {
-    ($($template:tt)+) => {
-        $crate::dialect::sql!(<Self as $crate::engine::Driver>::DIALECT, $($template)+)
-    };
-}
-pub(crate) use stmt;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -295,7 +295,7 @@ macro_rules! step_statements {
                 tx: &mut Self::Tx,
                 name: &str,
             ) -> $crate::StoreResult<Option<$crate::migrate::StepRow>> {
-                let row: Option<(i64, i64)> = sqlx::query_as($crate::dialect::stmt!(
+                let row: Option<(i64, i64)> = sqlx::query_as($crate::engine::stmt!(
                     "SELECT done_through, last_id FROM _switchboard_steps \
                      WHERE name = $1 AND finished_at IS NULL @FOR_UPDATE"
                 ))
@@ -331,7 +331,7 @@ macro_rules! step_statements {
                 done_through: i64,
                 finished_at: Option<i64>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE _switchboard_steps SET done_through = $1, finished_at = $2 \
                      WHERE name = $3"
                 ))

@@ -5,8 +5,8 @@
 //! refuses an import from the store into the server; this keeps the server's own
 //! modules in one direction.
 //!
-//! An arrow is every `crate::…`, `super::…` and `self::…` path a module's file
-//! names (grouped `use` lists included), as the module-cycles tool of the shared
+//! An arrow is every `crate::…` (or `$crate::…`, in a macro), `super::…` and
+//! `self::…` path a module's file names (grouped `use` lists included), as the module-cycles tool of the shared
 //! library counts them. Test code (`#[cfg(test)] mod …`, `tests.rs`, `tests/`)
 //! is left out: tests may reach anywhere.
 
@@ -428,7 +428,9 @@ fn paths_named(code: &str, here: &[String]) -> Vec<Vec<String>> {
         while let Some(found) = code[from..].find(kind) {
             let at = from + found;
             from = at + kind.len();
-            if at > 0 && (is_ident(bytes[at - 1]) || bytes[at - 1] == b'$') {
+            // `$crate::…` (in a macro) is an arrow like `crate::…`: the module that
+            // expands the macro depends on what it names.
+            if at > 0 && is_ident(bytes[at - 1]) {
                 continue;
             }
             // `super::super::x` is read once, from its first `super`.

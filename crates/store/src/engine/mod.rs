@@ -61,6 +61,15 @@ impl<D> std::ops::Deref for Engine<D> {
     }
 }
 
+/// [`sql!`] in the dialect of the driver whose statements are being implemented
+/// (`Self`, in a `…Statements` impl of `statements/`): `stmt!("SELECT … $1")`.
+macro_rules! stmt {
+    ($($template:tt)+) => {
+        $crate::dialect::sql!(<Self as $crate::engine::Driver>::DIALECT, $($template)+)
+    };
+}
+pub(crate) use stmt;
+
 /// What every driver has: write transactions and read snapshots.
 #[async_trait]
 pub(crate) trait Driver: Send + Sync + 'static {

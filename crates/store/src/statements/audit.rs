@@ -14,7 +14,7 @@ macro_rules! audit_statements {
                 count: u64,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO audit_log (tenant_id, actor, action, target, detail, count, at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))

@@ -99,19 +99,19 @@ macro_rules! bulk_statements {
             ) -> $crate::StoreResult<bool> {
                 use switchboard_proto::BulkAction;
                 let query = match action {
-                    BulkAction::Replay => sqlx::query($crate::dialect::stmt!(
+                    BulkAction::Replay => sqlx::query($crate::engine::stmt!(
                         "UPDATE events SET status = 'pending', attempts = 0, claim_token = NULL, \
                          lease_expires_at = NULL, available_at = $1, updated_at = $2 \
                          WHERE id = $3 AND status = $4"
                     ))
                     .bind(now),
-                    BulkAction::Release => sqlx::query($crate::dialect::stmt!(
+                    BulkAction::Release => sqlx::query($crate::engine::stmt!(
                         "UPDATE events SET status = 'pending', claim_token = NULL, \
                          lease_expires_at = NULL, available_at = $1, updated_at = $2 \
                          WHERE id = $3 AND status = $4"
                     ))
                     .bind(now),
-                    BulkAction::Purge => sqlx::query($crate::dialect::stmt!(
+                    BulkAction::Purge => sqlx::query($crate::engine::stmt!(
                         "UPDATE events SET status = 'purged', payload = NULL, claim_token = NULL, \
                          lease_expires_at = NULL, updated_at = $1 WHERE id = $2 AND status = $3"
                     )),
@@ -135,7 +135,7 @@ macro_rules! bulk_statements {
                 // MySQL has no `INSERT … RETURNING` (MariaDB has): its id is the
                 // session's `LAST_INSERT_ID()`, read in the same transaction.
                 let mysql = !<Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let id = sqlx::query_scalar($crate::dialect::stmt!(
+                let id = sqlx::query_scalar($crate::engine::stmt!(
                     "INSERT INTO audit_log (tenant_id, actor, action, ids, filter, count, at, \
                      job_state, job_total, job_rate, finished_at, job_owner, job_heartbeat_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13){}",

@@ -9,14 +9,14 @@ macro_rules! callback_statements {
                 tx: &mut Self::Tx,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM callback_attempts WHERE callback_id IN \
                      (SELECT id FROM callbacks WHERE agent_id = $1)"
                 ))
                 .bind(agent)
                 .execute(&mut **tx)
                 .await?;
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM callbacks WHERE agent_id = $1"
                 ))
                 .bind(agent)
@@ -30,7 +30,7 @@ macro_rules! callback_statements {
                 tx: &mut Self::Tx,
                 new: &$crate::NewCallback,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO callbacks (id, tenant_id, agent_id, url, secret_sealed, key_id, \
                      state, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'active', $7)"
                 ))
@@ -91,7 +91,7 @@ macro_rules! callback_statements {
                 tenant: switchboard_proto::TenantId,
                 id: switchboard_proto::CallbackId,
             ) -> $crate::StoreResult<bool> {
-                let deleted = sqlx::query($crate::dialect::stmt!(
+                let deleted = sqlx::query($crate::engine::stmt!(
                     "DELETE FROM callbacks WHERE tenant_id = $1 AND id = $2"
                 ))
                 .bind(tenant)
@@ -100,7 +100,7 @@ macro_rules! callback_statements {
                 .await?
                 .rows_affected();
                 if deleted > 0 {
-                    sqlx::query($crate::dialect::stmt!(
+                    sqlx::query($crate::engine::stmt!(
                         "DELETE FROM callback_attempts WHERE callback_id = $1"
                     ))
                     .bind(id)
@@ -153,7 +153,7 @@ macro_rules! callback_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<$crate::StoredCallback>> {
                 use $crate::engine::callbacks::CALLBACK_COLS;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {CALLBACK_COLS} FROM callbacks c JOIN agents a ON a.id = c.agent_id \
                      WHERE c.state = 'active' AND c.next_attempt_at <= $1 \
                      AND (c.leased_until IS NULL OR c.leased_until <= $2) \
@@ -182,7 +182,7 @@ macro_rules! callback_statements {
                 until: $crate::clock::Millis,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let taken = sqlx::query($crate::dialect::stmt!(
+                let taken = sqlx::query($crate::engine::stmt!(
                     "UPDATE callbacks SET lease_token = $1, leased_until = $2 \
                      WHERE id = $3 AND state = 'active' \
                      AND (leased_until IS NULL OR leased_until <= $4)"
@@ -202,7 +202,7 @@ macro_rules! callback_statements {
                 id: switchboard_proto::CallbackId,
                 token: uuid::Uuid,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE callbacks SET lease_token = NULL, leased_until = NULL \
                      WHERE id = $1 AND lease_token = $2"
                 ))
@@ -218,7 +218,7 @@ macro_rules! callback_statements {
                 tx: &mut Self::Tx,
                 r: &$crate::AttemptRecord,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO callback_attempts (callback_id, event_id, kind, at, status, \
                      error, latency_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
@@ -291,7 +291,7 @@ macro_rules! callback_statements {
                 id: switchboard_proto::CallbackId,
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::CallbackAttempt>> {
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT event_id, kind, at, status, error, latency_ms FROM callback_attempts \
                      WHERE callback_id = $1 ORDER BY id DESC LIMIT $2"
                 ))
@@ -308,7 +308,7 @@ macro_rules! callback_statements {
                 &self,
                 state: switchboard_proto::CallbackState,
             ) -> $crate::StoreResult<u64> {
-                let n: i64 = sqlx::query_scalar($crate::dialect::stmt!(
+                let n: i64 = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT COUNT(*) FROM callbacks WHERE state = $1"
                 ))
                 .bind(state.as_str())
@@ -321,7 +321,7 @@ macro_rules! callback_statements {
                 &self,
                 key_id: &str,
             ) -> $crate::StoreResult<u64> {
-                let n: i64 = sqlx::query_scalar($crate::dialect::stmt!(
+                let n: i64 = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT COUNT(*) FROM callbacks WHERE key_id <> $1"
                 ))
                 .bind(key_id)

@@ -12,7 +12,7 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE agents SET deleted_at = $1, name = $2 \
                      WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL"
                 ))
@@ -31,7 +31,7 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<u64> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE events SET status = 'purged', payload = NULL, claim_token = NULL, \
                      lease_expires_at = NULL, updated_at = $1 \
                      WHERE agent_id = $2 AND status IN ('pending', 'claimed', 'quarantined')"
@@ -49,10 +49,10 @@ macro_rules! deletion_statements {
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<()> {
                 for sql in [
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "DELETE FROM room_members WHERE agent_id = $1"
                     ),
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "DELETE FROM memory_subscribers WHERE agent_id = $1"
                     ),
                 ] {

@@ -11,7 +11,7 @@ macro_rules! directory_statements {
                 &self,
                 name: &str,
             ) -> $crate::StoreResult<Option<switchboard_proto::TenantId>> {
-                let id = sqlx::query_scalar($crate::dialect::stmt!(
+                let id = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT id FROM tenants WHERE name = $1"
                 ))
                 .bind(name)
@@ -27,7 +27,7 @@ macro_rules! directory_statements {
                 name: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::stmt!(
+                let inserted = sqlx::query($crate::engine::stmt!(
                     "INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)"
                 ))
                 .bind(id)
@@ -44,7 +44,7 @@ macro_rules! directory_statements {
                 &self,
             ) -> $crate::StoreResult<Vec<$crate::TenantRecord>> {
                 use $crate::rows::Cols;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT t.id, t.name, t.created_at, COUNT(a.id) AS agents \
                      FROM tenants t LEFT JOIN agents a ON a.tenant_id = t.id AND a.deleted_at IS NULL \
                      GROUP BY t.id, t.name, t.created_at ORDER BY t.name"
@@ -68,7 +68,7 @@ macro_rules! directory_statements {
                 hash: &[u8],
                 scopes: &[String],
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE tokens SET scopes = $1 WHERE hash = $2"
                 ))
                 .bind(scopes.join(" "))
@@ -83,7 +83,7 @@ macro_rules! directory_statements {
                 tx: &mut Self::Tx,
                 token: &$crate::engine::directory::NewToken<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO tokens (hash, tenant_id, agent_id, scopes, label, created_at, \
                      parent_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
@@ -104,7 +104,7 @@ macro_rules! directory_statements {
                 hash: &[u8],
             ) -> $crate::StoreResult<Option<$crate::TokenRecord>> {
                 use $crate::rows::TOKEN_SELECT;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "{TOKEN_SELECT} WHERE t.hash = $1 AND t.revoked_at IS NULL \
                      AND a.deleted_at IS NULL"
                 ))
@@ -123,7 +123,7 @@ macro_rules! directory_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<u64> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE tokens SET revoked_at = $1 \
                      WHERE tenant_id = $2 AND agent_id = $3 AND revoked_at IS NULL"
                 ))
@@ -140,7 +140,7 @@ macro_rules! directory_statements {
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::CredentialRow>> {
                 use $crate::rows::Cols;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT t.hash, t.agent_id, a.name, t.scopes, t.label, t.created_at, \
                      t.revoked_at, t.parent_hash FROM tokens t \
                      LEFT JOIN agents a ON a.id = t.agent_id \
@@ -170,7 +170,7 @@ macro_rules! directory_statements {
                 tx: &mut Self::Tx,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM console_grants WHERE expires_at <= $1"
                 ))
                 .bind(now)
@@ -185,7 +185,7 @@ macro_rules! directory_statements {
                 grant: &$crate::NewGrant<'_>,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO console_grants (hash, kind, tenant_id, token_hash, scopes, \
                      created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
@@ -209,7 +209,7 @@ macro_rules! directory_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<$crate::Grant>> {
                 use $crate::rows::{GRANT_COLS, GRANT_JOINS, GRANT_LIVE};
-                let query = sqlx::query($crate::dialect::stmt!(
+                let query = sqlx::query($crate::engine::stmt!(
                     "SELECT {GRANT_COLS} FROM console_grants g {GRANT_JOINS} {GRANT_LIVE}"
                 ))
                 .bind(hash)
@@ -272,7 +272,7 @@ macro_rules! directory_statements {
                 hash: &[u8],
                 kind: $crate::GrantKind,
             ) -> $crate::StoreResult<bool> {
-                let deleted = sqlx::query($crate::dialect::stmt!(
+                let deleted = sqlx::query($crate::engine::stmt!(
                     "DELETE FROM console_grants WHERE hash = $1 AND kind = $2"
                 ))
                 .bind(hash)
@@ -283,7 +283,7 @@ macro_rules! directory_statements {
             }
 
             async fn delete_grant_row(&self, hash: &[u8]) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM console_grants WHERE hash = $1"
                 ))
                 .bind(hash)
@@ -297,7 +297,7 @@ macro_rules! directory_statements {
                 tx: &mut Self::Tx,
                 agent: &$crate::AgentRecord,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::stmt!(
+                let inserted = sqlx::query($crate::engine::stmt!(
                     "INSERT INTO agents (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)"
                 ))
                 .bind(agent.id)
@@ -320,12 +320,12 @@ macro_rules! directory_statements {
                 let (column, key) =
                     $crate::rows::by_id_or_name::<switchboard_proto::AgentId>(key);
                 let sql = if column == "id" {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND id = $2 \
                          AND deleted_at IS NULL"
                     )
                 } else {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND name = $2 \
                          AND deleted_at IS NULL"
                     )
@@ -345,7 +345,7 @@ macro_rules! directory_statements {
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::AgentRecord>> {
                 use $crate::rows::AGENT_COLS;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {AGENT_COLS} FROM agents WHERE tenant_id = $1 AND deleted_at IS NULL \
                      ORDER BY name"
                 ))
@@ -364,7 +364,7 @@ macro_rules! directory_statements {
                 now: $crate::clock::Millis,
                 seen_after: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                let update = sqlx::query($crate::dialect::stmt!(
+                let update = sqlx::query($crate::engine::stmt!(
                     "UPDATE agents SET last_seen_at = $1 WHERE id = $2 \
                      AND (last_seen_at IS NULL OR last_seen_at < $3)"
                 ))
@@ -428,7 +428,7 @@ macro_rules! directory_statements {
                 report: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO client_reports (agent_id, report, received_at) \
                      VALUES ($1, $2, $3) @UPSERT(agent_id) \
                      report = @NEW(report), received_at = @NEW(received_at)"
@@ -446,7 +446,7 @@ macro_rules! directory_statements {
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::ClientReportRow>> {
                 use $crate::rows::CLIENT_REPORT_SELECT;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "{CLIENT_REPORT_SELECT} WHERE a.tenant_id = $1 ORDER BY a.name"
                 ))
                 .bind(tenant)
@@ -466,7 +466,7 @@ macro_rules! directory_statements {
                 updated_by: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO client_settings (tenant_id, agent_id, poll_ceiling_ms, \
                      reports_paused, updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6) \
                      @UPSERT(tenant_id, agent_id) poll_ceiling_ms = @NEW(poll_ceiling_ms), \
@@ -490,7 +490,7 @@ macro_rules! directory_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: &str,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "DELETE FROM client_settings WHERE tenant_id = $1 AND agent_id = $2"
                 ))
                 .bind(tenant)
@@ -506,7 +506,7 @@ macro_rules! directory_statements {
             ) -> $crate::StoreResult<Vec<$crate::ClientSettingsRow>> {
                 use $crate::rows::CLIENT_SETTINGS_SELECT;
                 // The tenant's row ('') sorts first: no agent has an empty name.
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "{CLIENT_SETTINGS_SELECT} WHERE c.tenant_id = $1 \
                      ORDER BY c.agent_id <> '', a.name"
                 ))

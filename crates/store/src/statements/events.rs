@@ -10,7 +10,7 @@ macro_rules! event_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
                      AND deleted_at IS NULL"
                 ))
@@ -26,7 +26,7 @@ macro_rules! event_statements {
                 tx: &mut Self::Tx,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<u64> {
-                let seq: i64 = sqlx::query_scalar($crate::dialect::stmt!(
+                let seq: i64 = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT head_seq FROM agents WHERE id = $1"
                 ))
                 .bind(agent)
@@ -41,7 +41,7 @@ macro_rules! event_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<u64> {
-                let seq: i64 = sqlx::query_scalar($crate::dialect::stmt!(
+                let seq: i64 = sqlx::query_scalar($crate::engine::stmt!(
                     "UPDATE agents SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
                      AND deleted_at IS NULL \
                      RETURNING head_seq"
@@ -58,7 +58,7 @@ macro_rules! event_statements {
                 tx: &mut Self::Tx,
                 e: &$crate::engine::events::NewEvent<'_>,
             ) -> $crate::StoreResult<()> {
-                let insert = sqlx::query($crate::dialect::stmt!(
+                let insert = sqlx::query($crate::engine::stmt!(
                     "INSERT INTO events (id, tenant_id, agent_id, seq, sender_agent_id, \
                      sender_name, room_id, room_seq, correlation_id, priority, status, payload, \
                      attempts, max_attempts, created_at, available_at, expires_at, updated_at) \
@@ -81,7 +81,7 @@ macro_rules! event_statements {
                 actor: &str,
                 detail: Option<String>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO event_history (event_id, at, action, actor, detail) \
                      VALUES ($1, $2, $3, $4, $5)"
                 ))
@@ -101,7 +101,7 @@ macro_rules! event_statements {
                 event_id: &str,
             ) -> $crate::StoreResult<Option<$crate::engine::timeline::RowSteps>> {
                 use $crate::engine::timeline::STEP_COLS;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT {STEP_COLS} FROM events WHERE id = $1 @FOR_UPDATE"
                 ))
                 .bind(event_id)
@@ -117,7 +117,7 @@ macro_rules! event_statements {
                 tx: &mut Self::Tx,
                 event_id: &str,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE events SET claimed_at = NULL, completed_at = NULL WHERE id = $1"
                 ))
                 .bind(event_id)

@@ -12,7 +12,7 @@ macro_rules! idem_statements {
                 key: &$crate::IdemKey,
                 terms: $crate::engine::idempotency::KeyTerms,
             ) -> $crate::StoreResult<bool> {
-                let query = sqlx::query($crate::dialect::stmt!(
+                let query = sqlx::query($crate::engine::stmt!(
                     "{INSERT_KEY} @IGNORE_DUPLICATE",
                     INSERT_KEY = $crate::statements::INSERT_KEY
                 ));
@@ -60,7 +60,7 @@ macro_rules! idem_statements {
                     i64,
                     i64,
                     Option<Vec<u8>>,
-                )> = sqlx::query_as($crate::dialect::stmt!(
+                )> = sqlx::query_as($crate::engine::stmt!(
                     "SELECT fingerprint, state, status_code, response, locked_until, expires_at, \
                      owner FROM idempotency_keys \
                      WHERE tenant_id = $1 AND principal = $2 AND key_hash = $3 @FOR_UPDATE"
@@ -91,7 +91,7 @@ macro_rules! idem_statements {
                 key: &$crate::IdemKey,
                 terms: $crate::engine::idempotency::KeyTerms,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE idempotency_keys SET fingerprint = $1, state = 'in_flight', \
                      status_code = NULL, response = NULL, created_at = $2, locked_until = $3, \
                      expires_at = $4, owner = $5 \
@@ -116,7 +116,7 @@ macro_rules! idem_statements {
                 key: &$crate::IdemKey,
                 locked_until: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE idempotency_keys SET locked_until = $1, owner = $2 \
                      WHERE tenant_id = $3 AND principal = $4 AND key_hash = $5"
                 ))
@@ -136,7 +136,7 @@ macro_rules! idem_statements {
                 key: &$crate::IdemKey,
                 response: &$crate::StoredResponse,
             ) -> $crate::StoreResult<bool> {
-                let stored = sqlx::query($crate::dialect::stmt!(
+                let stored = sqlx::query($crate::engine::stmt!(
                     "UPDATE idempotency_keys SET state = 'done', status_code = $1, response = $2 \
                      WHERE tenant_id = $3 AND principal = $4 AND key_hash = $5 \
                      AND state = 'in_flight' AND owner = $6 AND fingerprint = $7"
@@ -159,7 +159,7 @@ macro_rules! idem_statements {
                 tx: &mut Self::Tx,
                 key: &$crate::IdemKey,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM idempotency_keys \
                      WHERE tenant_id = $1 AND principal = $2 AND key_hash = $3 \
                      AND state = 'in_flight' AND owner = $4"
@@ -177,7 +177,7 @@ macro_rules! idem_statements {
                 &self,
                 tx: &mut Self::Tx,
             ) -> $crate::StoreResult<u64> {
-                Ok(sqlx::query($crate::dialect::stmt!(
+                Ok(sqlx::query($crate::engine::stmt!(
                     "DELETE FROM idempotency_keys WHERE state = 'in_flight'"
                 ))
                 .execute(&mut **tx)

@@ -11,7 +11,7 @@ macro_rules! identity_statements {
                 &self,
             ) -> $crate::StoreResult<Vec<$crate::SigningKeyRow>> {
                 use $crate::rows::Cols;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT kid, algorithm, public_key, private_key, sealed_with, created_at \
                      FROM signing_keys ORDER BY created_at, kid"
                 ))
@@ -35,7 +35,7 @@ macro_rules! identity_statements {
                 &self,
                 key: &$crate::SigningKeyRow,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO signing_keys \
                      (kid, algorithm, public_key, private_key, sealed_with, created_at) \
                      VALUES ($1, $2, $3, $4, $5, $6)"
@@ -52,7 +52,7 @@ macro_rules! identity_statements {
             }
 
             async fn delete_signing_key_row(&self, kid: &str) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM signing_keys WHERE kid = $1"
                 ))
                 .bind(kid)
@@ -66,7 +66,7 @@ macro_rules! identity_statements {
                 tx: &mut Self::Tx,
                 token: &$crate::NewAccessToken<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO access_tokens \
                      (jti, tenant_id, parent_hash, issued_at, expires_at) \
                      VALUES ($1, $2, $3, $4, $5)"
@@ -87,7 +87,7 @@ macro_rules! identity_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<$crate::AccessGrant>> {
                 use $crate::rows::{Cols, TOKEN_SELECT};
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT t.hash AS parent_hash, {} \
                      JOIN access_tokens x ON x.parent_hash = t.hash \
                      WHERE x.jti = $1 AND x.revoked_at IS NULL AND x.expires_at > $2 \
@@ -115,7 +115,7 @@ macro_rules! identity_statements {
                 jti: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE access_tokens SET revoked_at = $1 \
                      WHERE tenant_id = $2 AND jti = $3 AND revoked_at IS NULL"
                 ))
@@ -132,7 +132,7 @@ macro_rules! identity_statements {
                 tx: &mut Self::Tx,
                 r: &$crate::NewDeviceRequest<'_>,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::stmt!(
+                let inserted = sqlx::query($crate::engine::stmt!(
                     "INSERT INTO device_requests (device_hash, user_code, tenant_id, client_id, \
                      agent_name, source, user_agent, created_at, expires_at, interval_ms, status) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending')"
@@ -159,7 +159,7 @@ macro_rules! identity_statements {
                 tenant: switchboard_proto::TenantId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Vec<$crate::DeviceRequestRow>> {
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {DEVICE_COLS} FROM device_requests \
                      WHERE tenant_id = $1 AND expires_at > $2 \
                      ORDER BY created_at DESC, user_code",
@@ -180,7 +180,7 @@ macro_rules! identity_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<(String, String)>> {
                 use $crate::rows::Cols;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT device_hash, agent_name FROM device_requests \
                      WHERE tenant_id = $1 AND user_code = $2 AND status = 'pending' \
                      AND expires_at > $3 @FOR_UPDATE"
@@ -201,7 +201,7 @@ macro_rules! identity_statements {
             ) -> $crate::StoreResult<Option<$crate::engine::identity::DeviceRow>>
             {
                 use $crate::rows::Cols;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT client_id, expires_at, interval_ms, polled_at, status, family_hash \
                      FROM device_requests WHERE device_hash = $1 @FOR_UPDATE"
                 ))
@@ -226,7 +226,7 @@ macro_rules! identity_statements {
                 tx: &mut Self::Tx,
                 user_code: &str,
             ) -> $crate::StoreResult<Option<$crate::DeviceRequestRow>> {
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                    "SELECT {DEVICE_COLS} FROM device_requests WHERE user_code = $1",
                     DEVICE_COLS = $crate::rows::DEVICE_COLS
                 ))
@@ -243,7 +243,7 @@ macro_rules! identity_statements {
                 polled_at: $crate::clock::Millis,
                 interval_ms: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE device_requests SET polled_at = $1, interval_ms = $2 \
                      WHERE device_hash = $3"
                 ))
@@ -261,7 +261,7 @@ macro_rules! identity_statements {
                 device_hash: &str,
                 change: &$crate::engine::identity::DeviceStatus<'_>,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE device_requests SET status = $1, \
                      decided_by = COALESCE($2, decided_by), decided_at = COALESCE($3, decided_at), \
                      agent_id = COALESCE($4, agent_id), family_hash = COALESCE($5, family_hash) \
@@ -285,7 +285,7 @@ macro_rules! identity_statements {
                 hash: &[u8],
             ) -> $crate::StoreResult<Option<$crate::engine::identity::RefreshRow>> {
                 use $crate::rows::Cols;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT family_hash, used_at, created_at FROM refresh_tokens \
                      WHERE hash = $1 @FOR_UPDATE"
                 ))
@@ -309,7 +309,7 @@ macro_rules! identity_statements {
                 family_hash: &[u8],
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO refresh_tokens (hash, family_hash, created_at) VALUES ($1, $2, $3)"
                 ))
                 .bind(hash)
@@ -326,7 +326,7 @@ macro_rules! identity_statements {
                 hash: &[u8],
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE refresh_tokens SET used_at = $1 WHERE hash = $2 AND used_at IS NULL"
                 ))
                 .bind(now)
@@ -343,7 +343,7 @@ macro_rules! identity_statements {
             ) -> $crate::StoreResult<
                 Option<(switchboard_proto::TenantId, $crate::clock::Millis)>,
             > {
-                let row = sqlx::query_as($crate::dialect::stmt!(
+                let row = sqlx::query_as($crate::engine::stmt!(
                     "SELECT tenant_id, created_at FROM tokens WHERE hash = $1 AND revoked_at IS NULL"
                 ))
                 .bind(family_hash)

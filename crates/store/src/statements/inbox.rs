@@ -14,11 +14,11 @@ macro_rules! inbox_statements {
                 lock: bool,
             ) -> $crate::StoreResult<$crate::engine::inbox::Marks> {
                 let sql = if lock {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT head_seq, low_water FROM agents WHERE id = $1 @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT head_seq, low_water FROM agents WHERE id = $1"
                     )
                 };
@@ -41,7 +41,7 @@ macro_rules! inbox_statements {
                 rows: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::InboxEvent>> {
                 use $crate::rows::EVENT_COLS;
-                let found = sqlx::query($crate::dialect::stmt!(
+                let found = sqlx::query($crate::engine::stmt!(
                     "SELECT {EVENT_COLS} FROM events WHERE agent_id = $1 AND seq > $2 \
                      AND seq <= $3 ORDER BY seq LIMIT $4"
                 ))
@@ -62,7 +62,7 @@ macro_rules! inbox_statements {
                 tx: &mut Self::Tx,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<switchboard_proto::StatusCounts> {
-                let rows: Vec<(String, i64)> = sqlx::query_as($crate::dialect::stmt!(
+                let rows: Vec<(String, i64)> = sqlx::query_as($crate::engine::stmt!(
                     "SELECT status, COUNT(*) FROM events WHERE agent_id = $1 GROUP BY status"
                 ))
                 .bind(agent)
@@ -81,7 +81,7 @@ macro_rules! inbox_statements {
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<Option<u64>> {
                 use $crate::rows::OPEN_STATUSES;
-                let first: Option<i64> = sqlx::query_scalar($crate::dialect::stmt!(
+                let first: Option<i64> = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT MIN(seq) FROM events WHERE agent_id = $1 AND status IN {OPEN_STATUSES}"
                 ))
                 .bind(agent)
@@ -97,7 +97,7 @@ macro_rules! inbox_statements {
                 now: $crate::clock::Millis,
                 limit: u32,
             ) -> $crate::StoreResult<Vec<(switchboard_proto::EventId, u32)>> {
-                let ids: Vec<(switchboard_proto::EventId, i64)> = sqlx::query_as($crate::dialect::stmt!(
+                let ids: Vec<(switchboard_proto::EventId, i64)> = sqlx::query_as($crate::engine::stmt!(
                     "SELECT id, attempts FROM events @FORCE_INDEX(events_claim) \
                      WHERE agent_id = $1 AND status = 'pending' AND {AVAILABLE} \
                      AND (expires_at IS NULL OR expires_at > $3) \
@@ -122,7 +122,7 @@ macro_rules! inbox_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<$crate::clock::Millis>> {
-                Ok(sqlx::query_scalar($crate::dialect::stmt!(
+                Ok(sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT MIN(available_at) FROM events @FORCE_INDEX(events_claim) \
                      WHERE agent_id = $1 AND status = 'pending' AND NOT {AVAILABLE}",
                     AVAILABLE = $crate::engine::inbox::available("", "$2")
@@ -140,7 +140,7 @@ macro_rules! inbox_statements {
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<Vec<switchboard_proto::ClaimedEvent>> {
                 use $crate::rows::{Cols, EVENT_COLS};
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {EVENT_COLS} FROM events \
                      WHERE agent_id = $1 AND status = 'claimed' AND lease_expires_at > $2 \
                      ORDER BY priority DESC, seq"
@@ -173,7 +173,7 @@ macro_rules! inbox_statements {
             ) -> $crate::StoreResult<switchboard_proto::InboxEvent> {
                 use $crate::rows::EVENT_COLS;
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::stmt!(
+                let update = sqlx::query($crate::engine::stmt!(
                     "UPDATE events SET status = 'claimed', attempts = attempts + 1, \
                      claim_token = $1, lease_expires_at = $2, updated_at = $3, claimed_at = $4, \
                      claimed_by = $5 WHERE id = $6{}",
@@ -190,7 +190,7 @@ macro_rules! inbox_statements {
                 } else {
                     // The row is locked (`claimable` took it `FOR UPDATE`).
                     update.execute(&mut **tx).await?;
-                    sqlx::query($crate::dialect::stmt!(
+                    sqlx::query($crate::engine::stmt!(
                         "SELECT {EVENT_COLS} FROM events WHERE id = $1"
                     ))
                     .bind(event)
@@ -210,7 +210,7 @@ macro_rules! inbox_statements {
             ) -> $crate::StoreResult<Option<switchboard_proto::EventState>> {
                 use $crate::rows::STATE_COLS;
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::stmt!(
+                let update = sqlx::query($crate::engine::stmt!(
                     "UPDATE events SET status = 'completed', payload = NULL, \
                      lease_expires_at = NULL, updated_at = $1, completed_at = $2 \
                      WHERE id = $3 AND agent_id = $4 \
@@ -241,7 +241,7 @@ macro_rules! inbox_statements {
                 use $crate::engine::inbox::QUARANTINES;
                 use $crate::rows::STATE_COLS;
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::stmt!(
+                let update = sqlx::query($crate::engine::stmt!(
                     "UPDATE events SET status = CASE WHEN $1 OR {QUARANTINES} \
                      THEN 'quarantined' ELSE 'pending' END, claim_token = NULL, \
                      lease_expires_at = NULL, available_at = $2, \
@@ -280,7 +280,7 @@ macro_rules! inbox_statements {
             ) -> $crate::StoreResult<Option<switchboard_proto::EventState>> {
                 use $crate::rows::STATE_COLS;
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::stmt!(
+                let update = sqlx::query($crate::engine::stmt!(
                     "UPDATE events SET lease_expires_at = $1, updated_at = $2 WHERE id = $3 \
                      AND agent_id = $4 AND claim_token = $5 AND status = 'claimed' \
                      AND lease_expires_at > $6{}",
@@ -313,7 +313,7 @@ macro_rules! inbox_statements {
                 event: switchboard_proto::EventId,
             ) -> $crate::StoreResult<(switchboard_proto::EventState, u64)> {
                 use $crate::rows::STATE_COLS;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT {STATE_COLS}, seq FROM events WHERE id = $1"
                 ))
                 .bind(event)
@@ -330,7 +330,7 @@ macro_rules! inbox_statements {
                 token: switchboard_proto::ClaimToken,
             ) -> $crate::StoreResult<Option<switchboard_proto::EventState>> {
                 use $crate::rows::STATE_COLS;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT {STATE_COLS} FROM events WHERE id = $1 AND agent_id = $2 \
                      AND claim_token = $3 AND status = 'completed'"
                 ))
@@ -350,7 +350,7 @@ macro_rules! inbox_statements {
                 event: switchboard_proto::EventId,
             ) -> $crate::StoreResult<Option<$crate::engine::inbox::ClaimHold>> {
                 let row: Option<(String, Option<String>, Option<i64>)> =
-                    sqlx::query_as($crate::dialect::stmt!(
+                    sqlx::query_as($crate::engine::stmt!(
                         "SELECT status, claim_token, lease_expires_at FROM events \
                          WHERE id = $1 AND agent_id = $2"
                     ))

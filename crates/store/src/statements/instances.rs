@@ -14,7 +14,7 @@ macro_rules! instance_statements {
                 now: $crate::clock::Millis,
                 forget_before: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO instances (instance, beat_at) VALUES ($1, $2) \
                      @UPSERT(instance) beat_at = @GREATEST(instances.beat_at, @NEW(beat_at))"
                 ))
@@ -22,7 +22,7 @@ macro_rules! instance_statements {
                 .bind(now)
                 .execute(&mut **tx)
                 .await?;
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM instances WHERE beat_at < $1"
                 ))
                 .bind(forget_before)
@@ -36,7 +36,7 @@ macro_rules! instance_statements {
                 tx: &mut Self::Tx,
                 instance: &str,
             ) -> $crate::StoreResult<Option<$crate::clock::Millis>> {
-                Ok(sqlx::query_scalar($crate::dialect::stmt!(
+                Ok(sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT beat_at FROM instances WHERE instance = $1"
                 ))
                 .bind(instance)

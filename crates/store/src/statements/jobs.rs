@@ -12,7 +12,7 @@ macro_rules! job_statements {
                 id: i64,
             ) -> $crate::StoreResult<switchboard_proto::Job> {
                 use $crate::rows::AUDIT_COLS;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND id = $2 AND job_state IS NOT NULL @FOR_UPDATE"
                 ))
@@ -34,7 +34,7 @@ macro_rules! job_statements {
                 use $crate::rows::AUDIT_COLS;
                 let finished = state.filter(|(s, _)| !s.is_live()).map(|_| now);
                 let returning = <Self as $crate::engine::Driver>::DIALECT.update_returning();
-                let update = sqlx::query($crate::dialect::stmt!(
+                let update = sqlx::query($crate::engine::stmt!(
                     "UPDATE audit_log SET count = count + $1, job_heartbeat_at = $2, \
                      job_state = COALESCE($3, job_state), job_error = COALESCE($4, job_error), \
                      finished_at = COALESCE($5, finished_at) WHERE id = $6{}",
@@ -51,7 +51,7 @@ macro_rules! job_statements {
                 } else {
                     // Locked by `lock_job`; the read sees the update.
                     update.execute(&mut **tx).await?;
-                    sqlx::query($crate::dialect::stmt!(
+                    sqlx::query($crate::engine::stmt!(
                         "SELECT {AUDIT_COLS} FROM audit_log WHERE id = $1"
                     ))
                     .bind(id)
@@ -72,7 +72,7 @@ macro_rules! job_statements {
             > {
                 use $crate::rows::{AUDIT_COLS, Cols};
                 let rows = if <Self as $crate::engine::Driver>::DIALECT.update_returning() {
-                    sqlx::query($crate::dialect::stmt!(
+                    sqlx::query($crate::engine::stmt!(
                         "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
                          WHERE job_state IN ('running', 'cancelling') \
                          AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $2 \
@@ -86,7 +86,7 @@ macro_rules! job_statements {
                     .await?
                 } else {
                     // Lock the stale jobs, end each, and read them back.
-                    let ids: Vec<i64> = sqlx::query_scalar($crate::dialect::stmt!(
+                    let ids: Vec<i64> = sqlx::query_scalar($crate::engine::stmt!(
                         "SELECT id FROM audit_log WHERE job_state IN ('running', 'cancelling') \
                          AND (job_heartbeat_at IS NULL OR job_heartbeat_at < $1 \
                          OR job_owner IN (SELECT instance FROM instances WHERE beat_at <= $2)) \
@@ -98,7 +98,7 @@ macro_rules! job_statements {
                     .await?;
                     let mut rows = Vec::with_capacity(ids.len());
                     for id in ids {
-                        sqlx::query($crate::dialect::stmt!(
+                        sqlx::query($crate::engine::stmt!(
                             "UPDATE audit_log SET job_state = 'interrupted', finished_at = $1 \
                              WHERE id = $2"
                         ))
@@ -107,7 +107,7 @@ macro_rules! job_statements {
                         .execute(&mut **tx)
                         .await?;
                         rows.push(
-                            sqlx::query($crate::dialect::stmt!(
+                            sqlx::query($crate::engine::stmt!(
                                 "SELECT tenant_id, {AUDIT_COLS} FROM audit_log WHERE id = $1"
                             ))
                             .bind(id)
@@ -133,7 +133,7 @@ macro_rules! job_statements {
                 id: i64,
             ) -> $crate::StoreResult<switchboard_proto::Job> {
                 use $crate::rows::AUDIT_COLS;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND id = $2 AND job_state IS NOT NULL"
                 ))
@@ -150,7 +150,7 @@ macro_rules! job_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::Job>> {
                 use $crate::rows::AUDIT_COLS;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {AUDIT_COLS} FROM audit_log \
                      WHERE tenant_id = $1 AND job_state IS NOT NULL ORDER BY id DESC LIMIT $2"
                 ))

@@ -9,7 +9,7 @@ macro_rules! lease_audit_statements {
                 tx: &mut Self::Tx,
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Option<Vec<u8>>> {
-                let found: Option<Option<Vec<u8>>> = sqlx::query_scalar($crate::dialect::stmt!(
+                let found: Option<Option<Vec<u8>>> = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT audit_salt FROM tenants WHERE id = $1"
                 ))
                 .bind(tenant)
@@ -24,7 +24,7 @@ macro_rules! lease_audit_statements {
                 tenant: switchboard_proto::TenantId,
                 salt: &[u8],
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE tenants SET audit_salt = COALESCE(audit_salt, $1) WHERE id = $2"
                 ))
                 .bind(salt)
@@ -39,7 +39,7 @@ macro_rules! lease_audit_statements {
                 tx: &mut Self::Tx,
                 row: &$crate::engine::lease_audit::AuditRow<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO lease_audit (tenant_id, event, name_hash, memory_hash, \
                      fencing_token, actor, at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
@@ -61,7 +61,7 @@ macro_rules! lease_audit_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::LeaseAuditEntry>> {
                 use $crate::lease_rules::AUDIT_COLS;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {AUDIT_COLS} FROM lease_audit WHERE tenant_id = $1 \
                      ORDER BY id DESC LIMIT $2"
                 ))

@@ -11,7 +11,7 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 skeleton: &str,
             ) -> $crate::StoreResult<Option<(String, String)>> {
-                Ok(sqlx::query_as($crate::dialect::stmt!(
+                Ok(sqlx::query_as($crate::engine::stmt!(
                     "SELECT name, tenant_id FROM registered_names WHERE skeleton = $1"
                 ))
                 .bind(skeleton)
@@ -26,12 +26,12 @@ macro_rules! lease_statements {
                 lock: bool,
             ) -> $crate::StoreResult<Option<(i64, $crate::clock::Millis)>> {
                 let sql = if lock {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1 \
                          @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT fence, quiet_until FROM name_fences WHERE skeleton = $1"
                     )
                 };
@@ -46,7 +46,7 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 skeleton: &str,
             ) -> $crate::StoreResult<()> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "INSERT INTO name_fences (skeleton, fence) VALUES ($1, 0) @IGNORE_DUPLICATE"
                 ))
                 .bind(skeleton)
@@ -64,7 +64,7 @@ macro_rules! lease_statements {
                 fence: i64,
                 quiet_until: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO name_fences (skeleton, fence, quiet_until) VALUES ($1, $2, $3) \
                      @UPSERT(skeleton) fence = @GREATEST(name_fences.fence, @NEW(fence)), \
                      quiet_until = @GREATEST(name_fences.quiet_until, @NEW(quiet_until))"
@@ -86,12 +86,12 @@ macro_rules! lease_statements {
             ) -> $crate::StoreResult<Vec<$crate::lease_rules::Stored>> {
                 use $crate::lease_rules::LEASE_COLS;
                 let sql = if lock {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2 \
                          @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT {LEASE_COLS} FROM leases WHERE skeleton = $1 OR memory_id = $2"
                     )
                 };
@@ -114,11 +114,11 @@ macro_rules! lease_statements {
             ) -> $crate::StoreResult<Option<$crate::lease_rules::Stored>> {
                 use $crate::lease_rules::LEASE_COLS;
                 let sql = if lock {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND id = $2"
                     )
                 };
@@ -140,7 +140,7 @@ macro_rules! lease_statements {
                 fence: i64,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
                      owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at, holder_key) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
@@ -171,7 +171,7 @@ macro_rules! lease_statements {
                 fence: i64,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO issued_tokens (memory_id, fence, lease_id, owner_client, holder, \
                      issued_at, holder_key) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 ))
@@ -192,7 +192,7 @@ macro_rules! lease_statements {
                 tx: &mut Self::Tx,
                 id: switchboard_proto::LeaseId,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM leases WHERE id = $1"
                 ))
                 .bind(id)
@@ -208,7 +208,7 @@ macro_rules! lease_statements {
                 ttl_ms: $crate::clock::Millis,
                 expires_at: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE leases SET ttl_ms = $1, expires_at = $2 WHERE id = $3"
                 ))
                 .bind(ttl_ms)
@@ -225,7 +225,7 @@ macro_rules! lease_statements {
                 tenant: switchboard_proto::TenantId,
                 n: &$crate::Planned,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "INSERT INTO registered_names (skeleton, name, original, tenant_id, \
                      created_at) VALUES ($1, $2, $3, $4, $5) @IGNORE_DUPLICATE"
                 ))
@@ -246,7 +246,7 @@ macro_rules! lease_statements {
                 key: &$crate::IdemKey,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let state: Option<String> = sqlx::query_scalar($crate::dialect::stmt!(
+                let state: Option<String> = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT state FROM idempotency_keys WHERE tenant_id = $1 AND principal = $2 \
                      AND key_hash = $3 AND expires_at > $4"
                 ))
@@ -265,7 +265,7 @@ macro_rules! lease_statements {
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Option<$crate::lease_rules::Stored>> {
                 use $crate::lease_rules::LEASE_COLS;
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 AND memory_id = $2"
                 ))
                 .bind(tenant)
@@ -283,7 +283,7 @@ macro_rules! lease_statements {
                 tenant: switchboard_proto::TenantId,
                 holder_key: &str,
             ) -> $crate::StoreResult<Vec<switchboard_proto::LeaseId>> {
-                let ids = sqlx::query_scalar($crate::dialect::stmt!(
+                let ids = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT id FROM leases WHERE tenant_id = $1 AND holder_key = $2 ORDER BY id"
                 ))
                 .bind(tenant)
@@ -298,7 +298,7 @@ macro_rules! lease_statements {
                 tenant: switchboard_proto::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::lease_rules::Stored>> {
                 use $crate::lease_rules::LEASE_COLS;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {LEASE_COLS} FROM leases WHERE tenant_id = $1 ORDER BY expires_at"
                 ))
                 .bind(tenant)

@@ -12,7 +12,7 @@ macro_rules! lineage_statements {
                 hash: &[u8],
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE tokens SET revoked_at = $1 \
                      WHERE hash = $2 AND tenant_id = $3 AND revoked_at IS NULL"
                 ))
@@ -30,7 +30,7 @@ macro_rules! lineage_statements {
                 tenant: switchboard_proto::TenantId,
                 hash: &[u8],
             ) -> $crate::StoreResult<Vec<Vec<u8>>> {
-                Ok(sqlx::query_scalar($crate::dialect::stmt!(
+                Ok(sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT hash FROM tokens WHERE tenant_id = $1 AND parent_hash = $2 \
                      AND revoked_at IS NULL ORDER BY hash"
                 ))
@@ -46,7 +46,7 @@ macro_rules! lineage_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<Vec<Vec<u8>>> {
-                Ok(sqlx::query_scalar($crate::dialect::stmt!(
+                Ok(sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT hash FROM tokens WHERE tenant_id = $1 AND agent_id = $2 \
                      AND revoked_at IS NULL ORDER BY hash"
                 ))

@@ -22,7 +22,7 @@ macro_rules! maintenance_statements {
                     // A claim's own agent: it waits for a pass returning the same
                     // lease (no SKIP LOCKED), then sees the event pending and takes
                     // it first (`InboxDriver::order_claims` keeps claims apart).
-                    Some(agent) => sqlx::query($crate::dialect::stmt!(
+                    Some(agent) => sqlx::query($crate::engine::stmt!(
                         "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
                          FROM events @FORCE_INDEX(events_claim) WHERE status = 'claimed' \
                          AND lease_expires_at <= $1 AND agent_id = $2 \
@@ -30,7 +30,7 @@ macro_rules! maintenance_statements {
                     ))
                     .bind(now)
                     .bind(agent),
-                    None => sqlx::query($crate::dialect::stmt!(
+                    None => sqlx::query($crate::engine::stmt!(
                         "SELECT id, tenant_id, agent_id, seq, attempts, max_attempts, last_error \
                          FROM events @FORCE_INDEX(events_lease) WHERE status = 'claimed' \
                          AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2 @SKIP_LOCKED"
@@ -61,7 +61,7 @@ macro_rules! maintenance_statements {
                 last_error: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(// Available from when the lease ran out, not from this pass: a
+                sqlx::query($crate::engine::stmt!(// Available from when the lease ran out, not from this pass: a
                     // claim whose clock read came before the pass must still find it
                     // first. Assigned before `lease_expires_at` is cleared, as MySQL
                     // reads a column assigned earlier in the same SET as its new value.
@@ -88,7 +88,7 @@ macro_rules! maintenance_statements {
             ) -> $crate::StoreResult<
                 Vec<(switchboard_proto::EventId, switchboard_proto::TenantId)>,
             > {
-                let ids = sqlx::query_as($crate::dialect::stmt!(
+                let ids = sqlx::query_as($crate::engine::stmt!(
                     "SELECT id, tenant_id FROM events @FORCE_INDEX(events_expiry) \
                      WHERE status = 'pending' \
                      AND expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 @SKIP_LOCKED"
@@ -106,7 +106,7 @@ macro_rules! maintenance_statements {
                 event: switchboard_proto::EventId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE events SET status = 'expired', payload = NULL, updated_at = $1 \
                      WHERE id = $2"
                 ))
@@ -122,7 +122,7 @@ macro_rules! maintenance_statements {
                 cutoff: $crate::clock::Millis,
             ) -> $crate::StoreResult<Vec<$crate::engine::maintenance::RetentionCandidate>> {
                 use $crate::rows::{Cols, OPEN_STATUSES};
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT a.id, a.tenant_id, a.name FROM agents a WHERE a.low_water < COALESCE( \
                      (SELECT MIN(e.seq) FROM events e WHERE e.agent_id = a.id \
                      AND (e.status IN {OPEN_STATUSES} OR e.updated_at > $1)) - 1, a.head_seq)"
@@ -152,7 +152,7 @@ macro_rules! maintenance_statements {
             > {
                 use $crate::engine::timeline::{RowSteps, STEP_COLS, timelines};
                 use $crate::rows::Cols;
-                let events = sqlx::query($crate::dialect::stmt!(
+                let events = sqlx::query($crate::engine::stmt!(
                     "SELECT {STEP_COLS} FROM events \
                      WHERE agent_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq"
                 ))
@@ -164,7 +164,7 @@ macro_rules! maintenance_statements {
                 .iter()
                 .map(RowSteps::from_row)
                 .collect::<$crate::StoreResult<Vec<_>>>()?;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT h.event_id, h.action, h.actor, h.detail, h.at FROM event_history h \
                      JOIN events e ON e.id = h.event_id \
                      WHERE e.agent_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY h.id"
@@ -192,7 +192,7 @@ macro_rules! maintenance_statements {
                 cutoff: $crate::clock::Millis,
             ) -> $crate::StoreResult<Option<u64>> {
                 use $crate::rows::OPEN_STATUSES;
-                let first: Option<i64> = sqlx::query_scalar($crate::dialect::stmt!(
+                let first: Option<i64> = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT MIN(seq) FROM events WHERE agent_id = $1 \
                      AND (status IN {OPEN_STATUSES} OR updated_at > $2)"
                 ))
@@ -216,11 +216,11 @@ macro_rules! maintenance_statements {
                 // pending work invisible (`protocol::races` caught it). The
                 // multi-table form reads only this agent's prefix, by its index.
                 let statement = match <Self as $crate::engine::Driver>::DIALECT {
-                    $crate::dialect::Dialect::MySql => $crate::dialect::stmt!(
+                    $crate::dialect::Dialect::MySql => $crate::engine::stmt!(
                         "DELETE h FROM event_history h JOIN events e ON e.id = h.event_id \
                          WHERE e.agent_id = $1 AND e.seq <= $2"
                     ),
-                    _ => $crate::dialect::stmt!(
+                    _ => $crate::engine::stmt!(
                         "DELETE FROM event_history WHERE event_id IN \
                          (SELECT id FROM events WHERE agent_id = $1 AND seq <= $2)"
                     ),
@@ -239,7 +239,7 @@ macro_rules! maintenance_statements {
                 agent: switchboard_proto::AgentId,
                 through: u64,
             ) -> $crate::StoreResult<u64> {
-                Ok(sqlx::query($crate::dialect::stmt!(
+                Ok(sqlx::query($crate::engine::stmt!(
                     "DELETE FROM events WHERE agent_id = $1 AND seq <= $2"
                 ))
                 .bind(agent)
@@ -255,7 +255,7 @@ macro_rules! maintenance_statements {
                 agent: switchboard_proto::AgentId,
                 to: u64,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE agents SET low_water = @GREATEST(low_water, $1) WHERE id = $2"
                 ))
                 .bind(to as i64)

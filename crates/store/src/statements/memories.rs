@@ -10,7 +10,7 @@ macro_rules! memory_statements {
                 tx: &mut Self::Tx,
                 m: &$crate::engine::memories::NewMemory<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO memories (id, tenant_id, label, parent_id, branched_at_token, \
                      created_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
@@ -34,12 +34,12 @@ macro_rules! memory_statements {
             ) -> $crate::StoreResult<Option<switchboard_proto::Memory>> {
                 use $crate::lease_rules::MEMORY_COLS;
                 let sql = if lock {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2 \
                          @FOR_UPDATE"
                     )
                 } else {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
                     )
                 };
@@ -58,7 +58,7 @@ macro_rules! memory_statements {
                 tx: &mut Self::Tx,
                 id: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<$crate::clock::Millis> {
-                Ok(sqlx::query_scalar($crate::dialect::stmt!(
+                Ok(sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT quiet_until FROM memories WHERE id = $1"
                 ))
                 .bind(id)
@@ -73,7 +73,7 @@ macro_rules! memory_statements {
                 fence: i64,
                 quiet_until: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE memories SET fence = @GREATEST(fence, $1), \
                      quiet_until = @GREATEST(quiet_until, $2) WHERE id = $3"
                 ))
@@ -92,7 +92,7 @@ macro_rules! memory_statements {
                 parent: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::Memory>> {
                 use $crate::lease_rules::MEMORY_COLS;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND parent_id = $2 \
                      ORDER BY id"
                 ))
@@ -111,7 +111,7 @@ macro_rules! memory_statements {
                 id: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Option<switchboard_proto::Memory>> {
                 use $crate::lease_rules::MEMORY_COLS;
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "SELECT {MEMORY_COLS} FROM memories WHERE tenant_id = $1 AND id = $2"
                 ))
                 .bind(tenant)

@@ -77,7 +77,7 @@ macro_rules! ops_statements {
                 tenant: switchboard_proto::TenantId,
                 event: switchboard_proto::EventId,
             ) -> $crate::StoreResult<switchboard_proto::OpsEvent> {
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT {}, a.name AS agent_name FROM events e \
                      JOIN agents a ON a.id = e.agent_id WHERE e.tenant_id = $1 AND e.id = $2",
                     $crate::rows::prefixed_event_cols()
@@ -95,13 +95,13 @@ macro_rules! ops_statements {
                 event: switchboard_proto::EventId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::HistoryEntry>> {
                 use $crate::engine::timeline::{RowSteps, STEP_COLS};
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT {STEP_COLS} FROM events WHERE id = $1"
                 ))
                 .bind(event)
                 .fetch_one(&mut **tx)
                 .await?;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT action, actor, detail, at FROM event_history WHERE event_id = $1 \
                      ORDER BY id"
                 ))
@@ -121,7 +121,7 @@ macro_rules! ops_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::AuditEntry>> {
                 use $crate::rows::AUDIT_COLS;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {AUDIT_COLS} FROM audit_log WHERE tenant_id = $1 \
                      ORDER BY id DESC LIMIT $2"
                 ))

@@ -12,7 +12,7 @@ macro_rules! record_statements {
                 tenant: switchboard_proto::TenantId,
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Option<i64>> {
-                Ok(sqlx::query_scalar($crate::dialect::stmt!(
+                Ok(sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT fence FROM memories WHERE tenant_id = $1 AND id = $2 @FOR_UPDATE"
                 ))
                 .bind(tenant)
@@ -28,7 +28,7 @@ macro_rules! record_statements {
                 token: u64,
             ) -> $crate::StoreResult<Option<$crate::engine::records::Issued>> {
                 let row: Option<(String, String, Option<String>)> =
-                    sqlx::query_as($crate::dialect::stmt!(
+                    sqlx::query_as($crate::engine::stmt!(
                         "SELECT holder_key, holder, owner_client FROM issued_tokens \
                          WHERE memory_id = $1 AND fence = $2"
                     ))
@@ -54,7 +54,7 @@ macro_rules! record_statements {
                 token: u64,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let live: Option<i64> = sqlx::query_scalar($crate::dialect::stmt!(
+                let live: Option<i64> = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT expires_at FROM leases WHERE memory_id = $1 AND fence = $2 \
                      AND expires_at > $3 @FOR_SHARE"
                 ))
@@ -72,7 +72,7 @@ macro_rules! record_statements {
                 memory: switchboard_proto::MemoryId,
                 token: u64,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE memories SET fence_seen = @GREATEST(fence_seen, $1) WHERE id = $2"
                 ))
                 .bind(token as i64)
@@ -87,7 +87,7 @@ macro_rules! record_statements {
                 tx: &mut Self::Tx,
                 r: &$crate::engine::records::Rejection<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO fencing_rejections (tenant_id, memory_id, presented, current, \
                      owner_client, actor, operation, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
                 ))
@@ -111,7 +111,7 @@ macro_rules! record_statements {
                 key: &str,
             ) -> $crate::StoreResult<Option<switchboard_proto::MemoryRecord>> {
                 use $crate::lease_rules::RECORD_COLS;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT {RECORD_COLS} FROM memory_records WHERE memory_id = $1 AND \"key\" = $2"
                 ))
                 .bind(memory)
@@ -127,7 +127,7 @@ macro_rules! record_statements {
                 tx: &mut Self::Tx,
                 r: &$crate::engine::records::RecordWrite<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO memory_records (memory_id, \"key\", value, version, \
                      fencing_token, updated_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
@@ -147,7 +147,7 @@ macro_rules! record_statements {
                 tx: &mut Self::Tx,
                 r: &$crate::engine::records::RecordWrite<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "UPDATE memory_records SET value = $1, version = $2, fencing_token = $3, \
                      updated_at = $4 WHERE memory_id = $5 AND \"key\" = $6"
                 ))
@@ -168,7 +168,7 @@ macro_rules! record_statements {
                 memory: switchboard_proto::MemoryId,
                 key: &str,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM memory_records WHERE memory_id = $1 AND \"key\" = $2"
                 ))
                 .bind(memory)
@@ -183,7 +183,7 @@ macro_rules! record_statements {
                 tx: &mut Self::Tx,
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::AgentId>> {
-                let agents = sqlx::query_scalar($crate::dialect::stmt!(
+                let agents = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT agent_id FROM memory_subscribers WHERE memory_id = $1 \
                      ORDER BY agent_id"
                 ))
@@ -199,7 +199,7 @@ macro_rules! record_statements {
                 tenant: switchboard_proto::TenantId,
                 memory: switchboard_proto::MemoryId,
             ) -> $crate::StoreResult<bool> {
-                let found: Option<String> = sqlx::query_scalar($crate::dialect::stmt!(
+                let found: Option<String> = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT id FROM memories WHERE tenant_id = $1 AND id = $2"
                 ))
                 .bind(tenant)
@@ -217,12 +217,12 @@ macro_rules! record_statements {
                 on: bool,
             ) -> $crate::StoreResult<()> {
                 let sql = if on {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "INSERT INTO memory_subscribers (memory_id, agent_id) VALUES ($1, $2) \
                          @IGNORE_DUPLICATE"
                     )
                 } else {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "DELETE FROM memory_subscribers WHERE memory_id = $1 AND agent_id = $2"
                     )
                 };
@@ -242,7 +242,7 @@ macro_rules! record_statements {
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::FencingRejection>> {
                 use $crate::lease_rules::REJECTION_COLS;
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT {REJECTION_COLS} FROM fencing_rejections WHERE tenant_id = $1 \
                      ORDER BY id DESC LIMIT $2"
                 ))

@@ -14,7 +14,7 @@ macro_rules! send_statements {
             ) -> $crate::StoreResult<u64> {
                 if !<Self as $crate::engine::Driver>::DIALECT.update_returning() {
                     // The update locks the row until the commit; the read sees it.
-                    let done = sqlx::query($crate::dialect::stmt!(
+                    let done = sqlx::query($crate::engine::stmt!(
                         "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2"
                     ))
                     .bind(room)
@@ -24,7 +24,7 @@ macro_rules! send_statements {
                     if done.rows_affected() != 1 {
                         return Err(sqlx::Error::RowNotFound.into());
                     }
-                    let seq: i64 = sqlx::query_scalar($crate::dialect::stmt!(
+                    let seq: i64 = sqlx::query_scalar($crate::engine::stmt!(
                         "SELECT head_seq FROM rooms WHERE id = $1"
                     ))
                     .bind(room)
@@ -32,7 +32,7 @@ macro_rules! send_statements {
                     .await?;
                     return Ok(seq as u64);
                 }
-                let seq: i64 = sqlx::query_scalar($crate::dialect::stmt!(
+                let seq: i64 = sqlx::query_scalar($crate::engine::stmt!(
                     "UPDATE rooms SET head_seq = head_seq + 1 WHERE id = $1 AND tenant_id = $2 \
                      RETURNING head_seq"
                 ))
@@ -48,7 +48,7 @@ macro_rules! send_statements {
                 tx: &mut Self::Tx,
                 room: switchboard_proto::RoomId,
             ) -> $crate::StoreResult<Vec<switchboard_proto::AgentId>> {
-                let agents = sqlx::query_scalar($crate::dialect::stmt!(
+                let agents = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT agent_id FROM room_members WHERE room_id = $1 ORDER BY agent_id"
                 ))
                 .bind(room)
@@ -66,7 +66,7 @@ macro_rules! send_statements {
                 msg: &$crate::NewMessage,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO room_messages (room_id, seq, sender_agent_id, payload, \
                      correlation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)"
                 ))
@@ -89,7 +89,7 @@ macro_rules! send_statements {
                 name: &str,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<bool> {
-                let inserted = sqlx::query($crate::dialect::stmt!(
+                let inserted = sqlx::query($crate::engine::stmt!(
                     "INSERT INTO rooms (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)"
                 ))
                 .bind(id)
@@ -109,7 +109,7 @@ macro_rules! send_statements {
                 tenant: switchboard_proto::TenantId,
                 room: switchboard_proto::RoomId,
             ) -> $crate::StoreResult<bool> {
-                let found: Option<String> = sqlx::query_scalar($crate::dialect::stmt!(
+                let found: Option<String> = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT id FROM rooms WHERE id = $1 AND tenant_id = $2 @FOR_UPDATE"
                 ))
                 .bind(room)
@@ -125,7 +125,7 @@ macro_rules! send_statements {
                 tenant: switchboard_proto::TenantId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<bool> {
-                let found: Option<String> = sqlx::query_scalar($crate::dialect::stmt!(
+                let found: Option<String> = sqlx::query_scalar($crate::engine::stmt!(
                     "SELECT id FROM agents WHERE id = $1 AND tenant_id = $2"
                 ))
                 .bind(agent)
@@ -142,7 +142,7 @@ macro_rules! send_statements {
                 agent: switchboard_proto::AgentId,
                 now: $crate::clock::Millis,
             ) -> $crate::StoreResult<()> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "INSERT INTO room_members (room_id, agent_id, joined_at) VALUES ($1, $2, $3) \
                      @IGNORE_DUPLICATE"
                 ))
@@ -162,7 +162,7 @@ macro_rules! send_statements {
                 room: switchboard_proto::RoomId,
                 agent: switchboard_proto::AgentId,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "DELETE FROM room_members WHERE room_id = $1 AND agent_id = $2"
                 ))
                 .bind(room)
@@ -180,12 +180,12 @@ macro_rules! send_statements {
             ) -> $crate::StoreResult<switchboard_proto::Room> {
                 let (column, key) = $crate::rows::by_id_or_name::<switchboard_proto::RoomId>(key);
                 let sql = if column == "id" {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT id, name, head_seq, created_at FROM rooms \
                          WHERE tenant_id = $1 AND id = $2"
                     )
                 } else {
-                    $crate::dialect::stmt!(
+                    $crate::engine::stmt!(
                         "SELECT id, name, head_seq, created_at FROM rooms \
                          WHERE tenant_id = $1 AND name = $2"
                     )
@@ -196,7 +196,7 @@ macro_rules! send_statements {
                     None => room.fetch_one(self.read_pool()).await?,
                 };
                 let id: String = sqlx::Row::try_get(&room, "id")?;
-                let members = sqlx::query($crate::dialect::stmt!(
+                let members = sqlx::query($crate::engine::stmt!(
                     "SELECT a.id, a.name FROM room_members m JOIN agents a ON a.id = m.agent_id \
                      WHERE m.room_id = $1 ORDER BY a.name"
                 ))
@@ -214,7 +214,7 @@ macro_rules! send_statements {
                 after: u64,
                 limit: u32,
             ) -> $crate::StoreResult<Vec<switchboard_proto::RoomMessage>> {
-                let rows = sqlx::query($crate::dialect::stmt!(
+                let rows = sqlx::query($crate::engine::stmt!(
                     "SELECT m.seq, m.sender_agent_id, a.name AS sender_name, m.payload, \
                      m.correlation_id, m.created_at FROM room_messages m \
                      LEFT JOIN agents a ON a.id = m.sender_agent_id \

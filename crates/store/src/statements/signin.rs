@@ -10,7 +10,7 @@ macro_rules! signin_statements {
                 tx: &mut Self::Tx,
                 c: &$crate::NewAuthorizationCode<'_>,
             ) -> $crate::StoreResult<()> {
-                sqlx::query($crate::dialect::stmt!(
+                sqlx::query($crate::engine::stmt!(
                     "INSERT INTO authorization_codes (code_hash, tenant_id, client_id, \
                      redirect_uri, code_challenge, scopes, granted_by, created_at, expires_at, \
                      parent_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
@@ -36,7 +36,7 @@ macro_rules! signin_statements {
                 hash: &[u8],
             ) -> $crate::StoreResult<Option<$crate::engine::signin::CodeRow>> {
                 use $crate::rows::Cols;
-                let row = sqlx::query($crate::dialect::stmt!(
+                let row = sqlx::query($crate::engine::stmt!(
                     "SELECT tenant_id, client_id, redirect_uri, code_challenge, scopes, \
                      expires_at, used_at, family_hash, parent_hash \
                      FROM authorization_codes WHERE code_hash = $1 @FOR_UPDATE"
@@ -67,7 +67,7 @@ macro_rules! signin_statements {
                 now: $crate::clock::Millis,
                 family_hash: Option<&[u8]>,
             ) -> $crate::StoreResult<bool> {
-                let done = sqlx::query($crate::dialect::stmt!(
+                let done = sqlx::query($crate::engine::stmt!(
                     "UPDATE authorization_codes SET used_at = $1, family_hash = $2 \
                      WHERE code_hash = $3 AND used_at IS NULL"
                 ))

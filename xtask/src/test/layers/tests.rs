@@ -116,6 +116,24 @@ fn http_reaching_the_store_is_reported_by_import_and_by_field() {
 }
 
 #[test]
+fn a_macro_s_crate_path_is_an_arrow_too() {
+    let (_dir, graph) = fixture(&[
+        ("lib.rs", "mod dialect; mod engine;"),
+        (
+            "dialect.rs",
+            "macro_rules! stmt { () => { $crate::engine::Driver::X }; }",
+        ),
+        (
+            "engine.rs",
+            "use crate::dialect::Dialect; pub trait Driver {}",
+        ),
+    ]);
+    let cycles = graph.cycles();
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert_eq!(cycles[0].1, ["dialect", "engine"]);
+}
+
+#[test]
 fn super_paths_resolve_from_the_files_module() {
     let here = ["http".to_owned(), "oauth".to_owned(), "token".to_owned()];
     let code = "use super::super::auth::hash; use super::{form, issuer};";
