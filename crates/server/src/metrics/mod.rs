@@ -16,16 +16,20 @@
 //! are exact rather than tracked.
 
 use crate::store::DepthRow;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
+
+mod samples;
+mod series;
+use samples::buckets;
+pub use samples::{Counters, TenantSample, quantile};
+use series::*;
 use std::sync::{Arc, RwLock};
-use switchboard_proto::{EventStatus, QueueTableHealth, TenantId};
+use switchboard_proto::{QueueTableHealth, TenantId};
 
 /// Whose series a scrape shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,130 +172,6 @@ impl TenantMetrics {
     }
 }
 
-const RENEWAL_BUCKETS: [f64; 11] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-];
-const DELIVERY_BUCKETS: [f64; 14] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
-];
-const WEBHOOK_BUCKETS: [f64; 12] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0,
-];
-
-/// The per-tenant counters: name (without `_total`), help, which.
-type CounterOf = fn(&TenantMetrics) -> &Counter;
-const COUNTERS: &[(&str, &str, CounterOf)] = &[
-    (
-        "lease_expirations",
-        "Claims whose visibility lease expired before ack or release",
-        |t| &t.lease_expirations,
-    ),
-    (
-        "stale_claim_rejections",
-        "Ack, release or extend refused because the claim token was stale (fencing)",
-        |t| &t.stale_claim_rejections,
-    ),
-    (
-        "fencing_rejections",
-        "Memory record calls refused because the fencing token was not the current one",
-        |t| &t.fencing_rejections,
-    ),
-    (
-        "idempotency_cache_hits",
-        "Requests answered with the stored response of an earlier one with the same Idempotency-Key",
-        |t| &t.idempotency_cache_hits,
-    ),
-    (
-        "events_quarantined",
-        "Events moved to the dead-letter quarantine",
-        |t| &t.quarantined,
-    ),
-    ("events_expired", "Events that expired unclaimed", |t| {
-        &t.expired
-    }),
-    ("events_acked", "Events acked", |t| &t.delivered),
-    (
-        "events_archived",
-        "Events written to the archive (--archive-dir) before retention removed them",
-        |t| &t.archived,
-    ),
-];
-
-/// The per-tenant histograms: name, help, which.
-type HistogramOf = fn(&TenantMetrics) -> &Histogram;
-const HISTOGRAMS: &[(&str, &str, HistogramOf)] = &[
-    (
-        "lease_renewal_latency_seconds",
-        "Time to renew a name + memory lease, in the server",
-        |t| &t.lease_renewal_latency,
-    ),
-    (
-        "delivery_latency_seconds",
-        "From an event becoming available to its ack",
-        |t| &t.delivery_latency,
-    ),
-    (
-        "webhook_delivery_latency_seconds",
-        "From sending a webhook delivery to the endpoint's answer",
-        |t| &t.webhook_latency,
-    ),
-];
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TenantLabels {
-    tenant: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabels {
-    tenant: String,
-    outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PolicyLabels {
-    tenant: String,
-    policy: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DepthLabels {
-    tenant: String,
-    agent: String,
-    status: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RetryLabels {
-    backend: &'static str,
-    code: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TaskLabels {
-    task: &'static str,
-}
-
-/// The series of one metric family built for one scrape: shared handles of the
-/// metrics in scope, each with its labels. (A `Family` cannot be filtered, and
-/// would make a metric of its own for each label set.)
-#[derive(Debug)]
-struct Series<L, M>(Vec<(L, M)>);
-
-impl<L: EncodeLabelSet, M: EncodeMetric + TypedMetric> EncodeMetric for Series<L, M> {
-    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
-        for (labels, metric) in &self.0 {
-            metric.encode(encoder.encode_family(labels)?)?;
-        }
-        Ok(())
-    }
-
-    fn metric_type(&self) -> MetricType {
-        M::TYPE
-    }
-}
-
-/// Shared by every handler, worker and the console.
 #[derive(Clone, Default)]
 pub struct Metrics(Arc<Inner>);
 
@@ -557,99 +437,6 @@ impl Metrics {
             );
         }
     }
-}
-
-/// `inbox_depth` of the scrape's rows.
-fn depth(scrape: &Scrape<'_>) -> Series<DepthLabels, Gauge> {
-    let mut series = Vec::new();
-    for row in scrape.depth {
-        if let Scope::Tenant(t) = scrape.scope
-            && row.tenant_id != t
-        {
-            continue;
-        }
-        let c = &row.counts;
-        for (status, n) in [
-            (EventStatus::Pending, c.pending),
-            (EventStatus::Claimed, c.claimed),
-            (EventStatus::Completed, c.completed),
-            (EventStatus::Quarantined, c.quarantined),
-            (EventStatus::Expired, c.expired),
-            (EventStatus::Purged, c.purged),
-        ] {
-            let g = Gauge::default();
-            g.set(i64::try_from(n).unwrap_or(i64::MAX));
-            let labels = DepthLabels {
-                tenant: row.tenant_id.to_string(),
-                agent: row.agent_name.clone(),
-                status: status.as_str().to_owned(),
-            };
-            series.push((labels, g));
-        }
-    }
-    Series(series)
-}
-
-/// One tenant's counters and delivery-latency buckets at a sample.
-pub struct TenantSample {
-    pub tenant: TenantId,
-    pub counters: Counters,
-    pub latency: Vec<(f64, u64)>,
-}
-
-/// The server counters behind the overview's per-minute tiles.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
-    pub lease_expirations: u64,
-    pub stale_claim_rejections: u64,
-    pub fencing_rejections: u64,
-    pub quarantined: u64,
-    pub delivered: u64,
-}
-
-/// `(upper bound, cumulative count)` of the `*_bucket{le="…"} N` lines of `text`.
-fn buckets(text: &str) -> Vec<(f64, u64)> {
-    text.lines()
-        .filter(|l| l.contains("_bucket{"))
-        .filter_map(|l| {
-            let le = l.split("le=\"").nth(1)?.split('"').next()?;
-            let le = if le == "+Inf" {
-                f64::INFINITY
-            } else {
-                le.parse().ok()?
-            };
-            let n = l.rsplit(' ').next()?.parse().ok()?;
-            Some((le, n))
-        })
-        .collect()
-}
-
-/// The `q` quantile of a cumulative histogram, interpolated linearly inside its
-/// bucket; `None` without observations. A quantile in the `+Inf` bucket is reported
-/// as the largest finite bound.
-pub fn quantile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
-    let total = buckets.last()?.1;
-    if total == 0 {
-        return None;
-    }
-    let rank = q * total as f64;
-    let mut lower = (0.0, 0u64);
-    for &(le, n) in buckets {
-        if n as f64 >= rank {
-            if le.is_infinite() {
-                return Some(lower.0);
-            }
-            let inside = (n - lower.1) as f64;
-            let frac = if inside > 0.0 {
-                (rank - lower.1 as f64) / inside
-            } else {
-                1.0
-            };
-            return Some(lower.0 + (le - lower.0) * frac);
-        }
-        lower = (le, n);
-    }
-    Some(lower.0)
 }
 
 #[cfg(test)]
