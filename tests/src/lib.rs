@@ -52,6 +52,8 @@ pub struct Options {
     pub address_rate_limit: Option<switchboard_server::config::RateLimit>,
     /// Proxies whose `X-Forwarded-For` names the client (`--trusted-proxy`).
     pub trusted_proxies: Vec<String>,
+    /// The region the server is in (`--region`).
+    pub region: Option<String>,
 }
 
 pub struct TestServer {
@@ -173,6 +175,7 @@ impl TestServer {
         if let Some(h) = opts.heartbeat {
             config.heartbeat = h;
         }
+        config.region = opts.region;
         if let Some(r) = opts.retention {
             config.retention = r;
         }

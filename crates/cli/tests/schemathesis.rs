@@ -108,6 +108,7 @@ async fn schemathesis_finds_no_5xx_no_schema_break_and_only_problem_documents() 
     op.add_member(ROOM, AGENT).await.expect("join the room");
     let memory = op
         .register_memory(&RegisterMemory {
+            memory_instance_id: None,
             label: Some("fuzzed".into()),
         })
         .await

@@ -109,6 +109,28 @@ pub fn canonicalize(input: &str) -> Result<CanonicalName, NameError> {
     })
 }
 
+/// The canonical name of a *display name*, a string meant to be read (`My Agent`):
+/// letter case and spaces are allowed in it. The rule, exactly:
+///
+/// 1. NFKC (compatibility composition: `ﬁ` → `fi`, fullwidth → ASCII, `²` → `2`);
+/// 2. every Unicode `White_Space` code point removed (spaces, tabs, no-break
+///    spaces, line and paragraph separators);
+/// 3. [`canonicalize`]: PRECIS UsernameCaseMapped, our repertoire, UTS #39.
+///
+/// What step 3 refuses stays refused (`name_invalid`): punctuation other than
+/// `-`, `_` and `.`, symbols, mixed scripts. `My Agent` → `myagent` (the
+/// names-and-leases seed's example); an input that is nothing but white space is
+/// [`NameError::Empty`].
+pub fn canonicalize_display(display: &str) -> Result<CanonicalName, NameError> {
+    if display.chars().count() > MAX_INPUT_CHARS {
+        return Err(NameError::TooLong {
+            chars: display.chars().count(),
+        });
+    }
+    let compact: String = display.nfkc().filter(|c| !c.is_whitespace()).collect();
+    canonicalize(&compact)
+}
+
 /// Step 2 alone: RFC 8265 UsernameCaseMapped enforcement in RFC 8264 §7 order, with
 /// its failures mapped to [`NameError`]. [`canonicalize`] accepts a subset of what this accepts, and
 /// when both accept, they give the same string.

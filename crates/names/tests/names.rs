@@ -224,3 +224,22 @@ fn confusable_is_the_only_other_code() {
     );
     assert_eq!(NameError::Bidi.code(), NAME_INVALID);
 }
+
+#[test]
+fn a_display_name_loses_its_spaces_and_case_by_one_rule() {
+    let display = |s: &str| switchboard_names::canonicalize_display(s).map(|c| c.canonical);
+    // The names-and-leases seed's example.
+    assert_eq!(display("My Agent").unwrap(), "myagent");
+    // Every White_Space code point goes: tab, no-break space, ideographic space,
+    // line separator; NFKC first (fullwidth, the `ﬁ` ligature).
+    assert_eq!(display("Build\tBot\u{a0}2").unwrap(), "buildbot2");
+    assert_eq!(display("Ｂｕｉｌｄ\u{3000}Bot").unwrap(), "buildbot");
+    assert_eq!(display("ﬁx\u{2028}It").unwrap(), "fixit");
+    // What PRECIS or our repertoire refuses stays refused.
+    for bad in ["My Agent!", "a@b", "   ", "pаy pal"] {
+        let e = display(bad).unwrap_err();
+        assert_eq!(e.code(), switchboard_names::NAME_INVALID, "{bad:?}: {e}");
+    }
+    // A plain name is its own display name.
+    assert_eq!(display("build-bot").unwrap(), "build-bot");
+}

@@ -69,20 +69,22 @@ pub enum Sender {
 }
 
 /// One event in an agent's inbox, as returned by poll, claim and the operator API.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// On the wire its sequence number is written twice, as `seq` and as
+/// `sequence_number` (the notifications seed's name), and either is read
+/// (`event_wire.rs`).
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InboxEvent {
     pub event_id: EventId,
     pub agent_id: AgentId,
-    /// Per-agent sequence number; the cursor after this event.
+    /// Per-agent sequence number; the cursor after this event. Also written as
+    /// `sequence_number`.
     pub seq: u64,
     pub sender: Sender,
     /// Set when the event is a fan-out of a room message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room_id: Option<RoomId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room_seq: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
     pub priority: i32,
     pub status: EventStatus,
@@ -90,13 +92,9 @@ pub struct InboxEvent {
     pub payload: Option<serde_json::Value>,
     pub attempts: u32,
     pub max_attempts: u32,
-    #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
     pub available_at: OffsetDateTime,
-    #[serde(default, with = "time::serde::rfc3339::option")]
     pub expires_at: Option<OffsetDateTime>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
 

@@ -25,6 +25,12 @@ use time::OffsetDateTime;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RegisterMemory {
+    /// The id the client holds already (a UUIDv7), as the names-and-leases seed
+    /// registers it; left out, the server mints one. A retry with the same id in
+    /// the same tenant answers 200 with the memory; an id registered elsewhere is
+    /// refused (409 `conflict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_instance_id: Option<MemoryId>,
     /// A note for operators, at most 200 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
@@ -83,10 +89,16 @@ pub struct Lineage {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AcquireLease {
-    /// The agent name; canonicalized (PRECIS UsernameCaseMapped, UTS #39). Also
-    /// accepted as `display_name`.
-    #[serde(alias = "display_name")]
+    /// The agent name; canonicalized (PRECIS UsernameCaseMapped, UTS #39). Send
+    /// this or `display_name`; when both come, `name` wins.
+    #[serde(default)]
     pub name: String,
+    /// A name to be read, as the names-and-leases seed sends it (`My Agent`): letter
+    /// case and spaces allowed. Its canonical name is NFKC, then every White_Space
+    /// code point removed, then the `name` pipeline (`My Agent` → `myagent`). It is
+    /// kept with the lease and shown in the console.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     pub memory_instance_id: MemoryId,
     /// 0.1..=300.
     #[cfg_attr(feature = "openapi", schema(minimum = 0.1, maximum = 300))]
@@ -121,6 +133,9 @@ pub struct Lease {
     /// Missing from servers before it was added, hence the default.
     #[serde(default)]
     pub canonical_name: String,
+    /// The display name it was acquired with, if one was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     pub memory_instance_id: MemoryId,
     pub fencing_token: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -291,8 +306,8 @@ pub struct FencingRejectionPage {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LeaseAuditEntry {
     pub id: i64,
-    /// `acquired`, `renewed`, `released`, `expired`, `taken_over`, `force_released`,
-    /// `fence_rejected`.
+    /// `acquired`, `renewed`, `released`, `expired`, `taken_over`, `superseded` (its
+    /// holder acquired it again), `force_released`, `fence_rejected`.
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_hash: Option<String>,

@@ -21,6 +21,7 @@ mod callback;
 mod client_report;
 mod client_settings;
 mod event;
+mod event_wire;
 mod ids;
 mod jobs;
 mod lease;

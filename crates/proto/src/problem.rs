@@ -42,6 +42,9 @@ pub enum ErrorCode {
     /// 507: the database's disk is full; nothing was written. Retry once space is
     /// freed.
     StorageFull,
+    /// 421: the request's `X-Region-Constraint` names no region this server is in;
+    /// nothing was done. Send it to a server of that region.
+    RegionMismatch,
     Internal,
 }
 
@@ -75,6 +78,7 @@ impl ErrorCode {
             Self::SignatureInvalid => "signature_invalid",
             Self::Unavailable => "unavailable",
             Self::StorageFull => "storage_full",
+            Self::RegionMismatch => "region_mismatch",
             Self::Internal => "internal",
         }
     }
@@ -103,6 +107,7 @@ impl ErrorCode {
             Self::RateLimited => 429,
             Self::Unavailable => 503,
             Self::StorageFull => 507,
+            Self::RegionMismatch => 421,
             Self::Internal => 500,
         }
     }
@@ -137,6 +142,7 @@ impl ErrorCode {
             Self::SignatureInvalid => "Signature is invalid",
             Self::Unavailable => "Service unavailable",
             Self::StorageFull => "Insufficient storage",
+            Self::RegionMismatch => "The server is not in the region the request requires",
             Self::Internal => "Internal error",
         }
     }

@@ -20,6 +20,10 @@ pub struct Config {
     pub operator_token_file: Option<PathBuf>,
     /// Built console files served at `/`. `None` serves a page saying how to build them.
     pub ui_dir: Option<PathBuf>,
+    /// The region this server is in (`EU`), which a request's `X-Region-Constraint`
+    /// must name (`http/region.rs`); `None`: no region, so a constrained request is
+    /// refused.
+    pub region: Option<String>,
     /// SSE heartbeat interval.
     pub heartbeat: Duration,
     /// How often background workers run (scavenger, expiry, retention).
@@ -161,6 +165,7 @@ impl Default for Config {
             database_max_connections: 16,
             operator_token_file: None,
             ui_dir: None,
+            region: None,
             heartbeat: Duration::from_secs(30),
             worker_interval: Duration::from_secs(1),
             sample_interval: Duration::from_secs(5),
@@ -207,6 +212,7 @@ impl std::fmt::Debug for Config {
             .field("database_max_connections", &self.database_max_connections)
             .field("operator_token_file", &self.operator_token_file)
             .field("ui_dir", &self.ui_dir)
+            .field("region", &self.region)
             .field("heartbeat", &self.heartbeat)
             .field("worker_interval", &self.worker_interval)
             .field("sample_interval", &self.sample_interval)

@@ -88,7 +88,19 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(why) => Self::new(ErrorCode::Conflict, why),
             StoreError::Forbidden(why) => Self::new(ErrorCode::Forbidden, why),
             StoreError::Invalid(why) => Self::validation(why),
-            StoreError::LeaseHeld(why) => Self::new(ErrorCode::LeaseHeld, why),
+            StoreError::LeaseHeld {
+                why,
+                retry_after_ms,
+            } => {
+                let mut e = Self::new(ErrorCode::LeaseHeld, why);
+                // Exact when the lease in the way is the caller's tenant's; else the
+                // longest a lease may last, which says nothing of it (I9).
+                e.retry_after = Some(match retry_after_ms {
+                    Some(ms) => (ms.max(0) as u64).div_ceil(1000).max(1),
+                    None => crate::app::leases::MAX_TTL_S as u64,
+                });
+                e
+            }
             StoreError::StaleFence(why) => Self::new(ErrorCode::StaleFence, why),
             StoreError::LeaseExpired(why) => Self::new(ErrorCode::LeaseExpired, why),
             StoreError::NotHolder(why) => Self::new(ErrorCode::Forbidden, why),

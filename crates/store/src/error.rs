@@ -19,8 +19,14 @@ pub enum StoreError {
     #[error("invalid: {0}")]
     Invalid(String),
     /// The name or the memory has another live lease (or is in its lock delay).
-    #[error("lease held: {0}")]
-    LeaseHeld(String),
+    /// `retry_after_ms`: how long until it may be free, when what holds it is the
+    /// caller's own tenant's; `None` when it is another tenant's, whose timings the
+    /// caller must not learn (I9): the server then answers a coarse wait.
+    #[error("lease held: {why}")]
+    LeaseHeld {
+        why: String,
+        retry_after_ms: Option<crate::clock::Millis>,
+    },
     /// A fencing token lower than the current one.
     #[error("stale fence: {0}")]
     StaleFence(String),

@@ -16,7 +16,7 @@ use switchboard_proto::{
 
 pub(crate) const MEMORY_COLS: &str = "id, label, parent_id, branched_at_token, fence, created_at";
 pub(crate) const LEASE_COLS: &str = "id, tenant_id, name, skeleton, memory_id, fence, holder, \
-     holder_key, owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at";
+     holder_key, owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at, display_name";
 /// The columns `audit_entry_from_row` reads.
 pub(crate) const AUDIT_COLS: &str = "id, event, name_hash, memory_hash, fencing_token, actor, at";
 /// The columns `rejection_from_row` reads.
@@ -72,6 +72,7 @@ pub(crate) fn lease_from_row(r: &impl Cols) -> StoreResult<Stored> {
             lease_id: r.id("id")?,
             canonical_name: name.clone(),
             name,
+            display_name: r.opt_text("display_name")?,
             memory_instance_id: r.id("memory_id")?,
             fencing_token: r.int("fence")? as u64,
             owner_client: r.opt_text("owner_client")?,
@@ -294,19 +295,43 @@ pub(crate) fn check_registered(
     Ok(())
 }
 
+/// What [`check_held`] found in the way of a claim that may go ahead.
+#[derive(Default)]
+pub(crate) struct InTheWay {
+    /// Expired leases, to take over.
+    pub(crate) expired: Vec<Stored>,
+    /// The caller's own live lease on this name and memory, which it acquires again
+    /// (same agent, same `owner_client_id`; the names-and-leases seed's upsert).
+    pub(crate) superseded: Vec<Stored>,
+    /// The end of the expired leases' lock delays: (the caller's tenant's, others').
+    pub(crate) quiet_until: (Millis, Millis),
+}
+
+/// Whether `held`, a live lease, is the one `new` acquires again: the same holder
+/// (the same agent, by id), the same tenant, the same `owner_client_id` (sent, not
+/// absent), the same name and memory.
+fn is_own(new: &NewLease, held: &Stored) -> bool {
+    held.tenant == new.tenant
+        && held.holder_key == new.holder_key
+        && new.owner_client.is_some()
+        && held.lease.owner_client == new.owner_client
+        && held.lease.name == new.name
+        && held.skeleton == new.skeleton
+        && held.lease.memory_instance_id == new.memory
+}
+
 /// Over the leases holding the name (by skeleton) or the memory: `LeaseHeld` /
-/// `Confusable` for a live one; otherwise the expired ones (to take over) and the
-/// end of their lock delays.
-pub(crate) fn check_held(
-    new: &NewLease,
-    held: Vec<Stored>,
-    now: Millis,
-) -> StoreResult<(Vec<Stored>, Millis)> {
-    let mut quiet_until: Millis = 0;
-    let mut expired = Vec::with_capacity(held.len());
+/// `Confusable` for a live one that is not the caller's own (see [`is_own`]);
+/// otherwise what is in the way.
+pub(crate) fn check_held(new: &NewLease, held: Vec<Stored>, now: Millis) -> StoreResult<InTheWay> {
+    let mut way = InTheWay::default();
     for held in held {
         let on_name = held.skeleton == new.skeleton;
         if held.expires_at > now {
+            if is_own(new, &held) {
+                way.superseded.push(held);
+                continue;
+            }
             if on_name && held.lease.name != new.name {
                 return Err(StoreError::Confusable {
                     canonical: new.name.clone(),
@@ -318,28 +343,63 @@ pub(crate) fn check_held(
             } else {
                 format!("memory {}", new.memory)
             };
-            return Err(StoreError::LeaseHeld(format!(
-                "{what} is held by another live lease for {} more; nothing was claimed. \
-                 Retry after it expires or is released",
-                secs(held.expires_at - now)
-            )));
+            let own = held.tenant == new.tenant;
+            let left = held.expires_at - now;
+            return Err(StoreError::LeaseHeld {
+                why: match own {
+                    true => format!(
+                        "{what} is held by another live lease for {} more; nothing was \
+                         claimed. Retry after it expires or is released",
+                        secs(left)
+                    ),
+                    false => format!(
+                        "{what} is held by another live lease; nothing was claimed. Retry \
+                         after Retry-After, or use another name"
+                    ),
+                },
+                retry_after_ms: own.then_some(left),
+            });
         }
-        quiet_until = quiet_until.max(held.expires_at + held.lock_delay_ms);
-        expired.push(held);
+        let quiet = held.expires_at + held.lock_delay_ms;
+        match held.tenant == new.tenant {
+            true => way.quiet_until.0 = way.quiet_until.0.max(quiet),
+            false => way.quiet_until.1 = way.quiet_until.1.max(quiet),
+        }
+        way.expired.push(held);
     }
-    Ok((expired, quiet_until))
+    Ok(way)
 }
 
-/// `LeaseHeld` while the name or the memory is in its lock delay.
-pub(crate) fn check_quiet(new: &NewLease, quiet_until: Millis, now: Millis) -> StoreResult<()> {
-    if quiet_until > now {
-        return Err(StoreError::LeaseHeld(format!(
-            "the name '{}' or memory {} is in its lock delay for {} more (after an \
-             expiry or a forced release); nothing was claimed. Retry then",
-            new.name,
-            new.memory,
-            secs(quiet_until - now)
-        )));
+/// `LeaseHeld` while the name or the memory is in its lock delay. `quiet_until`:
+/// (the end of the delays the caller's own tenant's leases set, the end of those
+/// whose tenant is another's or unknown). The wait is told exactly only when the
+/// caller's own delay is the longer one.
+pub(crate) fn check_quiet(
+    new: &NewLease,
+    quiet_until: (Millis, Millis),
+    now: Millis,
+) -> StoreResult<()> {
+    let (own, other) = quiet_until;
+    let until = own.max(other);
+    if until > now {
+        let exact = own >= other;
+        return Err(StoreError::LeaseHeld {
+            why: match exact {
+                true => format!(
+                    "the name '{}' or memory {} is in its lock delay for {} more (after an \
+                     expiry or a forced release); nothing was claimed. Retry then",
+                    new.name,
+                    new.memory,
+                    secs(until - now)
+                ),
+                false => format!(
+                    "the name '{}' is in its lock delay (after an expiry or a forced \
+                     release); nothing was claimed. Retry after Retry-After",
+                    new.name
+                ),
+            },
+            retry_after_ms: exact.then_some(until - now),
+        });
     }
     Ok(())
 }
@@ -349,6 +409,8 @@ pub(crate) fn check_quiet(new: &NewLease, quiet_until: Millis, now: Millis) -> S
 pub(crate) struct Checked {
     pub(crate) memory: Memory,
     pub(crate) expired: Vec<Stored>,
+    /// The caller's own live lease that this claim replaces (see [`InTheWay`]).
+    pub(crate) superseded: Vec<Stored>,
     pub(crate) name_fence: Option<(i64, i64)>,
 }
 

@@ -24,6 +24,8 @@ pub struct NewLease {
     /// Canonical form and skeleton (the uniqueness key) of the name.
     pub name: String,
     pub skeleton: String,
+    /// The display name it was asked for by, if any (kept and shown).
+    pub display_name: Option<String>,
     pub memory: switchboard_proto::MemoryId,
     pub ttl_ms: Millis,
     pub lock_delay_ms: Millis,

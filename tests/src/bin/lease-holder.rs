@@ -38,6 +38,7 @@ async fn main() -> anyhow::Result<()> {
     let every = Duration::from_millis(every.parse()?);
     let ask = AcquireLease {
         name: name.clone(),
+        display_name: None,
         memory_instance_id: memory,
         ttl_seconds: ttl,
         owner_client: Some(tag.clone()),

@@ -460,6 +460,7 @@ async fn world(server: &TestServer, receiver: &Receiver) -> Ids {
 
     let memory = alice
         .register_memory(&RegisterMemory {
+            memory_instance_id: None,
             label: Some("bola".into()),
         })
         .await
@@ -468,6 +469,7 @@ async fn world(server: &TestServer, receiver: &Receiver) -> Ids {
         .acquire_lease(
             &AcquireLease {
                 name: "bola-lease".into(),
+                display_name: None,
                 memory_instance_id: memory.memory_instance_id,
                 ttl_seconds: 300.0,
                 owner_client: None,
@@ -752,6 +754,7 @@ async fn a_token_without_the_scope_gets_403_on_every_operation() {
     // endpoints, which take a token in the body or a cookie (their own tests).
     let open = [
         (Method::GET, "/api/v1/capabilities"),
+        (Method::GET, "/v1/capabilities"),
         (Method::POST, "/api/v1/session"),
         (Method::GET, "/api/v1/session"),
         (Method::DELETE, "/api/v1/session"),

@@ -25,6 +25,7 @@ async fn memory(client: &Client) -> Memory {
 fn ask(name: &str, memory: MemoryId, ttl: f64) -> AcquireLease {
     AcquireLease {
         name: name.to_owned(),
+        display_name: None,
         memory_instance_id: memory,
         ttl_seconds: ttl,
         owner_client: Some("host-a pid 42".into()),

@@ -17,6 +17,7 @@ mod rate_limits;
 mod records;
 mod rooms;
 mod seed_leases;
+mod seeds;
 mod signin;
 mod support;
 mod system;

@@ -51,7 +51,7 @@ pub(crate) async fn post_form(server: &TestServer, path: &str, pairs: &[(&str, &
 }
 
 /// Asks the token endpoint to exchange `token` (with `scope`, if any).
-async fn exchange(server: &TestServer, token: &str, scope: Option<&str>) -> Reply {
+pub(crate) async fn exchange(server: &TestServer, token: &str, scope: Option<&str>) -> Reply {
     let mut pairs = vec![
         ("grant_type", EXCHANGE),
         ("subject_token", token),

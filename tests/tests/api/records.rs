@@ -21,6 +21,7 @@ async fn leased(client: &Client, name: &str, ttl: f64) -> (MemoryId, Lease) {
         .memory_instance_id;
     let ask = AcquireLease {
         name: name.to_owned(),
+        display_name: None,
         memory_instance_id: m,
         ttl_seconds: ttl,
         owner_client: Some("host-a".into()),
@@ -130,6 +131,7 @@ async fn records_need_the_current_token_and_versions_keep_updates() {
     let (_, b) = server.agent("b").await;
     let ask = AcquireLease {
         name: "writer".into(),
+        display_name: None,
         memory_instance_id: m,
         ttl_seconds: 5.0,
         owner_client: Some("host-b".into()),
@@ -333,6 +335,7 @@ async fn a_token_learnt_by_another_agent_writes_nothing() {
         .acquire_lease(
             &AcquireLease {
                 name: "writer".to_owned(),
+                display_name: None,
                 memory_instance_id: m,
                 ttl_seconds: 30.0,
                 owner_client: Some("host-a".into()),

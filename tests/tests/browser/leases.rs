@@ -19,6 +19,7 @@ async fn leases_lineage_fencing_and_force_release_live() {
     let (_, agent) = server.agent("mind-host").await;
     let root = agent
         .register_memory(&RegisterMemory {
+            memory_instance_id: None,
             label: Some("main".into()),
         })
         .await
@@ -26,6 +27,7 @@ async fn leases_lineage_fencing_and_force_release_live() {
         .memory_instance_id;
     let ask = AcquireLease {
         name: "Planner".into(),
+        display_name: None,
         memory_instance_id: root,
         ttl_seconds: 300.0,
         owner_client: Some("host-a pid 7".into()),

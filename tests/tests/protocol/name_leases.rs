@@ -21,6 +21,7 @@ async fn contend(clients: &[Client], claims: Vec<(String, MemoryId)>) -> Lease {
         async move {
             let ask = AcquireLease {
                 name,
+                display_name: None,
                 memory_instance_id: memory,
                 ttl_seconds: 60.0,
                 owner_client: None,

@@ -56,7 +56,12 @@ pub(crate) fn LeasesPage() -> impl IntoView {
         let (id2, id3, l2) = (id.clone(), id.clone(), l.clone());
         view! {
             <tr data-lease=id.clone() class=if l.expired { "muted" } else { "" }>
-                <td data-col="name"><code>{l.lease.name.clone()}</code></td>
+                <td data-col="name">
+                    <code>{l.lease.name.clone()}</code>
+                    {l.lease.display_name.clone().map(|d| view! {
+                        " " <span class="muted" data-display-name="">{d}</span>
+                    })}
+                </td>
                 <td data-col="memory">
                     <button type="button" class="link" title=memory.to_string()
                         on:click=move |_| selected.set(Some(memory))>{format!("…{}", short(memory))}</button>

@@ -146,10 +146,14 @@ impl Common {
             };
             return self
                 .builder()?
+                .region_constraint(credentials.region.clone())
                 .build_with_login(&credentials.server, store)
                 .with_context(|| format!("cannot use the server URL {}", credentials.server));
         }
-        self.client_for(&credentials.server, credentials.token)
+        self.builder()?
+            .region_constraint(credentials.region.clone())
+            .build(&credentials.server, credentials.token)
+            .with_context(|| format!("cannot use the server URL {}", credentials.server))
     }
 
     /// A client for `server` with `token`, trusting `--ca-file` too.

@@ -39,6 +39,11 @@ pub(crate) struct ServeArgs {
     /// Directory of the built console (ui/dist).
     #[arg(long, env = "SWITCHBOARD_UI_DIR")]
     ui_dir: Option<PathBuf>,
+    /// The region this server is in (`EU`): a request whose X-Region-Constraint
+    /// does not name it is refused with 421 region_mismatch [default: none, so any
+    /// constrained request is refused].
+    #[arg(long, env = "SWITCHBOARD_REGION")]
+    region: Option<String>,
     /// SSE heartbeat interval in seconds [default: 30].
     #[arg(long, env = "SWITCHBOARD_HEARTBEAT_SECONDS")]
     heartbeat_seconds: Option<f64>,
@@ -187,6 +192,7 @@ struct FileConfig {
     database_max_connections: Option<u32>,
     operator_token_file: Option<PathBuf>,
     ui_dir: Option<PathBuf>,
+    region: Option<String>,
     heartbeat_seconds: Option<f64>,
     worker_interval_ms: Option<u64>,
     sample_interval_seconds: Option<f64>,
@@ -267,6 +273,15 @@ pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             "ui_dir {} has no index.html; build the console with `cargo xtask ui` (it writes \
              ui/dist), or leave ui_dir out to serve the console built into this binary",
             dir.display()
+        );
+    }
+    config.region = args.region.or(file.region);
+    if let Some(region) = &config.region
+        && !switchboard_server::http::region::valid_region(region)
+    {
+        bail!(
+            "region must be 1 to 32 ASCII letters, digits, '-' or '_' (like \"EU\"), got \
+             {region:?}"
         );
     }
     if let Some(s) = args.heartbeat_seconds.or(file.heartbeat_seconds) {

@@ -13,6 +13,9 @@ use crate::call::{bearer, parse_base_url};
 use crate::retry::{RetryPolicy, RetryQuota};
 use crate::{Error, Token};
 
+/// The regional boundary header (see [`ClientBuilder::region_constraint`]).
+pub const REGION_CONSTRAINT: &str = "x-region-constraint";
+
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -24,6 +27,7 @@ pub struct ClientBuilder {
     user_agent: String,
     retry: RetryPolicy,
     roots: Vec<reqwest::Certificate>,
+    region_constraint: Option<String>,
 }
 
 impl Default for ClientBuilder {
@@ -34,6 +38,7 @@ impl Default for ClientBuilder {
             user_agent: concat!("switchboard-sdk/", env!("CARGO_PKG_VERSION")).to_owned(),
             retry: RetryPolicy::standard(),
             roots: Vec::new(),
+            region_constraint: None,
         }
     }
 }
@@ -63,6 +68,17 @@ impl ClientBuilder {
     /// [`RetryPolicy::none`] makes every call a single attempt.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
+        self
+    }
+
+    /// Sends `X-Region-Constraint: <regions>` with every request (the client SDK
+    /// seed's regional boundary, §9.3): a server that is not in one of them refuses
+    /// the request before doing anything, with [`ErrorCode::RegionMismatch`]
+    /// (`region_mismatch`). `None` (the default) sends no constraint.
+    ///
+    /// [`ErrorCode::RegionMismatch`]: crate::proto::ErrorCode::RegionMismatch
+    pub fn region_constraint(mut self, regions: Option<impl Into<String>>) -> Self {
+        self.region_constraint = regions.map(Into::into);
         self
     }
 
@@ -117,8 +133,18 @@ impl ClientBuilder {
         api.path_segments_mut()
             .map_err(|()| Error::InvalidUrl(format!("{base_url} cannot be a base URL")))?
             .extend(["api", "v1"]);
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(regions) = &self.region_constraint {
+            let value = HeaderValue::from_str(regions).map_err(|_| {
+                Error::InvalidInput(format!(
+                    "the region constraint {regions:?} cannot be a header value"
+                ))
+            })?;
+            headers.insert(REGION_CONSTRAINT, value);
+        }
         let mut http = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
+            .default_headers(headers)
             .user_agent(self.user_agent);
         for root in self.roots {
             http = http.add_root_certificate(root);

@@ -28,7 +28,7 @@ use crate::{Error, Token};
 
 mod builder;
 pub(crate) use crate::call::bearer;
-pub use builder::ClientBuilder;
+pub use builder::{ClientBuilder, REGION_CONSTRAINT};
 
 /// Request header carrying the idempotency key of a business write (invariant I8).
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";

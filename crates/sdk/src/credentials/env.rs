@@ -7,6 +7,8 @@ use crate::Token;
 pub const SERVER_VAR: &str = "SWITCHBOARD_SERVER";
 /// The token of the environment login.
 pub const TOKEN_VAR: &str = "SWITCHBOARD_TOKEN";
+/// The regions the server must be in, for the environment login (optional).
+pub const REGION_VAR: &str = "SWITCHBOARD_REGION_CONSTRAINT";
 
 /// The login in `SWITCHBOARD_SERVER` and `SWITCHBOARD_TOKEN`, for containers and CI
 /// without a keyring: `None` when neither is set (an empty variable counts as unset),
@@ -48,6 +50,7 @@ pub(crate) fn from_lookup(
             Ok(Some(Credentials {
                 server,
                 token: Token::from(token),
+                region: var(REGION_VAR),
             }))
         }
     }

@@ -41,7 +41,7 @@ mod tests;
 
 use async_trait::async_trait;
 
-pub use env::{SERVER_VAR, TOKEN_VAR, from_env, resolve};
+pub use env::{REGION_VAR, SERVER_VAR, TOKEN_VAR, from_env, resolve};
 pub use error::CredentialError;
 /// keyring-core, for [`TokenStore::with_store`] (`Arc<keyring_core::CredentialStore>`).
 pub use keyring_core;
@@ -66,12 +66,17 @@ pub struct Credentials {
     pub server: String,
     /// The agent's bearer token.
     pub token: Token,
+    /// The regions the server must be in (`X-Region-Constraint`): the profile's
+    /// `region`, or `SWITCHBOARD_REGION_CONSTRAINT`; `None`: no constraint.
+    pub region: Option<String>,
 }
 
 impl Credentials {
     /// A [`Client`](crate::Client) for this server with this token.
     pub fn client(&self) -> Result<crate::Client, crate::Error> {
-        crate::Client::new(&self.server, self.token.clone())
+        crate::Client::builder()
+            .region_constraint(self.region.clone())
+            .build(&self.server, self.token.clone())
     }
 }
 

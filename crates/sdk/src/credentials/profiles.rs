@@ -3,6 +3,7 @@
 //! ```toml
 //! [profiles.default]
 //! server = "http://127.0.0.1:7070"
+//! region = "EU"   # optional: sent as X-Region-Constraint
 //! ```
 //!
 //! Written whole to a temporary file with mode 0600 in the same directory (created
@@ -35,6 +36,9 @@ pub(crate) struct ProfilesFile {
 #[derive(Debug, Serialize, Deserialize)]
 struct Profile {
     server: String,
+    /// The regions the server must be in, sent as `X-Region-Constraint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    region: Option<String>,
     #[serde(flatten)]
     extra: toml::Table,
 }
@@ -44,12 +48,17 @@ impl ProfilesFile {
         self.profiles.get(profile).map(|p| p.server.clone())
     }
 
+    pub(crate) fn region(&self, profile: &str) -> Option<String> {
+        self.profiles.get(profile).and_then(|p| p.region.clone())
+    }
+
     pub(crate) fn set_server(&mut self, profile: &str, server: &str) {
         self.profiles
             .entry(profile.to_owned())
             .and_modify(|p| server.clone_into(&mut p.server))
             .or_insert_with(|| Profile {
                 server: server.to_owned(),
+                region: None,
                 extra: toml::Table::new(),
             });
     }

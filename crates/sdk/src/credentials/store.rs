@@ -152,13 +152,15 @@ impl TokenStore {
     /// [`CredentialError::TokenMissing`] if it does but the keyring has no token.
     pub fn load(&self, profile: &str) -> Result<Option<Credentials>, CredentialError> {
         check_profile(profile)?;
-        let Some(server) = profiles::read(&self.profiles)?.server(profile) else {
+        let file = profiles::read(&self.profiles)?;
+        let Some(server) = file.server(profile) else {
             return Ok(None);
         };
         match self.entry(profile, "read")?.get_password() {
             Ok(token) => Ok(Some(Credentials {
                 server,
                 token: Token::from(token),
+                region: file.region(profile),
             })),
             Err(keyring_core::Error::NoEntry) => Err(CredentialError::TokenMissing {
                 profile: profile.to_owned(),

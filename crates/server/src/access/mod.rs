@@ -5,7 +5,9 @@
 //!
 //! A token is 32 random bytes, base64url, with a prefix that says what it is
 //! (`sb_op_` operator, `sb_ag_` agent). Only its SHA-256 is stored. Scopes follow the
-//! design: `ops:read`, `ops:write`, `agent:{agent_id}:inbox`, `messages:send`.
+//! design: `ops:read`, `ops:write`, `agent:{agent_id}:inbox`, `messages:send`, and an
+//! agent's least-privilege `agent:{agent_id}:read` (a token of that agent that may
+//! only read: [`Principal::working_agent`] is `None` for it).
 
 pub mod rate_limit;
 pub mod sessions;
@@ -55,6 +57,30 @@ pub fn agent_scopes() -> Vec<String> {
 
 pub fn inbox_scope(agent: AgentId) -> String {
     format!("agent:{agent}:inbox")
+}
+
+/// The least-privilege read scope of `agent` (the notifications seed's
+/// `agent:project_A:read`): poll, subscribe, the snapshot, its rooms' logs and the
+/// memory records it may see; no claim, ack, release, send or write.
+pub fn read_scope(agent: AgentId) -> String {
+    format!("agent:{agent}:read")
+}
+
+/// The agent whose read scope `scope` is, if it is one (`agent:{id}:read`).
+pub fn read_scope_agent(scope: &str) -> Option<AgentId> {
+    scope
+        .strip_prefix("agent:")?
+        .strip_suffix(":read")?
+        .parse()
+        .ok()
+}
+
+/// Whether a credential with `held` scopes may hand out `scope` (a token exchange,
+/// and the check of the access token it made): one it has, or the read scope of an
+/// agent whose inbox scope it has (reading is part of working an inbox).
+pub fn grantable(held: &[String], scope: &str) -> bool {
+    held.iter().any(|s| s == scope)
+        || read_scope_agent(scope).is_some_and(|agent| held.contains(&inbox_scope(agent)))
 }
 
 /// A new random token with `prefix`.
@@ -139,6 +165,39 @@ impl Principal {
     pub fn may_use_inbox(&self, agent: &AgentRecord) -> bool {
         agent.tenant_id == self.tenant_id
             && (self.has(&inbox_scope(agent.id)) || self.has(SCOPE_OPS_WRITE))
+    }
+
+    /// May this principal read `agent`'s inbox (poll, subscribe, the snapshot)?
+    /// Whoever may work it, and a token with the agent's read scope. Others get 404.
+    pub fn may_read_inbox(&self, agent: &AgentRecord) -> bool {
+        self.may_use_inbox(agent)
+            || (agent.tenant_id == self.tenant_id && self.has(&read_scope(agent.id)))
+    }
+
+    /// The agent this principal acts as with an agent's full rights (its inbox
+    /// scope): `None` for operators and for an agent's read-only token.
+    pub fn working_agent(&self) -> Option<AgentId> {
+        self.agent_id.filter(|id| self.has(&inbox_scope(*id)))
+    }
+
+    /// Refuses an agent's read-only token (403: it is the agent's own, so saying so
+    /// tells nothing): it may read, never change.
+    pub fn refuse_read_only(&self) -> Result<(), ApiError> {
+        match self.agent_id {
+            Some(id) if self.working_agent().is_none() && self.has(&read_scope(id)) => {
+                Err(ApiError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "this token has only the read scope {:?}: it may poll, subscribe, read \
+                     the snapshot, its rooms and memory records, and change nothing; use the \
+                     agent's own token (scope {:?}) to claim, ack, release, send or write",
+                        read_scope(id),
+                        inbox_scope(id)
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// May this principal scrape `/metrics`? A `metrics:read` token, or an operator

@@ -13,7 +13,12 @@ use switchboard_proto::*;
 
 fn kind(row: &CredentialRow) -> &'static str {
     let has = |s: &str| row.scopes.iter().any(|x| x == s);
-    if row.agent_id.is_some() {
+    if let Some(agent) = row.agent_id
+        && !has(&crate::access::inbox_scope(agent))
+        && has(&crate::access::read_scope(agent))
+    {
+        "agent-read"
+    } else if row.agent_id.is_some() {
         "agent"
     } else if has(SCOPE_ADMIN) {
         "admin"
@@ -78,26 +83,44 @@ pub async fn revoke_agent(state: &AppState, principal: &Principal, agent: &str) 
     Ok(revoked)
 }
 
-/// Mints a token with `scopes` (sorted, each once) and `label`; the token is in the
-/// answer, once.
+/// What a minted token is for.
+pub enum Minted {
+    /// A machine's token with these scopes (`metrics:read`), of no agent.
+    Machine(Vec<String>),
+    /// The read-only token of the agent named (id or name) `.0`: its one scope is
+    /// `agent:{id}:read`.
+    AgentReader(String),
+}
+
+/// Mints a token (its scopes sorted, each once) with `label`; the token is in the
+/// answer, once. An agent's reader token is the agent's (404 for an agent the
+/// tenant does not have), and revoked with the agent's other tokens.
 pub async fn mint(
     state: &AppState,
     principal: &Principal,
-    mut scopes: Vec<String>,
+    minted: Minted,
     label: &str,
 ) -> ApiResult<TokenCreated> {
+    let (agent, mut scopes) = match minted {
+        Minted::Machine(scopes) => (None, scopes),
+        Minted::AgentReader(key) => {
+            let agent = super::inbox::agent(state, principal.tenant_id, &key).await?;
+            (Some(agent.id), vec![crate::access::read_scope(agent.id)])
+        }
+    };
     scopes.sort();
     scopes.dedup();
-    let token = generate_token("sb_mt_");
+    let token = generate_token(if agent.is_some() { "sb_ag_" } else { "sb_mt_" });
     let hash = hash_token(&token);
     let note = principal
         .note(format!("token:{}", token_id(&hash)))
         .detail(format!("{label}: {}", scopes.join(" ")));
     state
         .store
-        .insert_token(
+        .insert_token_of(
             &hash,
             principal.tenant_id,
+            agent,
             &scopes,
             label,
             Some(&note),

@@ -29,23 +29,50 @@ pub async fn inbox_agent(
     principal: &Principal,
     key: &str,
 ) -> ApiResult<AgentRecord> {
-    // An operator who may not work inboxes (a read-only console session) is refused
-    // before any lookup: 403 for every name alike tells it nothing.
+    // An operator who may not work inboxes (a read-only console session) and an
+    // agent's read-only token are refused before any lookup: 403 for every name
+    // alike tells them nothing.
+    principal.refuse_read_only()?;
     if principal.agent_id.is_none() {
         principal.require(SCOPE_OPS_WRITE)?;
     }
-    let agent = match state.lookups.agent(principal.tenant_id, key) {
+    let agent = cached_agent(state, principal, key).await?;
+    if !principal.may_use_inbox(&agent) {
+        return Err(ApiError::not_found(format_args!("agent {key:?}")));
+    }
+    Ok(agent)
+}
+
+/// The agent named `key` if `principal` may read its inbox (poll, subscribe, the
+/// snapshot): as [`inbox_agent`], and also with the agent's read scope.
+pub async fn reading_agent(
+    state: &AppState,
+    principal: &Principal,
+    key: &str,
+) -> ApiResult<AgentRecord> {
+    if principal.agent_id.is_none() {
+        principal.require(SCOPE_OPS_WRITE)?;
+    }
+    let agent = cached_agent(state, principal, key).await?;
+    if !principal.may_read_inbox(&agent) {
+        return Err(ApiError::not_found(format_args!("agent {key:?}")));
+    }
+    Ok(agent)
+}
+
+async fn cached_agent(
+    state: &AppState,
+    principal: &Principal,
+    key: &str,
+) -> ApiResult<AgentRecord> {
+    Ok(match state.lookups.agent(principal.tenant_id, key) {
         Some(agent) => agent,
         None => {
             let agent = agent(state, principal.tenant_id, key).await?;
             state.lookups.put_agent(principal.tenant_id, key, &agent);
             agent
         }
-    };
-    if !principal.may_use_inbox(&agent) {
-        return Err(ApiError::not_found(format_args!("agent {key:?}")));
-    }
-    Ok(agent)
+    })
 }
 
 /// Maps store errors of claim-token operations, counting stale claims (I4).

@@ -12,17 +12,54 @@ use switchboard_proto::*;
 
 pub use crate::store::NewLease;
 
+/// `ttl_seconds` bounds. The maximum is also the `Retry-After` of a 423 whose lease
+/// is another tenant's (it tells nothing of that lease).
+pub const MIN_TTL_S: f64 = 0.1;
+pub const MAX_TTL_S: f64 = 300.0;
+
 /// A name through the canonical-name pipeline; 422 `name_invalid` or
 /// `name_confusable` says why it cannot be one.
 pub fn canonical(name: &str) -> ApiResult<switchboard_names::CanonicalName> {
-    switchboard_names::canonicalize(name).map_err(|e| {
-        let code = if e.code() == switchboard_names::NAME_CONFUSABLE {
-            ErrorCode::NameConfusable
-        } else {
-            ErrorCode::NameInvalid
-        };
-        ApiError::new(code, e.to_string())
-    })
+    switchboard_names::canonicalize(name).map_err(name_error)
+}
+
+/// The canonical name of an acquisition: `name` through [`canonical`] when it is
+/// sent (it wins), else `display_name` by the display rule
+/// (`switchboard_names::canonicalize_display`: NFKC, White_Space removed, then the
+/// same pipeline). 422 `name_invalid` when neither comes.
+pub fn lease_name(
+    name: &str,
+    display_name: Option<&str>,
+) -> ApiResult<switchboard_names::CanonicalName> {
+    match (name, display_name) {
+        ("", Some(display)) => switchboard_names::canonicalize_display(display).map_err(|e| {
+            ApiError::new(
+                code_of(&e),
+                format!(
+                    "display_name: {e} (its canonical name is the display name in NFKC \
+                     with white space removed, then the name rules)"
+                ),
+            )
+        }),
+        ("", None) => Err(ApiError::new(
+            ErrorCode::NameInvalid,
+            "send the agent name as `name` (a canonical name, like \"build-bot\") or as \
+             `display_name` (a display string, like \"My Agent\")",
+        )),
+        (name, _) => canonical(name),
+    }
+}
+
+fn code_of(e: &switchboard_names::NameError) -> ErrorCode {
+    if e.code() == switchboard_names::NAME_CONFUSABLE {
+        ErrorCode::NameConfusable
+    } else {
+        ErrorCode::NameInvalid
+    }
+}
+
+fn name_error(e: switchboard_names::NameError) -> ApiError {
+    ApiError::new(code_of(&e), e.to_string())
 }
 
 /// A lease as a renewal or a release names it: by its id, or by the seed's fields.

@@ -29,16 +29,39 @@ fn shown_to(principal: &Principal, mut memory: Memory) -> Memory {
 }
 
 /// Makes a memory instance (its id a UUIDv7 the server picks).
+/// Registers a memory: the server mints its id, or takes the client's (`id`, a
+/// UUIDv7: 422 otherwise). The memory, and whether it is new (a retry of a
+/// client's id gets the one it registered).
 pub async fn register(
     state: &AppState,
     principal: &Principal,
+    id: Option<MemoryId>,
     label: Option<&str>,
-) -> ApiResult<Memory> {
-    let memory = state
-        .store
-        .register_memory(principal.tenant_id, label, state.now())
-        .await?;
-    Ok(shown_to(principal, memory))
+) -> ApiResult<(Memory, bool)> {
+    let tenant = principal.tenant_id;
+    let (memory, new) = match id {
+        None => (
+            state
+                .store
+                .register_memory(tenant, label, state.now())
+                .await?,
+            true,
+        ),
+        Some(id) if id.0.get_version_num() != 7 => {
+            return Err(ApiError::unprocessable(format!(
+                "memory_instance_id {id} is a version {} UUID; it must be a UUIDv7 (time \
+                 ordered), or leave it out and the server mints one",
+                id.0.get_version_num()
+            )));
+        }
+        Some(id) => {
+            state
+                .store
+                .register_memory_as(tenant, id, label, state.now())
+                .await?
+        }
+    };
+    Ok((shown_to(principal, memory), new))
 }
 
 /// Branches `parent` at the fencing token its branch starts from.
@@ -151,7 +174,8 @@ pub async fn subscribe(
         .agent(principal.tenant_id, agent)
         .await
         .map_err(|_| ApiError::not_found(format_args!("agent {agent}")))?;
-    if principal.agent_id != Some(agent.id) {
+    principal.refuse_read_only()?;
+    if principal.working_agent() != Some(agent.id) {
         principal.require(SCOPE_OPS_WRITE)?;
     }
     let done = state

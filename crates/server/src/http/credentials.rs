@@ -79,8 +79,11 @@ async fn revoke_agent(
 /// Scopes a minted token may carry: read-only machine access that names no secret.
 const MINTABLE_SCOPES: &[&str] = &[SCOPE_METRICS_READ];
 
-/// Mint a token for a machine that only reads, such as a Prometheus scraper
-/// (`{"scopes": ["metrics:read"], "label": "prometheus"}`). It acts in the caller's
+/// Mint a token that only reads: for a machine, such as a Prometheus scraper
+/// (`{"scopes": ["metrics:read"], "label": "prometheus"}`), or an agent's
+/// least-privilege read token (`{"scopes": ["agent:build-bot:read"], "label":
+/// "dashboard"}`: poll, subscribe, snapshot, its rooms and memory records; stored as
+/// `agent:{agent_id}:read`). It acts in the caller's
 /// tenant and can do nothing but what its scopes say. The token is in the answer,
 /// once; only a hash is kept. No Idempotency-Key: a replay would have to store the
 /// token itself (I11); a retry mints another, and an unused token grants only reads.
@@ -92,18 +95,32 @@ async fn create_token(
     Json(req): Json<CreateToken>,
 ) -> ApiResult<SecretCreated<TokenCreated>> {
     principal.require(SCOPE_OPS_WRITE)?;
-    if req.scopes.is_empty()
-        || req
-            .scopes
-            .iter()
-            .any(|s| !MINTABLE_SCOPES.contains(&s.as_str()))
-    {
-        return Err(ApiError::validation(format!(
-            "scopes must be a non-empty list of {MINTABLE_SCOPES:?}; agent tokens come \
-             from POST /api/v1/ops/agents"
-        ))
-        .with("field", "scopes"));
-    }
+    let reader = match req.scopes.as_slice() {
+        [one] => one
+            .strip_prefix("agent:")
+            .and_then(|s| s.strip_suffix(":read"))
+            .filter(|agent| !agent.is_empty()),
+        _ => None,
+    };
+    let minted = match reader {
+        Some(agent) => app::Minted::AgentReader(agent.to_owned()),
+        None if !req.scopes.is_empty()
+            && req
+                .scopes
+                .iter()
+                .all(|s| MINTABLE_SCOPES.contains(&s.as_str())) =>
+        {
+            app::Minted::Machine(req.scopes.clone())
+        }
+        None => {
+            return Err(ApiError::validation(format!(
+                "scopes must be a non-empty list of {MINTABLE_SCOPES:?}, or the one scope \
+                 \"agent:<agent id or name>:read\" (an agent's read-only token); agent \
+                 tokens come from POST /api/v1/ops/agents"
+            ))
+            .with("field", "scopes"));
+        }
+    };
     let label = req.label.trim();
     if label.is_empty()
         || label.chars().count() > MAX_NAME_CHARS
@@ -115,7 +132,7 @@ async fn create_token(
         ))
         .with("field", "label"));
     }
-    let created = app::mint(&state, &principal, req.scopes.clone(), label).await?;
+    let created = app::mint(&state, &principal, minted, label).await?;
     Ok(secret_created(created))
 }
 

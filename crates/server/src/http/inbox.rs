@@ -39,7 +39,7 @@ async fn subscribe(
     principal: Principal,
     Path(agent): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let agent = app::inbox_agent(&state, &principal, &agent).await?;
+    let agent = app::reading_agent(&state, &principal, &agent).await?;
     let mut sub = app::subscribe(&state, &agent).await?;
     let heartbeat = state.config.heartbeat;
     let shutdown = state.shutdown.clone();
@@ -83,7 +83,7 @@ async fn poll(
     Path(agent): Path<String>,
     Query(q): Query<InboxQuery>,
 ) -> ApiResult<axum::Json<InboxPage>> {
-    let agent = app::inbox_agent(&state, &principal, &agent).await?;
+    let agent = app::reading_agent(&state, &principal, &agent).await?;
     let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
     let page = app::poll(&state, &agent, q.after_cursor.unwrap_or(0), limit).await?;
     Ok(axum::Json(page))
@@ -283,6 +283,6 @@ async fn snapshot(
     principal: Principal,
     Path(agent): Path<String>,
 ) -> ApiResult<axum::Json<Snapshot>> {
-    let agent = app::inbox_agent(&state, &principal, &agent).await?;
+    let agent = app::reading_agent(&state, &principal, &agent).await?;
     Ok(axum::Json(app::snapshot(&state, &agent).await?))
 }

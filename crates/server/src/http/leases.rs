@@ -18,7 +18,7 @@ use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
 use super::extract::{Json, Path, RawJson, parse_json};
 use super::idempotency::{self, Policy};
 use super::limits::PageLimit;
-use crate::app::leases::{self as app, Naming, NewLease, canonical};
+use crate::app::leases::{self as app, MAX_TTL_S, MIN_TTL_S, Naming, NewLease};
 use crate::clock::Millis;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
@@ -28,9 +28,6 @@ use switchboard_proto::*;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-/// `ttl_seconds` bounds.
-pub(crate) const MIN_TTL_S: f64 = 0.1;
-pub(crate) const MAX_TTL_S: f64 = 300.0;
 /// `lock_delay_seconds` bounds and default (see ARCHITECTURE.md, "Lock delay").
 pub(crate) const MAX_LOCK_DELAY_S: f64 = 60.0;
 pub(crate) const DEFAULT_LOCK_DELAY_S: f64 = 5.0;
@@ -45,7 +42,6 @@ const LEASE_POLICY: Policy = Policy {
 };
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
-    use axum::routing::post;
     OpenApiRouter::new()
         .routes(routes!(acquire))
         .routes(routes!(renew))
@@ -54,18 +50,15 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(force_release))
         .routes(routes!(lease_audit))
         .routes(routes!(import_names))
-        // The seed's paths: the same handlers (so the same idempotency keys).
-        .route("/v1/leases", post(acquire))
-        .route("/v1/leases/renew", post(renew))
-        .route("/v1/leases/release", post(release))
 }
 
-/// Agents and writing operators may hold leases; a read-only session may not.
+/// Agents (with their inbox scope) and writing operators may hold leases; a
+/// read-only session or token may not.
 pub(super) fn may_lease(p: &Principal) -> ApiResult<()> {
-    if p.agent_id.is_some() {
-        Ok(())
-    } else {
-        p.require(SCOPE_OPS_WRITE)
+    p.refuse_read_only()?;
+    match p.agent_id {
+        Some(agent) => p.require(&crate::access::inbox_scope(agent)),
+        None => p.require(SCOPE_OPS_WRITE),
     }
 }
 
@@ -107,11 +100,12 @@ async fn acquire(
 ) -> ApiResult<Response> {
     may_lease(&principal)?;
     let req: AcquireLease = parse_json(&body)?;
-    let name = canonical(&req.name)?;
+    let name = app::lease_name(&req.name, req.display_name.as_deref())?;
     let new = NewLease {
         tenant: principal.tenant_id,
         name: name.canonical,
         skeleton: name.skeleton,
+        display_name: note("display_name", req.display_name)?,
         memory: req.memory_instance_id,
         ttl_ms: seconds("ttl_seconds", req.ttl_seconds, MIN_TTL_S, MAX_TTL_S)?,
         lock_delay_ms: seconds(

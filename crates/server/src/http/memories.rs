@@ -15,20 +15,21 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
-    use axum::routing::post;
     OpenApiRouter::new()
         .routes(routes!(register_memory))
         .routes(routes!(branch_memory))
         .routes(routes!(get_memory))
         .routes(routes!(lineage))
-        // The seed's paths: the same handlers.
-        .route("/v1/memories", post(register_memory))
-        .route("/v1/memories/branch", post(branch_memory))
 }
 
-/// Register a memory instance: the server mints its UUIDv7 identity.
+/// Register a memory instance: the server mints its UUIDv7 identity, or takes the
+/// UUIDv7 the client holds (`memory_instance_id`). 201 for a new memory; 200 for a
+/// retry of the same id in the same tenant; 409 `conflict` for an id registered
+/// elsewhere (the same answer whichever tenant has it); 422 for an id that is not a
+/// UUIDv7.
 #[utoipa::path(post, path = "/api/v1/memories", tag = "leases", request_body = RegisterMemory,
-    responses((status = 201, body = Memory), (status = 422, body = Problem)))]
+    responses((status = 201, body = Memory), (status = 200, body = Memory, description = "Registered already"),
+              (status = 409, body = Problem), (status = 422, body = Problem)))]
 async fn register_memory(
     State(state): State<AppState>,
     principal: Principal,
@@ -36,8 +37,14 @@ async fn register_memory(
 ) -> ApiResult<(StatusCode, axum::Json<Memory>)> {
     may_lease(&principal)?;
     let label = note("label", req.label)?;
-    let memory = app::register(&state, &principal, label.as_deref()).await?;
-    Ok((StatusCode::CREATED, axum::Json(memory)))
+    let (memory, new) =
+        app::register(&state, &principal, req.memory_instance_id, label.as_deref()).await?;
+    let status = if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, axum::Json(memory)))
 }
 
 /// Branch a memory: a new identity that records its parent and the parent's fencing

@@ -81,6 +81,7 @@ where
     F: FnOnce(NewMessage, IdemKey) -> Fut,
     Fut: std::future::Future<Output = ApiResult<T>>,
 {
+    principal.refuse_read_only()?;
     principal.require(SCOPE_SEND)?;
     let msg = validate(parse_json::<SendMessage>(&body)?, state.now())?;
     idempotency::run(&state, &principal, &headers, &path, &body, policy, |key| {

@@ -26,6 +26,7 @@ mod oauth;
 mod ops;
 mod problems;
 mod records;
+pub mod region;
 mod seed;
 pub mod session;
 mod system;
@@ -120,13 +121,23 @@ pub fn router(state: AppState) -> Router {
                 async move { axum::Json(doc.as_ref().clone()) }
             }),
         )
-        .route("/api/v1/{*rest}", axum::routing::any(api_not_found));
+        .route("/api/v1/{*rest}", axum::routing::any(api_not_found))
+        .method_not_allowed_fallback(method_not_allowed);
+    let rest = seed_alias_or_console(
+        api.clone().with_state(state.clone()),
+        console::router(&state.config).with_state(state.clone()),
+    );
     let max_body = state.config.max_body_bytes;
     api.merge(system::routes())
         .merge(oauth::routes())
         .merge(session::page_routes())
-        .fallback_service(console::router(&state.config).with_state(state.clone()))
+        .merge(api_prefixes())
+        .fallback_service(rest)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            region::layer,
+        ))
         .layer(axum::middleware::from_fn(check_origin))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -152,6 +163,69 @@ pub fn router(state: AppState) -> Router {
         )
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)
+}
+
+/// What no route took: a path under `/v1/` is an API path without its `/api`
+/// prefix (`/v1/leases`, `/v1/capabilities`, `/v1/memories/{id}/records`: the seeds
+/// write them so), rewritten to `/api/v1/...` and routed by the API alone, after the
+/// outer layers (limits, notes, deadline, region) have seen it as it came; anything
+/// else is the console's. A fallback rather than a `/v1/{*rest}` route: a route's
+/// path parameters would stay on the request and confuse the API's own.
+fn seed_alias_or_console(api: Router, console: Router) -> axum::routing::MethodRouter {
+    use tower::ServiceExt;
+    axum::routing::any(move |mut req: Request| {
+        let (api, console) = (api.clone(), console.clone());
+        async move {
+            let path = req.uri().path();
+            if !path.starts_with("/v1/") {
+                return match console.oneshot(req).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                };
+            }
+            let rewritten = req.uri().path_and_query().and_then(|pq| {
+                format!("/api{}", pq.as_str())
+                    .parse::<axum::http::uri::PathAndQuery>()
+                    .ok()
+            });
+            if let Some(pq) = rewritten {
+                let mut parts = req.uri().clone().into_parts();
+                parts.path_and_query = Some(pq);
+                if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+                    *req.uri_mut() = uri;
+                }
+            }
+            match api.oneshot(req).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        }
+    })
+}
+
+/// The prefixes that belong to the API, the OAuth server and the system endpoints:
+/// an unknown path under one of them is a JSON 404, never the console's page (a
+/// client that expects JSON must not get HTML with a 200).
+fn api_prefixes() -> Router<AppState> {
+    use axum::routing::any;
+    [
+        "/api",
+        "/api/",
+        "/api/{*rest}",
+        "/v1",
+        "/v1/",
+        "/oauth",
+        "/oauth/{*rest}",
+        "/.well-known",
+        "/.well-known/{*rest}",
+        "/mcp",
+        "/mcp/{*rest}",
+        "/metrics/{*rest}",
+        "/healthz/{*rest}",
+        "/readyz/{*rest}",
+    ]
+    .into_iter()
+    .fold(Router::new(), |r, path| r.route(path, any(api_not_found)))
 }
 
 async fn api_not_found(method: Method, uri: axum::http::Uri) -> ApiError {

@@ -364,10 +364,27 @@ store_area! {
             note: Option<&AuditNote>,
             now: Millis,
         ) -> StoreResult<()> {
+            self.insert_token_of(hash, tenant, None, scopes, label, note, now)
+                .await
+        }
+
+        /// A token of `agent` (or of none) with exactly `scopes`: an agent's
+        /// read-only token is one (`agent:{id}:read`).
+        #[allow(clippy::too_many_arguments)]
+        async fn insert_token_of(
+            &self,
+            hash: &[u8],
+            tenant: TenantId,
+            agent: Option<AgentId>,
+            scopes: &[String],
+            label: &str,
+            note: Option<&AuditNote>,
+            now: Millis,
+        ) -> StoreResult<()> {
             let token = NewToken {
                 hash,
                 tenant,
-                agent: None,
+                agent,
                 scopes,
                 label,
                 now,

@@ -31,6 +31,21 @@ store_area! {
                 .await
         }
 
+        /// Registers the memory `id` the client minted: (the memory, whether it is new).
+        /// A retry in the same tenant gets the memory it registered; another tenant
+        /// gets `Conflict`, the same whichever tenant has it.
+        async fn register_memory_as(
+            &self,
+            tenant: TenantId,
+            id: MemoryId,
+            label: Option<&str>,
+            now: Millis,
+        ) -> StoreResult<(Memory, bool)> {
+            self.0
+                .retrying(|| memories::register_as(&self.0, tenant, id, label, now))
+                .await
+        }
+
         /// A new memory recording `parent` and `parent_token` (which must not be above
         /// the parent's current token).
         async fn branch_memory(

@@ -165,11 +165,14 @@ pub(crate) trait LeaseDriver: LeaseStatements {
 fn claimed_meanwhile(new: &NewLease, e: StoreError) -> StoreError {
     match &e {
         StoreError::Database(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-            StoreError::LeaseHeld(format!(
-                "the name '{}' or memory {} was claimed by another lease meanwhile; nothing \
-                 was claimed. Retry after it expires or is released",
-                new.name, new.memory
-            ))
+            StoreError::LeaseHeld {
+                why: format!(
+                    "the name '{}' or memory {} was claimed by another lease meanwhile; \
+                     nothing was claimed. Retry after it expires or is released",
+                    new.name, new.memory
+                ),
+                retry_after_ms: None,
+            }
         }
         _ => e,
     }
@@ -207,18 +210,20 @@ async fn check<D: LeaseDriver>(
     let held = d
         .leases_holding(tx, &new.skeleton, new.memory, lock)
         .await?;
-    let (expired, quiet_until) = check_held(new, held, now)?;
+    let way = check_held(new, held, now)?;
     let name_fence = match locked_fence {
         Some(fence) => fence,
         None => d.name_fence(tx, &new.skeleton, false).await?,
     };
-    let quiet_until = quiet_until
-        .max(d.memory_quiet(tx, new.memory).await?)
-        .max(name_fence.map_or(0, |f| f.1));
-    check_quiet(new, quiet_until, now)?;
+    // The memory is the tenant's own; the name's last lease may have been anyone's.
+    let (own, other) = way.quiet_until;
+    let own = own.max(d.memory_quiet(tx, new.memory).await?);
+    let other = other.max(name_fence.map_or(0, |f| f.1));
+    check_quiet(new, (own, other), now)?;
     Ok(Checked {
         memory,
-        expired,
+        expired: way.expired,
+        superseded: way.superseded,
         name_fence,
     })
 }
@@ -311,6 +316,19 @@ pub(super) async fn acquire<D: LeaseDriver>(
             )
             .await?;
         }
+    }
+    // The caller's own live lease, acquired again (the seed's upsert within one
+    // owner): it ends here, and the new lease's token is above its token.
+    for held in &checked.superseded {
+        d.delete_lease(&mut tx, held.lease.lease_id).await?;
+        let line = LeaseEvent {
+            tenant: held.tenant,
+            event: "superseded",
+            lease: &held.lease,
+            token: held.lease.fencing_token as i64,
+            actor: new.holder.as_str(),
+        };
+        audit(d, &mut tx, line, now).await?;
     }
     set_fences(d, &mut tx, &new.skeleton, new.memory, fence, 0).await?;
     let id = LeaseId::new();

@@ -74,6 +74,52 @@ pub(crate) async fn register<D: MemoryStatements>(
         check_branch(&parent, token)?;
     }
     let id = MemoryId::new();
+    let memory = insert(d, &mut tx, id, tenant, label, parent, now).await?;
+    d.commit(tx, &[]).await?;
+    Ok(memory)
+}
+
+/// Registers the memory `id` that the client holds already (the names-and-leases
+/// seed's "Create/Register Memory"): the new memory and `true`; the tenant's own
+/// memory of that id and `false` when it is registered already (a retry); a
+/// `Conflict` when another tenant has it, the same whichever tenant that is.
+pub(crate) async fn register_as<D: MemoryStatements>(
+    d: &D,
+    tenant: TenantId,
+    id: MemoryId,
+    label: Option<&str>,
+    now: Millis,
+) -> StoreResult<(Memory, bool)> {
+    let mut tx = d.begin_write().await?;
+    if let Some(existing) = d.load_memory(&mut tx, tenant, id, false).await? {
+        d.commit(tx, &[]).await?;
+        return Ok((existing, false));
+    }
+    let memory = insert(d, &mut tx, id, tenant, label, None, now)
+        .await
+        .map_err(|e| match &e {
+            StoreError::Database(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                StoreError::Conflict(format!(
+                    "memory_instance_id {id} is registered already, and not by a retry of \
+                     this tenant's; mint a new UUIDv7, or leave memory_instance_id out and \
+                     the server mints one"
+                ))
+            }
+            _ => e,
+        })?;
+    d.commit(tx, &[]).await?;
+    Ok((memory, true))
+}
+
+async fn insert<D: MemoryStatements>(
+    d: &D,
+    tx: &mut D::Tx,
+    id: MemoryId,
+    tenant: TenantId,
+    label: Option<&str>,
+    parent: Option<(MemoryId, u64)>,
+    now: Millis,
+) -> StoreResult<Memory> {
     let row = NewMemory {
         id,
         tenant,
@@ -81,13 +127,10 @@ pub(crate) async fn register<D: MemoryStatements>(
         parent,
         now,
     };
-    d.insert_memory(&mut tx, &row).await?;
-    let memory = d
-        .load_memory(&mut tx, tenant, id, false)
+    d.insert_memory(tx, &row).await?;
+    d.load_memory(tx, tenant, id, false)
         .await?
-        .ok_or(StoreError::NotFound)?;
-    d.commit(tx, &[]).await?;
-    Ok(memory)
+        .ok_or(StoreError::NotFound)
 }
 
 /// The memory, its ancestors (parent first) and its descendants (breadth first),

@@ -142,8 +142,9 @@ macro_rules! lease_statements {
             ) -> $crate::StoreResult<()> {
                 sqlx::query($crate::engine::stmt!(
                     "INSERT INTO leases (id, tenant_id, name, skeleton, memory_id, fence, holder, \
-                     owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at, holder_key) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+                     owner_client, ttl_ms, lock_delay_ms, acquired_at, expires_at, holder_key, \
+                     display_name) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
                 ))
                 .bind(id)
                 .bind(new.tenant)
@@ -158,6 +159,7 @@ macro_rules! lease_statements {
                 .bind(now)
                 .bind(now + new.ttl_ms)
                 .bind(&new.holder_key)
+                .bind(&new.display_name)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())

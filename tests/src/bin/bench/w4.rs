@@ -153,6 +153,7 @@ fn lease(
         tenant,
         name: c.canonical,
         skeleton: c.skeleton,
+        display_name: None,
         memory,
         ttl_ms,
         lock_delay_ms: 0,
@@ -216,6 +217,7 @@ async fn http_renew(s: &Settings, measure: Duration) -> Result<Span> {
             .memory_instance_id;
         let ask = AcquireLease {
             name: format!("w4-{i}"),
+            display_name: None,
             memory_instance_id: m,
             ttl_seconds: 300.0,
             owner_client: None,
@@ -301,6 +303,7 @@ async fn http_contend(s: &Settings, measure: Duration) -> Result<(Span, usize)> 
             while Instant::now() < deadline {
                 let ask = AcquireLease {
                     name: "w4-hot".into(),
+                    display_name: None,
                     memory_instance_id: memory,
                     ttl_seconds: HOT_TTL,
                     owner_client: Some(format!("contender-{w}")),

@@ -108,6 +108,7 @@ pub(super) async fn acquire_lease(
             session
                 .client
                 .register_memory(&RegisterMemory {
+                    memory_instance_id: None,
                     label: Some(format!("{} (switchboard mcp)", args.name.trim())),
                 })
                 .await?
@@ -116,6 +117,7 @@ pub(super) async fn acquire_lease(
     };
     let request = AcquireLease {
         name: args.name.trim().to_owned(),
+        display_name: None,
         memory_instance_id: memory,
         ttl_seconds: ttl,
         owner_client: Some(format!(

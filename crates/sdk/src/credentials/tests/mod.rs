@@ -297,6 +297,7 @@ async fn refresh_hooks_are_object_safe() {
     let current = Credentials {
         server: SERVER.to_owned(),
         token: Token::from("t1"),
+        region: None,
     };
     let hooks: [Arc<dyn Refresh>; 2] = [Arc::new(NoRefresh), Arc::new(Rotate)];
     assert!(hooks[0].refresh(&current).await.unwrap().is_none());
@@ -335,6 +336,7 @@ fn credentials_make_a_client() {
     let login = Credentials {
         server: SERVER.to_owned(),
         token: Token::from(SECRET),
+        region: None,
     };
     login.client().expect("a client for a valid URL");
 }

@@ -96,7 +96,7 @@ pub(in crate::http) async fn principal(
     }
     let scopes = claims
         .scopes()
-        .filter(|s| record.scopes.iter().any(|r| r == s))
+        .filter(|s| crate::access::grantable(&record.scopes, s))
         .map(str::to_owned)
         .collect();
     Ok(Principal {

@@ -436,19 +436,21 @@ async fn refresh(grant: Grant<'_>) -> Result<Response, OAuthError> {
 }
 
 /// The scopes a token exchange grants: what was asked (space-separated), each one
-/// the subject has, or all of the subject's.
+/// the subject has or may hand out (an agent's read scope, from its inbox scope:
+/// `access::grantable`), or all of the subject's.
 fn granted(record: &TokenRecord, asked: Option<&str>) -> Result<Vec<String>, OAuthError> {
     let Some(asked) = asked else {
         return Ok(record.scopes.clone());
     };
     let mut scopes: Vec<String> = Vec::new();
     for scope in asked.split_whitespace() {
-        if !record.scopes.iter().any(|s| s == scope) {
+        if !crate::access::grantable(&record.scopes, scope) {
             return Err(OAuthError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_scope",
                 format!(
-                    "the subject token does not have the scope {scope:?}; it has {:?}",
+                    "the subject token does not have the scope {scope:?}; it has {:?} (an \
+                     agent's token may also ask for \"agent:<its id>:read\")",
                     record.scopes
                 ),
             ));

@@ -15,6 +15,7 @@ fn lease(tenant: TenantId, name: &str, memory: MemoryId, who: &Actor) -> NewLeas
         tenant,
         name: name.into(),
         skeleton: name.into(),
+        display_name: None,
         memory,
         ttl_ms: 100_000_000,
         lock_delay_ms: 0,

@@ -14,6 +14,7 @@ fn lease(tenant: TenantId, name: &str, memory: MemoryId, holder: &str) -> NewLea
         tenant,
         name: name.into(),
         skeleton: name.into(),
+        display_name: None,
         memory,
         ttl_ms: 1_000,
         lock_delay_ms: 50,
@@ -494,11 +495,11 @@ where
     ] {
         assert!(matches!(
             d.acquire_lease(&other, None, 1).await,
-            Err(StoreError::LeaseHeld(_))
+            Err(StoreError::LeaseHeld { .. })
         ));
         assert!(matches!(
             d.lease_precheck(&other, &key(tenant, 4), 1).await,
-            Err(StoreError::LeaseHeld(_))
+            Err(StoreError::LeaseHeld { .. })
         ));
     }
     // A known key is left to the idempotency layer.
@@ -543,7 +544,7 @@ where
     let again = lease(tenant, "l-tx", m2, "agent:w1");
     assert!(matches!(
         d.acquire_lease(&again, None, 749).await,
-        Err(StoreError::LeaseHeld(_))
+        Err(StoreError::LeaseHeld { .. })
     ));
     let third = d
         .acquire_lease(&again, None, 750)
@@ -554,7 +555,7 @@ where
     let taken = lease(tenant, "l-tx", m2, "agent:w2");
     assert!(matches!(
         d.acquire_lease(&taken, None, 1_770).await,
-        Err(StoreError::LeaseHeld(_))
+        Err(StoreError::LeaseHeld { .. })
     ));
     let fourth = d
         .acquire_lease(&taken, None, 1_800)

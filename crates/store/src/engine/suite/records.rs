@@ -59,6 +59,7 @@ where
                 tenant,
                 name: "writer".into(),
                 skeleton: "writer".into(),
+                display_name: None,
                 memory,
                 ttl_ms: 10_000,
                 lock_delay_ms: 0,
