@@ -10,7 +10,8 @@
 //! - `dist`: Debian packages of the server and the desktop app (`dist.rs`).
 //! - `chaos`: the reliability suite at full size, and its table (`chaos.rs`).
 //! - `prereqs` and `ui` run the first two stages of `run` on their own; `mariadb`
-//!   finds or starts the test MariaDB (see `mariadb.rs`).
+//!   finds or starts the test MariaDB (see `mariadb.rs`); `promtool` runs the
+//!   Prometheus rules' step of `test` alone (`test/promtool.rs`).
 //!
 //! Everything xtask itself says goes to stderr, so a program's stdout (for example the
 //! server's JSON ready line) stays machine-readable.
@@ -47,6 +48,9 @@ tasks:
   chaos [args…]  the reliability suite at full size (crash loop and the other
                  scenarios on SQLite, PostgreSQL and MariaDB), then one table
   prereqs        only install/check the prerequisites
+  promtool       the Prometheus recording rules (deploy/prometheus): `promtool check
+                 rules`, `promtool test rules`, and the Grafana dashboard against
+                 them (a step of `test`)
   mariadb        find or start the test MariaDB and print its admin URL (for
                  SWITCHBOARD_TEST_MYSQL); `mariadb stop|start|restart` controls the
                  one xtask started (the restart test does)
@@ -67,6 +71,8 @@ fn main() -> ExitCode {
         Some("chaos") => chaos::chaos(&rest),
         Some("dist") => dist::dist(&rest),
         Some("prereqs") => prereqs::ensure().map(drop),
+        Some("promtool") => prereqs::ensure_debian(&[test::promtool::PACKAGE])
+            .and_then(|()| test::promtool::check()),
         Some("mariadb") if !rest.is_empty() => mariadb::control(&rest[0]),
         Some("mariadb") => mariadb::ensure().and_then(|db| match db {
             Some(db) => {

@@ -38,6 +38,12 @@ const PACKAGES: &[&str] = &[
     // (no systemd needs to run) and `desktop-file-validate` of the desktop entry.
     "systemd",
     "desktop-file-utils",
+    // promtool, for the Prometheus recording rules' check and unit tests
+    // (`test/promtool.rs::PACKAGE`; Debian has no package with promtool alone). It
+    // also installs (and enables) a `prometheus` service on :9090, which nothing here
+    // uses: where `policy-rc.d` denies starts (containers) it is not started, and a
+    // start that fails leaves the package installed, promtool with it.
+    "prometheus",
 ];
 
 /// The independent verifiers, from PyPI, pinned: of webhook signatures (Standard

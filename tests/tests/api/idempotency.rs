@@ -68,6 +68,13 @@ async fn same_key_with_another_body_is_422_and_changes_nothing() {
     assert_eq!(events.len(), 1, "only the first request wrote");
     assert_eq!(events[0].payload, Some(json!("original")));
     assert!(inbox(&server.operator(), "carol").await.is_empty());
+
+    // Four keyed requests, one answered from the stored response: the two counters
+    // `idempotency_cache_hit_rate` (deploy/prometheus/rules.yml) divides.
+    let metrics = server.operator().metrics_text().await.unwrap();
+    let sum = |name| switchboard_tests::exposition::sum(&metrics, name);
+    assert_eq!(sum("idempotent_requests_total"), Some(4.0), "{metrics}");
+    assert_eq!(sum("idempotency_cache_hits_total"), Some(1.0), "{metrics}");
 }
 
 #[tokio::test]

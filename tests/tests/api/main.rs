@@ -13,6 +13,7 @@ mod leases;
 mod limits;
 mod oauth;
 mod ops;
+mod prometheus;
 mod rate_limits;
 mod records;
 mod rooms;

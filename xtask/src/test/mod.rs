@@ -17,6 +17,7 @@ mod isolated;
 mod layers;
 pub(crate) use isolated::{Scratch, smoke_command};
 mod package;
+pub(crate) mod promtool;
 use build::{Built, Select, build, build_env};
 use isolated::{desktop_smoke, keyring_tests, smoke_screenshot};
 
@@ -145,6 +146,11 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                 layers::check(&cmd::root())?;
                 layers::sqlite_only_desktop()
             },
+        );
+        step(
+            &mut outcomes,
+            "prometheus rules (promtool)",
+            promtool::check,
         );
         step(&mut outcomes, "build + clippy (host, console)", || {
             built = Some(build(cargo_test_args)?);

@@ -96,6 +96,12 @@ where
     F: FnOnce(IdemKey) -> Fut,
     Fut: Future<Output = ApiResult<T>>,
 {
+    // Every keyed request, whatever it comes to: the whole of the cache hits below.
+    state
+        .metrics
+        .tenant(key.tenant_id)
+        .idempotent_requests
+        .inc();
     let _running = state.running.enter(&key).map_err(|busy| match busy {
         Busy::SameRequest => in_progress(),
         Busy::OtherRequest => reused(),

@@ -103,6 +103,8 @@ pub struct TenantMetrics {
     pub stale_claim_rejections: Counter,
     pub fencing_rejections: Counter,
     pub idempotency_cache_hits: Counter,
+    /// Requests that reached the idempotency check (`app::once`) with a valid key.
+    pub idempotent_requests: Counter,
     pub lease_renewal_latency: Histogram,
     pub quarantined: Counter,
     pub expired: Counter,
@@ -125,6 +127,7 @@ impl TenantMetrics {
             stale_claim_rejections: Counter::default(),
             fencing_rejections: Counter::default(),
             idempotency_cache_hits: Counter::default(),
+            idempotent_requests: Counter::default(),
             lease_renewal_latency: Histogram::new(RENEWAL_BUCKETS),
             quarantined: Counter::default(),
             expired: Counter::default(),

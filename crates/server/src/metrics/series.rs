@@ -43,6 +43,11 @@ pub(super) const COUNTERS: &[(&str, &str, CounterOf)] = &[
         |t| &t.idempotency_cache_hits,
     ),
     (
+        "idempotent_requests",
+        "Requests with a valid Idempotency-Key, replays and refusals included: the whole that idempotency_cache_hits is a share of",
+        |t| &t.idempotent_requests,
+    ),
+    (
         "events_quarantined",
         "Events moved to the dead-letter quarantine",
         |t| &t.quarantined,
