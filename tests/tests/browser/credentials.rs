@@ -61,6 +61,24 @@ async fn operators_create_agents_and_revoke_credentials() {
         .wait_count(r#"#agents-table tr[data-agent="carol"]"#, 1)
         .await;
 
+    // Carol's read-only token (the seed's `agent:project_A:read`), shown once: it
+    // polls, and may not claim.
+    browser
+        .click(r#"#agents-table button[data-read-token="carol"]"#)
+        .await;
+    let read = browser
+        .wait_text("#read-token", "the read-only token", |t| {
+            t.starts_with("sb_ag_")
+        })
+        .await;
+    let reader = Client::new(&server.url, read.as_str()).expect("client");
+    reader.poll("carol", 0, None).await.expect("it reads");
+    let refused = reader
+        .claim("carol", &Default::default())
+        .await
+        .expect_err("it may not claim");
+    assert_eq!(refused.status(), Some(403), "{refused}");
+
     // Revoke every token of carol: asked once more, then refused.
     browser
         .click(r#"#agents-table button[data-revoke="carol"]"#)
@@ -68,10 +86,15 @@ async fn operators_create_agents_and_revoke_credentials() {
     browser.click("#revoke-confirm").await;
     browser
         .wait_text("#revoke-result", "the revoked notice", |t| {
-            t.contains("Revoked 1 token of carol")
+            t.contains("Revoked 2 tokens of carol")
         })
         .await;
     let refused = carol.poll("carol", 0, None).await.expect_err("revoked");
+    assert_eq!(refused.status(), Some(401), "{refused}");
+    let refused = reader
+        .poll("carol", 0, None)
+        .await
+        .expect_err("revoked too");
     assert_eq!(refused.status(), Some(401), "{refused}");
 
     // The scraper's token, from the credentials table.
@@ -149,11 +172,12 @@ async fn operators_create_agents_and_revoke_credentials() {
     viewer.open_logged_in(&server, true).await;
     viewer.goto(&server, "/agents").await;
     viewer
-        // The operator's, carol's, the scraper's and dave's (revoked, its agent
+        // The operator's, carol's two, the scraper's and dave's (revoked, its agent
         // shown as `deleted:<id>`).
-        .wait_count("#credentials-table tr[data-token]", 4)
+        .wait_count("#credentials-table tr[data-token]", 5)
         .await;
     assert!(!viewer.exists("#agent-form").await);
     assert!(!viewer.exists("button[data-revoke]").await);
+    assert!(!viewer.exists("button[data-read-token]").await);
     assert!(!viewer.exists("button[data-delete]").await);
 }

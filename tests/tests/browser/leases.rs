@@ -26,8 +26,9 @@ async fn leases_lineage_fencing_and_force_release_live() {
         .expect("memory")
         .memory_instance_id;
     let ask = AcquireLease {
-        name: "Planner".into(),
-        display_name: None,
+        // The seed's way: a display name, whose canonical name the lease is on.
+        name: String::new(),
+        display_name: Some("Plan ner".into()),
         memory_instance_id: root,
         ttl_seconds: 300.0,
         owner_client: Some("host-a pid 7".into()),
@@ -52,8 +53,17 @@ async fn leases_lineage_fencing_and_force_release_live() {
     // The page renders its list after its own fetch: wait for the row.
     browser.find(&row).await;
     assert_eq!(
-        browser.text(&format!("{row} td[data-col='name']")).await,
+        browser
+            .text(&format!("{row} td[data-col='name'] code"))
+            .await,
         "planner"
+    );
+    assert_eq!(
+        browser
+            .text(&format!("{row} td[data-col='name'] [data-display-name]"))
+            .await,
+        "Plan ner",
+        "the display name is shown next to the canonical name"
     );
     assert_eq!(
         browser.text(&format!("{row} td[data-col='holder']")).await,

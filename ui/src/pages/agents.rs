@@ -9,11 +9,15 @@
 //! name), `#revoke-confirm`, `#revoke-result`, `#revoke-error`, `#agent-form`,
 //! `#agent-name`, `#agent-create`, `#agent-created` with `code#agent-login`,
 //! `#agent-error`, `button[data-delete]` (the agent's name), `#delete-name`,
-//! `#delete-confirm`, `#delete-cancel`, `#delete-result`, `#delete-error`.
+//! `#delete-confirm`, `#delete-cancel`, `#delete-result`, `#delete-error`,
+//! `button[data-read-token]` (the agent's name), `#read-token-created` with
+//! `code#read-token`, `#read-token-error`.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use switchboard_proto::{AgentCreated, AgentDeleted, AgentSummary, CreateAgent};
+use switchboard_proto::{
+    AgentCreated, AgentDeleted, AgentSummary, CreateAgent, CreateToken, TokenCreated,
+};
 
 use super::client::ClientSide;
 use super::credentials::{CredentialsPanel, Revoker};
@@ -121,7 +125,73 @@ impl Deleter {
     }
 }
 
-fn row(a: AgentSummary, revoker: Option<Revoker>, deleter: Option<Deleter>) -> AnyView {
+/// Mints an agent's read-only token (`agent:{id}:read`: poll, subscribe, the
+/// snapshot, its rooms and memory records, nothing that changes anything), shown
+/// once. One per page.
+#[derive(Clone, Copy)]
+struct ReadToken {
+    /// (agent, token) or the error.
+    outcome: RwSignal<Option<Result<(String, String), String>>>,
+}
+
+impl ReadToken {
+    fn new() -> Self {
+        Self {
+            outcome: RwSignal::new(None),
+        }
+    }
+
+    fn mint(&self, agent: String) {
+        let outcome = self.outcome;
+        let live = expect_context::<Live>();
+        let body = CreateToken {
+            scopes: vec![format!("agent:{agent}:read")],
+            label: format!("read-only {agent}"),
+        };
+        spawn_local(async move {
+            let r = api::send::<_, TokenCreated>("POST", "/api/v1/ops/tokens", &body).await;
+            outcome.set(Some(r.map(|t| (agent, t.token)).map_err(|e| e.detail)));
+            live.version.update(|v| *v += 1);
+        });
+    }
+
+    fn button(&self, agent: String) -> AnyView {
+        let this = *self;
+        view! {
+            <button type="button" data-read-token=agent.clone()
+                title="A token that may only read this agent's inbox, rooms and memory records"
+                on:click=move |_| this.mint(agent.clone())>"Read token"</button>
+        }
+        .into_any()
+    }
+
+    fn view(&self) -> impl IntoView + use<> {
+        let outcome = self.outcome;
+        move || {
+            outcome.get().map(|o| match o {
+                Ok((agent, token)) => view! {
+                    <div id="read-token-created" class="ok" role="status">
+                        <p>{format!("Read-only token of {agent} (shown only now): it may poll, \
+                            subscribe, read the snapshot, its rooms and memory records, and \
+                            change nothing.")}</p>
+                        <pre><code id="read-token">{token}</code></pre>
+                    </div>
+                }
+                .into_any(),
+                Err(m) => {
+                    view! { <p id="read-token-error" class="error" role="alert">{m}</p> }.into_any()
+                }
+            })
+        }
+    }
+}
+
+fn row(
+    a: AgentSummary,
+    revoker: Option<Revoker>,
+    deleter: Option<Deleter>,
+    reader: Option<ReadToken>,
+) -> AnyView {
     let q = EventQuery {
         agent: Some(a.name.clone()),
         ..EventQuery::default()
@@ -159,7 +229,11 @@ fn row(a: AgentSummary, revoker: Option<Revoker>, deleter: Option<Deleter>) -> A
             <td data-col="last-seen">
                 {a.last_seen_at.map(format::when).unwrap_or_else(|| "never".to_owned())}
             </td>
-            <td class="row-actions">{buttons}{deleter.map(|d| d.buttons(a.name.clone()))}</td>
+            <td class="row-actions">
+                {reader.map(|r| r.button(a.name.clone()))}
+                {buttons}
+                {deleter.map(|d| d.buttons(a.name.clone()))}
+            </td>
         </tr>
     }
     .into_any()
@@ -225,6 +299,7 @@ pub(crate) fn AgentsPage() -> impl IntoView {
     });
     let revoker = Revoker::new();
     let deleter = Deleter::new();
+    let reader = ReadToken::new();
     let deleted = move || {
         deleter.outcome.get().map(|o| match o {
             Ok(m) => view! { <p id="delete-result" class="ok" role="status">{m}</p> }.into_any(),
@@ -236,6 +311,7 @@ pub(crate) fn AgentsPage() -> impl IntoView {
             <h1>"Agents"</h1>
             {move || auth.can_write().then(|| view! { <CreateAgentForm/> })}
             {revoker.outcome_view("revoke")}
+            {reader.view()}
             {deleted}
             {move || match data.get() {
                 None => loading(),
@@ -257,7 +333,10 @@ pub(crate) fn AgentsPage() -> impl IntoView {
                                 <th>"Oldest pending"</th><th>"Last seen"</th><th></th>
                             </tr>
                         </thead>
-                        <tbody>{agents.into_iter().map(|a| row(a, auth.can_write().then_some(revoker), auth.can_write().then_some(deleter))).collect::<Vec<_>>()}</tbody>
+                        <tbody>{agents.into_iter().map(|a| {
+                            let w = auth.can_write();
+                            row(a, w.then_some(revoker), w.then_some(deleter), w.then_some(reader))
+                        }).collect::<Vec<_>>()}</tbody>
                     </table>
                 }.into_any(),
             }}

@@ -14,10 +14,7 @@ const SEED_PATHS: &[&str] = &[
 ];
 
 /// Serde aliases of `AcquireLease` (alias, field): utoipa does not see aliases.
-const SEED_ALIASES: &[(&str, &str)] = &[
-    ("display_name", "name"),
-    ("owner_client_id", "owner_client"),
-];
+const SEED_ALIASES: &[(&str, &str)] = &[("owner_client_id", "owner_client")];
 
 /// Adds what the derived document cannot say: `AcquireLease`'s seed aliases as
 /// properties (the field they alias is then no longer required on its own), and the
