@@ -261,7 +261,8 @@ pub struct Claimed {
 /// The result of one scavenger pass.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ReapStats {
-    /// Leases that expired and went back to pending.
+    /// Leases that expired: back to pending, or to the quarantine on the event's
+    /// last attempt (those are also in `quarantined`).
     pub lease_expirations: u64,
     /// Events that went to the quarantine (attempts exhausted).
     pub quarantined: u64,

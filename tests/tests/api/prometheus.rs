@@ -49,8 +49,8 @@ async fn the_recording_rules_read_series_a_scrape_has() {
             "idempotency_cache_hits_total",
             "idempotent_requests_total",
             "inbox_depth",
-            "lease_expirations_total",
             "lease_renewal_latency_seconds_bucket",
+            "lease_returns_total",
         ]
         .map(String::from)
         .into(),

@@ -262,6 +262,11 @@ async fn exhausted_attempts_quarantine_until_an_operator_replays() {
         1.0
     );
     assert_eq!(
+        metric(&server.operator(), "lease_returns_total").await,
+        1.0,
+        "back to pending"
+    );
+    assert_eq!(
         polled(&alice, "alice", id).await.status,
         EventStatus::Pending
     );
@@ -277,6 +282,11 @@ async fn exhausted_attempts_quarantine_until_an_operator_replays() {
     assert_eq!(
         metric(&server.operator(), "lease_expirations_total").await,
         2.0
+    );
+    assert_eq!(
+        metric(&server.operator(), "lease_returns_total").await,
+        1.0,
+        "the seed's lease expirations: the one to the quarantine is not one"
     );
     assert_eq!(
         metric(&server.operator(), "events_quarantined_total").await,

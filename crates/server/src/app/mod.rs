@@ -121,6 +121,8 @@ impl AppState {
         for (tenant, r) in &reaped.by_tenant {
             let m = self.metrics.tenant(*tenant);
             m.lease_expirations.inc_by(r.lease_expirations);
+            m.lease_returns
+                .inc_by(r.lease_expirations.saturating_sub(r.quarantined));
             m.quarantined.inc_by(r.quarantined);
             m.expired.inc_by(r.expired);
         }

@@ -100,6 +100,8 @@ impl Policy {
 #[derive(Debug)]
 pub struct TenantMetrics {
     pub lease_expirations: Counter,
+    /// The lease expirations that went back to pending (not to the quarantine).
+    pub lease_returns: Counter,
     pub stale_claim_rejections: Counter,
     pub fencing_rejections: Counter,
     pub idempotency_cache_hits: Counter,
@@ -124,6 +126,7 @@ impl TenantMetrics {
     fn new() -> Self {
         Self {
             lease_expirations: Counter::default(),
+            lease_returns: Counter::default(),
             stale_claim_rejections: Counter::default(),
             fencing_rejections: Counter::default(),
             idempotency_cache_hits: Counter::default(),

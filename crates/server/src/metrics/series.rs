@@ -28,6 +28,12 @@ pub(super) const COUNTERS: &[(&str, &str, CounterOf)] = &[
         |t| &t.lease_expirations,
     ),
     (
+        "lease_returns",
+        "Claims whose visibility lease expired and that went back to pending (the \
+         notifications seed's lease expirations; a last attempt goes to the quarantine)",
+        |t| &t.lease_returns,
+    ),
+    (
         "stale_claim_rejections",
         "Ack, release or extend refused because the claim token was stale (fencing)",
         |t| &t.stale_claim_rejections,
