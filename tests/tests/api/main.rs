@@ -15,6 +15,7 @@ mod oauth;
 mod ops;
 mod rate_limits;
 mod records;
+mod records_pages;
 mod rooms;
 mod seed_leases;
 mod signin;
