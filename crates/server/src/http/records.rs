@@ -6,11 +6,12 @@
 //! pages, in key order, with an opaque cursor: the baseline memory state a reader
 //! resyncs from, so it takes no `Fencing-Token` (a reader after a 410 may hold no
 //! lease). Agents of the memory's tenant (the only tenant that can lease it: the
-//! holder and whoever held it last) and its operators may list it; a token of
-//! neither kind gets 403 before any lookup, another tenant 404 (I9).
+//! holder and whoever held it last) and its operators may list it: any principal
+//! (a token of neither kind is refused by the extractor, 403), and another tenant
+//! gets 404 (I9).
 
 use super::AppState;
-use super::auth::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
+use super::auth::{Principal, SCOPE_OPS_READ};
 use super::extract::{Path, Query, RawJson, parse_json_value};
 use super::leases::may_lease;
 use super::limits::*;
@@ -279,18 +280,6 @@ pub(super) fn cursor_key(cursor: &str) -> ApiResult<String> {
         })
 }
 
-/// Agents of the tenant (the holder, whoever held the memory last) and its
-/// operators may list records; any other token (`metrics:read`) may not.
-fn may_list_records(p: &Principal) -> ApiResult<()> {
-    if p.agent_id.is_some() || p.has(SCOPE_OPS_READ) || p.has(SCOPE_OPS_WRITE) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        ErrorCode::Forbidden,
-        "listing a memory's records needs an agent's token or an operator's (ops:read)",
-    ))
-}
-
 /// A page of the memory's records in key order. A walk that sends each page's
 /// `next_cursor` back sees every record present for the whole walk exactly once,
 /// whatever is written meanwhile; `next_cursor` is absent on the last page. No
@@ -306,7 +295,9 @@ async fn list_records(
     Path(memory): Path<MemoryId>,
     Query(q): Query<RecordListQuery>,
 ) -> ApiResult<axum::Json<MemoryRecordPage>> {
-    may_list_records(&principal)?;
+    // Who may: any `Principal`, an agent of the tenant or its operator; the
+    // extractor refuses a machine token (`metrics:read`) with 403. The tenant's
+    // memories only: the use case's lookup.
     let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
     let after = q.cursor.as_deref().map(cursor_key).transpose()?;
     let (records, more) = app::records(&state, &principal, memory, after.as_deref(), limit).await?;
