@@ -259,6 +259,17 @@ impl MemoryRecord {
     }
 }
 
+/// `GET /api/v1/memories/{id}/records` (also `/v1/…`): a page of the memory's
+/// records in key order. Pass `next_cursor` back as `cursor` for the next page; it
+/// is absent on the last one. The cursor is opaque: only the server reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MemoryRecordPage {
+    pub records: Vec<MemoryRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
 /// The payload of a `memory_updated` inbox event, sent to the agents subscribed to a
 /// memory in the same transaction as the change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

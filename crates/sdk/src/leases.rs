@@ -4,8 +4,8 @@
 use reqwest::Method;
 use switchboard_proto::{
     AcquireLease, BranchMemory, FENCING_TOKEN, FencingRejectionPage, ImportNames, ImportReport,
-    Lease, LeaseAuditPage, LeaseId, LeasePage, Lineage, Memory, MemoryId, MemoryRecord, OpsLease,
-    RegisterMemory, ReleaseLease, RenewLease,
+    Lease, LeaseAuditPage, LeaseId, LeasePage, Lineage, Memory, MemoryId, MemoryRecord,
+    MemoryRecordPage, OpsLease, RegisterMemory, ReleaseLease, RenewLease,
 };
 
 /// What a record write requires of the stored version.
@@ -161,6 +161,54 @@ impl Client {
             call = call.header("if-match", &MemoryRecord::etag(v))?;
         }
         self.send(call).await.map(drop)
+    }
+
+    /// `GET /memories/{id}/records`: one page of the memory's records in key order,
+    /// from `cursor` (a previous page's `next_cursor`, unchanged; `None` for the
+    /// first page), at most `limit` (`None`: the server's default, 100; at most
+    /// 1000). No fencing token: this is the baseline to resync from, readable by the
+    /// tenant's agents and operators. The page's `next_cursor` is `None` on the last.
+    ///
+    /// Errors: `not_found` (no such memory in this tenant), `validation_failed`
+    /// (400: a cursor the server did not give; 422: `limit` out of range).
+    pub async fn list_records(
+        &self,
+        memory: MemoryId,
+        cursor: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<MemoryRecordPage, Error> {
+        let memory = memory.to_string();
+        let mut call = Call::get(self.api_url(&["memories", &memory, "records"])?);
+        if let Some(cursor) = cursor {
+            call = call.query("cursor", cursor);
+        }
+        if let Some(limit) = limit {
+            call = call.query("limit", &limit.to_string());
+        }
+        self.fetch(call).await
+    }
+
+    /// Every record of the memory in key order, page by page ([`list_records`]
+    /// with pages of `limit`). Each record present for the whole walk comes once,
+    /// whatever the holder writes meanwhile; one written or deleted during the walk
+    /// may come or not.
+    ///
+    /// [`list_records`]: Self::list_records
+    pub async fn all_records(
+        &self,
+        memory: MemoryId,
+        limit: Option<u32>,
+    ) -> Result<Vec<MemoryRecord>, Error> {
+        let mut records = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self.list_records(memory, cursor.as_deref(), limit).await?;
+            records.extend(page.records);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(records),
+            }
+        }
     }
 
     /// `PUT` (or `DELETE` with `on == false`) `/memories/{id}/subscribers/{agent}`:

@@ -16,6 +16,7 @@ mod ops;
 mod prometheus;
 mod rate_limits;
 mod records;
+mod records_pages;
 mod rooms;
 mod seed_leases;
 mod seeds;

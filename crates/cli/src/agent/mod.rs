@@ -2,7 +2,8 @@
 //! the OS keyring; `run` consumes the inbox through a command; `send` goes through
 //! the durable outbox; `tail` follows the inbox read-only; `status` reads the local
 //! state; `check` runs the privacy gate on a payload without sending anything;
-//! `callback` registers, lists and removes the agent's webhook callback.
+//! `callback` registers, lists and removes the agent's webhook callback; `records`
+//! prints a memory's records (the baseline to resync from).
 //!
 //! Local state (outbox, cursors, dedup) lives in one SQLite file per profile:
 //! `$XDG_DATA_HOME/switchboard/agents/<profile>.db` unless `--state` says otherwise.
@@ -11,6 +12,7 @@
 
 mod callback;
 mod commands;
+mod records;
 mod run;
 
 use std::path::PathBuf;
@@ -75,6 +77,9 @@ enum AgentCommand {
     /// The agent's webhook callback: add (register an HTTPS endpoint, challenged
     /// first), list, remove, and secret (make a new `whsec_` secret).
     Callback(callback::CallbackArgs),
+    /// Every record of a memory, one JSON object per line in key order, read page by
+    /// page; no lease needed (the baseline state to resync from).
+    Records(records::RecordsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -99,6 +104,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
             AgentCommand::Status(args) => commands::status(&common, args).await,
             AgentCommand::Check(args) => commands::check(&common, args),
             AgentCommand::Callback(args) => callback::run(&common, args).await,
+            AgentCommand::Records(args) => records::run(&common, args).await,
         }
     })
 }

@@ -1,8 +1,8 @@
 //! Memory instances and their fenced data plane as use cases: register, branch,
 //! read with lineage; records read and written under the current lease's fencing
-//! token (a refusal counts in `fencing_rejections` and the console hears of it);
-//! subscriptions to `memory_updated` events. The current fencing token is shown to
-//! operators only (I7).
+//! token (a refusal counts in `fencing_rejections` and the console hears of it),
+//! and listed by pages without one; subscriptions to `memory_updated` events. The
+//! current fencing token is shown to operators only (I7).
 
 use super::{AppState, or_not_found};
 use crate::access::{Principal, SCOPE_OPS_READ, SCOPE_OPS_WRITE};
@@ -158,6 +158,29 @@ pub async fn record(
         ))),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A page of `memory`'s records in key order, after the key `after`: at most
+/// `limit`, and whether more follow (one more is read to know). No fencing token:
+/// this is the baseline state a reader resyncs from (after a 410, or on taking a
+/// lease over), so it needs no lease. Only the principal's tenant's memories: any
+/// other is the same 404 as one that does not exist (I9). Who may ask at all is the
+/// handler's check.
+pub async fn records(
+    state: &AppState,
+    principal: &Principal,
+    memory: MemoryId,
+    after: Option<&str>,
+    limit: u32,
+) -> ApiResult<(Vec<MemoryRecord>, bool)> {
+    let mut page = state
+        .store
+        .records_page(principal.tenant_id, memory, after, limit.saturating_add(1))
+        .await
+        .map_err(memory_not_found(memory))?;
+    let more = page.len() > limit as usize;
+    page.truncate(limit as usize);
+    Ok((page, more))
 }
 
 /// Subscribes the agent named `agent` to `memory`'s `memory_updated` events (`on`),

@@ -6,7 +6,7 @@
 
 use super::extract::{Query, parse_json};
 use super::idempotency::read_key;
-use super::records::{fencing_token, if_match, key_ok};
+use super::records::{cursor_key, fencing_token, if_match, key_ok, record_cursor};
 use crate::error::ApiError;
 use axum::extract::FromRequestParts;
 use axum::http::{HeaderMap, HeaderValue, Request};
@@ -130,6 +130,23 @@ fn check_record_key(key: &str) {
     }
 }
 
+/// A record cursor: text the server did not give is 400; one it accepts is the
+/// cursor of the key it holds (so no two cursors name one key), and every valid key's
+/// cursor reads back as the key.
+fn check_record_cursor(text: &str) {
+    match cursor_key(text) {
+        Ok(key) => {
+            assert!(key_ok(&key).is_ok(), "{text:?}: holds {key:?}");
+            assert_eq!(record_cursor(&key), text, "{text:?}");
+        }
+        Err(e) => assert!(is_400(&e), "{text:?}"),
+    }
+    if key_ok(text).is_ok() {
+        let cursor = record_cursor(text);
+        assert_eq!(cursor_key(&cursor).ok().as_deref(), Some(text), "{cursor}");
+    }
+}
+
 fn headers_corpus() -> Corpus {
     Corpus::new()
         .seeds([
@@ -145,6 +162,8 @@ fn headers_corpus() -> Corpus {
             " 42 ",
             "18446744073709551616",
             "notes/2026-12-01.md",
+            "r1.bm90ZXMvMjAyNi0xMi0wMS5tZA",
+            "r1.YR",
             "a key with spaces",
             "ключ",
         ])
@@ -185,13 +204,15 @@ fn fuzz_headers() {
          refusals are 400 validation_failed; an accepted key is 1..=255 visible ASCII, \
          the same quoted or bare; an escape-free sf-string is accepted as its value \
          iff it is 1..=255 visible ASCII (the published format); If-Match and Fencing-Token round-trip through their \
-         formatters; the record key rule is 1..=200 bytes without controls",
+         formatters; the record key rule is 1..=200 bytes without controls; a record \
+         cursor is 400 or the one cursor of a valid key",
         |case: Case| {
             let bytes = corpus.bytes(case);
             check_idempotency_key(&bytes);
             let n = u64::from(case.knob(0)) << 48 | u64::from(case.knob(1)) << 16;
             check_record_headers(&bytes, n | u64::from(case.knob(2)));
             check_record_key(&String::from_utf8_lossy(&bytes));
+            check_record_cursor(&String::from_utf8_lossy(&bytes));
         }
     );
 }

@@ -1,6 +1,14 @@
 //! The fenced data plane: `PUT/GET/DELETE /api/v1/memories/{id}/records/{key}` with
 //! the `Fencing-Token` of the memory's current lease, `ETag` / `If-Match` versions,
 //! subscriptions to `memory_updated` events, and the operator's list of refusals.
+//!
+//! `GET /api/v1/memories/{id}/records` (also the seed's `/v1/…`) lists the records by
+//! pages, in key order, with an opaque cursor: the baseline memory state a reader
+//! resyncs from, so it takes no `Fencing-Token` (a reader after a 410 may hold no
+//! lease). Agents of the memory's tenant (the only tenant that can lease it: the
+//! holder and whoever held it last) and its operators may list it: any principal
+//! (a token of neither kind is refused by the extractor, 403), and another tenant
+//! gets 404 (I9).
 
 use super::AppState;
 use super::auth::{Principal, SCOPE_OPS_READ};
@@ -24,6 +32,12 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(get_record, put_record, delete_record))
         .routes(routes!(subscribe, unsubscribe))
         .routes(routes!(fencing_rejections))
+        .routes(routes!(list_records))
+        // The seed's path: the same handler.
+        .route(
+            "/v1/memories/{memory_id}/records",
+            axum::routing::get(list_records),
+        )
 }
 
 pub(super) fn fencing_token(headers: &HeaderMap) -> ApiResult<u64> {
@@ -220,4 +234,107 @@ async fn fencing_rejections(
     Ok(axum::Json(FencingRejectionPage {
         rejections: app::fencing_rejections(&state, principal.tenant_id, limit).await?,
     }))
+}
+
+/// The query of a record listing: `?cursor=…&limit=…`.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct RecordListQuery {
+    /// A previous page's `next_cursor`, unchanged; absent for the first page.
+    cursor: Option<String>,
+    /// 1..=1000, default 100.
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+}
+
+/// What a record cursor starts with: the format's version, so a later format can
+/// tell its own cursors from these.
+const CURSOR_PREFIX: &str = "r1.";
+
+/// The cursor after the record `key`: opaque to clients (base64url of the key).
+pub(super) fn record_cursor(key: &str) -> String {
+    use base64::Engine;
+    let key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key);
+    format!("{CURSOR_PREFIX}{key}")
+}
+
+/// The key a cursor of [`record_cursor`] holds, or a 400 saying what to send.
+pub(super) fn cursor_key(cursor: &str) -> ApiResult<String> {
+    use base64::Engine;
+    cursor
+        .strip_prefix(CURSOR_PREFIX)
+        .and_then(|k| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(k)
+                .ok()
+        })
+        .and_then(|k| String::from_utf8(k).ok())
+        .filter(|k| key_ok(k).is_ok())
+        .ok_or_else(|| {
+            ApiError::validation(
+                "cursor is not one this server gave out: send a page's next_cursor \
+                 unchanged, or leave cursor out to start from the first record",
+            )
+            .with("field", "cursor")
+        })
+}
+
+/// A page of the memory's records in key order. A walk that sends each page's
+/// `next_cursor` back sees every record present for the whole walk exactly once,
+/// whatever is written meanwhile; `next_cursor` is absent on the last page. No
+/// `Fencing-Token`: this is the baseline state to resync from.
+#[utoipa::path(get, path = "/api/v1/memories/{memory_id}/records", tag = "leases",
+    params(("memory_id" = MemoryId, Path), RecordListQuery),
+    responses((status = 200, body = MemoryRecordPage), (status = 400, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem),
+              (status = 422, body = Problem)))]
+async fn list_records(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(memory): Path<MemoryId>,
+    Query(q): Query<RecordListQuery>,
+) -> ApiResult<axum::Json<MemoryRecordPage>> {
+    // Who may: any `Principal`, an agent of the tenant or its operator; the
+    // extractor refuses a machine token (`metrics:read`) with 403. The tenant's
+    // memories only: the use case's lookup.
+    let limit = bounded("limit", q.limit, DEFAULT_PAGE, 1, MAX_PAGE)?;
+    let after = q.cursor.as_deref().map(cursor_key).transpose()?;
+    let (records, more) = app::records(&state, &principal, memory, after.as_deref(), limit).await?;
+    let next_cursor = match more {
+        true => records.last().map(|r| record_cursor(&r.key)),
+        false => None,
+    };
+    Ok(axum::Json(MemoryRecordPage {
+        records,
+        next_cursor,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_holds_its_key_and_nothing_else_passes() {
+        for key in ["a", "plan/step 2", "ключ", &"k".repeat(MAX_KEY_BYTES)] {
+            let cursor = record_cursor(key);
+            assert!(cursor.starts_with(CURSOR_PREFIX), "{cursor}");
+            assert_eq!(cursor_key(&cursor).expect("a cursor it gave"), key);
+        }
+        let long = record_cursor(&"k".repeat(MAX_KEY_BYTES + 1));
+        for bad in [
+            "",
+            "r1.",
+            "r1.!!!",
+            "r2.YQ",
+            "YQ",
+            "r1.gA", // not UTF-8
+            "r1.AQ", // a control character
+            long.as_str(),
+        ] {
+            let e = cursor_key(bad).expect_err(bad);
+            assert_eq!(e.problem.status, 400, "{bad}");
+        }
+    }
 }

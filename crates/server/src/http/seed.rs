@@ -11,6 +11,8 @@ const SEED_PATHS: &[&str] = &[
     "/api/v1/leases",
     "/api/v1/leases/renew",
     "/api/v1/leases/release",
+    // Mounted by `records.rs`.
+    "/api/v1/memories/{memory_id}/records",
 ];
 
 /// Serde aliases of `AcquireLease` (alias, field): utoipa does not see aliases.

@@ -88,6 +88,17 @@ pub(crate) trait RecordStatements: EventStatements + LeaseAuditStatements {
     ) -> StoreResult<Option<MemoryRecord>>;
     /// A record the memory did not have.
     async fn insert_record(&self, tx: &mut Self::Tx, r: &RecordWrite<'_>) -> StoreResult<()>;
+    /// Up to `limit` records of `memory` in key order, from the first key after
+    /// `after` (from the first key with `None`). The key is the primary key's second
+    /// column, so a walk that resumes after the last key it saw never sees a record
+    /// twice and never misses one that stayed: see [`RecordStore::records_page`].
+    async fn page_records(
+        &self,
+        tx: &mut Self::Tx,
+        memory: MemoryId,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<MemoryRecord>>;
     /// Overwrites the record.
     async fn update_record(&self, tx: &mut Self::Tx, r: &RecordWrite<'_>) -> StoreResult<()>;
     async fn delete_record(
@@ -291,6 +302,30 @@ store_area! {
                 d.commit(tx, &[]).await
             })
             .await
+        }
+
+        /// Up to `limit` of `memory`'s records in key order, after the key `after` (from
+        /// the first with `None`); `NotFound` when `tenant` has no such memory. No
+        /// fencing token: this is the baseline a reader resyncs from. A walk that passes
+        /// the last key of each page as the next `after` sees every record present for
+        /// the whole walk exactly once, whatever is inserted or deleted meanwhile: each
+        /// page is one snapshot of the keys above the previous page's last, and keys
+        /// are unique and never change.
+        async fn records_page(
+            &self,
+            tenant: TenantId,
+            memory: MemoryId,
+            after: Option<&str>,
+            limit: u32,
+        ) -> StoreResult<Vec<MemoryRecord>> {
+            let d = &self.0;
+            let mut tx = d.begin_read().await?;
+            if !d.memory_exists(&mut tx, tenant, memory).await? {
+                return Err(StoreError::NotFound);
+            }
+            let page = d.page_records(&mut tx, memory, after, limit).await?;
+            d.commit(tx, &[]).await?;
+            Ok(page)
         }
 
         /// Newest first.

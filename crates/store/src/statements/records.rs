@@ -122,6 +122,39 @@ macro_rules! record_statements {
                     .transpose()
             }
 
+            async fn page_records(
+                &self,
+                tx: &mut Self::Tx,
+                memory: switchboard_proto::MemoryId,
+                after: Option<&str>,
+                limit: u32,
+            ) -> $crate::StoreResult<Vec<switchboard_proto::MemoryRecord>> {
+                use $crate::lease_rules::RECORD_COLS;
+                use $crate::rows::Cols;
+                // Strictly after the last key seen (`>`, never `>=` nor an offset): the
+                // next page starts where the keys do, whatever was deleted before it.
+                let query = match after {
+                    Some(after) => sqlx::query($crate::engine::stmt!(
+                        "SELECT \"key\", {RECORD_COLS} FROM memory_records \
+                         WHERE memory_id = $1 AND \"key\" > $2 ORDER BY \"key\" LIMIT $3"
+                    ))
+                    .bind(memory)
+                    .bind(after.to_owned()),
+                    None => sqlx::query($crate::engine::stmt!(
+                        "SELECT \"key\", {RECORD_COLS} FROM memory_records \
+                         WHERE memory_id = $1 ORDER BY \"key\" LIMIT $2"
+                    ))
+                    .bind(memory),
+                };
+                let rows = query
+                    .bind(i64::from(limit))
+                    .fetch_all(&mut **tx)
+                    .await?;
+                rows.iter()
+                    .map(|r| $crate::lease_rules::record_from_row(r, memory, &r.text("key")?))
+                    .collect()
+            }
+
             async fn insert_record(
                 &self,
                 tx: &mut Self::Tx,

@@ -22,6 +22,7 @@ mod leases;
 mod lineage;
 mod maintenance;
 mod ops;
+mod record_pages;
 mod records;
 mod send;
 
@@ -135,6 +136,7 @@ where
     callbacks::check(d).await;
     lineage::check(d).await;
     records::check(d).await;
+    record_pages::check(d).await;
     leases::check(d).await;
     idempotency::check(d).await;
     identity::check(d).await;
