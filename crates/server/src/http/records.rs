@@ -33,11 +33,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(subscribe, unsubscribe))
         .routes(routes!(fencing_rejections))
         .routes(routes!(list_records))
-        // The seed's path: the same handler.
-        .route(
-            "/v1/memories/{memory_id}/records",
-            axum::routing::get(list_records),
-        )
 }
 
 pub(super) fn fencing_token(headers: &HeaderMap) -> ApiResult<u64> {

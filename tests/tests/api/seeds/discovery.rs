@@ -150,3 +150,58 @@ async fn a_region_constraint_the_server_does_not_meet_is_refused_before_any_effe
         Some(switchboard_tests::sdk::proto::ErrorCode::RegionMismatch)
     );
 }
+
+/// Seed 002 §11.2's `get_records` loop, as written: `GET …/records`, then again with
+/// `params = {"cursor": next_cursor}` until `next_cursor` is empty; every record once.
+#[tokio::test]
+async fn the_seeds_record_walk_reads_every_record_once() {
+    use switchboard_tests::sdk::proto::{AcquireLease, RegisterMemory};
+    let server = TestServer::start().await;
+    let (agent, client) = server.agent("alpha").await;
+    let memory = client
+        .register_memory(&RegisterMemory::default())
+        .await
+        .expect("memory")
+        .memory_instance_id;
+    let ask = AcquireLease {
+        name: "alpha".into(),
+        display_name: None,
+        memory_instance_id: memory,
+        ttl_seconds: 60.0,
+        owner_client: None,
+        lock_delay_seconds: None,
+    };
+    let lease = client.acquire_lease(&ask, &key()).await.expect("lease").0;
+    for n in 0..25 {
+        client
+            .put_record(
+                memory,
+                &format!("k{n:02}"),
+                &json!({"n": n}),
+                lease.fencing_token,
+                switchboard_tests::sdk::Precondition::None,
+            )
+            .await
+            .expect("record");
+    }
+    let seed = Seed::new(&server.url, &agent.token);
+    let (mut seen, mut next_cursor): (Vec<String>, Option<String>) = (Vec::new(), None);
+    loop {
+        let path = match &next_cursor {
+            Some(c) => format!("/v1/memories/{memory}/records?limit=10&cursor={c}"),
+            None => format!("/v1/memories/{memory}/records?limit=10"),
+        };
+        let page = seed.get(&path).await;
+        assert_eq!(page.status, 200, "{}", page.text());
+        let data = page.json();
+        for record in data["records"].as_array().expect("records") {
+            seen.push(record["key"].as_str().expect("key").to_owned());
+        }
+        next_cursor = data["next_cursor"].as_str().map(str::to_owned);
+        if next_cursor.as_deref().is_none_or(str::is_empty) {
+            break;
+        }
+    }
+    let want: Vec<String> = (0..25).map(|n| format!("k{n:02}")).collect();
+    assert_eq!(seen, want);
+}

@@ -208,9 +208,15 @@ async fn an_agents_read_scope_reads_its_inbox_and_rooms_and_changes_nothing() {
         .await;
     assert_eq!(sent.status, 201, "{}", sent.text());
 
+    let memory = op.post("/v1/memories", json!({}), None).await.json()["memory_instance_id"]
+        .as_str()
+        .expect("a memory")
+        .to_owned();
     let reader = Seed::new(&server.url, &read_token(&server, "project-a").await);
-    // What it may: poll, the snapshot, subscribe, its rooms' logs.
+    // What it may: poll, the snapshot, subscribe, its rooms' logs, the tenant's
+    // memory records.
     for path in [
+        format!("/v1/memories/{memory}/records"),
         format!("/api/v1/agents/{id}/inbox?after_cursor=0"),
         "/api/v1/agents/project-a/snapshot".to_owned(),
         "/api/v1/rooms/ours".to_owned(),
