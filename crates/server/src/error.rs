@@ -97,7 +97,7 @@ impl From<StoreError> for ApiError {
                 // longest a lease may last, which says nothing of it (I9).
                 e.retry_after = Some(match retry_after_ms {
                     Some(ms) => (ms.max(0) as u64).div_ceil(1000).max(1),
-                    None => crate::app::leases::MAX_TTL_S as u64,
+                    None => crate::store::MAX_LEASE_TTL_MS as u64 / 1000,
                 });
                 e
             }

@@ -17,6 +17,11 @@ pub struct Planned {
 /// Registered names by skeleton: (name, original).
 pub type Taken = std::collections::HashMap<String, (String, String)>;
 
+/// The longest a lease may last (`ttl_seconds` at most 300): also the wait a 423
+/// tells a caller whose way another tenant's lease blocks (`StoreError::LeaseHeld`
+/// with no `retry_after_ms`), which says nothing of that lease.
+pub const MAX_LEASE_TTL_MS: crate::clock::Millis = 300_000;
+
 /// A lease to acquire, validated by the handler.
 #[derive(Debug, Clone)]
 pub struct NewLease {

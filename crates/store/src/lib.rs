@@ -35,6 +35,7 @@ pub mod mysql;
 pub mod pkce;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod record_rules;
 mod retries;
 pub(crate) mod rows;
 mod signin;

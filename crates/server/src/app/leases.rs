@@ -15,7 +15,7 @@ pub use crate::store::NewLease;
 /// `ttl_seconds` bounds. The maximum is also the `Retry-After` of a 423 whose lease
 /// is another tenant's (it tells nothing of that lease).
 pub const MIN_TTL_S: f64 = 0.1;
-pub const MAX_TTL_S: f64 = 300.0;
+pub const MAX_TTL_S: f64 = crate::store::MAX_LEASE_TTL_MS as f64 / 1000.0;
 
 /// A name through the canonical-name pipeline; 422 `name_invalid` or
 /// `name_confusable` says why it cannot be one.

@@ -15,6 +15,7 @@ use super::events::{Envelope, EventStatements, deliver_member};
 use super::lease_audit::{self, LeaseAuditStatements};
 use crate::clock::Millis;
 use crate::lease_rules::*;
+use crate::record_rules::*;
 use crate::*;
 use async_trait::async_trait;
 use switchboard_proto::{FencingRejection, MemoryId, MemoryRecord};

@@ -39,8 +39,8 @@ macro_rules! record_statements {
                 Ok(row.map(|(key, holder, owner_client)| {
                     $crate::engine::records::Issued {
                         holder: match key.is_empty() {
-                            true => $crate::lease_rules::IssuedTo::Text(holder),
-                            false => $crate::lease_rules::IssuedTo::Key(key),
+                            true => $crate::record_rules::IssuedTo::Text(holder),
+                            false => $crate::record_rules::IssuedTo::Key(key),
                         },
                         owner_client,
                     }

@@ -56,6 +56,7 @@ where
                 tenant,
                 name: "pager".into(),
                 skeleton: "pager".into(),
+                display_name: None,
                 memory,
                 ttl_ms: 3_600_000,
                 lock_delay_ms: 0,

@@ -117,7 +117,7 @@ where
     assert_eq!(
         (&issued.holder, issued.owner_client.as_deref()),
         (
-            &crate::lease_rules::IssuedTo::Key(format!("agent:{a1}")),
+            &crate::record_rules::IssuedTo::Key(format!("agent:{a1}")),
             Some("host")
         )
     );
