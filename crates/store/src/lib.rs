@@ -52,7 +52,7 @@ pub use directory::*;
 pub use engine::Engine;
 pub use engine::callbacks::CallbackStore;
 pub use engine::deletion::DeletionStore;
-pub use engine::directory::DirectoryStore;
+pub use engine::directory_store::DirectoryStore;
 pub use engine::idempotency::IdemStore;
 pub use engine::identity::IdentityStore;
 pub use engine::inbox_transactions::InboxStore;

@@ -21,6 +21,7 @@ pub(crate) mod audit;
 pub(crate) mod callbacks;
 pub(crate) mod deletion;
 pub(crate) mod directory;
+pub(crate) mod directory_store;
 pub(crate) mod events;
 pub(crate) mod idempotency;
 pub(crate) mod identity;
