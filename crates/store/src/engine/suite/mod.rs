@@ -18,12 +18,14 @@ mod identity;
 mod inbox;
 mod instances;
 mod jobs;
+mod lease_transactions;
 mod leases;
 mod lineage;
 mod maintenance;
 mod ops;
 mod record_pages;
 mod records;
+mod retention;
 mod send;
 
 mod signin;
