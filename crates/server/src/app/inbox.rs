@@ -33,14 +33,7 @@ pub async fn inbox_agent(
     // agent's read-only token are refused before any lookup: 403 for every name
     // alike tells them nothing.
     principal.refuse_read_only()?;
-    if principal.agent_id.is_none() {
-        principal.require(SCOPE_OPS_WRITE)?;
-    }
-    let agent = cached_agent(state, principal, key).await?;
-    if !principal.may_use_inbox(&agent) {
-        return Err(ApiError::not_found(format_args!("agent {key:?}")));
-    }
-    Ok(agent)
+    visible_agent(state, principal, key, Principal::may_use_inbox).await
 }
 
 /// The agent named `key` if `principal` may read its inbox (poll, subscribe, the
@@ -50,11 +43,22 @@ pub async fn reading_agent(
     principal: &Principal,
     key: &str,
 ) -> ApiResult<AgentRecord> {
+    visible_agent(state, principal, key, Principal::may_read_inbox).await
+}
+
+/// The agent named `key` if `may` lets `principal` at it; 404 otherwise. An operator
+/// without `ops:write` is refused (403) before the lookup.
+async fn visible_agent(
+    state: &AppState,
+    principal: &Principal,
+    key: &str,
+    may: fn(&Principal, &AgentRecord) -> bool,
+) -> ApiResult<AgentRecord> {
     if principal.agent_id.is_none() {
         principal.require(SCOPE_OPS_WRITE)?;
     }
     let agent = cached_agent(state, principal, key).await?;
-    if !principal.may_read_inbox(&agent) {
+    if !may(principal, &agent) {
         return Err(ApiError::not_found(format_args!("agent {key:?}")));
     }
     Ok(agent)

@@ -174,33 +174,33 @@ pub fn router(state: AppState) -> Router {
 fn seed_alias_or_console(api: Router, console: Router) -> axum::routing::MethodRouter {
     use tower::ServiceExt;
     axum::routing::any(move |mut req: Request| {
-        let (api, console) = (api.clone(), console.clone());
+        let target = match seed_path(req.uri()) {
+            Some(uri) => {
+                *req.uri_mut() = uri;
+                api.clone()
+            }
+            None => console.clone(),
+        };
         async move {
-            let path = req.uri().path();
-            if !path.starts_with("/v1/") {
-                return match console.oneshot(req).await {
-                    Ok(response) => response,
-                    Err(never) => match never {},
-                };
-            }
-            let rewritten = req.uri().path_and_query().and_then(|pq| {
-                format!("/api{}", pq.as_str())
-                    .parse::<axum::http::uri::PathAndQuery>()
-                    .ok()
-            });
-            if let Some(pq) = rewritten {
-                let mut parts = req.uri().clone().into_parts();
-                parts.path_and_query = Some(pq);
-                if let Ok(uri) = axum::http::Uri::from_parts(parts) {
-                    *req.uri_mut() = uri;
-                }
-            }
-            match api.oneshot(req).await {
+            match target.oneshot(req).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             }
         }
     })
+}
+
+/// `/v1/...` as the API's `/api/v1/...` (query kept); `None` for any other path.
+fn seed_path(uri: &axum::http::Uri) -> Option<axum::http::Uri> {
+    if !uri.path().starts_with("/v1/") {
+        return None;
+    }
+    let pq = format!("/api{}", uri.path_and_query()?.as_str())
+        .parse()
+        .ok()?;
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(pq);
+    axum::http::Uri::from_parts(parts).ok()
 }
 
 /// The prefixes that belong to the API, the OAuth server and the system endpoints:
