@@ -10,7 +10,7 @@ use crate::VerifyError;
 /// Signature parameters (RFC 9421 §2.3) to serialize for a new signature.
 ///
 /// [`SignatureParams::serialize`] writes the inner list and then the parameters
-/// that are set, in the order `created`, `expires`, `keyid`, `alg`.
+/// that are set, in the order `created`, `expires`, `nonce`, `keyid`, `alg`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SignatureParams<'a> {
     /// Component identifiers, without quotes (`"@method"`, `"content-type"`).
@@ -19,6 +19,8 @@ pub struct SignatureParams<'a> {
     pub created: Option<i64>,
     /// `expires`, Unix seconds.
     pub expires: Option<i64>,
+    /// `nonce`.
+    pub nonce: Option<&'a str>,
     /// `keyid`.
     pub keyid: Option<&'a str>,
     /// `alg`.
@@ -30,7 +32,7 @@ impl SignatureParams<'_> {
     /// value, e.g. `("@method" "@path");created=1;keyid="k"`.
     ///
     /// Strings are written as RFC 8941 sf-strings (`\` and `"` escaped). They must
-    /// be printable ASCII, which only [`crate::try_sign`] checks.
+    /// be printable ASCII, which only [`crate::try_sign`] checks (for webhooks).
     pub fn serialize(&self) -> String {
         let components: Vec<String> = self.components.iter().map(|c| sf_string(c)).collect();
         let mut out = format!("({})", components.join(" "));
@@ -39,6 +41,9 @@ impl SignatureParams<'_> {
         }
         if let Some(expires) = self.expires {
             out.push_str(&format!(";expires={expires}"));
+        }
+        if let Some(nonce) = self.nonce {
+            out.push_str(&format!(";nonce={}", sf_string(nonce)));
         }
         if let Some(keyid) = self.keyid {
             out.push_str(&format!(";keyid={}", sf_string(keyid)));
@@ -126,15 +131,28 @@ impl RequestView<'_> {
         self.message().component_value(component)
     }
 
-    /// The same request for the shared code.
+    /// The same request for the shared code: the query is unknown here (the
+    /// webhook receiver passes the path alone), so `@query` is unsupported.
     pub(crate) fn message(&self) -> Message<'_> {
         Message {
             method: self.method,
             authority: self.authority,
             path: self.path,
+            query: Query::Unknown,
             headers: self.headers,
         }
     }
+}
+
+/// What the verifier knows of a request's query (RFC 9421 §2.2.7).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Query<'a> {
+    /// Not given (the webhook receiver's [`RequestView`]): `@query` is refused.
+    Unknown,
+    /// The request target has no `?`: `@query` is `?`.
+    Absent,
+    /// What follows the `?`, possibly empty: `@query` is `?` and this.
+    Present(&'a str),
 }
 
 /// A request as the shared signing and verifying code reads it.
@@ -142,24 +160,27 @@ impl RequestView<'_> {
 pub(crate) struct Message<'a> {
     pub(crate) method: &'a str,
     pub(crate) authority: &'a str,
-    /// The path; a query, if present, is dropped.
+    /// The path; a query, if present, is dropped (`@query` comes from `query`).
     pub(crate) path: &'a str,
+    pub(crate) query: Query<'a>,
     pub(crate) headers: &'a HeaderMap,
 }
 
 impl Message<'_> {
     /// The canonical value of one covered component: `@method`, `@authority`,
-    /// `@path` or a lowercase header field.
+    /// `@path`, `@query` (when the query is known) or a lowercase header field.
     /// See [`RequestView::component_value`].
     pub(crate) fn component_value(&self, component: &str) -> Result<String, VerifyError> {
-        let value = match component {
-            "@method" => self.method.to_owned(),
-            "@authority" => normalize_authority(self.authority),
-            "@path" => normalize_path(self.path).to_owned(),
-            name if name.starts_with('@') => {
+        let value = match (component, self.query) {
+            ("@method", _) => self.method.to_owned(),
+            ("@authority", _) => normalize_authority(self.authority),
+            ("@path", _) => normalize_path(self.path).to_owned(),
+            ("@query", Query::Absent) => "?".to_owned(),
+            ("@query", Query::Present(query)) => format!("?{query}"),
+            (name, _) if name.starts_with('@') => {
                 return Err(VerifyError::UnsupportedComponent(sf_string(name)));
             }
-            name => {
+            (name, _) => {
                 if name.is_empty() || !name.bytes().all(|b| is_tchar(b) && !b.is_ascii_uppercase())
                 {
                     return Err(VerifyError::UnsupportedComponent(sf_string(name)));

@@ -63,6 +63,7 @@ pub(crate) fn sign_rfc9421(
         components: &COVERED_COMPONENTS,
         created: Some(request.timestamp),
         expires: Some(expires),
+        nonce: None,
         keyid: Some(request.keyid),
         alg: Some(ALGORITHM),
     }

@@ -30,12 +30,18 @@
 //! received signature parameters, which is what RFC 9421 signs).
 
 mod base;
+mod ed25519;
 mod hmac;
 mod verify;
 
+pub(crate) use base::{Message, Query, dictionary_field, sf_string};
 pub use base::{RequestView, SignatureParams, normalize_authority, normalize_path, signature_base};
+pub use ed25519::{sign_signature_base_ed25519, verify_ed25519};
 pub(crate) use hmac::sign_rfc9421;
 pub use hmac::{
     ALGORITHM, COVERED_COMPONENTS, DEFAULT_VALIDITY_SECS, SIGNATURE_LABEL, sign_signature_base,
     verify_rfc9421,
+};
+pub(crate) use verify::{
+    Member, Verifier, integer_param, signature_bytes, string_param, verify_member,
 };

@@ -13,6 +13,10 @@ use crate::{SIGNATURE, SIGNATURE_INPUT, Secret, VerifyError};
 pub(crate) enum Verifier<'a> {
     /// `hmac-sha256` with a webhook secret.
     HmacSha256(&'a Secret),
+    /// `ed25519` with an agent's public key. Verification is RFC 8032's, strict:
+    /// a non-canonical signature (`S` not reduced, the malleable form) and the
+    /// small-order points are refused.
+    Ed25519(&'a ed25519_dalek::VerifyingKey),
 }
 
 impl Verifier<'_> {
@@ -20,6 +24,8 @@ impl Verifier<'_> {
     fn verify(&self, base: &[u8], signature: &[u8]) -> bool {
         match self {
             Self::HmacSha256(secret) => secret.verify_bytes(base, signature),
+            Self::Ed25519(key) => ed25519_dalek::Signature::from_slice(signature)
+                .is_ok_and(|signature| key.verify_strict(base, &signature).is_ok()),
         }
     }
 }
@@ -97,6 +103,29 @@ pub(crate) fn integer_param(
             label: label.to_owned(),
             param,
             expected: "an integer",
+        })
+}
+
+/// A required string parameter (`keyid`, `nonce`, `alg`).
+pub(crate) fn string_param<'a>(
+    input: &'a InnerList,
+    label: &str,
+    param: &'static str,
+) -> Result<&'a str, VerifyError> {
+    let value = input
+        .params
+        .get(param)
+        .ok_or_else(|| VerifyError::MissingParameter {
+            label: label.to_owned(),
+            param,
+        })?;
+    value
+        .as_string()
+        .map(|value| value.as_str())
+        .ok_or_else(|| VerifyError::InvalidParameter {
+            label: label.to_owned(),
+            param,
+            expected: "a string",
         })
 }
 
