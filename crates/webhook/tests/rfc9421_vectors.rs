@@ -11,6 +11,9 @@ use switchboard_webhook::rfc9421::{
 };
 use switchboard_webhook::{Secret, VerifyError};
 
+mod signing;
+use signing::parse_request;
+
 const B25: &str = include_str!("vectors/rfc9421_b25.json");
 
 #[derive(Deserialize)]
@@ -34,24 +37,6 @@ struct Case {
     signature_input_member: String,
     signature_member: String,
     signature_base64: String,
-}
-
-/// A minimal HTTP/1.1 request parser for the RFC's printed messages (LF lines).
-fn parse_request(message: &str) -> (String, String, HeaderMap, Vec<u8>) {
-    let (head, body) = message.split_once("\n\n").unwrap();
-    let mut lines = head.lines();
-    let mut request_line = lines.next().unwrap().split(' ');
-    let method = request_line.next().unwrap().to_owned();
-    let target = request_line.next().unwrap().to_owned();
-    let mut headers = HeaderMap::new();
-    for line in lines {
-        let (name, value) = line.split_once(':').unwrap();
-        headers.append(
-            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            HeaderValue::from_str(value.trim()).unwrap(),
-        );
-    }
-    (method, target, headers, body.as_bytes().to_vec())
 }
 
 #[test]

@@ -50,3 +50,22 @@ pub(crate) fn check(headers: &HeaderMap, now: i64) -> Result<Verified, VerifyErr
         now,
     )
 }
+
+/// A minimal HTTP/1.1 request parser for the RFC's printed messages (LF lines;
+/// no blank line means no body).
+pub(crate) fn parse_request(message: &str) -> (String, String, HeaderMap, Vec<u8>) {
+    let (head, body) = message.split_once("\n\n").unwrap_or((message, ""));
+    let mut lines = head.lines();
+    let mut request_line = lines.next().unwrap().split(' ');
+    let method = request_line.next().unwrap().to_owned();
+    let target = request_line.next().unwrap().to_owned();
+    let mut headers = HeaderMap::new();
+    for line in lines {
+        let (name, value) = line.split_once(':').unwrap();
+        headers.append(
+            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            HeaderValue::from_str(value.trim()).unwrap(),
+        );
+    }
+    (method, target, headers, body.as_bytes().to_vec())
+}
