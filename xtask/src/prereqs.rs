@@ -51,6 +51,8 @@ const PACKAGES: &[&str] = &[
 /// tokens (`tests/tests/api/verify_jwt.py`).
 const PY_VERIFIERS: &[&str] = &[
     "standardwebhooks==1.1.0",
+    // Also the independent RFC 9421 ed25519 signer and verifier of agents' requests
+    // (crates/webhook/tests/agent_interop.py); it brings `cryptography`.
     "http-message-signatures==3.0.0",
     // The access tokens' independent verifier (tests/tests/api/oauth.rs): PyJWT's
     // JWKS client and EdDSA (through `cryptography`).

@@ -1,5 +1,10 @@
-//! Webhook signatures shared by the server (signs) and the SDK's receiver helper
-//! (verifies).
+//! HTTP request signatures shared by the server and the SDK: the server's
+//! webhook deliveries (the server signs, the SDK's receiver helper verifies) and,
+//! the other way round, agents' requests (the SDK signs, the server verifies;
+//! see [`agent`]). Both are RFC 9421 HTTP Message Signatures made by the one
+//! implementation in [`rfc9421`].
+//!
+//! # Webhooks
 //!
 //! Every delivery, and the registration challenge, carries two signatures made
 //! with the callback's [`Secret`]:
@@ -14,6 +19,14 @@
 //! The server calls [`sign`]; a receiver calls [`verify`] (both schemes) or
 //! [`verify_standard`] / [`verify_rfc9421`] alone, passing the current time so
 //! that tests need no clock. [`challenge_response`] answers the challenge.
+//!
+//! # Agent requests
+//!
+//! An agent signs its critical calls with its Ed25519 [`agent::SigningKey`]
+//! (`alg="ed25519"`, label `sig1`, `keyid` = its registered key's id, covering
+//! the method, authority, path, query, `Content-Digest` and `Authorization`,
+//! with `created`, `expires` and a `nonce`): [`agent::sign`], then on the server
+//! [`agent::presented`] and [`agent::verify`].
 //!
 //! ```
 //! use switchboard_webhook::{Outgoing, Secret, sign, verify};
