@@ -128,6 +128,9 @@ pub struct Issue<'a> {
     pub refresh_hash: &'a [u8],
     pub jti: &'a str,
     pub expires_at: Millis,
+    /// A public key the client presented with the grant (issue 39): bound to the
+    /// login in the same transaction (a key the login has already is kept).
+    pub key: Option<NewRequestKey<'a>>,
 }
 
 /// What polling the token endpoint with a device code found (RFC 8628 §3.5).

@@ -36,6 +36,7 @@ pub mod pkce;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod record_rules;
+mod request_keys;
 mod retries;
 pub(crate) mod rows;
 mod signin;
@@ -61,6 +62,7 @@ pub use engine::lease_store::LeaseStore;
 pub use engine::maintenance::MaintenanceStore;
 pub use engine::ops::OpsStore;
 pub use engine::records::RecordStore;
+pub use engine::request_keys::RequestKeyStore;
 pub use engine::send::SendStore;
 pub use engine::signin::SignInStore;
 pub use hooks::StoreHooks;
@@ -68,6 +70,7 @@ pub use identity::*;
 pub use inbox::*;
 pub use jobs::*;
 pub use leasing::*;
+pub use request_keys::*;
 pub use retries::RetryCount;
 pub use signin::*;
 
@@ -336,6 +339,7 @@ pub trait Store:
     + MaintenanceStore
     + OpsStore
     + RecordStore
+    + RequestKeyStore
     + SendStore
     + Send
     + Sync

@@ -50,7 +50,9 @@ pub(crate) struct DeviceStatus<'a> {
 }
 
 #[async_trait]
-pub(crate) trait IdentityStatements: DirectoryStatements {
+pub(crate) trait IdentityStatements:
+    DirectoryStatements + super::request_keys::RequestKeyStatements
+{
     async fn signing_key_rows(&self) -> StoreResult<Vec<SigningKeyRow>>;
     async fn insert_signing_key_row(&self, key: &SigningKeyRow) -> StoreResult<()>;
     async fn delete_signing_key_row(&self, kid: &str) -> StoreResult<()>;
@@ -176,6 +178,9 @@ pub(crate) async fn record_issue<D: IdentityStatements>(
 ) -> StoreResult<()> {
     d.insert_refresh_row(tx, issue.refresh_hash, family, now)
         .await?;
+    if let Some(key) = &issue.key {
+        super::request_keys::bind_key(d, tx, tenant, family, key, now).await?;
+    }
     d.insert_access_token_row(
         tx,
         &NewAccessToken {

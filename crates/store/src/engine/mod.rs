@@ -37,6 +37,7 @@ pub(crate) mod maintenance;
 pub(crate) mod memories;
 pub(crate) mod ops;
 pub(crate) mod records;
+pub(crate) mod request_keys;
 pub(crate) mod send;
 pub(crate) mod signin;
 #[cfg(test)]

@@ -43,6 +43,12 @@ pub(crate) const ACCESS_TOKENS: Trim = Trim {
     column: "expires_at",
     extra: "",
 };
+/// The replay cache of signature nonces, once their signatures have expired.
+pub(crate) const SIGNATURE_NONCES: Trim = Trim {
+    table: "signature_nonces",
+    column: "expires_at",
+    extra: "",
+};
 pub(crate) const DEVICE_REQUESTS: Trim = Trim {
     table: "device_requests",
     column: "expires_at",

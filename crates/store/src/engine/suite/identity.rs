@@ -154,6 +154,7 @@ where
         refresh_hash: refresh,
         jti,
         expires_at: 900_000,
+        key: None,
     };
     let i1 = issue(&[0xd1; 32], "d1");
     assert!(matches!(

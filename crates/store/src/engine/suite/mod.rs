@@ -25,6 +25,7 @@ mod maintenance;
 mod ops;
 mod record_pages;
 mod records;
+mod request_keys;
 mod retention;
 mod send;
 
@@ -144,6 +145,7 @@ where
     identity::check(d).await;
     deletion::check(d).await;
     signin::check(d).await;
+    request_keys::check(d).await;
     instances::check(d).await;
     send::check(d).await;
     directory::check(d).await;

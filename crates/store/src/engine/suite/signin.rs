@@ -41,6 +41,7 @@ where
         refresh_hash: refresh,
         jti,
         expires_at: 10_000,
+        key: None,
     };
 
     // Unknown.
