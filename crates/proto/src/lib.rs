@@ -28,6 +28,7 @@ mod lease;
 mod ops;
 mod problem;
 mod room;
+mod signing;
 mod tenants;
 
 pub use callback::*;
@@ -40,6 +41,7 @@ pub use lease::*;
 pub use ops::*;
 pub use problem::*;
 pub use room::*;
+pub use signing::*;
 pub use tenants::*;
 
 /// Timestamps on the wire are RFC 3339 strings (UTC).

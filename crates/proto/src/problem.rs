@@ -37,7 +37,21 @@ pub enum ErrorCode {
     NameConfusable,
     WebhookTargetForbidden,
     WebhookVerificationFailed,
+    /// 401: the signature does not verify, covers too little, or names a key this
+    /// credential does not have. Nothing was done.
     SignatureInvalid,
+    /// 401: the tenant requires signed agent calls, or the credential is bound to
+    /// a key (`cnf.jkt`), and the request carries no signature; `Accept-Signature`
+    /// says what to sign. Nothing was done.
+    SignatureRequired,
+    /// 401: the signature's `created`/`expires` window is not around the server's
+    /// clock (30 s of skew allowed). Sign again with the current time.
+    SignatureExpired,
+    /// 401: this `(keyid, nonce)` was used before, on this instance or another.
+    /// Sign again with a new nonce (a retry then gets its stored answer).
+    SignatureReplayed,
+    /// 400: the body does not match its signed `Content-Digest`. Nothing was done.
+    DigestMismatch,
     Unavailable,
     /// 507: the database's disk is full; nothing was written. Retry once space is
     /// freed.
@@ -76,6 +90,10 @@ impl ErrorCode {
             Self::WebhookTargetForbidden => "webhook_target_forbidden",
             Self::WebhookVerificationFailed => "webhook_verification_failed",
             Self::SignatureInvalid => "signature_invalid",
+            Self::SignatureRequired => "signature_required",
+            Self::SignatureExpired => "signature_expired",
+            Self::SignatureReplayed => "signature_replayed",
+            Self::DigestMismatch => "digest_mismatch",
             Self::Unavailable => "unavailable",
             Self::StorageFull => "storage_full",
             Self::RegionMismatch => "region_mismatch",
@@ -86,10 +104,14 @@ impl ErrorCode {
     /// The HTTP status that goes with the code.
     pub fn status(self) -> u16 {
         match self {
-            Self::ValidationFailed | Self::MalformedJson => 400,
+            Self::ValidationFailed | Self::MalformedJson | Self::DigestMismatch => 400,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
-            Self::Unauthorized | Self::SignatureInvalid => 401,
+            Self::Unauthorized
+            | Self::SignatureInvalid
+            | Self::SignatureRequired
+            | Self::SignatureExpired
+            | Self::SignatureReplayed => 401,
             Self::Forbidden => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
@@ -140,6 +162,10 @@ impl ErrorCode {
             Self::WebhookTargetForbidden => "Webhook target is not allowed",
             Self::WebhookVerificationFailed => "Webhook endpoint failed the challenge",
             Self::SignatureInvalid => "Signature is invalid",
+            Self::SignatureRequired => "A signed request is required",
+            Self::SignatureExpired => "Signature is outside its time window",
+            Self::SignatureReplayed => "Signature nonce was used before",
+            Self::DigestMismatch => "Body does not match its Content-Digest",
             Self::Unavailable => "Service unavailable",
             Self::StorageFull => "Insufficient storage",
             Self::RegionMismatch => "The server is not in the region the request requires",

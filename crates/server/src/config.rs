@@ -24,6 +24,10 @@ pub struct Config {
     /// must name (`http/region.rs`); `None`: no region, so a constrained request is
     /// refused.
     pub region: Option<String>,
+    /// `host[:port]` the clients address this server by, when a proxy in front of
+    /// it changes `Host` (`--public-url`): the `@authority` signed agent requests
+    /// are verified against (`http/signatures.rs`). `None`: the request's `Host`.
+    pub public_authority: Option<String>,
     /// SSE heartbeat interval.
     pub heartbeat: Duration,
     /// How often background workers run (scavenger, expiry, retention).
@@ -166,6 +170,7 @@ impl Default for Config {
             operator_token_file: None,
             ui_dir: None,
             region: None,
+            public_authority: None,
             heartbeat: Duration::from_secs(30),
             worker_interval: Duration::from_secs(1),
             sample_interval: Duration::from_secs(5),
@@ -213,6 +218,7 @@ impl std::fmt::Debug for Config {
             .field("operator_token_file", &self.operator_token_file)
             .field("ui_dir", &self.ui_dir)
             .field("region", &self.region)
+            .field("public_authority", &self.public_authority)
             .field("heartbeat", &self.heartbeat)
             .field("worker_interval", &self.worker_interval)
             .field("sample_interval", &self.sample_interval)

@@ -9,7 +9,7 @@ use switchboard_proto::{ErrorCode, PROBLEM_JSON, Problem};
 pub use crate::store::StoreError;
 
 /// A problem document plus the headers that go with it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     /// Boxed: errors travel through every `Result` of the handlers.
     pub problem: Box<Problem>,

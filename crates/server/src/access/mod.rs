@@ -114,6 +114,9 @@ pub struct Principal {
     pub token_hash: Vec<u8>,
     /// Set when the request was authenticated by the console's session cookie.
     pub session: Option<SessionRef>,
+    /// The key an access token is bound to (its `cnf.jkt`, RFC 7638): every
+    /// request with it must be signed by that key (`http/signatures.rs`).
+    pub bound_key: Option<String>,
 }
 
 /// The console session behind a cookie-authenticated request.
@@ -134,6 +137,7 @@ impl Principal {
             scopes: record.scopes,
             token_hash,
             session: None,
+            bound_key: None,
         }
     }
 

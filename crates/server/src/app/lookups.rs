@@ -17,7 +17,7 @@
 
 use crate::clock::{Clock, Millis};
 use crate::oauth::Claims;
-use crate::store::{AccessGrant, AgentRecord, TokenRecord};
+use crate::store::{AccessGrant, AgentRecord, RequestKey, SignaturePolicy, TokenRecord};
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
@@ -81,6 +81,10 @@ pub struct Lookups {
     /// on every use; revocation is the `jti` lookup's, which runs every time.
     verified: Ttl<[u8; 32], (String, Claims)>,
     agents: Ttl<(TenantId, String), AgentRecord>,
+    /// The live request-signing keys of a credential, by its hash (issue 39).
+    keys: Ttl<Vec<u8>, Arc<Vec<RequestKey>>>,
+    /// Each tenant's signature policy.
+    policies: Ttl<TenantId, SignaturePolicy>,
     /// Static tokens the store did not know (by hash): a token presented again
     /// within the TTL is refused without a database read. Safe to keep: a token is
     /// made by the server, never presented before it exists.
@@ -95,6 +99,8 @@ impl Lookups {
             access: Ttl::new(),
             verified: Ttl::new(),
             agents: Ttl::new(),
+            keys: Ttl::new(),
+            policies: Ttl::new(),
             unknown: Ttl::new(),
             clock,
         }
@@ -149,6 +155,31 @@ impl Lookups {
     pub fn forget_tokens(&self) {
         self.tokens.clear();
         self.access.clear();
+        self.keys.clear();
+    }
+
+    pub fn request_keys(&self, parent_hash: &[u8]) -> Option<Arc<Vec<RequestKey>>> {
+        self.keys.get(&parent_hash.to_vec(), self.clock.now_ms())
+    }
+
+    pub fn put_request_keys(&self, parent_hash: &[u8], keys: Arc<Vec<RequestKey>>) {
+        self.keys
+            .put(parent_hash.to_vec(), keys, self.clock.now_ms());
+    }
+
+    /// Forgets the cached keys of every credential and the tenants' policies: one
+    /// changed on this instance (the others see it within the TTL).
+    pub fn forget_signing(&self) {
+        self.keys.clear();
+        self.policies.clear();
+    }
+
+    pub fn signature_policy(&self, tenant: TenantId) -> Option<SignaturePolicy> {
+        self.policies.get(&tenant, self.clock.now_ms())
+    }
+
+    pub fn put_signature_policy(&self, tenant: TenantId, policy: SignaturePolicy) {
+        self.policies.put(tenant, policy, self.clock.now_ms());
     }
 
     /// Forgets every cached agent (one was deleted: its id and name answer 404
@@ -238,6 +269,33 @@ pub mod reads {
             state.lookups.put_access(jti, grant);
         }
         Ok(grant)
+    }
+
+    /// The live request-signing keys of the credential `parent_hash`, read through
+    /// the cache (a key registered or revoked elsewhere is seen within its TTL).
+    pub async fn request_keys(
+        state: &AppState,
+        parent_hash: &[u8],
+    ) -> ApiResult<std::sync::Arc<Vec<crate::store::RequestKey>>> {
+        if let Some(keys) = state.lookups.request_keys(parent_hash) {
+            return Ok(keys);
+        }
+        let keys = std::sync::Arc::new(state.store.request_keys(parent_hash).await?);
+        state.lookups.put_request_keys(parent_hash, keys.clone());
+        Ok(keys)
+    }
+
+    /// `tenant`'s signature policy, read through the cache.
+    pub async fn signature_policy(
+        state: &AppState,
+        tenant: switchboard_proto::TenantId,
+    ) -> ApiResult<crate::store::SignaturePolicy> {
+        if let Some(policy) = state.lookups.signature_policy(tenant) {
+            return Ok(policy);
+        }
+        let policy = state.store.signature_policy(tenant).await?;
+        state.lookups.put_signature_policy(tenant, policy);
+        Ok(policy)
     }
 
     /// Reads the signing keys again, for a token signed with a key this instance

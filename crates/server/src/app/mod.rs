@@ -11,6 +11,7 @@ pub mod devices;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;
+pub mod keys;
 pub mod leases;
 pub mod lookups;
 pub mod memories;

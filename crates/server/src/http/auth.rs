@@ -131,8 +131,13 @@ impl FromRequestParts<AppState> for Scraper {
     }
 }
 
-/// Who the bearer token or the console session cookie stands for.
-async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiError> {
+/// Who the bearer token or the console session cookie stands for: what the
+/// signatures layer found already (`http/signatures.rs` authenticates every API
+/// request with a bearer token once, before the handler), else looked up now.
+pub(super) async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiError> {
+    if let Some(super::signatures::Authenticated(outcome)) = parts.extensions.get() {
+        return outcome.clone();
+    }
     let Some(header) = parts.headers.get(AUTHORIZATION) else {
         return match request_cookie(&parts.headers, SESSION_COOKIE) {
             Some(session) => from_session(parts, state, &session).await,
@@ -330,5 +335,6 @@ async fn from_session(
             hash,
             expires_at: grant.expires_at,
         }),
+        bound_key: None,
     })
 }

@@ -17,6 +17,7 @@ mod fuzz;
 mod idempotency;
 mod inbox;
 mod jobs;
+mod keys;
 mod leases;
 pub mod limits;
 mod memories;
@@ -29,6 +30,7 @@ mod records;
 pub mod region;
 mod seed;
 pub mod session;
+mod signatures;
 mod system;
 
 pub(crate) use crate::app::AppState;
@@ -104,6 +106,7 @@ pub fn router(state: AppState) -> Router {
         .merge(devices::routes())
         .merge(oauth::api_routes())
         .merge(jobs::routes())
+        .merge(keys::routes())
         .merge(leases::routes())
         .merge(memories::routes())
         .merge(records::routes())
@@ -134,6 +137,10 @@ pub fn router(state: AppState) -> Router {
         .merge(api_prefixes())
         .fallback_service(rest)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            signatures::layer,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             region::layer,

@@ -22,6 +22,17 @@ const OPEN: &[(&str, &str)] = &[
     ("delete", "/api/v1/session"),
 ];
 
+/// Whether `method path` (as received: `/api/v1/…` or the seeds' `/v1/…`) is an
+/// operation that takes no token, or the OpenAPI document: such a request is
+/// never authenticated, whatever `Authorization` it carries.
+pub(super) fn open(method: &str, path: &str) -> bool {
+    let path = path.strip_prefix("/api").unwrap_or(path);
+    path == "/v1/openapi.json"
+        || OPEN
+            .iter()
+            .any(|(m, p)| m.eq_ignore_ascii_case(method) && p.strip_prefix("/api") == Some(path))
+}
+
 /// The errors every operation of a kind can answer, with when.
 const READ: (u16, &str) = (
     400,

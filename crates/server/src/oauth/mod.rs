@@ -58,6 +58,16 @@ pub struct Claims {
     /// The client that asked for it, when it said (RFC 9068 §2.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// The key the token is bound to (RFC 7800 `cnf`, with RFC 9449's `jkt`): a
+    /// request with this token must be signed by that key (issue 39).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Confirmation>,
+}
+
+/// RFC 7800 §3.1 confirmation: the RFC 7638 thumbprint of the bound key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confirmation {
+    pub jkt: String,
 }
 
 impl Claims {

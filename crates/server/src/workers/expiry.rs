@@ -28,6 +28,8 @@ pub(super) async fn pass(w: &Workers, now: i64, report: &mut TickReport) {
         state.store.forget_access_tokens(now),
     )
     .await;
+    w.task("signature_nonces", report, state.store.forget_nonces(now))
+        .await;
     w.task(
         "authorization_codes",
         report,

@@ -44,6 +44,11 @@ pub(crate) struct ServeArgs {
     /// constrained request is refused].
     #[arg(long, env = "SWITCHBOARD_REGION")]
     region: Option<String>,
+    /// The URL clients reach this server at, when a proxy in front of it rewrites
+    /// Host (`https://switchboard.example.com`): signed agent requests are verified
+    /// against its host[:port] [default: each request's Host].
+    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
+    public_url: Option<String>,
     /// SSE heartbeat interval in seconds [default: 30].
     #[arg(long, env = "SWITCHBOARD_HEARTBEAT_SECONDS")]
     heartbeat_seconds: Option<f64>,
@@ -193,6 +198,7 @@ struct FileConfig {
     operator_token_file: Option<PathBuf>,
     ui_dir: Option<PathBuf>,
     region: Option<String>,
+    public_url: Option<String>,
     heartbeat_seconds: Option<f64>,
     worker_interval_ms: Option<u64>,
     sample_interval_seconds: Option<f64>,
@@ -283,6 +289,9 @@ pub(crate) fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
             "region must be 1 to 32 ASCII letters, digits, '-' or '_' (like \"EU\"), got \
              {region:?}"
         );
+    }
+    if let Some(url) = args.public_url.or(file.public_url) {
+        config.public_authority = Some(public_authority(&url)?);
     }
     if let Some(s) = args.heartbeat_seconds.or(file.heartbeat_seconds) {
         if !(0.05..=3600.0).contains(&s) {
@@ -535,3 +544,19 @@ fn retry_schedule(text: &str) -> anyhow::Result<Vec<Duration>> {
 
 #[cfg(test)]
 mod tests;
+
+/// The `host[:port]` of `--public-url` as RFC 9421 `@authority` wants it: lowercase,
+/// without the scheme's default port.
+fn public_authority(url: &str) -> anyhow::Result<String> {
+    let parsed = url::Url::parse(url).map_err(|e| {
+        anyhow::anyhow!("public_url must be an absolute http(s) URL like https://switchboard.example.com, got {url:?} ({e})")
+    })?;
+    let host = match (parsed.scheme(), parsed.host_str()) {
+        ("http" | "https", Some(host)) => host.to_ascii_lowercase(),
+        _ => bail!("public_url must be an http(s) URL with a host, got {url:?}"),
+    };
+    Ok(match parsed.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    })
+}

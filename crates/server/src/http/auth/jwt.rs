@@ -106,5 +106,6 @@ pub(in crate::http) async fn principal(
         scopes,
         token_hash: grant.parent_hash,
         session: None,
+        bound_key: claims.cnf.as_ref().map(|cnf| cnf.jkt.clone()),
     })
 }

@@ -54,11 +54,15 @@ impl Minted {
         &self,
         state: &AppState,
         issuer: &str,
-        record: &TokenRecord,
-        parent_hash: &[u8],
-        scopes: &[String],
-        client_id: Option<String>,
+        holder: Holder<'_>,
     ) -> Result<String, OAuthError> {
+        let Holder {
+            record,
+            parent_hash,
+            scopes,
+            client_id,
+            bound_key,
+        } = holder;
         let claims = Claims {
             iss: issuer.to_owned(),
             sub: match record.agent_id {
@@ -72,6 +76,9 @@ impl Minted {
             tenant: record.tenant_id.to_string(),
             scope: scopes.join(" "),
             client_id,
+            cnf: bound_key.map(|jkt| oauth::Confirmation {
+                jkt: jkt.to_owned(),
+            }),
         };
         state.signing.sign(&claims).map_err(|e| {
             tracing::error!(error = %e, "an access token could not be signed");
@@ -83,19 +90,21 @@ impl Minted {
         })
     }
 
-    /// What the store records with a login's grant: its next refresh token and
-    /// this access token.
-    fn issue<'a>(&'a self, refresh_hash: &'a [u8]) -> Issue<'a> {
+    /// What the store records with a login's grant: its next refresh token, this
+    /// access token, and the key the client presented (bound to the login).
+    fn issue<'a>(&'a self, refresh_hash: &'a [u8], key: Option<&'a Presented>) -> Issue<'a> {
         Issue {
             refresh_hash,
             jti: &self.jti,
             expires_at: self.expires_at(),
+            key: key.map(|k| k.new_key(true)),
         }
     }
 
     /// The answer to a login's grant (device code, refresh): an access token with
-    /// the login's scopes, and its next refresh token.
-    fn login_answer(
+    /// the login's scopes, bound to the login's newest key when it has one, and its
+    /// next refresh token.
+    async fn login_answer(
         &self,
         state: &AppState,
         issuer: &str,
@@ -104,14 +113,20 @@ impl Minted {
         refresh_token: String,
     ) -> Result<Response, OAuthError> {
         let scopes = &grant.record.scopes;
-        let access_token = self.sign(
-            state,
-            issuer,
-            &grant.record,
-            &grant.parent_hash,
+        let keys = state
+            .store
+            .request_keys(&grant.parent_hash)
+            .await
+            .map_err(crate::error::ApiError::from)?;
+        let bound = keys.iter().find(|k| k.binds_parent).map(|k| k.jkt.as_str());
+        let holder = Holder {
+            record: &grant.record,
+            parent_hash: &grant.parent_hash,
             scopes,
             client_id,
-        )?;
+            bound_key: bound,
+        };
+        let access_token = self.sign(state, issuer, holder)?;
         Ok(self.answer(access_token, scopes, Some(refresh_token)))
     }
 
@@ -129,6 +144,16 @@ impl Minted {
         }
         (StatusCode::OK, no_store(), axum::Json(body)).into_response()
     }
+}
+
+/// Whom an access token is for: the credential `parent_hash` names (its record),
+/// the scopes it carries, the client that asked, and the key it is bound to.
+struct Holder<'a> {
+    record: &'a TokenRecord,
+    parent_hash: &'a [u8],
+    scopes: &'a [String],
+    client_id: Option<String>,
+    bound_key: Option<&'a str>,
 }
 
 /// One token request as every grant reads it.
@@ -251,7 +276,31 @@ async fn exchange(grant: Grant<'_>) -> Result<Response, OAuthError> {
     )?;
     let scopes = granted(&record, params.get("scope").map(String::as_str))?;
     let minted = Minted::new(state);
-    let access_token = minted.sign(state, issuer, &record, &hash, &scopes, client_id)?;
+    // A key presented here binds the token this exchange makes (and only it): it
+    // hangs under the subject, which itself need not sign.
+    let key = presented_key(params)?;
+    if let Some(key) = &key {
+        state
+            .store
+            .bind_request_key(
+                record.tenant_id,
+                &hash,
+                &key.new_key(false),
+                None,
+                minted.now,
+            )
+            .await
+            .map_err(crate::error::ApiError::from)?;
+        state.lookups.forget_signing();
+    }
+    let holder = Holder {
+        record: &record,
+        parent_hash: &hash,
+        scopes: &scopes,
+        client_id,
+        bound_key: key.as_ref().map(|k| k.jkt.as_str()),
+    };
+    let access_token = minted.sign(state, issuer, holder)?;
     app::issued(
         state,
         &NewAccessToken {
@@ -289,6 +338,7 @@ async fn device_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
     } = grant;
     let code = required(params, "device_code")?;
     let client = required(params, "client_id")?;
+    let key = presented_key(params)?;
     let digest = draw(state, notes, code)?;
     let (refresh_token, refresh_hash) = new_refresh();
     let minted = Minted::new(state);
@@ -297,7 +347,7 @@ async fn device_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
         &hex(&digest),
         client,
         minted.now,
-        &minted.issue(&refresh_hash),
+        &minted.issue(&refresh_hash, key.as_ref()),
     )
     .await?;
     let pending = |error: &'static str, description: &str| {
@@ -322,7 +372,9 @@ async fn device_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
         ),
         DevicePoll::Denied => pending("access_denied", "an operator denied the request"),
         DevicePoll::Approved(grant) => {
-            let answer = minted.login_answer(state, issuer, &grant, client_id, refresh_token);
+            let answer = minted
+                .login_answer(state, issuer, &grant, client_id, refresh_token)
+                .await;
             tracing::info!(
                 agent = grant.record.agent_name.as_deref().unwrap_or("-"),
                 "device login completed: tokens issued"
@@ -351,6 +403,7 @@ async fn authorization_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
         .get("code_verifier")
         .map(String::as_str)
         .unwrap_or("");
+    let key = presented_key(params)?;
     let digest = draw(state, notes, code)?;
     let family = hash_token(&auth::generate_token("sb_fam_"));
     let (refresh_token, refresh_hash) = new_refresh();
@@ -365,7 +418,7 @@ async fn authorization_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
             family_hash: &family,
         },
         minted.now,
-        &minted.issue(&refresh_hash),
+        &minted.issue(&refresh_hash, key.as_ref()),
     )
     .await?;
     match redeemed {
@@ -386,7 +439,9 @@ async fn authorization_code(grant: Grant<'_>) -> Result<Response, OAuthError> {
         )),
         Redeemed::Issued(grant) => {
             tracing::info!(client = %client, "sign-in completed: tokens issued");
-            minted.login_answer(state, issuer, &grant, client_id, refresh_token)
+            minted
+                .login_answer(state, issuer, &grant, client_id, refresh_token)
+                .await
         }
     }
 }
@@ -412,10 +467,22 @@ async fn refresh(grant: Grant<'_>) -> Result<Response, OAuthError> {
              the token exchange of a static token)",
         ));
     }
+    if params.contains_key(SIGNING_KEY) {
+        return Err(OAuthError::request(
+            "a refresh keeps the login's keys; a new key is registered with a request signed \
+             by a current one (POST /api/v1/agent/keys), then a refresh binds to it",
+        ));
+    }
     let digest = draw(state, notes, old)?;
     let (refresh_token, refresh_hash) = new_refresh();
     let minted = Minted::new(state);
-    let refreshed = app::refresh(state, &digest, minted.now, &minted.issue(&refresh_hash)).await?;
+    let refreshed = app::refresh(
+        state,
+        &digest,
+        minted.now,
+        &minted.issue(&refresh_hash, None),
+    )
+    .await?;
     match refreshed {
         Refreshed::Unknown => Err(invalid_grant("the refresh token is unknown; log in again")),
         Refreshed::Revoked => Err(invalid_grant("this login was revoked; log in again")),
@@ -430,7 +497,9 @@ async fn refresh(grant: Grant<'_>) -> Result<Response, OAuthError> {
                  is revoked now; log in again",
         )),
         Refreshed::Rotated(grant) => {
-            minted.login_answer(state, issuer, &grant, client_id, refresh_token)
+            minted
+                .login_answer(state, issuer, &grant, client_id, refresh_token)
+                .await
         }
     }
 }
@@ -460,4 +529,36 @@ fn granted(record: &TokenRecord, asked: Option<&str>) -> Result<Vec<String>, OAu
         }
     }
     Ok(scopes)
+}
+
+/// The token request's parameter that presents the client's public key (issue 39):
+/// a JWK of an Ed25519 key, `{"kty":"OKP","crv":"Ed25519","x":"…"}`.
+pub(super) const SIGNING_KEY: &str = "signing_key";
+
+/// A public key a token request presented.
+pub(super) struct Presented {
+    pub(super) jkt: String,
+    public_key: [u8; 32],
+}
+
+impl Presented {
+    fn new_key(&self, binds_parent: bool) -> crate::store::NewRequestKey<'_> {
+        crate::store::NewRequestKey {
+            jkt: &self.jkt,
+            public_key: &self.public_key,
+            binds_parent,
+        }
+    }
+}
+
+/// The key of [`SIGNING_KEY`], if the request presented one.
+fn presented_key(params: &BTreeMap<String, String>) -> Result<Option<Presented>, OAuthError> {
+    let Some(text) = params.get(SIGNING_KEY) else {
+        return Ok(None);
+    };
+    let public = crate::app::keys::parse_jwk(text).map_err(OAuthError::request)?;
+    Ok(Some(Presented {
+        jkt: public.thumbprint(),
+        public_key: *public.as_bytes(),
+    }))
 }
