@@ -66,6 +66,7 @@ pub mod retry;
 mod room;
 mod settings;
 pub mod signin;
+pub mod signing;
 mod sse;
 mod token;
 

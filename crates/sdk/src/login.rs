@@ -198,6 +198,16 @@ impl Session {
         }
     }
 
+    /// Renews the access token now, whatever its age (a key rotation: the new token
+    /// is bound to the login's newest key).
+    pub(crate) async fn renew_now(
+        &self,
+        http: &reqwest::Client,
+    ) -> Result<(HeaderValue, u64), Error> {
+        let stale = self.current().map(|c| c.generation);
+        self.renew(http, stale).await
+    }
+
     /// Renews the access token unless another task did since `stale` (the
     /// generation that was refused or due).
     pub(crate) async fn renew(
@@ -273,6 +283,9 @@ pub struct DeviceLogin {
     client_id: String,
     #[serde(skip)]
     token_url: Option<Url>,
+    /// The public key (a JWK, JSON) to bind to the login, if any.
+    #[serde(skip)]
+    signing_key: Option<String>,
 }
 
 impl DeviceLogin {
@@ -312,6 +325,15 @@ impl DeviceLogin {
         Ok(login)
     }
 
+    /// Binds `key` to the login when it is approved (the token request presents it
+    /// as `signing_key`): every access token of the login is then bound to it
+    /// (`cnf.jkt`), and a request with one must be signed by it
+    /// ([`ClientBuilder::signing_key`](crate::ClientBuilder::signing_key)).
+    pub fn with_signing_key(mut self, key: &crate::signing::PublicKey) -> Self {
+        self.signing_key = serde_json::to_string(&key.to_jwk()).ok();
+        self
+    }
+
     /// Polls until an operator decided, at the interval the server asks for
     /// (`slow_down` adds 5 s): the login's refresh token once approved.
     pub async fn wait(&self, http: &reqwest::Client) -> Result<Token, Error> {
@@ -322,17 +344,16 @@ impl DeviceLogin {
         let mut interval = Duration::from_secs(self.interval.max(1));
         let deadline = Instant::now() + Duration::from_secs(self.expires_in);
         loop {
-            let answer = oauth_post::<Tokens>(
-                http,
-                &url,
-                &[
-                    ("grant_type", GRANT_DEVICE_CODE),
-                    ("device_code", self.device_code.as_str()),
-                    ("client_id", &self.client_id),
-                ],
-                "the token endpoint's answer",
-            )
-            .await;
+            let mut form = vec![
+                ("grant_type", GRANT_DEVICE_CODE),
+                ("device_code", self.device_code.as_str()),
+                ("client_id", &self.client_id),
+            ];
+            if let Some(jwk) = &self.signing_key {
+                form.push(("signing_key", jwk));
+            }
+            let answer =
+                oauth_post::<Tokens>(http, &url, &form, "the token endpoint's answer").await;
             match answer {
                 Ok(Answer::Granted(tokens)) => {
                     return tokens.refresh_token.map(Token::from).ok_or_else(|| {

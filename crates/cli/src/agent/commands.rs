@@ -85,8 +85,12 @@ async fn device_login(
     if let Err(error @ switchboard_sdk::Error::Incompatible { .. }) = client.check_server().await {
         bail!("{error}");
     }
-    let login =
-        DeviceLogin::start(client.http(), server, "switchboard-cli", &agent, tenant).await?;
+    // The login's key: its access tokens are bound to it, so they are useless to
+    // anyone without the private key, which never leaves this machine's keyring.
+    let key = switchboard_sdk::signing::SigningKey::generate();
+    let login = DeviceLogin::start(client.http(), server, "switchboard-cli", &agent, tenant)
+        .await?
+        .with_signing_key(&key.public_key());
     eprintln!(
         "To log in as agent {agent:?}, an operator approves this device in the console:\n  \
          {}\n  (Devices, code {}). Waiting; the code expires in {} minutes…",
@@ -97,6 +101,7 @@ async fn device_login(
     let token = login.wait(client.http()).await?;
     let store = TokenStore::os()?;
     store.save(&common.profile, server, &token)?;
+    store.save_signing_key(&common.profile, &key)?;
     eprintln!(
         "logged in to {server} as agent {agent:?} (profile {:?}); the login is in the {:?} \
          keyring and renews itself",

@@ -3,7 +3,8 @@
 //! the durable outbox; `tail` follows the inbox read-only; `status` reads the local
 //! state; `check` runs the privacy gate on a payload without sending anything;
 //! `callback` registers, lists and removes the agent's webhook callback; `records`
-//! prints a memory's records (the baseline to resync from).
+//! prints a memory's records (the baseline to resync from); `key` registers, rotates
+//! and shows the key the profile's requests are signed with.
 //!
 //! Local state (outbox, cursors, dedup) lives in one SQLite file per profile:
 //! `$XDG_DATA_HOME/switchboard/agents/<profile>.db` unless `--state` says otherwise.
@@ -12,6 +13,7 @@
 
 mod callback;
 mod commands;
+mod key;
 mod records;
 mod run;
 
@@ -80,6 +82,9 @@ enum AgentCommand {
     /// Every record of a memory, one JSON object per line in key order, read page by
     /// page; no lease needed (the baseline state to resync from).
     Records(records::RecordsArgs),
+    /// The key requests are signed with (RFC 9421, Ed25519): register one for a
+    /// static token, rotate it, show it.
+    Key(key::KeyArgs),
 }
 
 #[derive(Args, Debug)]
@@ -105,6 +110,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
             AgentCommand::Check(args) => commands::check(&common, args),
             AgentCommand::Callback(args) => callback::run(&common, args).await,
             AgentCommand::Records(args) => records::run(&common, args).await,
+            AgentCommand::Key(args) => key::run(&common, args).await,
         }
     })
 }
@@ -153,11 +159,13 @@ impl Common {
             return self
                 .builder()?
                 .region_constraint(credentials.region.clone())
+                .signing_key(credentials.signing_key.clone())
                 .build_with_login(&credentials.server, store)
                 .with_context(|| format!("cannot use the server URL {}", credentials.server));
         }
         self.builder()?
             .region_constraint(credentials.region.clone())
+            .signing_key(credentials.signing_key.clone())
             .build(&credentials.server, credentials.token)
             .with_context(|| format!("cannot use the server URL {}", credentials.server))
     }

@@ -28,6 +28,7 @@ pub struct ClientBuilder {
     retry: RetryPolicy,
     roots: Vec<reqwest::Certificate>,
     region_constraint: Option<String>,
+    signing_key: Option<crate::signing::SigningKey>,
 }
 
 impl Default for ClientBuilder {
@@ -39,6 +40,7 @@ impl Default for ClientBuilder {
             retry: RetryPolicy::standard(),
             roots: Vec::new(),
             region_constraint: None,
+            signing_key: None,
         }
     }
 }
@@ -79,6 +81,14 @@ impl ClientBuilder {
     /// [`ErrorCode::RegionMismatch`]: crate::proto::ErrorCode::RegionMismatch
     pub fn region_constraint(mut self, regions: Option<impl Into<String>>) -> Self {
         self.region_constraint = regions.map(Into::into);
+        self
+    }
+
+    /// Signs every request with `key` (RFC 9421, Ed25519; `signing.rs`): the key
+    /// bound to this credential at login or by [`Client::register_key`]. `None`
+    /// (the default) signs nothing.
+    pub fn signing_key(mut self, key: Option<crate::signing::SigningKey>) -> Self {
+        self.signing_key = key;
         self
     }
 
@@ -161,6 +171,7 @@ impl ClientBuilder {
                 quota: Arc::new(RetryQuota::new(self.retry.quota_capacity)),
                 retry: self.retry,
                 settings: Arc::default(),
+                signer: Arc::new(crate::signing::Signer::new(self.signing_key)),
             }),
         })
     }

@@ -27,6 +27,7 @@ use crate::settings::RemoteSettings;
 use crate::{Error, Token};
 
 mod builder;
+mod keys;
 pub(crate) use crate::call::bearer;
 pub use builder::{ClientBuilder, REGION_CONSTRAINT};
 
@@ -82,6 +83,9 @@ struct Inner {
     /// settings). Shared by the clients derived with the same token; a client with
     /// another token (another agent) has its own.
     settings: Arc<RemoteSettings>,
+    /// The key requests are signed with, if any (`signing.rs`); shared like
+    /// `settings`, and replaced in place by [`Client::rotate_key`].
+    signer: Arc<crate::signing::Signer>,
 }
 
 /// What the server said about a send besides its body.
@@ -125,6 +129,7 @@ impl Client {
             inner.authorization = authorization;
             inner.session = None;
             inner.settings = Arc::default();
+            inner.signer = Arc::default();
         }))
     }
 
@@ -308,6 +313,7 @@ impl Client {
             .http
             .request(call.method.clone(), call.url.clone())
             .header(AUTHORIZATION, authorization);
+        let signer = self.inner.signer.current();
         request = if call.stream {
             request
                 .header(ACCEPT, "text/event-stream")
@@ -329,7 +335,11 @@ impl Client {
                 .body(body.clone());
         }
         let send = async {
-            let response = request.send().await?;
+            let mut request = request.build()?;
+            if let Some(held) = &signer {
+                crate::signing::sign(&mut request, held)?;
+            }
+            let response = self.inner.http.execute(request).await?;
             self.inner.settings.observe(response.headers());
             checked(response).await
         };

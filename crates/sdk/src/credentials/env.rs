@@ -51,6 +51,7 @@ pub(crate) fn from_lookup(
                 server,
                 token: Token::from(token),
                 region: var(REGION_VAR),
+                signing_key: None,
             }))
         }
     }

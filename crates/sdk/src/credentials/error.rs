@@ -42,6 +42,17 @@ pub enum CredentialError {
         backend: Backend,
     },
 
+    /// The keyring's signing key of a profile is not one (32 bytes, base64url).
+    #[error(
+        "the signing key saved for profile `{profile}` is damaged; log in again \
+         (`switchboard agent login --profile {profile}`) or register a new key \
+         (`switchboard agent key rotate --profile {profile}`)"
+    )]
+    CorruptKey {
+        /// The profile whose key was read.
+        profile: String,
+    },
+
     /// Exactly one of `SWITCHBOARD_SERVER` and `SWITCHBOARD_TOKEN` is set.
     #[error(
         "{present} is set but {missing} is not; set both to log in from the environment, \

@@ -69,6 +69,10 @@ pub struct Credentials {
     /// The regions the server must be in (`X-Region-Constraint`): the profile's
     /// `region`, or `SWITCHBOARD_REGION_CONSTRAINT`; `None`: no constraint.
     pub region: Option<String>,
+    /// The key the login signs its requests with (kept in the keyring next to the
+    /// token: [`TokenStore::save_signing_key`]); `None`: unsigned. Redacted in
+    /// `Debug`.
+    pub signing_key: Option<crate::signing::SigningKey>,
 }
 
 impl Credentials {
@@ -76,6 +80,7 @@ impl Credentials {
     pub fn client(&self) -> Result<crate::Client, crate::Error> {
         crate::Client::builder()
             .region_constraint(self.region.clone())
+            .signing_key(self.signing_key.clone())
             .build(&self.server, self.token.clone())
     }
 }

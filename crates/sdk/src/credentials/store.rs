@@ -4,6 +4,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use keyring_core::{CredentialStore, Entry};
 
 use super::error::keyring;
@@ -161,6 +163,7 @@ impl TokenStore {
                 server,
                 token: Token::from(token),
                 region: file.region(profile),
+                signing_key: self.signing_key(profile)?,
             })),
             Err(keyring_core::Error::NoEntry) => Err(CredentialError::TokenMissing {
                 profile: profile.to_owned(),
@@ -193,12 +196,59 @@ impl TokenStore {
             }
             Err(e) => return Err(keyring(self.backend, "delete", profile, e)),
         };
+        let removed_key = match self.key_entry(profile, "delete")?.delete_credential() {
+            Ok(()) => true,
+            Err(keyring_core::Error::NoEntry) => false,
+            Err(e) => return Err(keyring(self.backend, "delete", profile, e)),
+        };
         let mut file = profiles::read(&self.profiles)?;
         let removed_profile = file.remove(profile);
         if removed_profile {
             profiles::write(&self.profiles, &file)?;
         }
-        Ok(removed_token || removed_profile)
+        Ok(removed_token || removed_key || removed_profile)
+    }
+
+    /// Keeps `key`, the private key `profile`'s requests are signed with, in the
+    /// keyring next to its token (its own entry: user `<profile>#signing-key`;
+    /// profile names have no `#`). Replaces the one it had.
+    pub fn save_signing_key(
+        &self,
+        profile: &str,
+        key: &crate::signing::SigningKey,
+    ) -> Result<(), CredentialError> {
+        check_profile(profile)?;
+        let encoded = URL_SAFE_NO_PAD.encode(key.to_bytes());
+        self.key_entry(profile, "save")?
+            .set_password(&encoded)
+            .map_err(|e| keyring(self.backend, "save", profile, e))
+    }
+
+    /// The signing key of `profile`, if it has one.
+    pub fn signing_key(
+        &self,
+        profile: &str,
+    ) -> Result<Option<crate::signing::SigningKey>, CredentialError> {
+        check_profile(profile)?;
+        let encoded = match self.key_entry(profile, "read")?.get_password() {
+            Ok(encoded) => encoded,
+            Err(keyring_core::Error::NoEntry) => return Ok(None),
+            Err(e) => return Err(keyring(self.backend, "read", profile, e)),
+        };
+        let bytes: [u8; 32] = URL_SAFE_NO_PAD
+            .decode(encoded.trim())
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| CredentialError::CorruptKey {
+                profile: profile.to_owned(),
+            })?;
+        Ok(Some(crate::signing::SigningKey::from_bytes(&bytes)))
+    }
+
+    fn key_entry(&self, profile: &str, action: &'static str) -> Result<Entry, CredentialError> {
+        self.store
+            .build(SERVICE, &format!("{profile}#signing-key"), None)
+            .map_err(|e| keyring(self.backend, action, profile, e))
     }
 
     /// The profiles that have a server in the profiles file, sorted.

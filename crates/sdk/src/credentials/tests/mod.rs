@@ -298,6 +298,7 @@ async fn refresh_hooks_are_object_safe() {
         server: SERVER.to_owned(),
         token: Token::from("t1"),
         region: None,
+        signing_key: None,
     };
     let hooks: [Arc<dyn Refresh>; 2] = [Arc::new(NoRefresh), Arc::new(Rotate)];
     assert!(hooks[0].refresh(&current).await.unwrap().is_none());
@@ -337,6 +338,7 @@ fn credentials_make_a_client() {
         server: SERVER.to_owned(),
         token: Token::from(SECRET),
         region: None,
+        signing_key: None,
     };
     login.client().expect("a client for a valid URL");
 }

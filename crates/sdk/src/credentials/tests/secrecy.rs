@@ -39,6 +39,7 @@ fn no_error_and_no_login_shows_the_token() {
         server: SERVER.to_owned(),
         token: Token::from(SECRET),
         region: None,
+        signing_key: None,
     };
     let shown = format!("{login:?}"); // Credentials is Debug only
     assert!(shown.contains(SERVER) && !shown.contains(SECRET), "{shown}");

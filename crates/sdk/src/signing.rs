@@ -1,0 +1,106 @@
+//! Signed requests (issue 39): a client that holds an Ed25519 key signs every
+//! request it sends with RFC 9421 HTTP Message Signatures (`@method`,
+//! `@authority`, `@path`, `@query` when there is one, `content-digest` when there is
+//! a body, `authorization`; `created`, `expires` 300 s later, a fresh `nonce`, the
+//! key's RFC 7638 thumbprint as `keyid`, `alg="ed25519"`). The scheme is
+//! `switchboard_webhook::agent`, the one RFC 9421 implementation the server
+//! verifies with.
+//!
+//! Each attempt signs anew (a new nonce and `created`), so a retry is never a
+//! replay; the server answers a retried idempotent call with its stored answer.
+//!
+//! The key is bound to the credential it was presented with: at login (device
+//! flow: [`DeviceLogin::with_signing_key`](crate::login::DeviceLogin::with_signing_key))
+//! or by [`Client::register_key`](crate::Client::register_key) for a static token.
+//! From then on the server refuses that credential's unsigned requests, so a stolen
+//! access token is useless without the key. [`Client::rotate_key`] replaces the key
+//! while the client runs.
+//!
+//! [`Client::rotate_key`]: crate::Client::rotate_key
+
+use std::sync::{Arc, RwLock};
+
+pub use switchboard_webhook::agent::{Jwk, PublicKey, SigningKey};
+
+/// A key and its thumbprint (the `keyid`).
+pub(crate) struct Held {
+    key: SigningKey,
+    jkt: String,
+}
+
+/// The key a client signs with, if any: shared by the clients derived from one
+/// (same credential), and replaced in place by a rotation.
+#[derive(Default)]
+pub(crate) struct Signer(RwLock<Option<Arc<Held>>>);
+
+impl Signer {
+    pub(crate) fn new(key: Option<SigningKey>) -> Self {
+        let signer = Self::default();
+        signer.set(key);
+        signer
+    }
+
+    pub(crate) fn current(&self) -> Option<Arc<Held>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, key: Option<SigningKey>) {
+        let held = key.map(|key| {
+            let jkt = key.public_key().thumbprint();
+            Arc::new(Held { key, jkt })
+        });
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = held;
+    }
+}
+
+impl Held {
+    pub(crate) fn jkt(&self) -> &str {
+        &self.jkt
+    }
+}
+
+/// `@authority` of `url` as the server receives it in `Host`: the host (IPv6 in
+/// brackets), and the port unless it is the scheme's default.
+fn authority(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    }
+}
+
+/// Adds `Content-Digest` (when there is a body), `Signature-Input` and
+/// `Signature` to `request`, signed now with a new nonce.
+pub(crate) fn sign(request: &mut reqwest::Request, held: &Held) -> Result<(), crate::Error> {
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let url = request.url().clone();
+    let authority = authority(&url);
+    let path_and_query = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let body = request
+        .body()
+        .and_then(reqwest::Body::as_bytes)
+        .unwrap_or_default()
+        .to_vec();
+    let headers = request.headers().clone();
+    let view = switchboard_webhook::agent::Request {
+        method: request.method().as_str(),
+        authority: &authority,
+        path_and_query: &path_and_query,
+        headers: &headers,
+        body: &body,
+    };
+    let nonce = switchboard_webhook::agent::new_nonce();
+    let signed = switchboard_webhook::agent::sign(&held.key, &held.jkt, &view, created, &nonce);
+    for (name, value) in signed {
+        let value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+            crate::Error::InvalidInput(format!("the {name} header could not be made"))
+        })?;
+        request.headers_mut().insert(name, value);
+    }
+    Ok(())
+}
