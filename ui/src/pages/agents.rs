@@ -22,6 +22,7 @@ use switchboard_proto::{
 use super::client::ClientSide;
 use super::credentials::{CredentialsPanel, Revoker};
 use super::settings::ClientSettingsPanel;
+use super::signatures::SignaturesPanel;
 use super::tenants::TenantsPanel;
 use super::{error_box, loading};
 use crate::api;
@@ -341,6 +342,7 @@ pub(crate) fn AgentsPage() -> impl IntoView {
                 }.into_any(),
             }}
             <CredentialsPanel revoker=revoker/>
+            <SignaturesPanel/>
             <ClientSide/>
             <ClientSettingsPanel/>
             <TenantsPanel/>

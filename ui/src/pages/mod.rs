@@ -15,6 +15,7 @@ pub(crate) mod leases;
 pub(crate) mod overview;
 pub(crate) mod quarantine;
 pub(crate) mod settings;
+pub(crate) mod signatures;
 pub(crate) mod tenants;
 pub(crate) mod webhooks;
 

@@ -130,6 +130,11 @@ async fn sqlite(config: &Config, shown: &str) -> Vec<Finding> {
         applied,
         &sqlx::migrate!("../../migrations/sqlite"),
     ));
+    found.extend(super::signatures::finding(
+        sqlx::query_as(super::signatures::QUERY)
+            .fetch_all(&mut conn)
+            .await,
+    ));
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
         .fetch_one(&mut conn)
         .await
@@ -427,6 +432,11 @@ async fn postgres(
         applied,
         &sqlx::migrate!("../../migrations/postgres"),
     ));
+    found.extend(super::signatures::finding(
+        sqlx::query_as(super::signatures::QUERY)
+            .fetch_all(&mut *conn)
+            .await,
+    ));
     found
 }
 
@@ -486,6 +496,11 @@ pub(super) async fn mysql(
     found.push(migrations(
         applied,
         &sqlx::migrate!("../../migrations/mysql"),
+    ));
+    found.extend(super::signatures::finding(
+        sqlx::query_as(super::signatures::QUERY)
+            .fetch_all(&mut *conn)
+            .await,
     ));
     found
 }

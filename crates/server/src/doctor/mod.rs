@@ -12,6 +12,7 @@
 
 mod database;
 mod host;
+mod signatures;
 
 use crate::config::Config;
 use serde::Serialize;
