@@ -54,6 +54,9 @@ pub struct Options {
     pub trusted_proxies: Vec<String>,
     /// The region the server is in (`--region`).
     pub region: Option<String>,
+    /// The `host[:port]` clients address the server by (`--public-url`), which
+    /// signed requests are verified against.
+    pub public_authority: Option<String>,
 }
 
 pub struct TestServer {
@@ -176,6 +179,7 @@ impl TestServer {
             config.heartbeat = h;
         }
         config.region = opts.region;
+        config.public_authority = opts.public_authority;
         if let Some(r) = opts.retention {
             config.retention = r;
         }

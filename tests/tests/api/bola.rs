@@ -80,6 +80,8 @@ impl Ids {
             "user_code" => self.user_code.clone(),
             // Not an id: the same in every request.
             "action" => "replay".into(),
+            // A key of the caller's own credential (RFC 8037's example key).
+            "jkt" => "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k".into(),
             _ => return None,
         })
     }
@@ -157,7 +159,18 @@ fn request(method: &Method, template: &str, ids: &Ids) -> Option<(Request, bool)
         | ("GET", "/api/v1/ops/leases")
         | ("GET", "/api/v1/ops/lease-audit")
         | ("GET", "/api/v1/session")
+        | ("GET", "/api/v1/keys")
+        | ("GET", "/api/v1/ops/signatures")
         | ("DELETE", "/api/v1/session") => (None, vec![], false),
+        // A key names the caller's own credential, never another object.
+        ("POST", "/api/v1/keys") => (
+            Some(json!({"jwk": {"kty": "OKP", "crv": "Ed25519",
+                "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}})),
+            vec![],
+            false,
+        ),
+        ("DELETE", "/api/v1/keys/{jkt}") => (None, vec![], false),
+        ("PUT", "/api/v1/ops/signatures") => (Some(json!({"policy": "optional"})), vec![], false),
         ("POST", "/api/v1/admin/tenants") => (Some(json!({"name": "bola-new"})), vec![], false),
         ("POST", "/api/v1/ops/agents") => (Some(json!({"name": "bola-new"})), vec![], false),
         ("POST", "/api/v1/ops/tokens") => (
@@ -851,6 +864,7 @@ const MUST_AUDIT: &[&str] = &[
     "PUT /api/v1/ops/client-settings",
     "POST /api/v1/ops/authorizations",
     "POST /api/v1/ops/login-links",
+    "PUT /api/v1/ops/signatures",
 ];
 
 /// The ids of the tenant's audit rows.

@@ -20,6 +20,7 @@ mod records_pages;
 mod rooms;
 mod seed_leases;
 mod seeds;
+mod signatures;
 mod signin;
 mod support;
 mod system;

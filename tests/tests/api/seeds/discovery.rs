@@ -127,6 +127,7 @@ async fn a_region_constraint_the_server_does_not_meet_is_refused_before_any_effe
         server: server.url.clone(),
         token: Token::from(agent.token.clone()),
         region: Some(region.to_owned()),
+        signing_key: None,
     };
     let eu = as_profile("EU").client().expect("client");
     eu.poll("alpha", 0, None).await.expect("EU is met");
