@@ -9,4 +9,5 @@ mod consumer;
 mod follow;
 mod outbox;
 mod report;
+mod signed;
 mod support;
