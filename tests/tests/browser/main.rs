@@ -27,6 +27,7 @@ mod leases;
 mod package;
 mod rerender;
 mod session;
+mod signatures;
 mod signin;
 mod support;
 mod tenants;

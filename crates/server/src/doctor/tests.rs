@@ -501,3 +501,65 @@ async fn mysql_checks() {
     conn.close().await.unwrap();
     db.drop("").await;
 }
+
+#[tokio::test]
+async fn each_tenants_signature_policy_and_signing_agents_are_reported() {
+    use crate::store::{
+        AuditNote, DirectoryStore, NewRequestKey, RequestKeyStore, SignaturePolicy,
+    };
+    let s = scratch();
+    let store = SqliteStore::open(&s.config.database_url, "full", Hooks::default().store())
+        .await
+        .unwrap();
+    let tenant = store.ensure_tenant("default", 1).await.unwrap();
+    let scopes = ["agent:{agent_id}:inbox".to_owned()];
+    store
+        .create_agent(tenant, "signs", &[1; 32], &scopes, None, 1)
+        .await
+        .unwrap();
+    store
+        .create_agent(tenant, "plain", &[2; 32], &scopes, None, 1)
+        .await
+        .unwrap();
+    let key = NewRequestKey {
+        jkt: "k",
+        public_key: &[7; 32],
+        binds_parent: true,
+    };
+    store
+        .bind_request_key(tenant, &[1; 32], &key, None, 2)
+        .await
+        .unwrap();
+    let report = s.report().await;
+    let finding = report.get("signatures").expect("a signatures finding");
+    assert_eq!(finding.status, Status::Ok, "{finding:?}");
+    assert!(
+        finding
+            .message
+            .contains("default: optional, 1 of 2 agents sign"),
+        "{finding:?}"
+    );
+
+    // Off is a warning that says how to turn it back on.
+    let note = AuditNote {
+        actor: "operator".into(),
+        target: "signatures".into(),
+        detail: None,
+    };
+    store
+        .set_signature_policy(tenant, SignaturePolicy::Off, &note, 3)
+        .await
+        .unwrap();
+    store.close().await;
+    let report = s.report().await;
+    let finding = report.get("signatures").expect("a signatures finding");
+    assert_eq!(finding.status, Status::Warning, "{finding:?}");
+    assert!(
+        finding
+            .fix
+            .as_deref()
+            .unwrap_or_default()
+            .contains("PUT /api/v1/ops/signatures"),
+        "{finding:?}"
+    );
+}

@@ -148,6 +148,15 @@ impl Http {
         }))
     }
 
+    /// Queues over clients made by the caller (one that signs, say): (name,
+    /// client), each ack and each claim its own request.
+    pub(crate) fn with_clients(agents: Vec<(String, Client)>) -> Arc<Self> {
+        Arc::new(Self {
+            agents,
+            with_claim: false,
+        })
+    }
+
     /// [`new`](Self::new) with acks and claims as separate requests.
     pub(crate) fn separate(url: &str, agents: &[(String, String)]) -> Result<Arc<Self>> {
         let mut http = Arc::into_inner(Self::new(url, agents)?).expect("just made");
