@@ -6,10 +6,11 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::{HeaderMap, HeaderValue};
+use switchboard_webhook::agent::sign_signature_base_ed25519;
 use switchboard_webhook::agent::{
     self, Error, Presented, Request, SigningKey, accept_signature, presented, sign, verify,
 };
-use switchboard_webhook::rfc9421::{sign_signature_base_ed25519, signature_base};
+use switchboard_webhook::rfc9421::signature_base;
 use switchboard_webhook::{CONTENT_DIGEST, SIGNATURE, SIGNATURE_INPUT, content_digest};
 
 const NOW: i64 = 1_700_000_000;

@@ -7,10 +7,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::HeaderValue;
 use serde::Deserialize;
-use switchboard_webhook::agent::{PublicKey, Request, SigningKey};
-use switchboard_webhook::rfc9421::{
-    RequestView, SignatureParams, sign_signature_base_ed25519, signature_base, verify_ed25519,
+use switchboard_webhook::agent::{
+    PublicKey, Request, SigningKey, sign_signature_base_ed25519, verify_ed25519,
 };
+use switchboard_webhook::rfc9421::{RequestView, SignatureParams, signature_base};
 use switchboard_webhook::{SIGNATURE, SIGNATURE_INPUT, VerifyError};
 
 mod signing;

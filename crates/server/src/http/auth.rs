@@ -131,11 +131,17 @@ impl FromRequestParts<AppState> for Scraper {
     }
 }
 
+/// The outcome of authenticating a request's bearer token, kept in its extensions
+/// by the layer that authenticated it first (`signatures.rs`), so [`authenticate`]
+/// takes it instead of looking the token up and drawing its buckets again.
+#[derive(Clone)]
+pub(crate) struct Authenticated(pub(crate) Result<Principal, ApiError>);
+
 /// Who the bearer token or the console session cookie stands for: what the
 /// signatures layer found already (`http/signatures.rs` authenticates every API
 /// request with a bearer token once, before the handler), else looked up now.
 pub(super) async fn authenticate(parts: &Parts, state: &AppState) -> Result<Principal, ApiError> {
-    if let Some(super::signatures::Authenticated(outcome)) = parts.extensions.get() {
+    if let Some(Authenticated(outcome)) = parts.extensions.get() {
         return outcome.clone();
     }
     let Some(header) = parts.headers.get(AUTHORIZATION) else {

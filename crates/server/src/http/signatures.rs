@@ -29,7 +29,7 @@
 //! agent key); the OAuth endpoints are not under `/api`.
 
 use super::AppState;
-use super::auth;
+use super::auth::{self, Authenticated};
 use crate::access::Principal;
 use crate::error::ApiError;
 use crate::store::{RequestKey, SignaturePolicy};
@@ -41,11 +41,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use switchboard_proto::ErrorCode;
 use switchboard_webhook::agent::{self, Presented, PublicKey};
-
-/// The outcome of authenticating the request's bearer token, kept for the
-/// extractors (`auth::authenticate` takes it instead of authenticating again).
-#[derive(Clone)]
-pub(crate) struct Authenticated(pub(crate) Result<Principal, ApiError>);
 
 /// `Accept-Signature`, the field a 401 `signature_required` names what to sign in.
 const ACCEPT_SIGNATURE: &str = "accept-signature";

@@ -50,12 +50,14 @@
 //! ```
 
 mod key;
+mod labelled;
 mod sign;
 mod verify;
 
 use http::HeaderMap;
 
 pub use key::{JWK_CRV, JWK_KTY, Jwk, KeyError, PublicKey, SigningKey};
+pub use labelled::{sign_signature_base_ed25519, verify_ed25519};
 pub use sign::{new_nonce, sign};
 pub use verify::{Presented, presented, verify};
 

@@ -4,8 +4,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::RngCore as _;
 
+use super::sign_signature_base_ed25519;
 use super::{ALGORITHM, LABEL, MAX_VALIDITY_SECS, Request, SigningKey};
-use crate::rfc9421::{SignatureParams, sign_signature_base_ed25519, signature_base};
+use crate::rfc9421::{SignatureParams, signature_base};
 use crate::{CONTENT_DIGEST, SIGNATURE, SIGNATURE_INPUT, content_digest};
 
 /// The headers to add to `request`, as lowercase `(name, value)` pairs:

@@ -4,8 +4,8 @@
 //! * `hmac-sha256`, the webhook deliveries the server signs with a callback's
 //!   [`crate::Secret`] ([`verify_rfc9421`], `hmac.rs`);
 //! * `ed25519`, the requests agents sign with their own key
-//!   ([`crate::agent`], and [`verify_ed25519`] for the RFC's own examples,
-//!   `ed25519.rs`).
+//!   ([`crate::agent`], and `agent::verify_ed25519` for the RFC's own examples,
+//!   `agent/labelled.rs`, which builds on this module and not the other way).
 //!
 //! Both use the same signature base (§2.5) and parameter serialization (§2.3)
 //! (`base.rs`), the same component values (§2.1 header fields; §2.2 `@method`,
@@ -51,18 +51,16 @@
 //! parameters, which is what RFC 9421 signs).
 
 mod base;
-mod ed25519;
 mod hmac;
 mod verify;
 
 pub(crate) use base::{Message, Query, dictionary_field, sf_string};
 pub use base::{RequestView, SignatureParams, normalize_authority, normalize_path, signature_base};
-pub use ed25519::{sign_signature_base_ed25519, verify_ed25519};
 pub(crate) use hmac::sign_rfc9421;
 pub use hmac::{
     ALGORITHM, COVERED_COMPONENTS, DEFAULT_VALIDITY_SECS, SIGNATURE_LABEL, sign_signature_base,
     verify_rfc9421,
 };
 pub(crate) use verify::{
-    Member, Verifier, integer_param, signature_bytes, string_param, verify_member,
+    Member, Verifier, check_alg, integer_param, signature_bytes, string_param, verify_member,
 };

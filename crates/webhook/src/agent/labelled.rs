@@ -9,9 +9,10 @@ use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::Signer as _;
 use sfv::ListEntry;
 
-use super::base::dictionary_field;
-use super::verify::{Member, Verifier, check_alg, signature_bytes, verify_member};
-use crate::agent::{self, PublicKey, SigningKey};
+use super::{self as agent, PublicKey, SigningKey};
+use crate::rfc9421::{
+    Member, Verifier, check_alg, dictionary_field, signature_bytes, verify_member,
+};
 use crate::{CONTENT_DIGEST, SIGNATURE, SIGNATURE_INPUT, VerifyError, verify_content_digest};
 
 /// The `ed25519` signature of a signature base, base64 (standard, padded): what
