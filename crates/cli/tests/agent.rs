@@ -552,6 +552,7 @@ async fn login_keeps_the_token_in_the_kernel_keyring_and_logout_removes_it() {
     let script = format!(
         "set -e
          echo \"$TOKEN\" | {bin} agent login --server {url} --token -
+         {bin} agent key register > {home}/jkt
          {bin} agent send --to bob '{{\"text\": \"via keyring\"}}'
          {bin} agent logout
          if {bin} agent send --to bob '{{\"text\": \"no login\"}}' 2> {home}/err; then exit 9; fi",
@@ -586,6 +587,25 @@ async fn login_keeps_the_token_in_the_kernel_keyring_and_logout_removes_it() {
         "says how to log in: {err}"
     );
     assert!(!err.contains(&alice));
+    // The key `agent key register` bound (issue 39): the send above was signed
+    // with it, and the token alone is refused now.
+    let jkt = std::fs::read_to_string(home.path().join("jkt")).unwrap();
+    let op = Client::new(&server.url, server.operator.as_str()).unwrap();
+    let overview = op.signatures().await.unwrap();
+    let keys = &overview
+        .agents
+        .iter()
+        .find(|a| a.name == "alice")
+        .unwrap()
+        .keys;
+    assert_eq!(keys.len(), 1, "{overview:?}");
+    assert_eq!(keys[0].key.jkt, jkt.trim());
+    let refused = Client::new(&server.url, alice.as_str())
+        .unwrap()
+        .poll("alice", 0, None)
+        .await
+        .expect_err("the token alone");
+    assert_eq!(refused.status(), Some(401), "{refused}");
     let page = Client::new(&server.url, bob.as_str())
         .unwrap()
         .poll("bob", 0, None)

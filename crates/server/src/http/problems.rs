@@ -37,11 +37,15 @@ pub(super) fn open(method: &str, path: &str) -> bool {
 const READ: (u16, &str) = (
     400,
     "`validation_failed`, `malformed_json` or `idempotency_key_required`: the request \
-     cannot be read (a path, query or header value, or the JSON body)",
+     cannot be read (a path, query or header value, or the JSON body); \
+     `digest_mismatch`: a signed request's body does not match its Content-Digest",
 );
 const UNAUTHORIZED: (u16, &str) = (
     401,
-    "`unauthorized`: no bearer token, or one the server does not know",
+    "`unauthorized`: no bearer token, or one the server does not know; for an agent's \
+     credential, `signature_required` (a credential bound to a key, or a tenant that \
+     requires signatures: see `Accept-Signature`), `signature_invalid`, \
+     `signature_expired` or `signature_replayed` (RFC 9421 signed requests)",
 );
 const FORBIDDEN: (u16, &str) = (
     403,

@@ -215,6 +215,21 @@ async fn a_key_binds_its_credential_and_the_sdk_signs_every_request() {
     let mine = overview.agents.iter().find(|a| a.name == "signer").unwrap();
     assert_eq!(mine.keys[0].key.jkt, keys[0].jkt);
 
+    // The seeds' `/v1/...` spelling is verified as received, before the alias is
+    // rewritten: a signature of `/v1/...` passes there; one of the `/api/v1/...`
+    // twin does not.
+    let mut seed = Signed::new(&server, &token, &key, "agents/signer/inbox");
+    seed.method = Method::GET;
+    seed.path = "/v1/agents/signer/inbox".to_owned();
+    let reply = seed.send().await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let mut twin = Signed::new(&server, &token, &key, "agents/signer/inbox");
+    twin.method = Method::GET;
+    let headers = twin.headers();
+    seed.send_with(&server, headers, Vec::new())
+        .await
+        .problem(401, "signature_invalid");
+
     // Another agent with no key still works unsigned under `optional`.
     let (_, plain) = server.agent("plain").await;
     send(&plain, "plain", json!({"unsigned": true})).await;
