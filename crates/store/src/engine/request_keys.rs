@@ -47,6 +47,7 @@ pub(crate) trait RequestKeyStatements: super::Driver {
     ) -> StoreResult<()>;
     async fn insert_nonce_row(
         &self,
+        tx: &mut Self::Tx,
         keyid: &str,
         nonce: &str,
         expires_at: Millis,
@@ -169,10 +170,21 @@ store_area! {
 
         /// Records that a verified signature used `(keyid, nonce)`, until
         /// `expires_at`: `false` when it was used before (a replay), on any instance.
+        /// Committed with `commit_later`: on a database one process owns (SQLite) it
+        /// joins the writer's next group commit, usually the request's own business
+        /// change, instead of a commit (an fsync) of its own; the writer's one
+        /// transaction at a time already makes a second insert see the first.
         async fn use_nonce(&self, keyid: &str, nonce: &str, expires_at: Millis) -> StoreResult<bool> {
-            self.0
-                .retrying(|| self.0.insert_nonce_row(keyid, nonce, expires_at))
-                .await
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                if !d.insert_nonce_row(&mut tx, keyid, nonce, expires_at).await? {
+                    return Ok(false);
+                }
+                d.commit_later(tx).await?;
+                Ok(true)
+            })
+            .await
         }
 
         /// Forgets the nonces whose signatures expired before `before`; how many.

@@ -139,6 +139,7 @@ macro_rules! request_key_statements {
 
             async fn insert_nonce_row(
                 &self,
+                tx: &mut Self::Tx,
                 keyid: &str,
                 nonce: &str,
                 expires_at: $crate::clock::Millis,
@@ -150,7 +151,7 @@ macro_rules! request_key_statements {
                 .bind(keyid)
                 .bind(nonce)
                 .bind(expires_at)
-                .execute(self.write_pool())
+                .execute(&mut **tx)
                 .await
                 .map(|done| done.rows_affected());
                 $crate::dialect::inserted(done)
