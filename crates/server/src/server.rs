@@ -155,6 +155,8 @@ impl Server {
         )
         .await?;
         let running = Running::new(store.instance_name());
+        let replays = crate::access::replays::Replays::new(store.as_ref());
+        replays.load(store.as_ref(), now).await?;
         // Every wake-up takes one road: the store hands its commits' (and the
         // other instances') to the hub.
         let hub = Hub::new();
@@ -175,6 +177,7 @@ impl Server {
             )
             .with_addresses(config.address_rate_limit),
             running,
+            replays,
             config,
             hub,
             metrics: Metrics::new(),
@@ -254,6 +257,9 @@ impl Server {
         // Bulk jobs see the cancel, record where they stopped, and end.
         state.tasks.close();
         state.tasks.wait().await;
+        if let Err(e) = state.replays.save(state.store.as_ref(), state.now()).await {
+            tracing::warn!(error = %e, "the signed requests' nonces seen last could not be saved");
+        }
         state.store.close().await;
         tracing::info!("database closed");
         result

@@ -77,3 +77,11 @@ pub struct AgentKeyRow {
     /// The label of the credential the key hangs under.
     pub credential_label: String,
 }
+
+/// A nonce a verified signature used, kept until `expires_at` (ms).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsedNonce {
+    pub keyid: String,
+    pub nonce: String,
+    pub expires_at: Millis,
+}

@@ -10,6 +10,7 @@
 //! only read: [`Principal::working_agent`] is `None` for it).
 
 pub mod rate_limit;
+pub mod replays;
 pub mod sessions;
 
 use crate::error::ApiError;

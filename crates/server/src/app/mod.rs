@@ -55,6 +55,8 @@ pub struct StateInner {
     pub signing: crate::oauth::keys::SigningKeys,
     /// The rate-limit buckets of this instance (`http/rate_limit.rs`).
     pub limiter: crate::access::rate_limit::Limiter,
+    /// Signed requests' nonces seen (`access/replays.rs`).
+    pub replays: crate::access::replays::Replays,
     /// The idempotency keys this process is running a request for.
     pub(crate) running: running::Running,
     /// Webhook callbacks: the key, the guarded client, the rules.

@@ -180,8 +180,13 @@ async fn checked(
     // window refuses it anyway.
     let forget_at = (presented.expires + agent::CLOCK_SKEW_SECS) * 1000;
     if !state
-        .store
-        .use_nonce(&presented.keyid, &presented.nonce, forget_at)
+        .replays
+        .first_use(
+            state.store.as_ref(),
+            &presented.keyid,
+            &presented.nonce,
+            forget_at,
+        )
         .await
         .map_err(ApiError::from)?
     {

@@ -1,6 +1,7 @@
 //! The scavenger: leases that ran out go back to pending, or to the quarantine at
 //! the attempt limit (I5); events past their `expires_at` expire. Claims reap their
-//! own agent's expired leases too; this pass finds the rest.
+//! own agent's expired leases too; this pass finds the rest. It also saves the
+//! signed requests' nonces a process that owns its database saw (`access/replays.rs`).
 
 use super::{TickReport, Workers};
 
@@ -18,4 +19,11 @@ pub(super) async fn pass(w: &Workers, now: i64, report: &mut TickReport) {
         );
     }
     report.reap = reap;
+    // Every pass: what a crash can lose of the nonces seen (`access/replays.rs`).
+    w.task(
+        "signature_nonces_saved",
+        report,
+        state.replays.save(state.store.as_ref(), now),
+    )
+    .await;
 }

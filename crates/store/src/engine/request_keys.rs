@@ -52,6 +52,7 @@ pub(crate) trait RequestKeyStatements: super::Driver {
         nonce: &str,
         expires_at: Millis,
     ) -> StoreResult<bool>;
+    async fn live_nonce_rows(&self, now: Millis) -> StoreResult<Vec<UsedNonce>>;
 }
 
 /// Binds `key` to the credential `parent_hash` in `tx`: `false` when that
@@ -185,6 +186,30 @@ store_area! {
                 Ok(true)
             })
             .await
+        }
+
+        /// Keeps `nonces` (used already: a process that owns its database checks them
+        /// in memory and saves them behind), in one transaction; one kept before is
+        /// left as it is.
+        async fn save_nonces(&self, nonces: &[UsedNonce]) -> StoreResult<()> {
+            if nonces.is_empty() {
+                return Ok(());
+            }
+            let d = &self.0;
+            d.retrying(|| async {
+                let mut tx = d.begin_write().await?;
+                for n in nonces {
+                    d.insert_nonce_row(&mut tx, &n.keyid, &n.nonce, n.expires_at)
+                        .await?;
+                }
+                d.commit(tx, &[]).await
+            })
+            .await
+        }
+
+        /// The nonces kept whose signatures have not expired at `now`.
+        async fn live_nonces(&self, now: Millis) -> StoreResult<Vec<UsedNonce>> {
+            self.0.live_nonce_rows(now).await
         }
 
         /// Forgets the nonces whose signatures expired before `before`; how many.

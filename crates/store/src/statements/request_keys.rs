@@ -156,6 +156,28 @@ macro_rules! request_key_statements {
                 .map(|done| done.rows_affected());
                 $crate::dialect::inserted(done)
             }
+
+            async fn live_nonce_rows(
+                &self,
+                now: $crate::clock::Millis,
+            ) -> $crate::StoreResult<Vec<$crate::UsedNonce>> {
+                use $crate::rows::Cols;
+                let rows = sqlx::query($crate::engine::stmt!(
+                    "SELECT keyid, nonce, expires_at FROM signature_nonces WHERE expires_at > $1"
+                ))
+                .bind(now)
+                .fetch_all(self.read_pool())
+                .await?;
+                rows.iter()
+                    .map(|r| {
+                        Ok($crate::UsedNonce {
+                            keyid: r.text("keyid")?,
+                            nonce: r.text("nonce")?,
+                            expires_at: r.int("expires_at")?,
+                        })
+                    })
+                    .collect()
+            }
         }
     };
 }

@@ -545,3 +545,30 @@ async fn rotating_the_key_while_consuming_loses_no_event() {
         .await
         .expect("a signed release");
 }
+
+#[tokio::test]
+async fn a_nonce_stays_used_across_a_restart() {
+    // SQLite checks nonces in memory and saves them behind (every worker pass and
+    // at shutdown), loading the live ones at start; the database servers keep them
+    // in the table at once.
+    let mut server = TestServer::start().await;
+    let (token, key, _) = bound_agent(&server, "restart").await;
+    let (path, headers, body) = {
+        let mut send = Signed::new(&server, &token, &key, "agents/restart/messages")
+            .body(json!({"payload": {"n": 1}}));
+        send.idempotency_key = Some(switchboard_tests::key());
+        (send.path.clone(), send.headers(), send.body_bytes())
+    };
+    let post = |server: &TestServer| {
+        reqwest::Client::new()
+            .post(format!("{}{path}", server.url))
+            .headers(headers.clone())
+            .body(body.clone())
+    };
+    let first = call(post(&server)).await;
+    assert_eq!(first.status, 201, "{}", first.text());
+    server.outage(Duration::from_millis(10)).await;
+    call(post(&server)).await.problem(401, "signature_replayed");
+    let events = crate::support::inbox(&server.operator(), "restart").await;
+    assert_eq!(events.len(), 1);
+}

@@ -127,8 +127,37 @@ where
         "another keyid's nonce"
     );
     assert!(d.use_nonce("k1", "n-old", 500).await.unwrap());
+    // Saved behind (a process that owns its database checks in memory): a nonce
+    // saved before is left as it was; the live ones are read back at start.
+    d.save_nonces(&[
+        UsedNonce {
+            keyid: "k3".into(),
+            nonce: "n-behind".into(),
+            expires_at: 3_000,
+        },
+        UsedNonce {
+            keyid: "k1".into(),
+            nonce: "n-race".into(),
+            expires_at: 9_999,
+        },
+    ])
+    .await
+    .unwrap();
+    let mut live = d.live_nonces(950).await.unwrap();
+    live.sort_by(|a, b| (&a.keyid, &a.nonce).cmp(&(&b.keyid, &b.nonce)));
+    assert_eq!(
+        live.iter()
+            .map(|n| (n.keyid.as_str(), n.nonce.as_str(), n.expires_at))
+            .collect::<Vec<_>>(),
+        [
+            ("k1", "n-race", 1_000),
+            ("k2", "n-race", 1_000),
+            ("k3", "n-behind", 3_000)
+        ]
+    );
     // Trimming forgets the expired, and only them.
     assert_eq!(d.forget_nonces(900).await.unwrap(), 1);
+    assert_eq!(d.live_nonces(950).await.unwrap().len(), 3);
     assert!(!d.use_nonce("k1", "n-race", 1_000).await.unwrap());
     assert!(d.use_nonce("k1", "n-old", 2_000).await.unwrap());
 }
