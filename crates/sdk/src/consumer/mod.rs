@@ -35,6 +35,9 @@
 //!
 //! # Shutdown
 //!
+//! With [`ConsumerConfig::stop_when_idle`], `run` also returns (after sending the
+//! waiting acks) once a claim finds nothing claimable.
+//!
 //! Cancelling the token stops claiming: the handler in flight finishes and its
 //! outcome is applied (acked), and events claimed but not started are released
 //! at once for another consumer.
@@ -191,6 +194,7 @@ impl Consumer {
             schedule.obey(ceiling.map(Duration::from_millis));
             self.prune().await?;
             match self.drain(&handler, &cancel).await {
+                Ok(Drained::Empty(_)) if self.config.stop_when_idle => break Ok(()),
                 Ok(Drained::Empty(0)) => schedule.idle(),
                 Ok(Drained::Empty(_)) => schedule.activity(),
                 Ok(Drained::Cancelled) => break Ok(()),

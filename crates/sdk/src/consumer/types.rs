@@ -82,6 +82,10 @@ pub struct ConsumerConfig {
     pub dedup_ttl: Duration,
     /// …and at most how many (100,000).
     pub dedup_max: u64,
+    /// Return from `run` as soon as a claim finds nothing claimable, instead of
+    /// waiting for more (false): batch jobs, scripts and tests. Events released
+    /// with a delay are not claimable until it passes, so they do not keep it up.
+    pub stop_when_idle: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -98,6 +102,7 @@ impl Default for ConsumerConfig {
             retry_cap: Duration::from_secs(300),
             dedup_ttl: Duration::from_secs(7 * 24 * 3600),
             dedup_max: 100_000,
+            stop_when_idle: false,
         }
     }
 }
