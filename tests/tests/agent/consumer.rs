@@ -439,3 +439,50 @@ async fn the_consumer_acks_a_batch_with_its_next_claim() {
         ]
     );
 }
+
+#[tokio::test]
+async fn stop_when_idle_returns_once_nothing_is_claimable_with_the_acks_sent() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let (_, bob) = server.agent("bob").await;
+    send_numbered(&bob, "alice", 0, 3).await;
+
+    let (db, _dir) = local_db().await;
+    let mut config = polling();
+    config.stop_when_idle = true;
+    // The first event fails once: its release delay (>= 1 s) makes it unclaimable,
+    // so it must not keep the run going.
+    let failed = Arc::new(Mutex::new(false));
+    let recorder = Recorder::default();
+    let handler = {
+        let (failed, record) = (failed.clone(), recorder.handler());
+        move |delivery: Delivery| {
+            let first = n_of(&delivery.event) == 0
+                && !std::mem::replace(&mut *failed.lock().unwrap(), true);
+            let outcome = if first {
+                std::future::ready(Outcome::Failed("not yet".into()))
+            } else {
+                record(delivery)
+            };
+            outcome
+        }
+    };
+    let consumer = Consumer::new(alice.clone(), "alice", db, config);
+    let ran = tokio::time::timeout(
+        Duration::from_secs(30),
+        consumer.run(handler, CancellationToken::new()),
+    )
+    .await
+    .expect("run returns without being cancelled");
+    ran.expect("run");
+    assert_eq!(
+        recorder.seen(),
+        [1, 2],
+        "the released event waits for its delay"
+    );
+    assert_eq!(
+        completed(&alice, "alice").await,
+        2,
+        "the acks are sent before run returns"
+    );
+}
