@@ -1,0 +1,47 @@
+"""Python agents for Switchboard, over the Rust SDK.
+
+``switchboard.Agent`` sends through the SDK's durable local outbox (the privacy
+gate first, then a local SQLite write, then delivery with stable idempotency keys,
+retries with decorrelated jitter honouring ``Retry-After``, ordered per room) and
+consumes the inbox with the SDK's consumer (claims, leases extended while the
+handler runs, local dedup, local poison quarantine)::
+
+    import switchboard
+
+    with switchboard.Agent(server=URL, token=TOKEN, state="state/", name="reviewer") as agent:
+        agent.send("writer", {"text": "draft ready?"})   # durable in the outbox on return
+        agent.flush(timeout=10)                           # sent, or FlushTimeout
+        agent.run(lambda event: print(event.payload))     # until nothing is claimable
+
+Errors are ``switchboard.SwitchboardError`` subclasses (see ``switchboard.errors``).
+"""
+
+from __future__ import annotations
+
+from ._switchboard import Agent, Event, Receipt, RunStats, __version__
+from .errors import (
+    ApiError,
+    DeliveryRefused,
+    FlushTimeout,
+    LocalStateError,
+    MessageTooLarge,
+    OutboxFull,
+    PrivacyRefused,
+    SwitchboardError,
+)
+
+__all__ = [
+    "Agent",
+    "Event",
+    "Receipt",
+    "RunStats",
+    "__version__",
+    "SwitchboardError",
+    "ApiError",
+    "DeliveryRefused",
+    "PrivacyRefused",
+    "OutboxFull",
+    "MessageTooLarge",
+    "FlushTimeout",
+    "LocalStateError",
+]

@@ -1,0 +1,153 @@
+"""Type stubs of the compiled module (``switchboard._switchboard``); import the
+names from ``switchboard``."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any, Callable, TypedDict, final
+
+__version__: str
+
+JSON = dict[str, Any] | list[Any] | str | int | float | bool | None
+
+class OutboxEntry(TypedDict):
+    id: int
+    target: dict[str, str]
+    message_type: str
+    state: str  # queued, sending, retryable, sent, poison, expired
+    attempts: int
+    next_attempt_at: int
+    last_error: str | None
+    first_attempt_at: int | None
+    created_at: int
+    updated_at: int
+    receipt: dict[str, Any] | None
+
+class LocalPoison(TypedDict):
+    event_id: str
+    seq: int
+    failures: int
+    reason: str | None
+    at: int
+
+@final
+class Receipt:
+    """The message is durable in the local outbox; it is delivered in the
+    background, or by ``Agent.flush()``."""
+
+    @property
+    def outbox_id(self) -> int: ...
+    @property
+    def target(self) -> str:
+        """``agent:<name>`` or ``room:<name>``."""
+    @property
+    def stripped(self) -> list[str]:
+        """JSON paths the privacy gate removed (not in the schema)."""
+
+@final
+class RunStats:
+    """What one ``Agent.run()`` did."""
+
+    @property
+    def handled(self) -> int: ...
+    @property
+    def acked(self) -> int: ...
+    @property
+    def deduplicated(self) -> int: ...
+    @property
+    def poisoned(self) -> int: ...
+    @property
+    def claims(self) -> int: ...
+
+@final
+class Event:
+    """One inbox event handed to a ``run()`` handler. Returning acks it; raising
+    releases it (a local failure)."""
+
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def sequence_number(self) -> int: ...
+    @property
+    def payload(self) -> Any: ...
+    @property
+    def sender(self) -> str:
+        """The sending agent's name, or ``"operator"``."""
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def local_failures(self) -> int: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def correlation_id(self) -> str | None: ...
+    @property
+    def room_id(self) -> str | None: ...
+
+@final
+class Agent:
+    """A Switchboard agent over the Rust SDK: a durable outbox, the privacy gate
+    and the inbox consumer, with its state in one local file under ``state``."""
+
+    def __init__(
+        self,
+        *,
+        server: str,
+        token: str,
+        state: str | os.PathLike[str],
+        name: str | None = None,
+        schemas: str | dict[str, Any] | None = None,
+        deliver: bool = True,
+        request_timeout: float = 30.0,
+    ) -> None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def state_file(self) -> pathlib.Path: ...
+    def send(
+        self,
+        to: str,
+        payload: JSON,
+        *,
+        message_type: str | None = None,
+        correlation_id: str | None = None,
+        priority: int | None = None,
+    ) -> Receipt:
+        """Gate, store durably, return. Raises ``PrivacyRefused``,
+        ``MessageTooLarge``, ``OutboxFull``."""
+    def post(
+        self,
+        room: str,
+        payload: JSON,
+        *,
+        message_type: str | None = None,
+        correlation_id: str | None = None,
+        priority: int | None = None,
+    ) -> Receipt:
+        """Like ``send``, to a room; ordered per room."""
+    def check(self, payload: JSON, *, message_type: str | None = None) -> JSON:
+        """The privacy gate alone: the payload as it would be sent, or
+        ``PrivacyRefused``. Nothing is stored or sent."""
+    def flush(self, timeout: float = 10.0) -> None:
+        """Deliver until the outbox is empty, or raise ``FlushTimeout`` /
+        ``DeliveryRefused``."""
+    def pending(self) -> int:
+        """Outbox entries not yet sent."""
+    def entry(self, outbox_id: int) -> OutboxEntry | None: ...
+    def run(
+        self,
+        handler: Callable[[Event], object],
+        *,
+        stop_when_idle: bool = True,
+        lease_seconds: int = 60,
+        batch: int = 1,
+        max_local_failures: int = 3,
+        retry_base: float = 1.0,
+    ) -> RunStats:
+        """Claim, ``handler(event)``, ack; an exception releases; after
+        ``max_local_failures`` the event is quarantined. Needs ``name``."""
+    def quarantined(self, limit: int = 100) -> list[LocalPoison]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Agent: ...
+    def __exit__(self, *exc: object) -> bool: ...

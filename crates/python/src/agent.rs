@@ -1,0 +1,509 @@
+//! [`Agent`]: one agent's client, durable outbox, privacy gate and inbox consumer,
+//! all the SDK's, over one local state file.
+//!
+//! Sending: `send`/`post` run the privacy gate and write the message to the outbox
+//! (SQLite, `synchronous=FULL`) before any network I/O, and return a [`Receipt`].
+//! A background task on the package's runtime delivers the outbox (the SDK's
+//! `Outbox::run`: per-lane order, retries with decorrelated jitter honouring
+//! `Retry-After`, one idempotency key per entry for all its attempts); `flush`
+//! drives delivery itself until nothing is left. An entry a killed process left
+//! behind is sent by the next `Agent` on the same state directory, with its key.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use switchboard_sdk::consumer::{ConsumerConfig, ConsumerError, Delivery, local_poison};
+use switchboard_sdk::outbox::{EntryState, OutboxConfig, OutboxError};
+use switchboard_sdk::privacy::DEFAULT_SCHEMAS;
+use switchboard_sdk::proto::SendMessage;
+use switchboard_sdk::{Client, Consumer, Gate, LocalDb, Outbox, Target};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::errors::{
+    api_error, delivery_refused, flush_timeout, local_error, outbox_error, privacy_refused,
+};
+use crate::event::call_handler;
+use crate::json::{to_json, to_py};
+use crate::wait::{block_on, quick, runtime};
+
+/// The state file's name inside the `state` directory.
+const STATE_FILE: &str = "switchboard.db";
+/// The message type payloads are checked as when none is given (the built-in
+/// schemas' only type).
+const DEFAULT_MESSAGE_TYPE: &str = "message";
+
+/// What `send` and `post` return: the message is in the local outbox (durable);
+/// it is delivered in the background, or by `flush()`.
+#[pyclass(frozen, module = "switchboard", get_all)]
+pub(crate) struct Receipt {
+    /// The entry's id in the local outbox (see `Agent.entry`).
+    outbox_id: i64,
+    /// Where it goes: `agent:<name>` or `room:<name>`.
+    target: String,
+    /// JSON paths the privacy gate removed (not in the message type's schema).
+    stripped: Vec<String>,
+}
+
+#[pymethods]
+impl Receipt {
+    fn __repr__(&self) -> String {
+        format!(
+            "Receipt(outbox_id={}, target={:?}, stripped={:?})",
+            self.outbox_id, self.target, self.stripped
+        )
+    }
+}
+
+/// What a `run()` did.
+#[pyclass(frozen, module = "switchboard", get_all)]
+pub(crate) struct RunStats {
+    /// Handler calls that returned (the event is acked).
+    handled: u64,
+    /// Acks the server confirmed.
+    acked: u64,
+    /// Redeliveries of already handled events, acked without calling the handler.
+    deduplicated: u64,
+    /// Events quarantined locally (the local attempt limit).
+    poisoned: u64,
+    /// Claim requests sent.
+    claims: u64,
+}
+
+#[pymethods]
+impl RunStats {
+    fn __repr__(&self) -> String {
+        format!(
+            "RunStats(handled={}, acked={}, deduplicated={}, poisoned={}, claims={})",
+            self.handled, self.acked, self.deduplicated, self.poisoned, self.claims
+        )
+    }
+}
+
+/// A Switchboard agent: send through the durable outbox, consume the inbox.
+///
+/// `Agent(server=URL, token=TOKEN, state=DIR, name=NAME)`. `state` is a directory
+/// for the local state file (outbox, consumer cursors, dedup table, local
+/// quarantine); one directory per agent. `name` (the agent's name on the server)
+/// is needed by `run()` only. `schemas` is the privacy gate's schema document (a
+/// JSON string or a dict; default: the built-in `message` type with `text`,
+/// `subject`, `tags` and `priority`). With `deliver=False` nothing is sent in the
+/// background; `flush()` sends. `request_timeout` (seconds) bounds each HTTP
+/// call, and so how long `flush` or Ctrl-C can wait for an attempt in flight.
+///
+/// Use it as a context manager, or call `close()`, to stop the background
+/// delivery cleanly.
+#[pyclass(frozen, module = "switchboard")]
+pub(crate) struct Agent {
+    name: Option<String>,
+    client: Client,
+    db: LocalDb,
+    outbox: Outbox,
+    /// Stops the background delivery (close, or the object going away).
+    stop: CancellationToken,
+    /// The background delivery; `close` waits for it, so entries in flight go
+    /// back to QUEUED before it returns.
+    delivering: Mutex<Option<JoinHandle<Result<(), OutboxError>>>>,
+    /// Entries this object enqueued and has not seen end yet: `flush` raises for
+    /// the ones the server refused.
+    mine: Mutex<Vec<(i64, String)>>,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+#[pymethods]
+impl Agent {
+    #[new]
+    #[pyo3(signature = (*, server, token, state, name=None, schemas=None, deliver=true, request_timeout=30.0))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    fn new(
+        py: Python<'_>,
+        server: &str,
+        token: String,
+        state: PathBuf,
+        name: Option<String>,
+        schemas: Option<&Bound<'_, PyAny>>,
+        deliver: bool,
+        request_timeout: f64,
+    ) -> PyResult<Self> {
+        let schemas = match schemas {
+            None => DEFAULT_SCHEMAS.to_owned(),
+            Some(s) => match s.extract::<String>() {
+                Ok(text) => text,
+                Err(_) => to_json(s)?.to_string(),
+            },
+        };
+        let gate = Gate::new()
+            .load_schemas(&schemas)
+            .map_err(|e| PyValueError::new_err(format!("schemas: {e}")))?;
+        let client = Client::builder()
+            .user_agent(concat!("switchboard-python/", env!("CARGO_PKG_VERSION")))
+            .request_timeout(seconds(request_timeout, "request_timeout")?)
+            .build(server, token)
+            .map_err(|e| api_error(&e))?;
+        let path = state.join(STATE_FILE);
+        let (db, outbox) = quick(py, async {
+            let db = LocalDb::open(&path).await.map_err(OutboxError::from)?;
+            let outbox = Outbox::open(db.clone(), &client, gate, OutboxConfig::default()).await?;
+            Ok::<_, OutboxError>((db, outbox))
+        })
+        .map_err(outbox_error)?;
+        let stop = CancellationToken::new();
+        let delivering = deliver.then(|| {
+            let (outbox, stop) = (outbox.clone(), stop.clone());
+            runtime().spawn(async move { outbox.run(stop).await })
+        });
+        Ok(Self {
+            name,
+            client,
+            db,
+            outbox,
+            stop,
+            delivering: Mutex::new(delivering),
+            mine: Mutex::default(),
+        })
+    }
+
+    /// The agent's name, as given.
+    #[getter]
+    fn name(&self) -> Option<String> {
+        self.name.clone()
+    }
+
+    /// The local state file.
+    #[getter]
+    fn state_file(&self) -> PathBuf {
+        self.db.path().to_path_buf()
+    }
+
+    /// Sends `payload` to the agent `to`: checks it with the privacy gate, stores it
+    /// in the local outbox, and returns a `Receipt` once it is durable there.
+    /// Raises `PrivacyRefused` (nothing stored, nothing sent), `MessageTooLarge`
+    /// or `OutboxFull`.
+    #[pyo3(signature = (to, payload, *, message_type=None, correlation_id=None, priority=None))]
+    fn send(
+        &self,
+        py: Python<'_>,
+        to: String,
+        payload: &Bound<'_, PyAny>,
+        message_type: Option<&str>,
+        correlation_id: Option<String>,
+        priority: Option<i32>,
+    ) -> PyResult<Receipt> {
+        let message = message(payload, correlation_id, priority)?;
+        self.enqueue(py, Target::Agent(to), message_type, message)
+    }
+
+    /// Posts `payload` to the room `room` (one event per member), the same way as
+    /// `send`. Messages to one room go out in the order they were posted.
+    #[pyo3(signature = (room, payload, *, message_type=None, correlation_id=None, priority=None))]
+    fn post(
+        &self,
+        py: Python<'_>,
+        room: String,
+        payload: &Bound<'_, PyAny>,
+        message_type: Option<&str>,
+        correlation_id: Option<String>,
+        priority: Option<i32>,
+    ) -> PyResult<Receipt> {
+        let message = message(payload, correlation_id, priority)?;
+        self.enqueue(py, Target::Room(room), message_type, message)
+    }
+
+    /// Checks `payload` with the privacy gate without storing or sending anything.
+    /// Returns the payload as it would be sent (members the schema does not allow
+    /// removed); raises `PrivacyRefused`.
+    #[pyo3(signature = (payload, *, message_type=None))]
+    fn check<'py>(
+        &self,
+        py: Python<'py>,
+        payload: &Bound<'py, PyAny>,
+        message_type: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let payload = to_json(payload)?;
+        let message_type = message_type.unwrap_or(DEFAULT_MESSAGE_TYPE);
+        let cleared = py
+            .detach(|| self.outbox.gate().check(message_type, payload))
+            .map_err(|blocked| privacy_refused(&blocked))?;
+        to_py(py, &cleared.payload)
+    }
+
+    /// Delivers the outbox until nothing is left to send, for at most `timeout`
+    /// seconds. Raises `FlushTimeout` when entries are still unsent then (they stay
+    /// queued), and `DeliveryRefused` when the server refused one of this object's
+    /// messages for good. An attempt in flight is finished first (at most
+    /// `request_timeout`), so no entry is left half-sent; Ctrl-C stops it the same
+    /// way.
+    #[pyo3(signature = (timeout = 10.0))]
+    fn flush(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
+        let timeout = seconds(timeout, "timeout")?;
+        let cancel = CancellationToken::new();
+        let pending =
+            block_on(py, &cancel, drain(&self.outbox, timeout, &cancel))?.map_err(outbox_error)?;
+        self.refused(py)?;
+        match pending {
+            0 => Ok(()),
+            n => {
+                let last = quick(py, self.outbox.entries(Some(EntryState::Retryable), 1))
+                    .ok()
+                    .and_then(|e| e.into_iter().next())
+                    .and_then(|e| e.last_error);
+                Err(flush_timeout(n, last))
+            }
+        }
+    }
+
+    /// Outbox entries not yet sent (queued, being sent, or waiting for a retry).
+    fn pending(&self, py: Python<'_>) -> PyResult<u64> {
+        let counts = quick(py, self.outbox.counts()).map_err(outbox_error)?;
+        Ok(counts.open())
+    }
+
+    /// The outbox entry `outbox_id` as a dict (`state`, `attempts`, `last_error`,
+    /// `receipt` — the server's answer once sent — …), or None once it is gone
+    /// (sent entries are kept for an hour).
+    fn entry<'py>(&self, py: Python<'py>, outbox_id: i64) -> PyResult<Bound<'py, PyAny>> {
+        let entry = quick(py, self.outbox.entry(outbox_id)).map_err(outbox_error)?;
+        let value =
+            serde_json::to_value(entry).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        to_py(py, &value)
+    }
+
+    /// Consumes the inbox of `name`: claims events, calls `handler(event)`, acks
+    /// when it returns. An exception releases the event (a local failure, retried
+    /// after a backoff from `retry_base` seconds); at `max_local_failures` the event
+    /// is quarantined locally and released as a terminal failure, so the server
+    /// quarantines it too. A redelivered event already handled is acked without
+    /// calling the handler. Leases (`lease_seconds`) are extended while the handler
+    /// runs. `batch` events are claimed at a time (1..=100), handled one after
+    /// another in order; their acks ride with the next claim.
+    ///
+    /// With `stop_when_idle` it returns once nothing is claimable; otherwise it runs
+    /// until Ctrl-C, which finishes the event in flight, releases the rest, and
+    /// raises `KeyboardInterrupt`. Raises `ApiError` when the server refuses the
+    /// consumer for good (unknown agent, bad token).
+    #[pyo3(signature = (handler, *, stop_when_idle=true, lease_seconds=60, batch=1, max_local_failures=3, retry_base=1.0))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    fn run(
+        &self,
+        py: Python<'_>,
+        handler: Py<PyAny>,
+        stop_when_idle: bool,
+        lease_seconds: u64,
+        batch: u32,
+        max_local_failures: u32,
+        retry_base: f64,
+    ) -> PyResult<RunStats> {
+        let Some(name) = self.name.clone() else {
+            return Err(PyValueError::new_err(
+                "run() needs the agent's name: Agent(..., name=NAME)",
+            ));
+        };
+        if !handler.bind(py).is_callable() {
+            return Err(PyValueError::new_err(
+                "handler must be callable: handler(event)",
+            ));
+        }
+        let mut config = ConsumerConfig::default();
+        config.stop_when_idle = stop_when_idle;
+        // A run that stops when idle needs no wake-ups.
+        config.sse = !stop_when_idle;
+        config.lease = Duration::from_secs(lease_seconds.max(1));
+        config.batch = batch.clamp(1, 100);
+        config.max_local_failures = max_local_failures.max(1);
+        config.retry_base = seconds(retry_base, "retry_base")?;
+        config.retry_cap = config.retry_cap.max(config.retry_base);
+        let consumer = Consumer::new(self.client.clone(), name, self.db.clone(), config);
+        let status = consumer.status();
+        let handler = Arc::new(handler);
+        let handle = move |delivery: Delivery| {
+            let handler = handler.clone();
+            async move {
+                let called =
+                    tokio::task::spawn_blocking(move || call_handler(&handler, &delivery)).await;
+                called.unwrap_or_else(|e| {
+                    switchboard_sdk::Outcome::Failed(format!("the handler did not finish: {e}"))
+                })
+            }
+        };
+        let cancel = CancellationToken::new();
+        let ran = block_on(py, &cancel, consumer.run(handle, cancel.clone()))?;
+        ran.map_err(|e| match e {
+            ConsumerError::Refused(error) => api_error(&error),
+            ConsumerError::Local(error) => local_error(&error),
+            other => PyValueError::new_err(other.to_string()),
+        })?;
+        let s = status.borrow().clone();
+        Ok(RunStats {
+            handled: s.handled,
+            acked: s.acked,
+            deduplicated: s.deduplicated,
+            poisoned: s.poisoned,
+            claims: s.claims,
+        })
+    }
+
+    /// Events quarantined locally (newest first, at most `limit`), as dicts with
+    /// `event_id`, `seq`, `failures`, `reason` and `at` (Unix ms).
+    #[pyo3(signature = (limit = 100))]
+    fn quarantined<'py>(&self, py: Python<'py>, limit: u32) -> PyResult<Bound<'py, PyAny>> {
+        let poisoned = quick(py, local_poison(&self.db, limit)).map_err(|e| local_error(&e))?;
+        let value =
+            serde_json::to_value(poisoned).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        to_py(py, &value)
+    }
+
+    /// Stops the background delivery; entries in flight go back to the queue, to
+    /// be sent by the next `Agent` on this state directory. Idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.stop.cancel();
+        let task = self
+            .delivering
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match task.map(|task| quick(py, task)) {
+            Some(Ok(Err(error))) => Err(outbox_error(error)),
+            _ => Ok(()),
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _type: Option<&Bound<'_, PyAny>>,
+        _value: Option<&Bound<'_, PyAny>>,
+        _traceback: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Agent(server={:?}, name={:?}, state={:?})",
+            self.client.base_url().as_str(),
+            self.name,
+            self.db.path()
+        )
+    }
+}
+
+impl Agent {
+    fn enqueue(
+        &self,
+        py: Python<'_>,
+        target: Target,
+        message_type: Option<&str>,
+        message: SendMessage,
+    ) -> PyResult<Receipt> {
+        let message_type = message_type.unwrap_or(DEFAULT_MESSAGE_TYPE);
+        let lane = target.lane();
+        let enqueued = quick(py, self.outbox.try_enqueue(target, message_type, message))
+            .map_err(outbox_error)?;
+        self.mine
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((enqueued.id, lane.clone()));
+        Ok(Receipt {
+            outbox_id: enqueued.id,
+            target: lane,
+            stripped: enqueued.stripped,
+        })
+    }
+
+    /// Forgets this object's entries that ended; raises for the first one the
+    /// server refused (POISON) or that expired unsent.
+    fn refused(&self, py: Python<'_>) -> PyResult<()> {
+        let mine = self.mine.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut ended = Vec::new();
+        let mut first_refusal = None;
+        for (id, lane) in mine {
+            let entry = quick(py, self.outbox.entry(id)).map_err(outbox_error)?;
+            match entry {
+                Some(e) if !e.state.is_terminal() => continue,
+                Some(e)
+                    if matches!(e.state, EntryState::Poison | EntryState::Expired)
+                        && first_refusal.is_none() =>
+                {
+                    let reason = e.last_error.unwrap_or_else(|| e.state.to_string());
+                    first_refusal = Some(delivery_refused(id, &lane, &reason));
+                }
+                _ => {}
+            }
+            ended.push(id);
+        }
+        self.mine
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _)| !ended.contains(id));
+        first_refusal.map_or(Ok(()), Err)
+    }
+}
+
+/// The message for a payload.
+fn message(
+    payload: &Bound<'_, PyAny>,
+    correlation_id: Option<String>,
+    priority: Option<i32>,
+) -> PyResult<SendMessage> {
+    Ok(SendMessage {
+        payload: to_json(payload)?,
+        correlation_id,
+        priority,
+        ..SendMessage::default()
+    })
+}
+
+/// Delivery passes until no entry is open (returns 0), `timeout` passes or
+/// `cancel` fires (returns how many are still open). Each pass finishes its
+/// attempts, so nothing is left `SENDING`.
+async fn drain(
+    outbox: &Outbox,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<u64, OutboxError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let pass = outbox.dispatch_due(now_ms()).await?;
+        let open = outbox.counts().await?.open();
+        let now = tokio::time::Instant::now();
+        if open == 0 || now >= deadline || cancel.is_cancelled() {
+            return Ok(open);
+        }
+        // Until the next head is due; at most 1 s (another process, or the
+        // background delivery, may change things meanwhile), at least 10 ms.
+        let due = pass
+            .next_due
+            .map_or(200, |due| due - now_ms())
+            .clamp(10, 1000);
+        let wait = Duration::from_millis(u64::try_from(due).unwrap_or(10)).min(deadline - now);
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = cancel.cancelled() => {}
+        }
+    }
+}
+
+fn seconds(value: f64, what: &str) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| PyValueError::new_err(format!("{what} must be a number of seconds >= 0")))
+}
+
+/// Wall-clock Unix milliseconds (the outbox's clock).
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
