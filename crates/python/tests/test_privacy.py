@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import socket
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -47,7 +48,7 @@ VECTORS = [
 
 
 @pytest.fixture
-def listener() -> socket.socket:
+def listener() -> Iterator[socket.socket]:
     """A TCP listener standing in for the server: it records whether anyone
     connects (nothing should)."""
     s = socket.socket()

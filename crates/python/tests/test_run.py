@@ -182,7 +182,8 @@ def test_a_redelivery_of_a_handled_event_is_acked_without_the_handler(
             deduplicated += stats.deduplicated
             time.sleep(0.2)
         while time.monotonic() < deadline and deduplicated < 1:
-            deduplicated += agent.run(handled.append).deduplicated
+            stats = agent.run(lambda event: handled.append(event.payload["text"]))
+            deduplicated += stats.deduplicated
             time.sleep(0.2)
     assert handled == ["second"], "the handler never sees the handled event again"
     assert deduplicated == 1
