@@ -110,6 +110,10 @@ pub(crate) struct Agent {
     /// Entries this object enqueued and has not seen end yet: `flush` raises for
     /// the ones the server refused.
     mine: Mutex<Vec<(i64, String)>>,
+    /// The parent of the cancellation token of every `flush` and `run` in
+    /// progress: `stop` fires it (ending them at their next safe point) and puts
+    /// a fresh one in its place for later calls.
+    calls: Mutex<CancellationToken>,
 }
 
 impl Drop for Agent {
@@ -168,6 +172,7 @@ impl Agent {
             stop,
             delivering: Mutex::new(delivering),
             mine: Mutex::default(),
+            calls: Mutex::default(),
         })
     }
 
@@ -244,7 +249,7 @@ impl Agent {
     #[pyo3(signature = (timeout = 10.0))]
     fn flush(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
         let timeout = seconds(timeout, "timeout")?;
-        let cancel = CancellationToken::new();
+        let cancel = self.call_token();
         let pending =
             block_on(py, &cancel, drain(&self.outbox, timeout, &cancel))?.map_err(outbox_error)?;
         self.refused(py)?;
@@ -333,7 +338,7 @@ impl Agent {
                 })
             }
         };
-        let cancel = CancellationToken::new();
+        let cancel = self.call_token();
         let ran = block_on(py, &cancel, consumer.run(handle, cancel.clone()))?;
         ran.map_err(|e| match e {
             ConsumerError::Refused(error) => api_error(&error),
@@ -358,6 +363,16 @@ impl Agent {
         let value =
             serde_json::to_value(poisoned).map_err(|e| PyValueError::new_err(e.to_string()))?;
         to_py(py, &value)
+    }
+
+    /// Ends every `flush` and `run` in progress on this agent (from another thread,
+    /// or an asyncio task being cancelled) at its next safe point: `run` finishes
+    /// the event in flight, releases the rest and returns; `flush` finishes its
+    /// pass and raises `FlushTimeout` if entries are left. Later calls are not
+    /// affected.
+    fn stop(&self) {
+        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *calls).cancel();
     }
 
     /// Stops the background delivery; entries in flight go back to the queue, to
@@ -401,6 +416,14 @@ impl Agent {
 }
 
 impl Agent {
+    /// A cancellation token for one `flush` or `run`, fired by `stop`.
+    fn call_token(&self) -> CancellationToken {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .child_token()
+    }
+
     fn enqueue(
         &self,
         py: Python<'_>,

@@ -189,3 +189,22 @@ def test_a_redelivery_of_a_handled_event_is_acked_without_the_handler(
     assert deduplicated == 1
     for event in (first, second):
         assert server.event(event["event_id"])["status"] == "completed"
+
+
+def test_stop_ends_a_run_from_another_thread(server: Server, names, tmp_path: Path) -> None:
+    import threading
+
+    bob = next(names)
+    token = server.create_agent(bob)
+    with switchboard.Agent(server=server.url, token=token, state=tmp_path, name=bob) as agent:
+        result: list[switchboard.RunStats] = []
+        runner = threading.Thread(
+            target=lambda: result.append(agent.run(lambda e: None, stop_when_idle=False))
+        )
+        runner.start()
+        time.sleep(0.5)
+        assert runner.is_alive(), "without stop_when_idle it waits for events"
+        agent.stop()
+        runner.join(timeout=5)
+        assert not runner.is_alive() and len(result) == 1
+        assert agent.run(lambda e: None).handled == 0, "later calls are not stopped"
