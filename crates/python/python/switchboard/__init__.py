@@ -13,11 +13,13 @@ handler runs, local dedup, local poison quarantine)::
         agent.flush(timeout=10)                           # sent, or FlushTimeout
         agent.run(lambda event: print(event.payload))     # until nothing is claimable
 
-Errors are ``switchboard.SwitchboardError`` subclasses (see ``switchboard.errors``).
+``switchboard.AsyncAgent`` offers the same calls to asyncio code. Errors are
+``switchboard.SwitchboardError`` subclasses (see ``switchboard.errors``).
 """
 
 from __future__ import annotations
 
+from ._asyncio import AsyncAgent
 from ._switchboard import Agent, Event, Receipt, RunStats, __version__
 from .errors import (
     ApiError,
@@ -32,6 +34,7 @@ from .errors import (
 
 __all__ = [
     "Agent",
+    "AsyncAgent",
     "Event",
     "Receipt",
     "RunStats",
