@@ -103,7 +103,7 @@ pub(crate) struct Agent {
     db: LocalDb,
     outbox: Outbox,
     /// Stops the background delivery (close, or the object going away).
-    stop: CancellationToken,
+    stop_delivery: CancellationToken,
     /// The background delivery; `close` waits for it, so entries in flight go
     /// back to QUEUED before it returns.
     delivering: Mutex<Option<JoinHandle<Result<(), OutboxError>>>>,
@@ -118,7 +118,7 @@ pub(crate) struct Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        self.stop.cancel();
+        self.stop_delivery.cancel();
     }
 }
 
@@ -159,9 +159,9 @@ impl Agent {
             Ok::<_, OutboxError>((db, outbox))
         })
         .map_err(outbox_error)?;
-        let stop = CancellationToken::new();
+        let stop_delivery = CancellationToken::new();
         let delivering = deliver.then(|| {
-            let (outbox, stop) = (outbox.clone(), stop.clone());
+            let (outbox, stop) = (outbox.clone(), stop_delivery.clone());
             runtime().spawn(async move { outbox.run(stop).await })
         });
         Ok(Self {
@@ -169,7 +169,7 @@ impl Agent {
             client,
             db,
             outbox,
-            stop,
+            stop_delivery,
             delivering: Mutex::new(delivering),
             mine: Mutex::default(),
             calls: Mutex::default(),
@@ -378,7 +378,7 @@ impl Agent {
     /// Stops the background delivery; entries in flight go back to the queue, to
     /// be sent by the next `Agent` on this state directory. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        self.stop.cancel();
+        self.stop_delivery.cancel();
         let task = self
             .delivering
             .lock()
