@@ -486,3 +486,42 @@ async fn stop_when_idle_returns_once_nothing_is_claimable_with_the_acks_sent() {
         "the acks are sent before run returns"
     );
 }
+
+#[tokio::test]
+async fn settled_moves_once_per_outcome_after_it_is_applied() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let (_, bob) = server.agent("bob").await;
+    send_numbered(&bob, "alice", 0, 3).await;
+
+    let (db, _dir) = local_db().await;
+    let mut config = polling();
+    config.stop_when_idle = true;
+    let consumer = Consumer::new(alice.clone(), "alice", db, config);
+    let status = consumer.status();
+    // What `settled` was when each handler call began: every earlier outcome (an
+    // ack, a release with a delay) is applied before the next event is handed out.
+    let at_call = Arc::new(Mutex::new(Vec::new()));
+    let handler = {
+        let at_call = at_call.clone();
+        move |delivery: Delivery| {
+            at_call.lock().unwrap().push(status.borrow().settled);
+            std::future::ready(match n_of(&delivery.event) {
+                1 => Outcome::RetryLater(Some(Duration::from_secs(60))),
+                _ => Outcome::Ack,
+            })
+        }
+    };
+    let status = consumer.status();
+    consumer
+        .run(handler, CancellationToken::new())
+        .await
+        .expect("run");
+    assert_eq!(*at_call.lock().unwrap(), [0, 1, 2]);
+    assert_eq!(
+        status.borrow().settled,
+        3,
+        "an ack and a release count alike"
+    );
+    assert_eq!(status.borrow().handled, 2);
+}

@@ -136,6 +136,7 @@ async fn report(
         deduplicated: 0,
         claims: 0,
         poisoned: 0,
+        settled: 0,
         last_error: None,
     };
     let (tx, rx) = watch::channel(status(*mode.borrow()));

@@ -130,6 +130,7 @@ impl Consumer {
             deduplicated: 0,
             claims: 0,
             poisoned: 0,
+            settled: 0,
             last_error: None,
         });
         Self {
@@ -369,6 +370,7 @@ impl Consumer {
             }
             Outcome::Poison(reason) => self.poison(&claimed, failures, reason).await?,
         }
+        self.status.send_modify(|s| s.settled += 1);
         Ok(true)
     }
 

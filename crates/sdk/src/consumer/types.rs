@@ -123,6 +123,13 @@ pub struct ConsumerStatus {
     pub claims: u64,
     /// Events quarantined locally.
     pub poisoned: u64,
+    /// Handler outcomes applied: the event marked handled (its ack waits for the
+    /// next claim), released, or quarantined. It moves once per handler call, after
+    /// the outcome's local write and release, so a caller that hands the consumer an
+    /// outcome from elsewhere (the Python package's `event.ack()`) can wait for it.
+    /// In-process only: not serialized.
+    #[serde(skip)]
+    pub settled: u64,
     /// The last error talking to the server, if the last attempt failed.
     pub last_error: Option<String>,
 }
