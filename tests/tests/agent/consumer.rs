@@ -525,3 +525,39 @@ async fn settled_moves_once_per_outcome_after_it_is_applied() {
     );
     assert_eq!(status.borrow().handled, 2);
 }
+
+#[tokio::test]
+async fn a_cancelled_consumer_claims_nothing_more() {
+    let server = TestServer::start().await;
+    let (_, alice) = server.agent("alice").await;
+    let (_, bob) = server.agent("bob").await;
+    send_numbered(&bob, "alice", 0, 2).await;
+
+    let (db, _dir) = local_db().await;
+    let consumer = Consumer::new(alice.clone(), "alice", db, polling());
+    let cancel = CancellationToken::new();
+    // The first event's handler stops the consumer (as Ctrl-C would): its outcome
+    // is applied, and the second event is never claimed (a claim then a release
+    // would spend one of its attempts).
+    let handler = {
+        let cancel = cancel.clone();
+        move |_: Delivery| {
+            cancel.cancel();
+            std::future::ready(Outcome::Ack)
+        }
+    };
+    consumer.run(handler, cancel).await.expect("run");
+    let pending = server
+        .operator()
+        .events(&EventListQuery {
+            agent: Some("alice".into()),
+            status: Some(EventStatus::Pending),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].event.attempts, 0, "never claimed");
+    assert_eq!(completed(&alice, "alice").await, 1, "the ack was sent");
+}

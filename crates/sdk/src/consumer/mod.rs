@@ -248,6 +248,11 @@ impl Consumer {
     ) -> Result<Drained, DrainError> {
         let mut processed = 0;
         loop {
+            // Stopped while the last batch was handled: claim nothing more (a claim
+            // released at once would still spend one of each event's attempts).
+            if cancel.is_cancelled() {
+                return Ok(Drained::Cancelled);
+            }
             let attempt = *self
                 .unanswered_claim
                 .lock()
