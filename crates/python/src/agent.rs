@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use switchboard_sdk::consumer::{ConsumerConfig, ConsumerError, Delivery, local_poison};
+use switchboard_sdk::consumer::{ConsumerConfig, Delivery, local_poison};
 use switchboard_sdk::outbox::{EntryState, OutboxConfig, OutboxError};
 use switchboard_sdk::privacy::DEFAULT_SCHEMAS;
 use switchboard_sdk::proto::SendMessage;
@@ -24,10 +24,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::errors::{
-    api_error, delivery_refused, flush_timeout, local_error, outbox_error, privacy_refused,
+    api_error, consumer_error, delivery_refused, flush_timeout, local_error, outbox_error,
+    privacy_refused,
 };
 use crate::event::call_handler;
 use crate::json::{to_json, to_py};
+use crate::stream::EventStream;
 use crate::wait::{block_on, quick, runtime};
 
 /// The state file's name inside the `state` directory.
@@ -306,26 +308,19 @@ impl Agent {
         max_local_failures: u32,
         retry_base: f64,
     ) -> PyResult<RunStats> {
-        let Some(name) = self.name.clone() else {
-            return Err(PyValueError::new_err(
-                "run() needs the agent's name: Agent(..., name=NAME)",
-            ));
-        };
         if !handler.bind(py).is_callable() {
             return Err(PyValueError::new_err(
                 "handler must be callable: handler(event)",
             ));
         }
-        let mut config = ConsumerConfig::default();
-        config.stop_when_idle = stop_when_idle;
-        // A run that stops when idle needs no wake-ups.
-        config.sse = !stop_when_idle;
-        config.lease = Duration::from_secs(lease_seconds.max(1));
-        config.batch = batch.clamp(1, 100);
-        config.max_local_failures = max_local_failures.max(1);
-        config.retry_base = seconds(retry_base, "retry_base")?;
-        config.retry_cap = config.retry_cap.max(config.retry_base);
-        let consumer = Consumer::new(self.client.clone(), name, self.db.clone(), config);
+        let consumer = self.consumer(
+            "run",
+            stop_when_idle,
+            lease_seconds,
+            batch,
+            max_local_failures,
+            retry_base,
+        )?;
         let status = consumer.status();
         let handler = Arc::new(handler);
         let handle = move |delivery: Delivery| {
@@ -340,11 +335,7 @@ impl Agent {
         };
         let cancel = self.call_token();
         let ran = block_on(py, &cancel, consumer.run(handle, cancel.clone()))?;
-        ran.map_err(|e| match e {
-            ConsumerError::Refused(error) => api_error(&error),
-            ConsumerError::Local(error) => local_error(&error),
-            other => PyValueError::new_err(other.to_string()),
-        })?;
+        ran.map_err(consumer_error)?;
         let s = status.borrow().clone();
         Ok(RunStats {
             handled: s.handled,
@@ -353,6 +344,35 @@ impl Agent {
             poisoned: s.poisoned,
             claims: s.claims,
         })
+    }
+
+    /// The inbox of `name` as an async iterator (asyncio): `async for event in
+    /// agent.events(): ...; await event.ack()`. The same consumer as `run()` (and
+    /// the same arguments), but the caller gives each event its outcome:
+    /// `await event.ack()`, `await event.release(error=None, delay=None)` or
+    /// `await event.quarantine(reason)`; the next event comes once the previous
+    /// one has one. By default it waits for events forever (`stop_when_idle=False`);
+    /// with `stop_when_idle=True` it ends once nothing is claimable. Use it with
+    /// `async with` (or call `aclose()`): closing releases an event left without an
+    /// outcome and stops the consumer. Needs `name`.
+    #[pyo3(signature = (*, stop_when_idle=false, lease_seconds=60, batch=1, max_local_failures=3, retry_base=1.0))]
+    fn events(
+        &self,
+        stop_when_idle: bool,
+        lease_seconds: u64,
+        batch: u32,
+        max_local_failures: u32,
+        retry_base: f64,
+    ) -> PyResult<EventStream> {
+        let consumer = self.consumer(
+            "events",
+            stop_when_idle,
+            lease_seconds,
+            batch,
+            max_local_failures,
+            retry_base,
+        )?;
+        Ok(EventStream::new(consumer))
     }
 
     /// Events quarantined locally (newest first, at most `limit`), as dicts with
@@ -416,6 +436,38 @@ impl Agent {
 }
 
 impl Agent {
+    /// The SDK consumer `run()` and `events()` (`call`, for the error) use.
+    fn consumer(
+        &self,
+        call: &str,
+        stop_when_idle: bool,
+        lease_seconds: u64,
+        batch: u32,
+        max_local_failures: u32,
+        retry_base: f64,
+    ) -> PyResult<Consumer> {
+        let Some(name) = self.name.clone() else {
+            return Err(PyValueError::new_err(format!(
+                "{call}() needs the agent's name: Agent(..., name=NAME)"
+            )));
+        };
+        let mut config = ConsumerConfig::default();
+        config.stop_when_idle = stop_when_idle;
+        // A consumer that stops when idle needs no wake-ups.
+        config.sse = !stop_when_idle;
+        config.lease = Duration::from_secs(lease_seconds.max(1));
+        config.batch = batch.clamp(1, 100);
+        config.max_local_failures = max_local_failures.max(1);
+        config.retry_base = seconds(retry_base, "retry_base")?;
+        config.retry_cap = config.retry_cap.max(config.retry_base);
+        Ok(Consumer::new(
+            self.client.clone(),
+            name,
+            self.db.clone(),
+            config,
+        ))
+    }
+
     /// A cancellation token for one `flush` or `run`, fired by `stop`.
     fn call_token(&self) -> CancellationToken {
         self.calls

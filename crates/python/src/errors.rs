@@ -7,6 +7,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use switchboard_sdk::consumer::ConsumerError;
 use switchboard_sdk::outbox::OutboxError;
 use switchboard_sdk::privacy::{Blocked, Refusal};
 use switchboard_sdk::{Error, LocalError};
@@ -85,6 +86,28 @@ pub(crate) fn outbox_error(error: OutboxError) -> PyErr {
         OutboxError::Local(local) => local_error(&local),
         other => PyValueError::new_err(other.to_string()),
     }
+}
+
+/// Why a consumer (`run`, or the one behind `events()`) stopped.
+pub(crate) fn consumer_error(error: ConsumerError) -> PyErr {
+    match error {
+        ConsumerError::Refused(error) => api_error(&error),
+        ConsumerError::Local(error) => local_error(&error),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+/// An `events()` event's outcome could not be applied: its consumer stopped first.
+pub(crate) fn consumer_stopped(event_id: &str) -> PyErr {
+    raise(
+        "ConsumerStopped",
+        format!(
+            "the consumer stopped before event {event_id}'s outcome was applied (the stream \
+             raises why); the event comes back when its lease ends, and is not handed out \
+             again if it was handled"
+        ),
+        |e| e.setattr("event_id", event_id),
+    )
 }
 
 /// A failure of the local state file.

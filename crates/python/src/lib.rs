@@ -3,7 +3,8 @@
 //! Python gets the SDK's own outbox, privacy gate, inbox consumer and retry code,
 //! not a second implementation. This crate only translates: Python values to JSON
 //! and back ([`json`]), SDK errors to Python exceptions ([`errors`]), and blocking
-//! calls into waits that release the GIL and still notice Ctrl-C ([`wait`]).
+//! calls into waits that release the GIL and still notice Ctrl-C ([`wait`]), and
+//! the consumer into an asyncio async iterator ([`stream`]).
 //!
 //! Terms: the *state file* is the SDK's local SQLite file (outbox, consumer
 //! cursors, dedup table, local quarantine), kept in the directory the Python caller
@@ -18,6 +19,7 @@ mod agent;
 mod errors;
 mod event;
 mod json;
+mod stream;
 mod wait;
 
 use pyo3::prelude::*;
@@ -31,5 +33,6 @@ fn _switchboard(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::Receipt>()?;
     m.add_class::<agent::RunStats>()?;
     m.add_class::<event::Event>()?;
+    m.add_class::<stream::EventStream>()?;
     Ok(())
 }

@@ -13,16 +13,25 @@ handler runs, local dedup, local poison quarantine)::
         agent.flush(timeout=10)                           # sent, or FlushTimeout
         agent.run(lambda event: print(event.payload))     # until nothing is claimable
 
-``switchboard.AsyncAgent`` offers the same calls to asyncio code. Errors are
-``switchboard.SwitchboardError`` subclasses (see ``switchboard.errors``).
+``switchboard.AsyncAgent`` offers the same calls to asyncio code, and the inbox as
+an async iterator::
+
+    async with switchboard.AsyncAgent(server=URL, token=TOKEN, state="state/", name="reviewer") as agent:
+        await agent.send("writer", {"text": "draft ready?"})
+        async for event in agent.events():
+            print(event.payload)
+            await event.ack()
+
+Errors are ``switchboard.SwitchboardError`` subclasses (see ``switchboard.errors``).
 """
 
 from __future__ import annotations
 
 from ._asyncio import AsyncAgent
-from ._switchboard import Agent, Event, Receipt, RunStats, __version__
+from ._switchboard import Agent, Event, EventStream, Receipt, RunStats, __version__
 from .errors import (
     ApiError,
+    ConsumerStopped,
     DeliveryRefused,
     FlushTimeout,
     LocalStateError,
@@ -36,6 +45,7 @@ __all__ = [
     "Agent",
     "AsyncAgent",
     "Event",
+    "EventStream",
     "Receipt",
     "RunStats",
     "__version__",
@@ -47,4 +57,5 @@ __all__ = [
     "MessageTooLarge",
     "FlushTimeout",
     "LocalStateError",
+    "ConsumerStopped",
 ]

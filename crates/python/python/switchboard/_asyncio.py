@@ -1,14 +1,18 @@
 """``AsyncAgent``: the same ``Agent`` for asyncio code.
 
-Each blocking call runs in a worker thread (``asyncio.to_thread``) with the GIL
-released, so the event loop keeps running. Handlers may be coroutine functions:
-they run on the caller's event loop. Cancelling a task that awaits ``flush`` or
-``run`` calls ``Agent.stop()`` and waits for the call to reach its safe point (the
-event in flight finished, an attempt in flight ended) before the cancellation
-propagates, so no outbox entry or claimed event is left half-done.
+``events()`` is native: an async iterator whose awaitables are futures on the
+package's tokio runtime (pyo3-async-runtimes), no thread per call; each event gets
+its outcome with ``await event.ack()``, ``await event.release(...)`` or ``await
+event.quarantine(reason)``. Cancelling a wait for the next event takes nothing;
+closing the stream (``async with``, ``aclose()``, or this agent closing) releases an
+event left without an outcome, at once.
 
-Not here yet (issue 40): ``events()`` with ``await event.ack()``, a native
-(thread-less) bridge, and ``from_broker``.
+The other calls run in a worker thread (``asyncio.to_thread``) with the GIL
+released, so the event loop keeps running. ``run`` handlers may be coroutine
+functions: they run on the caller's event loop. Cancelling a task that awaits
+``flush`` or ``run`` calls ``Agent.stop()`` and waits for the call to reach its safe
+point (the event in flight finished, an attempt in flight ended) before the
+cancellation propagates, so no outbox entry or claimed event is left half-done.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import asyncio
 import contextlib
 import inspect
 import os
+import weakref
 from typing import Any, Awaitable, Callable, TypeVar
 
-from ._switchboard import Agent, Event, Receipt, RunStats
+from ._switchboard import Agent, Event, EventStream, Receipt, RunStats
 
 T = TypeVar("T")
 
@@ -32,7 +37,14 @@ class AsyncAgent:
         async with switchboard.AsyncAgent(server=URL, token=TOKEN, state=DIR, name=NAME) as agent:
             await agent.send("reviewer", {"text": "..."})
             await agent.flush(timeout=10)
-            await agent.run(handle)        # handle may be ``async def``
+            async for event in agent.events():
+                ...
+                await event.ack()          # or: await event.release(error="...")
+
+    ``await agent.run(handle)`` is the other way to consume (``handle`` may be
+    ``async def``). Leaving ``async with`` closes every stream ``events()`` opened
+    (releasing an event left without an outcome), then stops the background
+    delivery.
     """
 
     def __init__(
@@ -55,6 +67,9 @@ class AsyncAgent:
             deliver=deliver,
             request_timeout=request_timeout,
         )
+        # The streams events() opened and that are still alive: closed with the
+        # agent, so a cancelled ``async for`` leaves no claimed event behind.
+        self._streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
 
     async def __aenter__(self) -> AsyncAgent:
         return self
@@ -92,11 +107,39 @@ class AsyncAgent:
 
         return await self._stoppable(self.agent.run, call, **options)
 
+    def events(
+        self,
+        *,
+        stop_when_idle: bool = False,
+        lease_seconds: int = 60,
+        batch: int = 1,
+        max_local_failures: int = 3,
+        retry_base: float = 1.0,
+    ) -> EventStream:
+        """The inbox as an async iterator (``Agent.events``): ``async for event in
+        agent.events(): ...; await event.ack()``. Waits for events forever unless
+        ``stop_when_idle``; closed with this agent. Needs ``name``."""
+        stream = self.agent.events(
+            stop_when_idle=stop_when_idle,
+            lease_seconds=lease_seconds,
+            batch=batch,
+            max_local_failures=max_local_failures,
+            retry_base=retry_base,
+        )
+        self._streams.add(stream)
+        return stream
+
     async def pending(self) -> int:
+        """``Agent.pending``: outbox entries not yet sent."""
         return await asyncio.to_thread(self.agent.pending)
 
     async def close(self) -> None:
-        """``Agent.close``: stops the background delivery."""
+        """Closes the streams ``events()`` opened (an event without an outcome is
+        released, waiting acks are sent), then ``Agent.close``: stops the
+        background delivery."""
+        streams = list(self._streams)
+        if streams:
+            await asyncio.gather(*(stream.aclose() for stream in streams))
         await asyncio.to_thread(self.agent.close)
 
     async def _stoppable(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+from types import TracebackType
 from typing import Any, Callable, TypedDict, final
 
 __version__: str
@@ -62,8 +63,10 @@ class RunStats:
 
 @final
 class Event:
-    """One inbox event handed to a ``run()`` handler. Returning acks it; raising
-    releases it (a local failure)."""
+    """One inbox event, handed to a ``run()`` handler or by an ``events()``
+    stream. From ``run()``: returning acks it, raising releases it (a local
+    failure). From ``events()``: give it an outcome with ``ack``, ``release`` or
+    ``quarantine`` (``RuntimeError`` on a ``run()`` event)."""
 
     @property
     def event_id(self) -> str: ...
@@ -84,6 +87,42 @@ class Event:
     def correlation_id(self) -> str | None: ...
     @property
     def room_id(self) -> str | None: ...
+    async def ack(self) -> None:
+        """Done. Returns once the consumer has recorded it as handled in the state
+        file; the server's ack rides with the next claim (or the stream's close),
+        and a redelivery meanwhile is acked without being handed out again.
+        ``ConsumerStopped`` if the consumer stopped first."""
+    async def release(self, error: str | None = None, *, delay: float | None = None) -> None:
+        """Claimable again. Without ``error``: not now, after ``delay`` seconds
+        (default: a backoff), not a failure. With ``error``: a local failure,
+        released after a backoff; the ``max_local_failures``th quarantines it.
+        Returns once the server has it back."""
+    async def quarantine(self, reason: str) -> None:
+        """It can never succeed: quarantined locally and on the server, now."""
+
+@final
+class EventStream:
+    """The inbox as an async iterator (``Agent.events()``). One event at a time:
+    the next comes once the previous has its outcome (else ``RuntimeError``).
+    Closing (``aclose``, ``async with``) releases an event left without an
+    outcome, releases claimed events not handed out, sends waiting acks and stops
+    the consumer."""
+
+    def __aiter__(self) -> EventStream: ...
+    async def __anext__(self) -> Event:
+        """The next event. ``StopAsyncIteration`` once the consumer ended
+        (``stop_when_idle`` and nothing claimable, or closed); the consumer's error
+        (``ApiError``, ``LocalStateError``) if it failed."""
+    async def aclose(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    async def __aenter__(self) -> EventStream: ...
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
 
 @final
 class Agent:
@@ -147,6 +186,18 @@ class Agent:
     ) -> RunStats:
         """Claim, ``handler(event)``, ack; an exception releases; after
         ``max_local_failures`` the event is quarantined. Needs ``name``."""
+    def events(
+        self,
+        *,
+        stop_when_idle: bool = False,
+        lease_seconds: int = 60,
+        batch: int = 1,
+        max_local_failures: int = 3,
+        retry_base: float = 1.0,
+    ) -> EventStream:
+        """The inbox as an async iterator (asyncio): the consumer of ``run()``,
+        with the outcome given per event (``await event.ack()``). Needs
+        ``name``."""
     def quarantined(self, limit: int = 100) -> list[LocalPoison]: ...
     def stop(self) -> None:
         """End every ``flush``/``run`` in progress at its next safe point (from

@@ -10,7 +10,8 @@
     ├── OutboxFull          .capacity
     ├── MessageTooLarge     .size .limit                     (also a ValueError)
     ├── FlushTimeout        .pending                         (also a TimeoutError)
-    └── LocalStateError     the local state file failed      (also an OSError)
+    ├── LocalStateError     the local state file failed      (also an OSError)
+    └── ConsumerStopped     .event_id: an events() event's outcome came too late
 
 Attributes hold rules, paths and codes, never payload text. The compiled module
 raises these classes and sets their attributes.
@@ -87,6 +88,16 @@ class LocalStateError(SwitchboardError, OSError):
     full, locked by another process for longer than the busy timeout."""
 
 
+class ConsumerStopped(SwitchboardError):
+    """``await event.ack()`` (or ``release``, ``quarantine``) of an ``events()``
+    event whose consumer stopped before applying it: the stream was closed, or the
+    consumer failed (the stream's next ``__anext__`` raises why). The event returns
+    when its lease ends; if it was handled, dedup acks it then without handing it
+    out again."""
+
+    event_id: str = ""
+
+
 __all__ = [
     "SwitchboardError",
     "ApiError",
@@ -96,4 +107,5 @@ __all__ = [
     "MessageTooLarge",
     "FlushTimeout",
     "LocalStateError",
+    "ConsumerStopped",
 ]
