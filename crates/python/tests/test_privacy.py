@@ -1,6 +1,8 @@
 """The privacy gate refuses before anything is stored or leaves the machine, with
-the vectors of the Rust gate's own tests (crates/sdk/src/privacy/tests.rs and
-credentials/tests.rs)."""
+the vectors of the Rust gate's own tests (``every_secret_kind_in_a_payload_blocks``
+in crates/sdk/src/privacy/tests.rs, ``fake_jwt``/``fake_pem`` in
+credentials/tests.rs, the schema refusals of
+``unknown_message_types_and_non_objects_are_refused`` and ``wrong_types_…``)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ VECTORS = [
     ({"text": f"use {JWT}"}, "credential.jwt", JWT),
     ({"text": "ok", "tags": ["fine", PEM]}, "credential.private_key", PEM),
     ({"subject": "x", "text": "ssn 078-05-1120"}, "pii.ssn", "078-05-1120"),
+    ({"text": "card 4111 1111 1111 1111"}, "pii.payment_card", "4111 1111 1111 1111"),
     ({"text": "mail ops@example.com"}, "pii.email", "ops@example.com"),
     ({"text": ENTROPY}, "credential.high_entropy", ENTROPY),
     (["text"], "schema.not_an_object", None),

@@ -3,7 +3,12 @@ answers come back as exceptions with the problem document's code."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import socket
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -128,10 +133,7 @@ def test_payloads_must_be_json(tmp_path: Path) -> None:
 
 
 def test_flush_waits_for_an_attempt_in_flight_at_most_the_request_timeout(tmp_path: Path) -> None:
-    # A server that accepts the connection and never answers.
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)
+    silent = silent_server()
     url = "http://127.0.0.1:%d" % silent.getsockname()[1]
     try:
         with switchboard.Agent(
@@ -147,3 +149,88 @@ def test_flush_waits_for_an_attempt_in_flight_at_most_the_request_timeout(tmp_pa
             assert entry["attempts"] == 1
     finally:
         silent.close()
+
+
+def silent_server() -> socket.socket:
+    """A server that accepts connections (the kernel does, into the backlog) and
+    never answers."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    return silent
+
+
+FLUSH_THEN_CTRL_C = textwrap.dedent(
+    """
+    import sys, switchboard
+    server, token, state, to = sys.argv[1:5]
+    agent = switchboard.Agent(server=server, token=token, state=state, deliver=False,
+                              request_timeout=1.0)
+    receipt = agent.send(to, {"text": "interrupted"})
+    print("flushing", flush=True)
+    try:
+        agent.flush(timeout=60)
+    except KeyboardInterrupt:
+        print("interrupted", agent.entry(receipt.outbox_id)["state"], flush=True)
+        agent.close()
+        sys.exit(3)
+    """
+)
+
+
+def test_ctrl_c_stops_a_flush_cleanly_and_the_entry_is_sent_once_later(
+    server: Server, names, tmp_path: Path
+) -> None:
+    alice, bob = next(names), next(names)
+    alice_token, bob_token = server.create_agent(alice), server.create_agent(bob)
+    silent = silent_server()
+    url = "http://127.0.0.1:%d" % silent.getsockname()[1]
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", FLUSH_THEN_CTRL_C, url, alice_token, str(tmp_path), bob],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout.readline().strip() == "flushing"
+        time.sleep(0.3)  # the attempt is in flight, waiting for an answer
+        started = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=15)
+    finally:
+        silent.close()
+    assert child.returncode == 3, (out, err)
+    assert time.monotonic() - started < 5, "at most the attempt in flight (1 s) is waited for"
+    # The attempt in flight ended (timed out) before KeyboardInterrupt: the entry is
+    # waiting for a retry, not stuck as "sending".
+    assert out.split() == ["interrupted", "retryable"], out
+    with switchboard.Agent(server=server.url, token=alice_token, state=tmp_path) as agent:
+        agent.flush(timeout=10)
+    assert [e["payload"]["text"] for e in server.inbox(bob, bob_token)] == ["interrupted"]
+
+
+def test_cancelling_an_async_flush_keeps_the_entry(server: Server, names, tmp_path: Path) -> None:
+    alice, bob = next(names), next(names)
+    alice_token, bob_token = server.create_agent(alice), server.create_agent(bob)
+    silent = silent_server()
+    url = "http://127.0.0.1:%d" % silent.getsockname()[1]
+
+    async def main() -> str:
+        async with switchboard.AsyncAgent(
+            server=url, token=alice_token, state=tmp_path, deliver=False, request_timeout=1.0
+        ) as agent:
+            receipt = await agent.send(bob, {"text": "kept"})
+            task = asyncio.create_task(agent.flush(timeout=60))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return agent.agent.entry(receipt.outbox_id)["state"]
+
+    try:
+        assert asyncio.run(main()) == "retryable"
+    finally:
+        silent.close()
+    with switchboard.Agent(server=server.url, token=alice_token, state=tmp_path) as agent:
+        agent.flush(timeout=10)
+    assert [e["payload"]["text"] for e in server.inbox(bob, bob_token)] == ["kept"]
