@@ -1,4 +1,5 @@
-"""A real ``switchboard serve`` (SQLite in a temp dir) for the package's tests, and
+"""A real ``switchboard serve`` for the package's tests (SQLite in a temp dir; the
+outbox's tests also on PostgreSQL when ``$SWITCHBOARD_TEST_POSTGRES`` is set), and
 plain-HTTP helpers (urllib) that look at the server's side without the SDK.
 
 The server binary is ``$SWITCHBOARD_BIN``, else ``target/debug/switchboard`` under
@@ -14,7 +15,9 @@ import os
 import socket
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -79,14 +82,13 @@ class Server:
         return body
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def serve(home: Path, database_url: str) -> Iterator[Server]:
+    """``switchboard serve`` on ``database_url``, port 0, until the caller is done."""
     binary = server_binary()
     assert binary.exists(), (
         f"no server binary at {binary}: build it with `cargo build -p switchboard-cli` "
         "or set SWITCHBOARD_BIN"
     )
-    home = tmp_path_factory.mktemp("server")
     process = subprocess.Popen(
         [
             str(binary),
@@ -96,7 +98,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "--worker-interval-ms",
             "100",
             "--database-url",
-            f"sqlite://{home / 'server.db'}",
+            database_url,
             "--operator-token-file",
             str(home / "operator-token"),
             "--sqlite-synchronous",
@@ -114,6 +116,59 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     finally:
         process.kill()
         process.wait()
+
+
+@pytest.fixture(scope="session")
+def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the session, on SQLite in a temp dir."""
+    home = tmp_path_factory.mktemp("server")
+    yield from serve(home, f"sqlite://{home / 'server.db'}")
+
+
+POSTGRES_ENV = "SWITCHBOARD_TEST_POSTGRES"
+
+
+def psql(admin_url: str, sql: str) -> None:
+    subprocess.run(
+        ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", admin_url, "-c", sql],
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the session on a fresh PostgreSQL database ``sb_t_py_…``, made
+    through ``$SWITCHBOARD_TEST_POSTGRES`` (an admin URL, as for the Rust suites;
+    ``cargo xtask test`` sets it). Skipped without it."""
+    admin = os.environ.get(POSTGRES_ENV)
+    if not admin:
+        pytest.skip(f"set {POSTGRES_ENV} to an admin URL to run this on PostgreSQL")
+    name = f"sb_t_py_{uuid.uuid4().hex}"
+    # As the Rust suites' databases: a crash of the machine is not under test.
+    psql(admin, f"CREATE DATABASE {name}")
+    psql(admin, f"ALTER DATABASE {name} SET synchronous_commit = off")
+    url = urllib.parse.urlsplit(admin)._replace(path=f"/{name}").geturl()
+    try:
+        yield from serve(tmp_path_factory.mktemp("pg-server"), url)
+    finally:
+        psql(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def server(sqlite_server: Server) -> Server:
+    """The server most tests use (SQLite); the outbox's tests override it with
+    ``each_backend``."""
+    return sqlite_server
+
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+def each_backend(request: pytest.FixtureRequest) -> Server:
+    """For a module's ``server`` fixture parametrized over ``BACKENDS``: its
+    tests run on SQLite and on PostgreSQL."""
+    return request.getfixturevalue(f"{request.param}_server")
 
 
 _names = itertools.count()

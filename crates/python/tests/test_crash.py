@@ -10,8 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import switchboard
-from conftest import Server, closed_port_url
+from conftest import BACKENDS, Server, closed_port_url, each_backend
 
 SENDER = textwrap.dedent(
     """
@@ -24,6 +26,12 @@ SENDER = textwrap.dedent(
     time.sleep(60)
     """
 )
+
+
+@pytest.fixture(params=BACKENDS)
+def server(request: pytest.FixtureRequest) -> Server:
+    """The outbox's tests run against a server on SQLite and on PostgreSQL."""
+    return each_backend(request)
 
 
 def send_then_kill(server_url: str, token: str, state: Path, to: str, count: int) -> None:

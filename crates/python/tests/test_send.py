@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 import switchboard
-from conftest import Server, closed_port_url
+from conftest import BACKENDS, Server, closed_port_url, each_backend
+
+
+@pytest.fixture(params=BACKENDS)
+def server(request: pytest.FixtureRequest) -> Server:
+    """The outbox's tests run against a server on SQLite and on PostgreSQL."""
+    return each_backend(request)
 
 
 def test_send_then_flush_puts_the_message_in_the_recipients_inbox(
