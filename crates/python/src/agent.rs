@@ -29,7 +29,7 @@ use crate::errors::{
 };
 use crate::event::call_handler;
 use crate::json::{to_json, to_py};
-use crate::stream::EventStream;
+use crate::stream::{Control, EventStream};
 use crate::wait::{block_on, quick, runtime};
 
 /// The state file's name inside the `state` directory.
@@ -116,11 +116,17 @@ pub(crate) struct Agent {
     /// progress: `stop` fires it (ending them at their next safe point) and puts
     /// a fresh one in its place for later calls.
     calls: Mutex<CancellationToken>,
+    /// The consumers of the `events()` streams this object made that may still
+    /// run: `close` shuts them and waits until their releases and acks are sent.
+    streams: Mutex<Vec<Arc<Control>>>,
 }
 
 impl Drop for Agent {
     fn drop(&mut self) {
         self.stop_delivery.cancel();
+        for stream in self.streams.get_mut().unwrap_or_else(|e| e.into_inner()) {
+            stream.shut();
+        }
     }
 }
 
@@ -175,6 +181,7 @@ impl Agent {
             delivering: Mutex::new(delivering),
             mine: Mutex::default(),
             calls: Mutex::default(),
+            streams: Mutex::default(),
         })
     }
 
@@ -372,7 +379,11 @@ impl Agent {
             max_local_failures,
             retry_base,
         )?;
-        Ok(EventStream::new(consumer))
+        let stream = EventStream::new(consumer);
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        streams.retain(|s| !s.is_finished());
+        streams.push(stream.control());
+        Ok(stream)
     }
 
     /// Events quarantined locally (newest first, at most `limit`), as dicts with
@@ -395,9 +406,20 @@ impl Agent {
         std::mem::take(&mut *calls).cancel();
     }
 
-    /// Stops the background delivery; entries in flight go back to the queue, to
-    /// be sent by the next `Agent` on this state directory. Idempotent.
+    /// Stops the background delivery (entries in flight go back to the queue, to
+    /// be sent by the next `Agent` on this state directory) and every `events()`
+    /// stream of this object: an event handed out without an outcome is released,
+    /// waiting acks are sent. Returns when that is done. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let streams = std::mem::take(&mut *self.streams.lock().unwrap_or_else(|e| e.into_inner()));
+        for stream in &streams {
+            stream.shut();
+        }
+        quick(py, async {
+            for stream in &streams {
+                stream.finished().await;
+            }
+        });
         self.stop_delivery.cancel();
         let task = self
             .delivering

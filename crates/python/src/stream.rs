@@ -14,7 +14,10 @@
 //! (`aclose`, `async with`, the object going away) or when the event object is
 //! garbage collected; if the whole process dies, its lease ends instead. Closing
 //! stops the consumer the way `run()` stops (claimed events not handed out are
-//! released, waiting acks sent) and its awaitable ends when that is done.
+//! released, waiting acks sent) and its awaitable ends when that is done. The
+//! agent keeps each stream's [`Control`]: `Agent.close()` (and so `AsyncAgent`
+//! leaving `async with`) shuts every stream it made and waits for its consumer,
+//! even one whose Python object is already gone (its drop only starts the stop).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -73,25 +76,66 @@ type Run = Pin<Box<dyn Future<Output = ()> + Send>>;
 ///
 /// Events come one at a time, in the order the server hands them out; take the
 /// next once the previous has its outcome. Closing (`aclose()`, leaving
-/// `async with`, or the `AsyncAgent` closing) releases an event left without an
-/// outcome and stops the consumer; nothing claimed is lost.
-#[pyclass(frozen, weakref, module = "switchboard")]
+/// `async with`, or the agent closing) releases an event left without an outcome
+/// and stops the consumer; nothing claimed is lost.
+#[pyclass(frozen, module = "switchboard")]
 pub(crate) struct EventStream {
     /// Events the consumer hands out (at most one waits here).
     events: Arc<tokio::sync::Mutex<mpsc::Receiver<Handed>>>,
-    /// The slot of the last event handed out, held weakly: only the event object
-    /// keeps it alive, so a collected event counts as released.
-    current: Arc<Mutex<Weak<Outlet>>>,
-    /// The consumer's run until the first `__anext__`; `None` once started or
-    /// closed.
-    run: Mutex<Option<Run>>,
-    /// Stops the consumer: close, or the stream going away.
-    stop: CancellationToken,
-    /// Fired once the consumer's run has returned (its releases and acks sent),
-    /// or at close if it never started.
-    finished: CancellationToken,
+    /// Starting and stopping the consumer; the agent holds it too, to stop the
+    /// consumer and wait for it when it closes, whether or not this object is
+    /// still alive.
+    control: Arc<Control>,
     /// Why the consumer stopped, if it failed; raised once, by `__anext__`.
     failure: Arc<Mutex<Option<ConsumerError>>>,
+}
+
+/// What starts and stops one stream's consumer.
+pub(crate) struct Control {
+    /// The slot of the last event handed out, held weakly: only the event object
+    /// keeps it alive, so a collected event counts as released.
+    current: Mutex<Weak<Outlet>>,
+    /// The consumer's run until the first `__anext__`; `None` once started or
+    /// shut.
+    run: Mutex<Option<Run>>,
+    /// Stops the consumer.
+    stop: CancellationToken,
+    /// Fired once the consumer's run has returned (its releases and acks sent),
+    /// or when it is shut before it started.
+    finished: CancellationToken,
+}
+
+impl Control {
+    /// Releases the event handed out without an outcome, and stops the consumer
+    /// (or drops it unstarted). Returns at once; [`Control::finished`] says when
+    /// it is done. Idempotent.
+    pub(crate) fn shut(&self) {
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .upgrade();
+        if let Some(slot) = current {
+            let sender = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(sender) = sender {
+                let _ = sender.send(GIVE_BACK);
+            }
+        }
+        self.stop.cancel();
+        let unstarted = self.run.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if unstarted.is_some() {
+            self.finished.cancel();
+        }
+    }
+
+    /// Ends once the consumer has stopped (after [`Control::shut`], or on its own).
+    pub(crate) async fn finished(&self) {
+        self.finished.cancelled().await;
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished.is_cancelled()
+    }
 }
 
 impl EventStream {
@@ -125,33 +169,19 @@ impl EventStream {
         };
         Self {
             events: Arc::new(tokio::sync::Mutex::new(events)),
-            current: Arc::default(),
-            run: Mutex::new(Some(run)),
-            stop,
-            finished,
+            control: Arc::new(Control {
+                current: Mutex::default(),
+                run: Mutex::new(Some(run)),
+                stop,
+                finished,
+            }),
             failure,
         }
     }
 
-    /// Releases the event handed out without an outcome, and stops the consumer
-    /// (or drops it unstarted). Returns at once; `finished` fires when it is done.
-    fn shut(&self) {
-        let current = self
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .upgrade();
-        if let Some(slot) = current {
-            let sender = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(sender) = sender {
-                let _ = sender.send(GIVE_BACK);
-            }
-        }
-        self.stop.cancel();
-        let unstarted = self.run.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if unstarted.is_some() {
-            self.finished.cancel();
-        }
+    /// What the agent keeps to stop this stream's consumer when it closes.
+    pub(crate) fn control(&self) -> Arc<Control> {
+        self.control.clone()
     }
 }
 
@@ -204,7 +234,8 @@ impl EventStream {
     /// agent, `LocalStateError`), and `RuntimeError` while the previous event has
     /// no outcome yet.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let unsettled = self
+        let control = &self.control;
+        let unsettled = control
             .current
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -216,15 +247,13 @@ impl EventStream {
                  event.release(...) or event.quarantine(reason) before taking the next",
             ));
         }
-        let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let run = control.run.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(run) = run {
             runtime().spawn(run);
         }
-        let events = self.events.clone();
-        let current = self.current.clone();
-        let (stop, finished, failure) = (
-            self.stop.clone(),
-            self.finished.clone(),
+        let (events, control, failure) = (
+            self.events.clone(),
+            self.control.clone(),
             self.failure.clone(),
         );
         awaitable(py, async move {
@@ -232,15 +261,16 @@ impl EventStream {
                 let mut events = events.lock().await;
                 tokio::select! {
                     biased;
-                    () = stop.cancelled() => None,
+                    () = control.stop.cancelled() => None,
                     next = events.recv() => next,
                 }
             };
             if let Some(handed) = next {
-                *current.lock().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&handed.slot);
+                *control.current.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Arc::downgrade(&handed.slot);
                 return Ok(handed);
             }
-            finished.cancelled().await;
+            control.finished().await;
             let failed = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
             Err(failed.map_or_else(|| PyStopAsyncIteration::new_err(()), consumer_error))
         })
@@ -250,10 +280,10 @@ impl EventStream {
     /// outcome is released at once, claimed events not handed out are released,
     /// waiting acks are sent, and the consumer stops. Ends when that is done.
     fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.shut();
-        let finished = self.finished.clone();
+        self.control.shut();
+        let control = self.control.clone();
         awaitable(py, async move {
-            finished.cancelled().await;
+            control.finished().await;
             Ok(())
         })
     }
@@ -261,7 +291,7 @@ impl EventStream {
     /// Whether the stream is closed (or its consumer has ended).
     #[getter]
     fn closed(&self) -> bool {
-        self.stop.is_cancelled() || self.finished.is_cancelled()
+        self.control.stop.is_cancelled() || self.control.is_finished()
     }
 
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -282,6 +312,6 @@ impl EventStream {
 
 impl Drop for EventStream {
     fn drop(&mut self) {
-        self.shut();
+        self.control.shut();
     }
 }

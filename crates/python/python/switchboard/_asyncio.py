@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import inspect
 import os
-import weakref
 from typing import Any, Awaitable, Callable, TypeVar
 
 from ._switchboard import Agent, Event, EventStream, Receipt, RunStats
@@ -67,9 +66,6 @@ class AsyncAgent:
             deliver=deliver,
             request_timeout=request_timeout,
         )
-        # The streams events() opened and that are still alive: closed with the
-        # agent, so a cancelled ``async for`` leaves no claimed event behind.
-        self._streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
 
     async def __aenter__(self) -> AsyncAgent:
         return self
@@ -119,27 +115,22 @@ class AsyncAgent:
         """The inbox as an async iterator (``Agent.events``): ``async for event in
         agent.events(): ...; await event.ack()``. Waits for events forever unless
         ``stop_when_idle``; closed with this agent. Needs ``name``."""
-        stream = self.agent.events(
+        return self.agent.events(
             stop_when_idle=stop_when_idle,
             lease_seconds=lease_seconds,
             batch=batch,
             max_local_failures=max_local_failures,
             retry_base=retry_base,
         )
-        self._streams.add(stream)
-        return stream
 
     async def pending(self) -> int:
         """``Agent.pending``: outbox entries not yet sent."""
         return await asyncio.to_thread(self.agent.pending)
 
     async def close(self) -> None:
-        """Closes the streams ``events()`` opened (an event without an outcome is
-        released, waiting acks are sent), then ``Agent.close``: stops the
+        """``Agent.close``: closes the streams ``events()`` opened (an event
+        without an outcome is released, waiting acks are sent) and stops the
         background delivery."""
-        streams = list(self._streams)
-        if streams:
-            await asyncio.gather(*(stream.aclose() for stream in streams))
         await asyncio.to_thread(self.agent.close)
 
     async def _stoppable(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:

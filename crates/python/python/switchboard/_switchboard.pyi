@@ -202,6 +202,9 @@ class Agent:
     def stop(self) -> None:
         """End every ``flush``/``run`` in progress at its next safe point (from
         another thread); later calls are not affected."""
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop the background delivery (an entry in flight goes back to the
+        queue) and every ``events()`` stream (an event without an outcome is
+        released, waiting acks are sent); returns when that is done."""
     def __enter__(self) -> Agent: ...
     def __exit__(self, *exc: object) -> bool: ...
