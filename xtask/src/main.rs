@@ -3,15 +3,17 @@
 //! - `run`: install prerequisites, build the console UI, then open the desktop app
 //!   (or, with no display, the headless server).
 //! - `test`: prerequisites, fmt, one build linted by clippy as it compiles (the console
-//!   built by the server's build script and embedded), every workspace test,
-//!   the real-keyring tests (keyutils and Secret Service) and a desktop smoke test under
-//!   Xvfb. Prints a summary; exits non-zero on any failure.
+//!   built by the server's build script and embedded), every workspace test, the
+//!   Python package's pytest suite, the real-keyring tests (keyutils and Secret
+//!   Service) and a desktop smoke test under Xvfb. Prints a summary; exits non-zero
+//!   on any failure.
 //! - `bench`: the benchmark binary of the `tests` crate, then W5 (`w5.rs`).
 //! - `dist`: Debian packages of the server and the desktop app (`dist.rs`).
 //! - `chaos`: the reliability suite at full size, and its table (`chaos.rs`).
 //! - `prereqs` and `ui` run the first two stages of `run` on their own; `mariadb`
 //!   finds or starts the test MariaDB (see `mariadb.rs`); `promtool` runs the
-//!   Prometheus rules' step of `test` alone (`test/promtool.rs`).
+//!   Prometheus rules' step of `test` alone (`test/promtool.rs`); `pytest` runs the
+//!   Python package's step of `test` alone (`test/python.rs`).
 //!
 //! Everything xtask itself says goes to stderr, so a program's stdout (for example the
 //! server's JSON ready line) stays machine-readable.
@@ -24,6 +26,7 @@ mod dist;
 mod mariadb;
 mod postgres;
 mod prereqs;
+mod python;
 mod run;
 mod test;
 mod ui;
@@ -38,7 +41,7 @@ tasks:
   run [args…]    prerequisites, UI build, then the desktop app (args go to it), or
                  `switchboard serve` when no display is available
   test [args…]   prerequisites, fmt, one build linted by clippy (the console inside),
-                 `cargo test --workspace [args…]`,
+                 `cargo test --workspace [args…]`, the Python package's pytest,
                  the real-keyring tests (keyctl session; dbus-run-session with
                  gnome-keyring) and the desktop smoke test under Xvfb
   bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`,
@@ -51,6 +54,10 @@ tasks:
   promtool       the Prometheus recording rules (deploy/prometheus): `promtool check
                  rules`, `promtool test rules`, and the Grafana dashboard against
                  them (a step of `test`)
+  pytest         the Python package (crates/python): its wheel (a debug build)
+                 into target/python-venv, then its pytest suite against the
+                 debug `switchboard` (a step of `test`; the PostgreSQL half runs
+                 when SWITCHBOARD_TEST_POSTGRES is set)
   mariadb        find or start the test MariaDB and print its admin URL (for
                  SWITCHBOARD_TEST_MYSQL); `mariadb stop|start|restart` controls the
                  one xtask started (the restart test does)
@@ -73,6 +80,7 @@ fn main() -> ExitCode {
         Some("prereqs") => prereqs::ensure().map(drop),
         Some("promtool") => prereqs::ensure_debian(&[test::promtool::PACKAGE])
             .and_then(|()| test::promtool::check()),
+        Some("pytest") => test::python::alone(),
         Some("mariadb") if !rest.is_empty() => mariadb::control(&rest[0]),
         Some("mariadb") => mariadb::ensure().and_then(|db| match db {
             Some(db) => {

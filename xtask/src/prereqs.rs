@@ -34,6 +34,9 @@ const PACKAGES: &[&str] = &[
     "keyutils",
     // The independent webhook signature verifiers (PyPI) run under it.
     "python3-pip",
+    // The Python package's virtual environment (`python.rs`): Debian's python3
+    // makes one only with this.
+    crate::python::VENV_PACKAGE,
     // The packages' checks: `systemd-analyze verify|security` of the server's unit
     // (no systemd needs to run) and `desktop-file-validate` of the desktop entry.
     "systemd",

@@ -18,6 +18,7 @@ mod layers;
 pub(crate) use isolated::{Scratch, smoke_command};
 mod package;
 pub(crate) mod promtool;
+pub(crate) mod python;
 use build::{Built, Select, build, build_env};
 use isolated::{desktop_smoke, keyring_tests, smoke_screenshot};
 
@@ -213,6 +214,15 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
                 eprintln!("postgres: could not drop the test databases: {e:#}");
             }
         }
+        // The Python package: pytest against the build's `switchboard`, its
+        // outbox's tests on PostgreSQL too.
+        step(&mut outcomes, "python package (pytest)", || {
+            python::pytest(
+                &built.server,
+                pg.as_ref().map(|pg| pg.url.as_str()),
+                &mut counts,
+            )
+        });
         let mut maria = None;
         step(&mut outcomes, "mariadb (start)", || {
             maria = mariadb::ensure()?;
@@ -313,7 +323,8 @@ fn installed_bin() -> PathBuf {
     installed_root().join("bin").join("switchboard")
 }
 
-/// Totals of the `test result:` lines of a `cargo test` run.
+/// Totals of the `test result:` lines of a `cargo test` run, and of pytest's
+/// closing line.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Counts {
     passed: u64,
@@ -322,6 +333,37 @@ struct Counts {
 }
 
 impl Counts {
+    /// Adds pytest's closing line (`3 failed, 50 passed, 2 skipped in 30.12s`,
+    /// with or without its `=` rule): errors count as failures, skips as ignored.
+    fn add_pytest_line(&mut self, line: &str) {
+        let line = line.trim().trim_matches('=').trim();
+        let Some((results, time)) = line.rsplit_once(" in ") else {
+            return;
+        };
+        if !time.split_whitespace().next().is_some_and(|t| {
+            t.strip_suffix('s')
+                .is_some_and(|n| n.parse::<f64>().is_ok())
+        }) {
+            return;
+        }
+        let mut parsed = Counts::default();
+        for part in results.split(", ") {
+            let Some((n, what)) = part.split_once(' ') else {
+                return;
+            };
+            let Ok(n) = n.parse::<u64>() else { return };
+            match what {
+                "passed" => parsed.passed += n,
+                "failed" | "error" | "errors" => parsed.failed += n,
+                "skipped" => parsed.ignored += n,
+                _ => {}
+            }
+        }
+        self.passed += parsed.passed;
+        self.failed += parsed.failed;
+        self.ignored += parsed.ignored;
+    }
+
     /// Adds one `test result: ok. 3 passed; 0 failed; 1 ignored; …` line.
     fn add_line(&mut self, line: &str) {
         let Some(rest) = line.trim().strip_prefix("test result:") else {
@@ -404,6 +446,23 @@ mod tests {
                 passed: 38,
                 failed: 1,
                 ignored: 3
+            }
+        );
+    }
+
+    #[test]
+    fn counts_add_up_pytest_closing_lines() {
+        let mut c = Counts::default();
+        c.add_pytest_line("56 passed, 2 skipped in 30.58s");
+        c.add_pytest_line("==== 1 failed, 3 passed, 1 error, 4 warnings in 2.01s (0:00:02) ====");
+        c.add_pytest_line("test_send.py ....                                [100%]");
+        c.add_pytest_line("the queue was empty in 3 seconds");
+        assert_eq!(
+            c,
+            Counts {
+                passed: 59,
+                failed: 2,
+                ignored: 2
             }
         );
     }
