@@ -459,12 +459,11 @@ async fn stop_when_idle_returns_once_nothing_is_claimable_with_the_acks_sent() {
         move |delivery: Delivery| {
             let first = n_of(&delivery.event) == 0
                 && !std::mem::replace(&mut *failed.lock().unwrap(), true);
-            let outcome = if first {
+            if first {
                 std::future::ready(Outcome::Failed("not yet".into()))
             } else {
                 record(delivery)
-            };
-            outcome
+            }
         }
     };
     let consumer = Consumer::new(alice.clone(), "alice", db, config);
