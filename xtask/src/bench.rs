@@ -17,6 +17,11 @@
 //! MCP (`switchboard mcp`) runs the CLI's binary, so the CLI is built in release
 //! first and named in `SWITCHBOARD_BENCH_CLI`.
 //!
+//! PY-W1 (keyed sends from Python) runs the Python package: its release wheel is
+//! built and installed into the virtual environment of `python.rs`, whose
+//! interpreter is named in `SWITCHBOARD_BENCH_PYTHON`. If that fails, the bench
+//! says so and skips PY-W1.
+//!
 //! W5, the desktop app's footprint, runs here after the bench binary (it needs Xvfb
 //! and a release build of the app; see `w5.rs`): in a full run, not with `--quick`
 //! or `--only` another workload; `--only W5` runs it alone.
@@ -61,6 +66,14 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
                 cargo.env("SWITCHBOARD_BENCH_CLI", cli);
             }
             Err(e) => eprintln!("bench: no release switchboard binary, so MCP is skipped: {e:#}"),
+        }
+    }
+    if only(args).is_none_or(|w| w.eq_ignore_ascii_case("PY-W1")) {
+        match python_with_package() {
+            Ok(python) => {
+                cargo.env("SWITCHBOARD_BENCH_PYTHON", python);
+            }
+            Err(e) => eprintln!("bench: no Python package, so PY-W1 is skipped: {e:#}"),
         }
     }
     cargo.envs(database_env(args));
@@ -114,6 +127,14 @@ fn release_cli() -> Result<std::path::PathBuf> {
         "switchboard",
     ]))?;
     Ok(cmd::target_dir().join("release").join("switchboard"))
+}
+
+/// A Python with the package's release wheel installed (`target/python-venv`).
+fn python_with_package() -> Result<std::path::PathBuf> {
+    let venv = crate::python::Venv::ensure()?;
+    let wheel = venv.build_wheel("release", &cmd::target_dir().join("python-wheel-release"))?;
+    venv.install(&wheel)?;
+    Ok(venv.python())
 }
 
 /// The value of `--only`, if given.

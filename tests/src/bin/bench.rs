@@ -44,6 +44,11 @@
 //!   wake-up through the SDK. Needs the `switchboard` binary in
 //!   `SWITCHBOARD_BENCH_CLI` (`cargo xtask bench` builds and sets it). See
 //!   `bench/mcp.rs`.
+//! - *PY-W1*: keyed sends from Python (issue 40): `switchboard.Agent.send` × N
+//!   through the durable outbox, then `flush()`, in a Python process; baseline: the
+//!   Rust SDK's outbox doing the same in a process of its own (goal ≥ 0.8). Needs a
+//!   Python with the package in `SWITCHBOARD_BENCH_PYTHON` (`cargo xtask bench`
+//!   installs the release wheel and sets it). See `bench/py.rs`.
 //! - *ratio*: server msgs/s ÷ baseline msgs/s. *goal*: the ratio an issue asks for.
 //!
 //! Every server runs in this process with `Config::default()` (WAL, synchronous
@@ -70,7 +75,7 @@
 //! (W2 pre-load), `--consumers N` (W2; PG-W2 keeps the issue's 20,000 events and 8
 //! consumers, 2,000 events with `--quick`), `--rate R` (W3 sends/s, default 200),
 //! `--postgres URL`, `--mysql URL`,
-//! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|MCP|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2|PEERS` (`PG`, `MY`:
+//! `--only W1|AUTH|W2|R1|W3|W3I|W4|WH|MCP|PY-W1|PG|PG-W1|PG-W2|MY|MY-W1|MY-W2|PEERS` (`PG`, `MY`:
 //! both parts; `PEERS`: `--peers` with only the workloads they are compared with),
 //! `--peers`. `BENCH_QUICK=1` is the same as `--quick`. A full run takes about 3 minutes
 //! on 2 cores (W3I alone about 1.5: 10,000 connections and a 30 s idle window), plus
@@ -110,6 +115,8 @@ mod pgdb;
 mod pgmq;
 #[path = "bench/pgraw.rs"]
 mod pgraw;
+#[path = "bench/py.rs"]
+mod py;
 #[path = "bench/r1.rs"]
 mod r1;
 #[path = "bench/raw.rs"]
@@ -164,9 +171,9 @@ struct Settings {
 
 /// The `--only` values; `PG` runs `PG-W1` and `PG-W2`, `MY` both MY parts,
 /// `PEERS` the peers and [`PEERS_OURS`].
-const WORKLOADS: [&str; 16] = [
-    "W1", "AUTH", "W2", "R1", "W3", "W3I", "W4", "WH", "MCP", "PG", "PG-W1", "PG-W2", "MY",
-    "MY-W1", "MY-W2", "PEERS",
+const WORKLOADS: [&str; 17] = [
+    "W1", "AUTH", "W2", "R1", "W3", "W3I", "W4", "WH", "MCP", "PY-W1", "PG", "PG-W1", "PG-W2",
+    "MY", "MY-W1", "MY-W2", "PEERS",
 ];
 
 /// Our workloads the peers are compared with.
@@ -212,7 +219,7 @@ impl Settings {
                          PG-W2 (default: $SWITCHBOARD_BENCH_POSTGRES; none: skipped)\n  \
                          --mysql URL  admin URL of a MariaDB / MySQL server for MY-W1 and \
                          MY-W2 (default: $SWITCHBOARD_BENCH_MYSQL; none: skipped)\n  \
-                         --only W     run only W1, AUTH, W2, R1, W3, W3I, W4, WH, MCP, PG-W1, PG-W2, \
+                         --only W     run only W1, AUTH, W2, R1, W3, W3I, W4, WH, MCP, PY-W1, PG-W1, PG-W2, \
                          PG (both), MY-W1, MY-W2, MY (both) or PEERS (the peers and what they \
                          are compared with)\n  \
                          --peers      also measure the peers (pg-boss, graphile-worker, apalis, \
@@ -250,11 +257,16 @@ impl Settings {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    // W3I starts this binary again as its server child.
+    // W3I starts this binary again as its server child, PY-W1 as its Rust side.
     let mut args = std::env::args().skip(1);
-    if args.next().as_deref() == Some(w3idle::SERVE_CHILD) {
-        let url = args.next().context("--serve-child needs a database URL")?;
-        return w3idle::serve_child(url).await;
+    match args.next().as_deref() {
+        Some(w3idle::SERVE_CHILD) => {
+            let url = args.next().context("--serve-child needs a database URL")?;
+            return w3idle::serve_child(url).await;
+        }
+        // PY-W1 starts it again as its Rust side.
+        Some(py::OUTBOX_CHILD) => return py::outbox_child(args).await,
+        _ => {}
     }
     let settings = Settings::parse()?;
     if cfg!(debug_assertions) {
@@ -330,6 +342,12 @@ async fn main() -> Result<()> {
     {
         report::write_json(&dir.join("mcp.json"), &mcp)?;
         rows.extend(mcp);
+    }
+    if runs("PY-W1")
+        && let Some(py) = py::run(&settings).await.context("PY-W1")?
+    {
+        report::write_json(&dir.join("py-w1.json"), std::slice::from_ref(&py))?;
+        rows.push(py);
     }
     let mut notes = Vec::new();
     let mut wakeups = None;

@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 /// Compatibility: fields are only ever added, so scripts reading old files keep working.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Row {
-    /// `W1`, `AUTH`, `W2`, `R1`, `W4`, `WH`, `MCP`, `PG-W1`, `PG-W2`, `MY-W1` or `MY-W2`.
+    /// `W1`, `AUTH`, `W2`, `R1`, `W4`, `WH`, `MCP`, `PY-W1`, `PG-W1`, `PG-W2`, `MY-W1` or
+    /// `MY-W2`.
     pub(crate) workload: &'static str,
     /// Machine-friendly name of the variant (`batch_16` …).
     pub(crate) variant: String,
@@ -112,6 +113,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         "W4" => format!("leases: {}", row.variant),
         "WH" => "webhook deliveries, HTTPS".to_owned(),
         "MCP" => format!("switchboard mcp, {}", row.variant.replace('_', " ")),
+        "PY-W1" => "Python: outbox send × N, flush".to_owned(),
         _ => format!("drain claim+ack, {}", row.variant.replace('_', " ")),
     };
     let base = |row: &Row| match row.workload {
@@ -126,6 +128,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         "W4" => "store, no HTTP",
         "WH" => "signed POSTs, no queue",
         "MCP" => "the same via the SDK",
+        "PY-W1" => "Rust SDK, same calls",
         _ => "raw sqlx loop",
     };
     for row in rows {
