@@ -1,5 +1,7 @@
 //! `cargo xtask dist`: Debian packages of the headless server (`switchboard`) and of
-//! the desktop app (`switchboard-desktop`), both with the console inside.
+//! the desktop app (`switchboard-desktop`), both with the console inside, and the
+//! Python package's wheel (`switchboard_agents-…-cp311-abi3-….whl`, one for every
+//! CPython ≥ 3.11; built by maturin, see `python.rs`).
 //!
 //! The packages are assembled here and built by `dpkg-deb`, Debian's own tool, with
 //! `Depends` from `dpkg-shlibdeps`: both come with `build-essential`, so packaging
@@ -24,7 +26,8 @@ usage: cargo xtask dist [--debug] [--out DIR]
 
 Builds target/dist/switchboard_<version>_<arch>.deb (the headless server, its
 systemd unit and default settings) and switchboard-desktop_<version>_<arch>.deb
-(the desktop console), each with the console inside.
+(the desktop console), each with the console inside, and the Python package's
+wheel, switchboard_agents-<version>-cp311-abi3-<platform>.whl (pip install it).
   --debug    package debug builds (quick, large; for trying the packaging)
   --out DIR  write the packages to DIR instead of target/dist";
 
@@ -71,15 +74,40 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let server = server_deb(&bin.join("switchboard"), &out)?;
     let desktop = desktop_deb(&bin.join("switchboard-desktop"), &out)?;
-    for deb in [&server, &desktop] {
-        let size = fs::metadata(deb)?.len();
-        eprintln!("dist: {} ({} KiB)", deb.display(), size / 1024);
+    let wheel = python_wheel(debug, &out)?;
+    for artifact in [&server, &desktop, &wheel] {
+        let size = fs::metadata(artifact)?.len();
+        eprintln!("dist: {} ({} KiB)", artifact.display(), size / 1024);
     }
     eprintln!(
         "dist: install with `sudo apt install {}` (README: Install the server package)",
         server.display()
     );
     Ok(())
+}
+
+/// The Python package's wheel, built in the target dir and copied into `out`
+/// (a wheel of an earlier version there is replaced).
+fn python_wheel(debug: bool, out: &Path) -> Result<PathBuf> {
+    let venv = crate::python::Venv::ensure()?;
+    let built = venv.build_wheel(
+        if debug { "dev" } else { "release" },
+        &cmd::target_dir().join("python-wheel-dist"),
+    )?;
+    let name = built.file_name().context("the wheel's file name")?;
+    for old in fs::read_dir(out)?.filter_map(|e| e.ok().map(|e| e.path())) {
+        let stale = old
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("switchboard_agents-") && n.ends_with(".whl"));
+        if stale {
+            fs::remove_file(&old)?;
+        }
+    }
+    let wheel = out.join(name);
+    fs::copy(&built, &wheel)
+        .with_context(|| format!("copying {} to {}", built.display(), wheel.display()))?;
+    Ok(wheel)
 }
 
 /// `packaging/debian/` in the workspace.

@@ -8,7 +8,8 @@
 //!   Service) and a desktop smoke test under Xvfb. Prints a summary; exits non-zero
 //!   on any failure.
 //! - `bench`: the benchmark binary of the `tests` crate, then W5 (`w5.rs`).
-//! - `dist`: Debian packages of the server and the desktop app (`dist.rs`).
+//! - `dist`: Debian packages of the server and the desktop app, and the Python
+//!   package's wheel (`dist.rs`).
 //! - `chaos`: the reliability suite at full size, and its table (`chaos.rs`).
 //! - `prereqs` and `ui` run the first two stages of `run` on their own; `mariadb`
 //!   finds or starts the test MariaDB (see `mariadb.rs`); `promtool` runs the
@@ -46,8 +47,8 @@ tasks:
                  gnome-keyring) and the desktop smoke test under Xvfb
   bench [args…]  `cargo run --release -p switchboard-tests --bin bench -- [args…]`,
                  then W5 (the desktop app under Xvfb; `--only W5` for it alone)
-  dist [args…]   Debian packages of the server and the desktop app into target/dist
-                 (`dist --help`)
+  dist [args…]   Debian packages of the server and the desktop app, and the Python
+                 package's wheel, into target/dist (`dist --help`)
   chaos [args…]  the reliability suite at full size (crash loop and the other
                  scenarios on SQLite, PostgreSQL and MariaDB), then one table
   prereqs        only install/check the prerequisites
