@@ -247,12 +247,9 @@ impl Consumer {
         cancel: &CancellationToken,
     ) -> Result<Drained, DrainError> {
         let mut processed = 0;
-        loop {
-            // Stopped while the last batch was handled: claim nothing more (a claim
-            // released at once would still spend one of each event's attempts).
-            if cancel.is_cancelled() {
-                return Ok(Drained::Cancelled);
-            }
+        // Stopped while a batch was handled: no next claim (its events, released at
+        // once, would each have spent an attempt).
+        while !cancel.is_cancelled() {
             let attempt = *self
                 .unanswered_claim
                 .lock()
@@ -306,6 +303,7 @@ impl Consumer {
                 processed += 1;
             }
         }
+        Ok(Drained::Cancelled)
     }
 
     /// Processes one claimed event; `false` when the crash seam fired.
