@@ -2,7 +2,7 @@
 //! all the SDK's, over one local state file.
 //!
 //! Sending: `send`/`post` run the privacy gate and write the message to the outbox
-//! (SQLite, `synchronous=FULL`) before any network I/O, and return a [`Receipt`].
+//! (SQLite, `synchronous=FULL`) before any network I/O, and return a `Receipt`.
 //! A background task on the package's runtime delivers the outbox (the SDK's
 //! `Outbox::run`: per-lane order, retries with decorrelated jitter honouring
 //! `Retry-After`, one idempotency key per entry for all its attempts); `flush`
@@ -29,6 +29,7 @@ use crate::errors::{
 };
 use crate::event::call_handler;
 use crate::json::{to_json, to_py};
+use crate::results::{Receipt, RunStats};
 use crate::stream::{Control, EventStream};
 use crate::wait::{block_on, quick, runtime};
 
@@ -37,53 +38,6 @@ const STATE_FILE: &str = "switchboard.db";
 /// The message type payloads are checked as when none is given (the built-in
 /// schemas' only type).
 const DEFAULT_MESSAGE_TYPE: &str = "message";
-
-/// What `send` and `post` return: the message is in the local outbox (durable);
-/// it is delivered in the background, or by `flush()`.
-#[pyclass(frozen, module = "switchboard", get_all)]
-pub(crate) struct Receipt {
-    /// The entry's id in the local outbox (see `Agent.entry`).
-    outbox_id: i64,
-    /// Where it goes: `agent:<name>` or `room:<name>`.
-    target: String,
-    /// JSON paths the privacy gate removed (not in the message type's schema).
-    stripped: Vec<String>,
-}
-
-#[pymethods]
-impl Receipt {
-    fn __repr__(&self) -> String {
-        format!(
-            "Receipt(outbox_id={}, target={:?}, stripped={:?})",
-            self.outbox_id, self.target, self.stripped
-        )
-    }
-}
-
-/// What a `run()` did.
-#[pyclass(frozen, module = "switchboard", get_all)]
-pub(crate) struct RunStats {
-    /// Handler calls that returned (the event is acked).
-    handled: u64,
-    /// Acks the server confirmed.
-    acked: u64,
-    /// Redeliveries of already handled events, acked without calling the handler.
-    deduplicated: u64,
-    /// Events quarantined locally (the local attempt limit).
-    poisoned: u64,
-    /// Claim requests sent.
-    claims: u64,
-}
-
-#[pymethods]
-impl RunStats {
-    fn __repr__(&self) -> String {
-        format!(
-            "RunStats(handled={}, acked={}, deduplicated={}, poisoned={}, claims={})",
-            self.handled, self.acked, self.deduplicated, self.poisoned, self.claims
-        )
-    }
-}
 
 /// A Switchboard agent: send through the durable outbox, consume the inbox.
 ///

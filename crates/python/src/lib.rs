@@ -19,6 +19,7 @@ mod agent;
 mod errors;
 mod event;
 mod json;
+mod results;
 mod stream;
 mod wait;
 
@@ -30,8 +31,8 @@ use pyo3::prelude::*;
 fn _switchboard(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<agent::Agent>()?;
-    m.add_class::<agent::Receipt>()?;
-    m.add_class::<agent::RunStats>()?;
+    m.add_class::<results::Receipt>()?;
+    m.add_class::<results::RunStats>()?;
     m.add_class::<event::Event>()?;
     m.add_class::<stream::EventStream>()?;
     Ok(())
