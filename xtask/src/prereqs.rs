@@ -34,9 +34,8 @@ const PACKAGES: &[&str] = &[
     "keyutils",
     // The independent webhook signature verifiers (PyPI) run under it.
     "python3-pip",
-    // The Python package's virtual environment (`python.rs`): Debian's python3
-    // makes one only with this.
-    crate::python::VENV_PACKAGE,
+    // The Python package's virtual environment (`python.rs`).
+    PYTHON_VENV,
     // The packages' checks: `systemd-analyze verify|security` of the server's unit
     // (no systemd needs to run) and `desktop-file-validate` of the desktop entry.
     "systemd",
@@ -48,6 +47,10 @@ const PACKAGES: &[&str] = &[
     // start that fails leaves the package installed, promtool with it.
     "prometheus",
 ];
+
+/// The Debian package `python3 -m venv` needs on Debian's own Python (it carries
+/// `ensurepip`): for the Python package's environment (`python.rs`).
+pub(crate) const PYTHON_VENV: &str = "python3-venv";
 
 /// The independent verifiers, from PyPI, pinned: of webhook signatures (Standard
 /// Webhooks and RFC 9421 + RFC 9530, `crates/webhook/tests/verify.py`) and of access

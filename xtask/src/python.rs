@@ -18,10 +18,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::cmd;
-
-/// The Debian package `python3 -m venv` needs on Debian's own Python (it carries
-/// `ensurepip`).
-pub(crate) const VENV_PACKAGE: &str = "python3-venv";
+use crate::prereqs::PYTHON_VENV;
 
 /// What the environment holds, pinned: the build backend the package names in
 /// `pyproject.toml` (its range admits this one) and the test runner.
@@ -55,7 +52,7 @@ impl Venv {
         }
         let _ = std::fs::remove_dir_all(&venv.dir);
         cmd::run(Command::new("python3").args(["-m", "venv"]).arg(&venv.dir)).with_context(
-            || format!("creating a virtual environment (on Debian: apt install {VENV_PACKAGE})"),
+            || format!("creating a virtual environment (on Debian: apt install {PYTHON_VENV})"),
         )?;
         cmd::run(
             venv.pip()

@@ -15,7 +15,8 @@ use std::process::Command;
 use anyhow::Result;
 
 use super::{Counts, each_stdout_line};
-use crate::python::{VENV_PACKAGE, Venv, package_dir};
+use crate::prereqs::PYTHON_VENV;
+use crate::python::{Venv, package_dir};
 use crate::{cmd, postgres, prereqs};
 
 /// Builds and installs the wheel, then runs pytest with `server` as the binary the
@@ -49,7 +50,7 @@ pub(super) fn pytest(server: &Path, postgres: Option<&str>, counts: &mut Counts)
 /// PostgreSQL half runs when `SWITCHBOARD_TEST_POSTGRES` is set (nothing is
 /// started, and no other run's databases are dropped).
 pub(crate) fn alone() -> Result<()> {
-    prereqs::ensure_debian(&[VENV_PACKAGE])?;
+    prereqs::ensure_debian(&[PYTHON_VENV])?;
     let postgres = std::env::var(postgres::URL_ENV)
         .ok()
         .filter(|u| !u.is_empty());
