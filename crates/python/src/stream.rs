@@ -158,8 +158,9 @@ impl EventStream {
             let (stop, finished, failure) = (stop.clone(), finished.clone(), failure.clone());
             Box::pin(async move {
                 let ran = consumer.run(handler, stop).await;
-                // The handler (and with it the channel's sender) goes with the
-                // consumer: a waiting `__anext__` then sees the end.
+                // `run` dropped the handler, and with it the channel's sender, so a
+                // waiting `__anext__` sees the end; dropping the consumer closes
+                // its status, so an `ack()` still waiting fails instead of hanging.
                 drop(consumer);
                 if let Err(error) = ran {
                     *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
