@@ -59,6 +59,8 @@ tasks:
                  into target/python-venv, then its pytest suite against the
                  debug `switchboard` (a step of `test`; the PostgreSQL half runs
                  when SWITCHBOARD_TEST_POSTGRES is set)
+  layers         only the import check of `test`: no cycle between modules, no
+                 upward import between the server's layers
   mariadb        find or start the test MariaDB and print its admin URL (for
                  SWITCHBOARD_TEST_MYSQL); `mariadb stop|start|restart` controls the
                  one xtask started (the restart test does)
@@ -82,6 +84,7 @@ fn main() -> ExitCode {
         Some("promtool") => prereqs::ensure_debian(&[test::promtool::PACKAGE])
             .and_then(|()| test::promtool::check()),
         Some("pytest") => test::python::alone(),
+        Some("layers") => test::layers::check(&cmd::root()),
         Some("mariadb") if !rest.is_empty() => mariadb::control(&rest[0]),
         Some("mariadb") => mariadb::ensure().and_then(|db| match db {
             Some(db) => {

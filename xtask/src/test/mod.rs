@@ -14,7 +14,7 @@ use crate::{chaos, cmd, mariadb, postgres, prereqs};
 
 mod build;
 mod isolated;
-mod layers;
+pub(crate) mod layers;
 pub(crate) use isolated::{Scratch, smoke_command};
 mod package;
 pub(crate) mod promtool;

@@ -10,7 +10,7 @@ use super::AppState;
 use crate::access::Principal;
 use crate::clock::to_timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{NewRequestKey, RequestKey, SignaturePolicy};
+pub use crate::store::{NewRequestKey, RequestKey, SignaturePolicy};
 use std::collections::BTreeMap;
 use switchboard_proto::*;
 use switchboard_webhook::agent::{Jwk, PublicKey};
@@ -212,4 +212,41 @@ pub async fn set_policy(
     state.lookups.forget_signing();
     tracing::info!(policy = %policy, "signature policy set");
     overview(state, principal).await
+}
+
+/// The key a login's new access tokens are bound to (`cnf.jkt`): the newest key
+/// bound to the credential `parent_hash`, if it has one.
+pub async fn login_key(state: &AppState, parent_hash: &[u8]) -> ApiResult<Option<String>> {
+    let keys = state.store.request_keys(parent_hash).await?;
+    Ok(keys.into_iter().find(|k| k.binds_parent).map(|k| k.jkt))
+}
+
+/// Binds a key presented at a token exchange to the subject `parent_hash`, for the
+/// one access token that exchange makes (the subject itself need not sign).
+pub async fn bind_exchange_key(
+    state: &AppState,
+    tenant: TenantId,
+    parent_hash: &[u8],
+    key: &NewRequestKey<'_>,
+) -> ApiResult<()> {
+    state
+        .store
+        .bind_request_key(tenant, parent_hash, key, None, state.now())
+        .await?;
+    state.lookups.forget_signing();
+    Ok(())
+}
+
+/// Whether a verified signature's `(keyid, nonce)` is used for the first time
+/// (`access/replays.rs`); kept until `expires_at` either way.
+pub async fn first_use(
+    state: &AppState,
+    keyid: &str,
+    nonce: &str,
+    expires_at: crate::clock::Millis,
+) -> ApiResult<bool> {
+    Ok(state
+        .replays
+        .first_use(state.store.as_ref(), keyid, nonce, expires_at)
+        .await?)
 }

@@ -31,8 +31,8 @@
 use super::AppState;
 use super::auth::{self, Authenticated};
 use crate::access::Principal;
+use crate::app::keys::{RequestKey, SignaturePolicy};
 use crate::error::ApiError;
-use crate::store::{RequestKey, SignaturePolicy};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, HOST};
@@ -179,17 +179,7 @@ async fn checked(
     // Kept until the signature's window (and the skew) has passed: after that the
     // window refuses it anyway.
     let forget_at = (presented.expires + agent::CLOCK_SKEW_SECS) * 1000;
-    if !state
-        .replays
-        .first_use(
-            state.store.as_ref(),
-            &presented.keyid,
-            &presented.nonce,
-            forget_at,
-        )
-        .await
-        .map_err(ApiError::from)?
-    {
+    if !crate::app::keys::first_use(state, &presented.keyid, &presented.nonce, forget_at).await? {
         return Err(ApiError::new(
             ErrorCode::SignatureReplayed,
             "this signature's nonce was used before (a replayed request); nothing was done. \

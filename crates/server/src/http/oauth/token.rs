@@ -113,18 +113,13 @@ impl Minted {
         refresh_token: String,
     ) -> Result<Response, OAuthError> {
         let scopes = &grant.record.scopes;
-        let keys = state
-            .store
-            .request_keys(&grant.parent_hash)
-            .await
-            .map_err(crate::error::ApiError::from)?;
-        let bound = keys.iter().find(|k| k.binds_parent).map(|k| k.jkt.as_str());
+        let bound = crate::app::keys::login_key(state, &grant.parent_hash).await?;
         let holder = Holder {
             record: &grant.record,
             parent_hash: &grant.parent_hash,
             scopes,
             client_id,
-            bound_key: bound,
+            bound_key: bound.as_deref(),
         };
         let access_token = self.sign(state, issuer, holder)?;
         Ok(self.answer(access_token, scopes, Some(refresh_token)))
@@ -280,18 +275,8 @@ async fn exchange(grant: Grant<'_>) -> Result<Response, OAuthError> {
     // hangs under the subject, which itself need not sign.
     let key = presented_key(params)?;
     if let Some(key) = &key {
-        state
-            .store
-            .bind_request_key(
-                record.tenant_id,
-                &hash,
-                &key.new_key(false),
-                None,
-                minted.now,
-            )
-            .await
-            .map_err(crate::error::ApiError::from)?;
-        state.lookups.forget_signing();
+        crate::app::keys::bind_exchange_key(state, record.tenant_id, &hash, &key.new_key(false))
+            .await?;
     }
     let holder = Holder {
         record: &record,
@@ -542,8 +527,8 @@ pub(super) struct Presented {
 }
 
 impl Presented {
-    fn new_key(&self, binds_parent: bool) -> crate::store::NewRequestKey<'_> {
-        crate::store::NewRequestKey {
+    fn new_key(&self, binds_parent: bool) -> crate::app::keys::NewRequestKey<'_> {
+        crate::app::keys::NewRequestKey {
             jkt: &self.jkt,
             public_key: &self.public_key,
             binds_parent,
