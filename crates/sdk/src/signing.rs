@@ -18,6 +18,7 @@
 //!
 //! [`Client::rotate_key`]: crate::Client::rotate_key
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub use switchboard_webhook::agent::{Jwk, PublicKey, SigningKey};
@@ -29,9 +30,12 @@ pub(crate) struct Held {
 }
 
 /// The key a client signs with, if any: shared by the clients derived from one
-/// (same credential), and replaced in place by a rotation.
+/// (same credential), and replaced in place by a rotation. With it, how far the
+/// server's clock is from this machine's, in seconds, as the server last said
+/// (a `signature_expired` answer carries its time): `created` is this machine's
+/// time plus that, so an agent whose clock drifted signs inside the window.
 #[derive(Default)]
-pub(crate) struct Signer(RwLock<Option<Arc<Held>>>);
+pub(crate) struct Signer(RwLock<Option<Arc<Held>>>, AtomicI64);
 
 impl Signer {
     pub(crate) fn new(key: Option<SigningKey>) -> Self {
@@ -42,6 +46,13 @@ impl Signer {
 
     pub(crate) fn current(&self) -> Option<Arc<Held>> {
         self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The server said its time is `server_time` (Unix seconds) now: signatures
+    /// from now on are made with the difference. Whether it changed.
+    pub(crate) fn learn_server_time(&self, server_time: i64) -> bool {
+        let offset = server_time - unix_now();
+        self.1.swap(offset, Ordering::Relaxed) != offset
     }
 
     pub(crate) fn set(&self, key: Option<SigningKey>) {
@@ -69,12 +80,27 @@ fn authority(url: &reqwest::Url) -> String {
     }
 }
 
-/// Adds `Content-Digest` (when there is a body), `Signature-Input` and
-/// `Signature` to `request`, signed now with a new nonce.
-pub(crate) fn sign(request: &mut reqwest::Request, held: &Held) -> Result<(), crate::Error> {
-    let created = std::time::SystemTime::now()
+/// This machine's time, Unix seconds.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Signer {
+    /// Adds `Content-Digest` (when there is a body), `Signature-Input` and
+    /// `Signature` to `request`, signed now (on the server's clock as last learnt)
+    /// with a new nonce.
+    pub(crate) fn sign(
+        &self,
+        request: &mut reqwest::Request,
+        held: &Held,
+    ) -> Result<(), crate::Error> {
+        sign(request, held, unix_now() + self.1.load(Ordering::Relaxed))
+    }
+}
+
+fn sign(request: &mut reqwest::Request, held: &Held, created: i64) -> Result<(), crate::Error> {
     let url = request.url().clone();
     let authority = authority(&url);
     let path_and_query = match url.query() {

@@ -336,12 +336,35 @@ impl Client {
         }
         let send = async {
             let mut request = request.build()?;
-            if let Some(held) = &signer {
-                crate::signing::sign(&mut request, held)?;
-            }
+            let Some(held) = &signer else {
+                let response = self.inner.http.execute(request).await?;
+                self.inner.settings.observe(response.headers());
+                return checked(response).await;
+            };
+            // A retry of the same request, signed again, should the server's clock
+            // turn out to be elsewhere (only when the body can be sent twice).
+            let again = request.try_clone();
+            self.inner.signer.sign(&mut request, held)?;
             let response = self.inner.http.execute(request).await?;
             self.inner.settings.observe(response.headers());
-            checked(response).await
+            let refused = match checked(response).await {
+                Err(e) if e.code() == Some(switchboard_proto::ErrorCode::SignatureExpired) => e,
+                done => return done,
+            };
+            let server_time = refused
+                .problem()
+                .and_then(|p| p.extensions.get("server_time"))
+                .and_then(serde_json::Value::as_i64);
+            match (server_time, again) {
+                (Some(time), Some(mut again)) if self.inner.signer.learn_server_time(time) => {
+                    tracing::info!("the server's clock is not this machine's: signing on its time");
+                    self.inner.signer.sign(&mut again, held)?;
+                    let response = self.inner.http.execute(again).await?;
+                    self.inner.settings.observe(response.headers());
+                    checked(response).await
+                }
+                _ => Err(refused),
+            }
         };
         if !call.stream {
             return send.await;

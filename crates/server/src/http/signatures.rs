@@ -175,7 +175,15 @@ async fn checked(
         headers: &parts.headers,
         body: &bytes,
     };
-    agent::verify(&public, &request, &presented, state.now() / 1000).map_err(refused)?;
+    let now = state.now() / 1000;
+    agent::verify(&public, &request, &presented, now).map_err(|e| match refused(e) {
+        // The server's clock, for a client whose own is off (the SDK signs again
+        // with the difference: `crates/sdk/src/signing.rs`).
+        Refusal::Error(e) if e.code() == Some(ErrorCode::SignatureExpired) => {
+            Refusal::Error(e.with("server_time", now))
+        }
+        other => other,
+    })?;
     // Kept until the signature's window (and the skew) has passed: after that the
     // window refuses it anyway.
     let forget_at = (presented.expires + agent::CLOCK_SKEW_SECS) * 1000;
@@ -240,7 +248,8 @@ fn authority(state: &AppState, parts: &axum::http::request::Parts) -> Result<Str
         })
 }
 
-/// The problem document of a signature the scheme refused.
+/// The problem document of a signature the scheme refused (`signature_expired`
+/// also carries `server_time`, Unix seconds, added where the time is known).
 fn refused(e: agent::Error) -> Refusal {
     let code = match &e {
         agent::Error::Invalid(_) => ErrorCode::SignatureInvalid,

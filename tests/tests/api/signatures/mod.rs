@@ -572,3 +572,27 @@ async fn a_nonce_stays_used_across_a_restart() {
     let events = crate::support::inbox(&server.operator(), "restart").await;
     assert_eq!(events.len(), 1);
 }
+
+#[tokio::test]
+async fn the_sdk_signs_on_the_servers_clock_when_its_own_is_off() {
+    // The server's clock is 16 minutes ahead of this machine's: a signature made on
+    // this machine's time is out of the window, and the answer says the server's
+    // time; the SDK signs again with the difference, and from then on.
+    let server = TestServer::with(Options {
+        manual_clock: true,
+        ..Options::default()
+    })
+    .await;
+    let (token, key, client) = bound_agent(&server, "drifted").await;
+    server.advance(Duration::from_secs(16 * 60));
+    let mut raw = Signed::new(&server, &token, &key, "agents/drifted/inbox");
+    raw.method = Method::GET;
+    let doc = raw.send().await.problem(401, "signature_expired");
+    let server_time = server.now().unix_timestamp();
+    assert_eq!(doc["server_time"], server_time, "{doc}");
+    client
+        .poll("drifted", 0, None)
+        .await
+        .expect("signed again on the server's time");
+    send(&client, "drifted", json!({"after": "drift"})).await;
+}
