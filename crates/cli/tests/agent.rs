@@ -563,6 +563,10 @@ async fn login_keeps_the_token_in_the_kernel_keyring_and_logout_removes_it() {
         .args(["session", "-", "sh", "-c", &script])
         .env("TOKEN", &alice)
         .env("SWITCHBOARD_KEYRING", "keyutils")
+        // The kernel's persistent keyring outlives the session and is shared by
+        // every test of this user: a profile of its own keeps this test's entries
+        // (its token, its signing key) from meeting another's.
+        .env("SWITCHBOARD_PROFILE", unique_profile())
         .env("SWITCHBOARD_STATE", home.path().join("agent.db"))
         .env("XDG_CONFIG_HOME", home.path().join("config"))
         .env_remove("SWITCHBOARD_SERVER")
@@ -650,6 +654,10 @@ async fn device_login_keeps_a_rotating_login_in_the_keyring_and_logout_revokes_i
     let child = tokio::process::Command::new("keyctl")
         .args(["session", "-", "sh", "-c", &script])
         .env("SWITCHBOARD_KEYRING", "keyutils")
+        // The kernel's persistent keyring outlives the session and is shared by
+        // every test of this user: a profile of its own keeps this test's entries
+        // (its token, its signing key) from meeting another's.
+        .env("SWITCHBOARD_PROFILE", unique_profile())
         .env("SWITCHBOARD_STATE", home.path().join("agent.db"))
         .env("XDG_CONFIG_HOME", home.path().join("config"))
         .env_remove("SWITCHBOARD_SERVER")
@@ -852,4 +860,9 @@ async fn status_shows_an_entry_expired_past_the_servers_idempotency_window() {
         "{json}"
     );
     assert_eq!(json["server_key_ttl"]["seconds"], 172_800, "{json}");
+}
+
+/// A profile name no other test (or earlier run) uses.
+fn unique_profile() -> String {
+    format!("t-{}", uuid::Uuid::now_v7().simple())
 }

@@ -173,6 +173,10 @@ async fn the_cli_logs_in_approved_in_the_console_and_runs_through_a_token_expiry
     let mut child = tokio::process::Command::new("keyctl")
         .args(["session", "-", "sh", "-c", &script])
         .env("SWITCHBOARD_KEYRING", "keyutils")
+        // The kernel's persistent keyring outlives the session and is shared by
+        // every test of this user: a profile of its own keeps this test's entries
+        // (its token, its signing key) from meeting another's.
+        .env("SWITCHBOARD_PROFILE", unique_profile())
         .env("SWITCHBOARD_STATE", home.path().join("agent.db"))
         .env("XDG_CONFIG_HOME", home.path().join("config"))
         .env("XDG_DATA_HOME", home.path().join("data"))
@@ -288,4 +292,9 @@ async fn wait_or<T>(what: &str, ok: impl Fn() -> Option<T>, why: impl Fn() -> St
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+/// A profile name no other test (or earlier run) uses.
+fn unique_profile() -> String {
+    format!("t-{}", uuid::Uuid::now_v7().simple())
 }
