@@ -80,6 +80,14 @@ fn authority(url: &reqwest::Url) -> String {
     }
 }
 
+/// The server's time a `signature_expired` answer carries (Unix seconds).
+pub(crate) fn server_time(refused: &crate::Error) -> Option<i64> {
+    refused
+        .problem()
+        .and_then(|p| p.extensions.get("server_time"))
+        .and_then(serde_json::Value::as_i64)
+}
+
 /// This machine's time, Unix seconds.
 fn unix_now() -> i64 {
     std::time::SystemTime::now()

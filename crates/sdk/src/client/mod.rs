@@ -335,33 +335,21 @@ impl Client {
                 .body(body.clone());
         }
         let send = async {
-            let mut request = request.build()?;
+            let request = request.build()?;
             let Some(held) = &signer else {
-                let response = self.inner.http.execute(request).await?;
-                self.inner.settings.observe(response.headers());
-                return checked(response).await;
+                return self.execute(request, None).await;
             };
             // A retry of the same request, signed again, should the server's clock
             // turn out to be elsewhere (only when the body can be sent twice).
             let again = request.try_clone();
-            self.inner.signer.sign(&mut request, held)?;
-            let response = self.inner.http.execute(request).await?;
-            self.inner.settings.observe(response.headers());
-            let refused = match checked(response).await {
+            let refused = match self.execute(request, Some(held)).await {
                 Err(e) if e.code() == Some(switchboard_proto::ErrorCode::SignatureExpired) => e,
                 done => return done,
             };
-            let server_time = refused
-                .problem()
-                .and_then(|p| p.extensions.get("server_time"))
-                .and_then(serde_json::Value::as_i64);
-            match (server_time, again) {
-                (Some(time), Some(mut again)) if self.inner.signer.learn_server_time(time) => {
+            match (crate::signing::server_time(&refused), again) {
+                (Some(time), Some(again)) if self.inner.signer.learn_server_time(time) => {
                     tracing::info!("the server's clock is not this machine's: signing on its time");
-                    self.inner.signer.sign(&mut again, held)?;
-                    let response = self.inner.http.execute(again).await?;
-                    self.inner.settings.observe(response.headers());
-                    checked(response).await
+                    self.execute(again, Some(held)).await
                 }
                 _ => Err(refused),
             }
@@ -375,6 +363,21 @@ impl Client {
         tokio::time::timeout(timeout, send)
             .await
             .map_err(|_| Error::Timeout(timeout))?
+    }
+
+    /// Sends one built request, signed with `held` when given, notes what the
+    /// answer says of the client settings, and checks its status.
+    async fn execute(
+        &self,
+        mut request: reqwest::Request,
+        held: Option<&crate::signing::Held>,
+    ) -> Result<Response, Error> {
+        if let Some(held) = held {
+            self.inner.signer.sign(&mut request, held)?;
+        }
+        let response = self.inner.http.execute(request).await?;
+        self.inner.settings.observe(response.headers());
+        checked(response).await
     }
 
     /// Sends a call and decodes a JSON body.
