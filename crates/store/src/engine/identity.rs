@@ -179,7 +179,8 @@ pub(crate) async fn record_issue<D: IdentityStatements>(
     d.insert_refresh_row(tx, issue.refresh_hash, family, now)
         .await?;
     if let Some(key) = &issue.key {
-        super::request_keys::bind_key(d, tx, tenant, family, key, now).await?;
+        d.insert_request_key_row(tx, tenant, family, key, now)
+            .await?;
     }
     d.insert_access_token_row(
         tx,

@@ -55,22 +55,6 @@ pub(crate) trait RequestKeyStatements: super::Driver {
     async fn live_nonce_rows(&self, now: Millis) -> StoreResult<Vec<UsedNonce>>;
 }
 
-/// Binds `key` to the credential `parent_hash` in `tx`: `false` when that
-/// credential has this key already (live or revoked: a revoked key is never bound
-/// again). Used by the token endpoint's grants, in the transaction that records
-/// what they issue.
-pub(crate) async fn bind_key<D: RequestKeyStatements>(
-    d: &D,
-    tx: &mut D::Tx,
-    tenant: TenantId,
-    parent_hash: &[u8],
-    key: &NewRequestKey<'_>,
-    now: Millis,
-) -> StoreResult<bool> {
-    d.insert_request_key_row(tx, tenant, parent_hash, key, now)
-        .await
-}
-
 store_area! {
     pub trait RequestKeyStore for Engine<D: RequestKeyStatements + AuditStatements + TrimStatements> {
         /// The live keys of the credential `parent_hash`, newest first.
@@ -92,7 +76,10 @@ store_area! {
             let d = &self.0;
             d.retrying(|| async {
                 let mut tx = d.begin_write().await?;
-                if !bind_key(d, &mut tx, tenant, parent_hash, key, now).await? {
+                if !d
+                    .insert_request_key_row(&mut tx, tenant, parent_hash, key, now)
+                    .await?
+                {
                     return Ok(false);
                 }
                 if let Some(note) = note {
