@@ -62,6 +62,16 @@ fn agent_of(principal: &Principal) -> ApiResult<()> {
     }
 }
 
+/// The audit note of a change to the key `jkt` of the principal's credential.
+fn key_note(principal: &Principal, jkt: &str) -> crate::store::AuditNote {
+    principal
+        .note(format!(
+            "agent:{}",
+            principal.agent_name.as_deref().unwrap_or_default()
+        ))
+        .detail(format!("key:{jkt}"))
+}
+
 /// Binds the key to the credential the principal calls with (audited): `true` when
 /// it is new, `false` when the credential has it already (live). A key it had and
 /// revoked is refused: make a new one.
@@ -79,12 +89,7 @@ pub async fn register(
         public_key: public.as_bytes(),
         binds_parent: true,
     };
-    let note = principal
-        .note(format!(
-            "agent:{}",
-            principal.agent_name.as_deref().unwrap_or_default()
-        ))
-        .detail(format!("key:{jkt}"));
+    let note = key_note(principal, &jkt);
     let created = state
         .store
         .bind_request_key(
@@ -95,15 +100,20 @@ pub async fn register(
             now,
         )
         .await?;
-    state.lookups.forget_signing();
+    if created {
+        state.lookups.forget_signing();
+        tracing::info!(agent = principal.agent_name.as_deref().unwrap_or("-"), jkt = %jkt, "request-signing key registered");
+        let view = SigningKeyView {
+            jkt,
+            binds_credential: true,
+            created_at: to_timestamp(now),
+        };
+        return Ok((true, view));
+    }
+    // Bound before: live (its view), or revoked (never again).
     let keys = state.store.request_keys(&principal.token_hash).await?;
     match keys.iter().find(|k| k.jkt == jkt) {
-        Some(stored) => {
-            if created {
-                tracing::info!(agent = principal.agent_name.as_deref().unwrap_or("-"), jkt = %jkt, "request-signing key registered");
-            }
-            Ok((created, view(stored)))
-        }
+        Some(stored) => Ok((false, view(stored))),
         None => Err(ApiError::new(
             ErrorCode::Conflict,
             format!(
@@ -126,12 +136,7 @@ pub async fn own(state: &AppState, principal: &Principal) -> ApiResult<Vec<Signi
 /// that key signs.
 pub async fn revoke(state: &AppState, principal: &Principal, jkt: &str) -> ApiResult<()> {
     agent_of(principal)?;
-    let note = principal
-        .note(format!(
-            "agent:{}",
-            principal.agent_name.as_deref().unwrap_or_default()
-        ))
-        .detail(format!("key:{jkt}"));
+    let note = key_note(principal, jkt);
     let revoked = state
         .store
         .revoke_request_key(
@@ -156,24 +161,23 @@ pub async fn revoke(state: &AppState, principal: &Principal, jkt: &str) -> ApiRe
 pub async fn overview(state: &AppState, principal: &Principal) -> ApiResult<SignatureOverview> {
     let tenant = principal.tenant_id;
     let policy = state.store.signature_policy(tenant).await?;
-    let mut agents: BTreeMap<AgentId, AgentKeys> = state
+    // By name (unique in a tenant): the order the overview lists them in.
+    let mut agents: BTreeMap<String, AgentKeys> = state
         .store
         .agents(tenant)
         .await?
         .into_iter()
         .map(|a| {
-            (
-                a.id,
-                AgentKeys {
-                    agent_id: a.id,
-                    name: a.name,
-                    keys: Vec::new(),
-                },
-            )
+            let keys = AgentKeys {
+                agent_id: a.id,
+                name: a.name.clone(),
+                keys: Vec::new(),
+            };
+            (a.name, keys)
         })
         .collect();
     for row in state.store.agent_keys(tenant).await? {
-        if let Some(agent) = agents.get_mut(&row.agent_id) {
+        if let Some(agent) = agents.get_mut(&row.agent_name) {
             agent.keys.push(AgentKey {
                 key: SigningKeyView {
                     jkt: row.jkt,
@@ -184,8 +188,7 @@ pub async fn overview(state: &AppState, principal: &Principal) -> ApiResult<Sign
             });
         }
     }
-    let mut agents: Vec<AgentKeys> = agents.into_values().collect();
-    agents.sort_by(|a, b| a.name.cmp(&b.name));
+    let agents = agents.into_values().collect();
     Ok(SignatureOverview {
         policy: policy.as_str().to_owned(),
         agents,

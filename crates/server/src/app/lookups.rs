@@ -17,7 +17,7 @@
 
 use crate::clock::{Clock, Millis};
 use crate::oauth::Claims;
-use crate::store::{AccessGrant, AgentRecord, RequestKey, SignaturePolicy, TokenRecord};
+use crate::store::{AccessGrant, AgentRecord, SignaturePolicy, TokenRecord};
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
@@ -70,6 +70,26 @@ fn fresh(at: Millis, now: Millis) -> bool {
     (now - at).abs() < TTL_MS
 }
 
+/// A live request-signing key of a credential, as a signed request needs it: its
+/// thumbprint, whether it binds the credential, and the public key parsed (`None`
+/// for stored bytes that are no Ed25519 key: a signature naming it is refused).
+#[derive(Debug, Clone)]
+pub struct BoundKey {
+    pub jkt: String,
+    pub binds_parent: bool,
+    pub public: Option<switchboard_webhook::agent::PublicKey>,
+}
+
+impl BoundKey {
+    fn of(key: &crate::store::RequestKey) -> Self {
+        Self {
+            jkt: key.jkt.clone(),
+            binds_parent: key.binds_parent,
+            public: switchboard_webhook::agent::PublicKey::from_bytes(&key.public_key).ok(),
+        }
+    }
+}
+
 /// The caches of one server.
 pub struct Lookups {
     tokens: Ttl<Vec<u8>, TokenRecord>,
@@ -81,8 +101,9 @@ pub struct Lookups {
     /// on every use; revocation is the `jti` lookup's, which runs every time.
     verified: Ttl<[u8; 32], (String, Claims)>,
     agents: Ttl<(TenantId, String), AgentRecord>,
-    /// The live request-signing keys of a credential, by its hash (issue 39).
-    keys: Ttl<Vec<u8>, Arc<Vec<RequestKey>>>,
+    /// The live request-signing keys of a credential, by its hash (issue 39),
+    /// parsed once.
+    keys: Ttl<Vec<u8>, Arc<Vec<BoundKey>>>,
     /// Each tenant's signature policy.
     policies: Ttl<TenantId, SignaturePolicy>,
     /// Static tokens the store did not know (by hash): a token presented again
@@ -158,11 +179,11 @@ impl Lookups {
         self.keys.clear();
     }
 
-    pub fn request_keys(&self, parent_hash: &[u8]) -> Option<Arc<Vec<RequestKey>>> {
+    pub fn request_keys(&self, parent_hash: &[u8]) -> Option<Arc<Vec<BoundKey>>> {
         self.keys.get(&parent_hash.to_vec(), self.clock.now_ms())
     }
 
-    pub fn put_request_keys(&self, parent_hash: &[u8], keys: Arc<Vec<RequestKey>>) {
+    pub fn put_request_keys(&self, parent_hash: &[u8], keys: Arc<Vec<BoundKey>>) {
         self.keys
             .put(parent_hash.to_vec(), keys, self.clock.now_ms());
     }
@@ -276,11 +297,13 @@ pub mod reads {
     pub async fn request_keys(
         state: &AppState,
         parent_hash: &[u8],
-    ) -> ApiResult<std::sync::Arc<Vec<crate::store::RequestKey>>> {
+    ) -> ApiResult<std::sync::Arc<Vec<super::BoundKey>>> {
         if let Some(keys) = state.lookups.request_keys(parent_hash) {
             return Ok(keys);
         }
-        let keys = std::sync::Arc::new(state.store.request_keys(parent_hash).await?);
+        let stored = state.store.request_keys(parent_hash).await?;
+        let keys: std::sync::Arc<Vec<_>> =
+            std::sync::Arc::new(stored.iter().map(super::BoundKey::of).collect());
         state.lookups.put_request_keys(parent_hash, keys.clone());
         Ok(keys)
     }

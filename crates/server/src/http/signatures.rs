@@ -31,7 +31,8 @@
 use super::AppState;
 use super::auth::{self, Authenticated};
 use crate::access::Principal;
-use crate::app::keys::{RequestKey, SignaturePolicy};
+use crate::app::keys::SignaturePolicy;
+use crate::app::lookups::BoundKey;
 use crate::error::ApiError;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -40,7 +41,7 @@ use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use switchboard_proto::ErrorCode;
-use switchboard_webhook::agent::{self, Presented, PublicKey};
+use switchboard_webhook::agent::{self, Presented};
 
 /// `Accept-Signature`, the field a 401 `signature_required` names what to sign in.
 const ACCEPT_SIGNATURE: &str = "accept-signature";
@@ -113,7 +114,8 @@ async fn checked(
     parts: &axum::http::request::Parts,
     body: Body,
 ) -> Result<Body, Refusal> {
-    let presented = agent::presented(&parts.headers).map_err(refused)?;
+    let now = state.now() / 1000;
+    let presented = agent::presented(&parts.headers).map_err(|e| refused(e, now))?;
     let keys = crate::app::lookups::reads::request_keys(state, &principal.token_hash).await?;
     let bound = principal.bound_key.is_some() || keys.iter().any(|k| k.binds_parent);
     let Some(presented) = presented else {
@@ -146,7 +148,7 @@ async fn checked(
         return Ok(body);
     }
     let key = signing_key(principal, &keys, &presented)?;
-    let public = PublicKey::from_bytes(&key.public_key).map_err(|_| {
+    let public = key.public.as_ref().ok_or_else(|| {
         ApiError::new(
             ErrorCode::SignatureInvalid,
             "the key this signature names is not a usable Ed25519 key; register a new one",
@@ -175,15 +177,7 @@ async fn checked(
         headers: &parts.headers,
         body: &bytes,
     };
-    let now = state.now() / 1000;
-    agent::verify(&public, &request, &presented, now).map_err(|e| match refused(e) {
-        // The server's clock, for a client whose own is off (the SDK signs again
-        // with the difference: `crates/sdk/src/signing.rs`).
-        Refusal::Error(e) if e.code() == Some(ErrorCode::SignatureExpired) => {
-            Refusal::Error(e.with("server_time", now))
-        }
-        other => other,
-    })?;
+    agent::verify(public, &request, &presented, now).map_err(|e| refused(e, now))?;
     // Kept until the signature's window (and the skew) has passed: after that the
     // window refuses it anyway.
     let forget_at = (presented.expires + agent::CLOCK_SKEW_SECS) * 1000;
@@ -203,9 +197,9 @@ async fn checked(
 /// (`cnf.jkt`), or one of the credential's keys.
 fn signing_key<'k>(
     principal: &Principal,
-    keys: &'k [RequestKey],
+    keys: &'k [BoundKey],
     presented: &Presented,
-) -> Result<&'k RequestKey, ApiError> {
+) -> Result<&'k BoundKey, ApiError> {
     let invalid = |detail: String| ApiError::new(ErrorCode::SignatureInvalid, detail);
     if let Some(jkt) = &principal.bound_key
         && *jkt != presented.keyid
@@ -248,13 +242,15 @@ fn authority(state: &AppState, parts: &axum::http::request::Parts) -> Result<Str
         })
 }
 
-/// The problem document of a signature the scheme refused (`signature_expired`
-/// also carries `server_time`, Unix seconds, added where the time is known).
-fn refused(e: agent::Error) -> Refusal {
-    let code = match &e {
-        agent::Error::Invalid(_) => ErrorCode::SignatureInvalid,
-        agent::Error::Expired(_) => ErrorCode::SignatureExpired,
-        agent::Error::DigestMismatch(_) => ErrorCode::DigestMismatch,
-    };
-    Refusal::Error(ApiError::new(code, format!("{e}; nothing was done")))
+/// The problem document of a signature the scheme refused at `now` (Unix
+/// seconds). `signature_expired` carries `server_time`: the server's clock, for a
+/// client whose own is off (the SDK signs again with the difference,
+/// `crates/sdk/src/signing.rs`).
+fn refused(e: agent::Error, now: i64) -> Refusal {
+    let problem = |code| ApiError::new(code, format!("{e}; nothing was done"));
+    Refusal::Error(match &e {
+        agent::Error::Invalid(_) => problem(ErrorCode::SignatureInvalid),
+        agent::Error::Expired(_) => problem(ErrorCode::SignatureExpired).with("server_time", now),
+        agent::Error::DigestMismatch(_) => problem(ErrorCode::DigestMismatch),
+    })
 }
