@@ -205,3 +205,45 @@ impl Gate {
         (gate, hooks)
     }
 }
+
+/// Runs `python3 script args…` with the PyPI verifiers `cargo xtask test`
+/// installs (`SWITCHBOARD_TEST_PYVERIFY`, on `PYTHONPATH`), `input` as JSON on its
+/// stdin, without blocking the runtime (the script may call this process's
+/// server): its JSON output, or what it printed when it failed; `None`, said on
+/// stderr, when the verifiers are not installed.
+pub(crate) async fn python_json(
+    script: &str,
+    args: &[&str],
+    input: &Value,
+) -> Option<Result<Value, String>> {
+    let Some(path) = std::env::var_os("SWITCHBOARD_TEST_PYVERIFY") else {
+        eprintln!("SWITCHBOARD_TEST_PYVERIFY is not set: {script} did not run");
+        return None;
+    };
+    let mut child = tokio::process::Command::new("python3")
+        .arg(script)
+        .args(args)
+        .env("PYTHONPATH", path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(input.to_string().as_bytes())
+        .await
+        .expect("write the input");
+    drop(stdin);
+    let out = child.wait_with_output().await.expect("the script ends");
+    Some(if out.status.success() {
+        Ok(serde_json::from_slice(&out.stdout).expect("JSON from the script"))
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    })
+}

@@ -14,40 +14,12 @@ use crate::support::call;
 /// with its own Ed25519 key) on `request`, when the verifiers are installed (as
 /// `cargo xtask test` does): the public key and the headers it made.
 async fn python_signs(request: &Value) -> Option<Value> {
-    let Some(path) = std::env::var_os("SWITCHBOARD_TEST_PYVERIFY") else {
-        eprintln!("SWITCHBOARD_TEST_PYVERIFY is not set: the Python signer did not run");
-        return None;
-    };
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../crates/webhook/tests/agent_interop.py"
     );
-    let mut child = tokio::process::Command::new("python3")
-        .args([script, "sign"])
-        .env("PYTHONPATH", path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    use tokio::io::AsyncWriteExt;
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin
-        .write_all(request.to_string().as_bytes())
-        .await
-        .expect("write the request");
-    drop(stdin);
-    let out = child
-        .wait_with_output()
-        .await
-        .expect("agent_interop.py ends");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(serde_json::from_slice(&out.stdout).expect("JSON from agent_interop.py"))
+    let signed = crate::support::python_json(script, &["sign"], request).await?;
+    Some(signed.unwrap_or_else(|e| panic!("agent_interop.py sign failed: {e}")))
 }
 
 #[tokio::test]

@@ -362,23 +362,9 @@ async fn an_access_token_bound_to_a_key_is_useless_without_it() {
     let (created, _) = server.agent("bound").await;
     let key = SigningKey::generate();
     let jwk = serde_json::to_string(&key.public_key().to_jwk()).unwrap();
-    let reply = crate::oauth::post_form(
-        &server,
-        "/oauth/token",
-        &[
-            (
-                "grant_type",
-                "urn:ietf:params:oauth:grant-type:token-exchange",
-            ),
-            ("subject_token", created.token.as_str()),
-            (
-                "subject_token_type",
-                "urn:ietf:params:oauth:token-type:access_token",
-            ),
-            ("signing_key", &jwk),
-        ],
-    )
-    .await;
+    let reply =
+        crate::oauth::exchange_with(&server, created.token.as_str(), &[("signing_key", &jwk)])
+            .await;
     assert_eq!(reply.status, 200, "{}", reply.text());
     let jwt = reply.json()["access_token"].as_str().unwrap().to_owned();
     assert_eq!(part(&jwt, 1)["cnf"]["jkt"], key.public_key().thumbprint());
@@ -413,21 +399,10 @@ async fn an_access_token_bound_to_a_key_is_useless_without_it() {
     // A private key is refused with an OAuth error, not bound.
     let mut value = serde_json::to_value(key.public_key().to_jwk()).unwrap();
     value["d"] = json!("AAAA");
-    let refused = crate::oauth::post_form(
+    let refused = crate::oauth::exchange_with(
         &server,
-        "/oauth/token",
-        &[
-            (
-                "grant_type",
-                "urn:ietf:params:oauth:grant-type:token-exchange",
-            ),
-            ("subject_token", created.token.as_str()),
-            (
-                "subject_token_type",
-                "urn:ietf:params:oauth:token-type:access_token",
-            ),
-            ("signing_key", &value.to_string()),
-        ],
+        created.token.as_str(),
+        &[("signing_key", &value.to_string())],
     )
     .await;
     crate::oauth::oauth_error(&refused, 400, "invalid_request");
