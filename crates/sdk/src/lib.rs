@@ -49,6 +49,7 @@
 //! challenge, verify and parse a delivery).
 
 mod agent;
+pub mod broker;
 mod call;
 mod callbacks;
 mod client;
@@ -61,6 +62,7 @@ pub mod login;
 mod ops;
 pub mod outbox;
 pub mod privacy;
+pub mod renewal;
 pub mod report;
 pub mod retry;
 mod room;
@@ -72,7 +74,7 @@ mod token;
 
 pub use callbacks::webhook;
 pub use client::{
-    Client, ClientBuilder, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, REGION_CONSTRAINT, Sent,
+    Client, ClientBuilder, Exchanged, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, REGION_CONSTRAINT, Sent,
     new_idempotency_key,
 };
 pub use consumer::{Consumer, ConsumerConfig, Delivery, Follower, Handler, Outcome};

@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::Url;
-use reqwest::header::HeaderValue;
 use serde::Deserialize;
 
 use crate::{Error, Token};
@@ -26,8 +25,7 @@ const GRANT_DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
 /// Why a device login gave up.
 const NOT_IN_TIME: &str = "nobody approved the login in time; start it again";
 
-/// How long before its expiry an access token is renewed (at most half its life).
-pub const RENEW_AHEAD: Duration = Duration::from_secs(300);
+pub use crate::renewal::{RENEW_AHEAD, renew_at};
 
 /// Whether `token` is a refresh token (a device login) rather than a static token.
 pub fn is_refresh_token(token: &Token) -> bool {
@@ -70,12 +68,6 @@ impl RefreshTokenStore for MemoryRefreshStore {
     }
 }
 
-/// When an access token that lives `expires_in` from `issued` is renewed:
-/// [`RENEW_AHEAD`] before it expires, or half way for a short-lived one.
-pub fn renew_at(issued: Instant, expires_in: Duration) -> Instant {
-    issued + expires_in - RENEW_AHEAD.min(expires_in / 2)
-}
-
 /// The token endpoint's answer.
 #[derive(Deserialize)]
 pub(crate) struct Tokens {
@@ -97,7 +89,7 @@ pub(crate) struct OAuthError {
 
 /// `application/x-www-form-urlencoded` of `pairs` (reqwest's `form` feature is
 /// not built).
-fn form_body(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn form_body(pairs: &[(&str, &str)]) -> String {
     reqwest::Url::parse_with_params("http://form.invalid/", pairs)
         .ok()
         .and_then(|u| u.query().map(str::to_owned))
@@ -105,7 +97,7 @@ fn form_body(pairs: &[(&str, &str)]) -> String {
 }
 
 /// A form POST.
-fn post_form(http: &reqwest::Client, url: Url, pairs: &[(&str, &str)]) -> reqwest::RequestBuilder {
+pub(crate) fn post_form(http: &reqwest::Client, url: Url, pairs: &[(&str, &str)]) -> reqwest::RequestBuilder {
     http.post(url)
         .header(
             reqwest::header::CONTENT_TYPE,
@@ -146,88 +138,32 @@ pub(crate) async fn oauth_post<T: serde::de::DeserializeOwned>(
         })
 }
 
-/// The access tokens of a login, renewed from its refresh token.
-pub(crate) struct Session {
+/// The access tokens of a login, from its refresh token: a
+/// [`TokenSource`](crate::renewal::TokenSource) for the renewing client.
+pub(crate) struct RefreshLogin {
     token_url: Url,
     store: Arc<dyn RefreshTokenStore>,
-    current: Mutex<Option<Current>>,
-    /// One refresh at a time in this process (the store's lock covers the others).
-    refreshing: tokio::sync::Mutex<()>,
 }
 
-#[derive(Clone)]
-struct Current {
-    header: HeaderValue,
-    renew_at: Instant,
-    generation: u64,
-}
-
-impl Session {
+impl RefreshLogin {
     pub(crate) fn new(root: &Url, store: Arc<dyn RefreshTokenStore>) -> Result<Self, Error> {
         let token_url = root
             .join("oauth/token")
             .map_err(|e| Error::InvalidUrl(e.to_string()))?;
-        Ok(Self {
-            token_url,
-            store,
-            current: Mutex::new(None),
-            refreshing: tokio::sync::Mutex::new(()),
-        })
+        Ok(Self { token_url, store })
     }
+}
 
-    fn current(&self) -> Option<Current> {
-        self.current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// The last access token's header, fresh or not (for requests built by hand).
-    pub(crate) fn last_header(&self) -> Option<HeaderValue> {
-        self.current().map(|c| c.header)
-    }
-
-    /// An `Authorization` value that is not due for renewal, and its generation.
-    pub(crate) async fn authorization(
-        &self,
-        http: &reqwest::Client,
-    ) -> Result<(HeaderValue, u64), Error> {
-        match self.current() {
-            Some(c) if Instant::now() < c.renew_at => Ok((c.header, c.generation)),
-            stale => self.renew(http, stale.map(|c| c.generation)).await,
-        }
-    }
-
-    /// Renews the access token now, whatever its age (a key rotation: the new token
-    /// is bound to the login's newest key).
-    pub(crate) async fn renew_now(
-        &self,
-        http: &reqwest::Client,
-    ) -> Result<(HeaderValue, u64), Error> {
-        let stale = self.current().map(|c| c.generation);
-        self.renew(http, stale).await
-    }
-
-    /// Renews the access token unless another task did since `stale` (the
-    /// generation that was refused or due).
-    pub(crate) async fn renew(
-        &self,
-        http: &reqwest::Client,
-        stale: Option<u64>,
-    ) -> Result<(HeaderValue, u64), Error> {
-        let _one = self.refreshing.lock().await;
-        if let Some(c) = self.current()
-            && Some(c.generation) != stale
-            && Instant::now() < c.renew_at
-        {
-            return Ok((c.header, c.generation));
-        }
+#[async_trait::async_trait]
+impl crate::renewal::TokenSource for RefreshLogin {
+    /// Takes the store's lock, spends the newest refresh token and saves its
+    /// successor before letting go.
+    async fn fetch(&self, http: &reqwest::Client) -> Result<crate::renewal::Fresh, Error> {
         let store = self.store.clone();
         let guard = tokio::task::spawn_blocking(move || store.lock())
             .await
             .map_err(|e| Error::Login(format!("waiting for the login's lock failed: {e}")))??;
         let refresh = self.store.load()?;
-        let issued = Instant::now();
         let answer = oauth_post::<Tokens>(
             http,
             &self.token_url,
@@ -251,19 +187,14 @@ impl Session {
             self.store.save(&Token::from(next.as_str()))?;
         }
         drop(guard);
-        let header = crate::call::bearer(&Token::from(tokens.access_token))?;
-        let generation = stale.map_or(1, |g| g + 1);
-        let current = Current {
-            header: header.clone(),
-            renew_at: renew_at(issued, Duration::from_secs(tokens.expires_in)),
-            generation,
-        };
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(current);
-        tracing::debug!(
-            expires_in = tokens.expires_in,
-            "access token renewed from the login's refresh token"
-        );
-        Ok((header, generation))
+        Ok(crate::renewal::Fresh::new(
+            Token::from(tokens.access_token),
+            Duration::from_secs(tokens.expires_in),
+        ))
+    }
+
+    fn describe(&self) -> &'static str {
+        "refresh token"
     }
 }
 
@@ -414,23 +345,5 @@ pub async fn revoke(http: &reqwest::Client, server: &str, token: &Token) -> Resu
             "{server} did not revoke the login (HTTP {})",
             response.status()
         )))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_access_token_is_renewed_five_minutes_ahead_or_half_way() {
-        let t = Instant::now();
-        assert_eq!(
-            renew_at(t, Duration::from_secs(900)),
-            t + Duration::from_secs(600)
-        );
-        assert_eq!(
-            renew_at(t, Duration::from_secs(120)),
-            t + Duration::from_secs(60)
-        );
     }
 }

@@ -1,15 +1,17 @@
 //! [`ClientBuilder`]: a [`Client`]'s settings (timeouts, user agent, retries, trust
-//! roots) and its credential: a static token, or a login that renews its access
-//! tokens (`login.rs`).
+//! roots) and its credential: a static token, or access tokens that renew
+//! (`renewal.rs`: a device login's refresh token, the local token broker, any
+//! [`TokenSource`]).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::Url;
 use reqwest::header::HeaderValue;
 
 use super::{Client, Inner};
 use crate::call::{bearer, parse_base_url};
+use crate::renewal::{Fresh, Session, TokenSource};
 use crate::retry::{RetryPolicy, RetryQuota};
 use crate::{Error, Token};
 
@@ -127,7 +129,29 @@ impl ClientBuilder {
     ) -> Result<Client, Error> {
         let placeholder = HeaderValue::from_static("Bearer -");
         self.build_inner(base_url, placeholder, |root| {
-            Ok(Some(Arc::new(crate::login::Session::new(root, store)?)))
+            let source = crate::login::RefreshLogin::new(root, store)?;
+            Ok(Some(Arc::new(Session::new(Arc::new(source)))))
+        })
+    }
+
+    /// Builds a client whose access tokens come from `source` (`renewal.rs`):
+    /// fetched when the first request needs one (or `first`, when given, is used
+    /// until it is due), renewed ahead of their expiry and once on a 401, shared by
+    /// every clone of the client.
+    pub fn build_with_source(
+        self,
+        base_url: &str,
+        source: Arc<dyn TokenSource>,
+        first: Option<Fresh>,
+    ) -> Result<Client, Error> {
+        let issued = Instant::now();
+        let placeholder = HeaderValue::from_static("Bearer -");
+        self.build_inner(base_url, placeholder, |_| {
+            let session = match &first {
+                Some(first) => Session::seeded(source, first, issued)?,
+                None => Session::new(source),
+            };
+            Ok(Some(Arc::new(session)))
         })
     }
 
@@ -135,7 +159,7 @@ impl ClientBuilder {
         self,
         base_url: &str,
         authorization: HeaderValue,
-        session: impl FnOnce(&Url) -> Result<Option<Arc<crate::login::Session>>, Error>,
+        session: impl FnOnce(&Url) -> Result<Option<Arc<Session>>, Error>,
     ) -> Result<Client, Error> {
         let root = parse_base_url(base_url)?;
         let session = session(&root)?;

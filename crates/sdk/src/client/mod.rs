@@ -27,9 +27,11 @@ use crate::settings::RemoteSettings;
 use crate::{Error, Token};
 
 mod builder;
+mod exchange;
 mod keys;
 pub(crate) use crate::call::bearer;
 pub use builder::{ClientBuilder, REGION_CONSTRAINT};
+pub use exchange::Exchanged;
 
 /// Request header carrying the idempotency key of a business write (invariant I8).
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -68,9 +70,9 @@ struct Inner {
     api: Url,
     /// `Bearer <token>`, marked sensitive so `Debug` of requests hides it.
     authorization: HeaderValue,
-    /// A login that renews access tokens from a refresh token (`login.rs`);
-    /// `authorization` is unused then.
-    session: Option<Arc<crate::login::Session>>,
+    /// Access tokens that renew (`renewal.rs`: a login's refresh token, the
+    /// broker); `authorization` is unused then.
+    session: Option<Arc<crate::renewal::Session>>,
     /// Applied per request (not client-wide) so SSE streams are not cut off by it.
     request_timeout: Duration,
     /// The per-call retry budget and backoff.
