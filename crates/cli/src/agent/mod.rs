@@ -4,13 +4,16 @@
 //! state; `check` runs the privacy gate on a payload without sending anything;
 //! `callback` registers, lists and removes the agent's webhook callback; `records`
 //! prints a memory's records (the baseline to resync from); `key` registers, rotates
-//! and shows the key the profile's requests are signed with.
+//! and shows the key the profile's requests are signed with; `broker` gives local
+//! sidecars short-lived, narrower tokens over a Unix socket.
 //!
 //! Local state (outbox, cursors, dedup) lives in one SQLite file per profile:
 //! `$XDG_DATA_HOME/switchboard/agents/<profile>.db` unless `--state` says otherwise.
 //! The privacy gate's schemas come from `--schemas`, else
 //! `$XDG_CONFIG_HOME/switchboard/schemas.json`, else the built-in `message` type.
 
+#[cfg(unix)]
+mod broker;
 mod callback;
 mod commands;
 mod key;
@@ -85,6 +88,15 @@ enum AgentCommand {
     /// The key requests are signed with (RFC 9421, Ed25519): register one for a
     /// static token, rotate it, show it.
     Key(key::KeyArgs),
+    /// The local token broker: gives the sidecars a policy file allows (checked by
+    /// uid and executable) short-lived, narrower access tokens over a Unix socket,
+    /// made by token exchange of this host's login, which never leaves it.
+    #[cfg(unix)]
+    Broker(broker::BrokerArgs),
+    /// The local token broker needs Unix sockets (docs/broker.md has the design for
+    /// Windows named pipes).
+    #[cfg(not(unix))]
+    Broker,
 }
 
 #[derive(Args, Debug)]
@@ -111,6 +123,13 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
             AgentCommand::Callback(args) => callback::run(&common, args).await,
             AgentCommand::Records(args) => records::run(&common, args).await,
             AgentCommand::Key(args) => key::run(&common, args).await,
+            #[cfg(unix)]
+            AgentCommand::Broker(args) => broker::run(&common, args).await,
+            #[cfg(not(unix))]
+            AgentCommand::Broker => anyhow::bail!(
+                "the token broker needs Unix sockets and is not built for this platform \
+                 (docs/broker.md describes the named-pipe design for Windows)"
+            ),
         }
     })
 }
