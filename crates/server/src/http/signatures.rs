@@ -26,7 +26,9 @@
 //!    new nonce and gets its stored answer.
 //!
 //! Operators' calls and the console's session are not signed (operators hold no
-//! agent key); the OAuth endpoints are not under `/api`.
+//! agent key); the OAuth endpoints are not under `/api`. The token endpoint asks
+//! the same proof of a bound subject token with the same functions ([`must_sign`],
+//! [`signing_key`], [`verify_signed`]: `http/oauth/token.rs::proof_of_possession`).
 
 use super::AppState;
 use super::auth::{self, Authenticated};
@@ -37,11 +39,11 @@ use crate::error::ApiError;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, HOST};
-use axum::http::{HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use switchboard_proto::ErrorCode;
-use switchboard_webhook::agent::{self, Presented};
+use switchboard_webhook::agent::{self, Presented, PublicKey};
 
 /// `Accept-Signature`, the field a 401 `signature_required` names what to sign in.
 const ACCEPT_SIGNATURE: &str = "accept-signature";
@@ -117,7 +119,7 @@ async fn checked(
     let now = state.now() / 1000;
     let presented = agent::presented(&parts.headers).map_err(|e| refused(e, now))?;
     let keys = crate::app::lookups::reads::request_keys(state, &principal.token_hash).await?;
-    let bound = principal.bound_key.is_some() || keys.iter().any(|k| k.binds_parent);
+    let bound = must_sign(principal.bound_key.as_deref(), &keys);
     let Some(presented) = presented else {
         if bound {
             return Err(Refusal::Unsigned(
@@ -147,13 +149,7 @@ async fn checked(
     {
         return Ok(body);
     }
-    let key = signing_key(principal, &keys, &presented)?;
-    let public = key.public.as_ref().ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::SignatureInvalid,
-            "the key this signature names is not a usable Ed25519 key; register a new one",
-        )
-    })?;
+    let public = signing_key(principal.bound_key.as_deref(), &keys, &presented)?;
     let bytes = axum::body::to_bytes(body, state.config.max_body_bytes)
         .await
         .map_err(|_| {
@@ -165,19 +161,56 @@ async fn checked(
                 ),
             )
         })?;
-    let authority = authority(state, parts)?;
-    let path_and_query = parts
+    let head = Head {
+        method: &parts.method,
+        uri: &parts.uri,
+        headers: &parts.headers,
+    };
+    verify_signed(state, public, head, &bytes, &presented, now).await?;
+    Ok(Body::from(bytes))
+}
+
+/// Whether a credential must sign every request, whatever its tenant's policy: its
+/// access token is bound to a key (`bound_key`, its `cnf.jkt`), or a key binds the
+/// credential itself (a login's, a registered one).
+pub(super) fn must_sign(bound_key: Option<&str>, keys: &[BoundKey]) -> bool {
+    bound_key.is_some() || keys.iter().any(|k| k.binds_parent)
+}
+
+/// What a signature covers of a request besides its body.
+#[derive(Clone, Copy)]
+pub(super) struct Head<'a> {
+    pub(super) method: &'a Method,
+    /// As received (the seeds' `/v1/...` before the alias is rewritten).
+    pub(super) uri: &'a Uri,
+    pub(super) headers: &'a HeaderMap,
+}
+
+/// Verifies the signature `presented` over the request (`head` and the whole
+/// `body`) with `public` at `now` (Unix seconds): the window, the covered
+/// components, the signature and the body's digest; then its `(keyid, nonce)` goes
+/// into the replay cache, and a second use is refused (`signature_replayed`).
+pub(super) async fn verify_signed(
+    state: &AppState,
+    public: &PublicKey,
+    head: Head<'_>,
+    body: &[u8],
+    presented: &Presented,
+    now: i64,
+) -> Result<(), ApiError> {
+    let authority = authority(state, head.headers, head.uri)?;
+    let path_and_query = head
         .uri
         .path_and_query()
-        .map_or(parts.uri.path(), |pq| pq.as_str());
+        .map_or(head.uri.path(), |pq| pq.as_str());
     let request = agent::Request {
-        method: parts.method.as_str(),
+        method: head.method.as_str(),
         authority: &authority,
         path_and_query,
-        headers: &parts.headers,
-        body: &bytes,
+        headers: head.headers,
+        body,
     };
-    agent::verify(public, &request, &presented, now).map_err(|e| refused(e, now))?;
+    agent::verify(public, &request, presented, now).map_err(|e| refused(e, now))?;
     // Kept until the signature's window (and the skew) has passed: after that the
     // window refuses it anyway.
     let forget_at = (presented.expires + agent::CLOCK_SKEW_SECS) * 1000;
@@ -187,21 +220,20 @@ async fn checked(
             "this signature's nonce was used before (a replayed request); nothing was done. \
              Sign again with a new nonce: a retry of the same call then gets its stored \
              answer (Idempotency-Key)",
-        )
-        .into());
+        ));
     }
-    Ok(Body::from(bytes))
+    Ok(())
 }
 
 /// The key the signature must be made with: the one the access token is bound to
-/// (`cnf.jkt`), or one of the credential's keys.
-fn signing_key<'k>(
-    principal: &Principal,
+/// (`bound_key`, its `cnf.jkt`), or one of the credential's live `keys`.
+pub(super) fn signing_key<'k>(
+    bound_key: Option<&str>,
     keys: &'k [BoundKey],
     presented: &Presented,
-) -> Result<&'k BoundKey, ApiError> {
+) -> Result<&'k PublicKey, ApiError> {
     let invalid = |detail: String| ApiError::new(ErrorCode::SignatureInvalid, detail);
-    if let Some(jkt) = &principal.bound_key
+    if let Some(jkt) = bound_key
         && *jkt != presented.keyid
     {
         return Err(invalid(format!(
@@ -210,7 +242,8 @@ fn signing_key<'k>(
             presented.keyid
         )));
     }
-    keys.iter()
+    let key = keys
+        .iter()
         .find(|k| k.jkt == presented.keyid)
         .ok_or_else(|| {
             invalid(format!(
@@ -219,21 +252,26 @@ fn signing_key<'k>(
              this one first",
                 presented.keyid
             ))
-        })
+        })?;
+    key.public.as_ref().ok_or_else(|| {
+        invalid(
+            "the key this signature names is not a usable Ed25519 key; register a new one"
+                .to_owned(),
+        )
+    })
 }
 
 /// `@authority` as the client addressed this server: the configured public origin
 /// (behind a proxy), else `Host` (HTTP/1.1) or the URI's authority (HTTP/2).
-fn authority(state: &AppState, parts: &axum::http::request::Parts) -> Result<String, ApiError> {
+fn authority(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<String, ApiError> {
     if let Some(origin) = &state.config.public_authority {
         return Ok(origin.clone());
     }
-    parts
-        .headers
+    headers
         .get(HOST)
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned)
-        .or_else(|| parts.uri.authority().map(|a| a.as_str().to_owned()))
+        .or_else(|| uri.authority().map(|a| a.as_str().to_owned()))
         .ok_or_else(|| {
             ApiError::new(
                 ErrorCode::SignatureInvalid,
@@ -246,11 +284,11 @@ fn authority(state: &AppState, parts: &axum::http::request::Parts) -> Result<Str
 /// seconds). `signature_expired` carries `server_time`: the server's clock, for a
 /// client whose own is off (the SDK signs again with the difference,
 /// `crates/sdk/src/signing.rs`).
-fn refused(e: agent::Error, now: i64) -> Refusal {
+pub(super) fn refused(e: agent::Error, now: i64) -> ApiError {
     let problem = |code| ApiError::new(code, format!("{e}; nothing was done"));
-    Refusal::Error(match &e {
+    match &e {
         agent::Error::Invalid(_) => problem(ErrorCode::SignatureInvalid),
         agent::Error::Expired(_) => problem(ErrorCode::SignatureExpired).with("server_time", now),
         agent::Error::DigestMismatch(_) => problem(ErrorCode::DigestMismatch),
-    })
+    }
 }
