@@ -17,6 +17,12 @@ use std::time::Duration;
 
 /// The longest an access token may live.
 pub const MAX_ACCESS_TOKEN_TTL: Duration = Duration::from_secs(30 * 60);
+/// The longest a token exchanged from another access token may live (issue 40:
+/// what a host hands its sidecars is short-lived whatever `access_token_ttl` says).
+pub const MAX_EXCHANGED_TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
+/// How many actors an exchanged token's `act` may name: each exchange of an
+/// exchanged token nests one more, and a token must stay small enough for a header.
+pub const MAX_ACT_DEPTH: usize = 8;
 /// RFC 8693 §2.1: the grant type of a token exchange.
 pub const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 /// RFC 8628 §3.4: the grant type of a device's poll.
@@ -62,6 +68,31 @@ pub struct Claims {
     /// request with this token must be signed by that key (issue 39).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cnf: Option<Confirmation>,
+    /// Who holds this token on the subject's behalf (RFC 8693 §4.1): set on a token
+    /// exchanged from another access token, naming the credential that exchanged it
+    /// (the host); a subject's own `act` nests inside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<Actor>,
+}
+
+/// RFC 8693 §4.1 actor: `sub` is the credential that exchanged the token, as
+/// operators see it (`token:<token_id>`, the `token_id` of the credentials list),
+/// `client_id` the client the exchanged subject was issued to (§4.3), and `act`
+/// the actor before it, when the subject was itself exchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub sub: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<Box<Actor>>,
+}
+
+impl Actor {
+    /// How many actors this chain names (itself and those nested in it).
+    pub fn depth(&self) -> usize {
+        1 + self.act.as_deref().map_or(0, Actor::depth)
+    }
 }
 
 /// RFC 7800 §3.1 confirmation: the RFC 7638 thumbprint of the bound key.
