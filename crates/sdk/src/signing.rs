@@ -108,9 +108,59 @@ impl Signer {
     }
 }
 
+/// Signs `request` with `key` now, as the client signs its own calls: adds
+/// `Content-Digest` (when there is a body), `Signature-Input` and `Signature`,
+/// covering `@method`, `@authority`, `@path`, `@query` when there is one,
+/// `content-digest` when there is a body and `authorization` when the request has
+/// it, with a new nonce and the key's thumbprint as `keyid`. Set every header it
+/// must cover (and the body) first, and send it at once: the signature expires
+/// after 300 s, and the server accepts it once.
+///
+/// For requests the [`Client`](crate::Client) does not make itself, such as a
+/// token request (RFC 8693 token exchange) whose subject token is bound to `key`
+/// (`cnf.jkt`): the server refuses to exchange a bound token unless the token
+/// request is signed by its key.
+///
+/// A body that is a stream (not in memory) cannot be digested: that is
+/// [`Error::InvalidInput`](crate::Error::InvalidInput).
+///
+/// ```
+/// use switchboard_sdk::reqwest;
+/// use switchboard_sdk::signing::{SigningKey, sign_request};
+///
+/// let key = SigningKey::generate();
+/// let mut request = reqwest::Request::new(
+///     reqwest::Method::POST,
+///     "http://127.0.0.1:8080/oauth/token".parse()?,
+/// );
+/// request.headers_mut().insert(
+///     reqwest::header::CONTENT_TYPE,
+///     "application/x-www-form-urlencoded".parse()?,
+/// );
+/// *request.body_mut() = Some("grant_type=...".into());
+/// sign_request(&mut request, &key)?;
+/// assert!(request.headers().contains_key("signature"));
+/// assert!(request.headers().contains_key("content-digest"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn sign_request(request: &mut reqwest::Request, key: &SigningKey) -> Result<(), crate::Error> {
+    if request.body().is_some_and(|b| b.as_bytes().is_none()) {
+        return Err(crate::Error::InvalidInput(
+            "a request with a streaming body cannot be signed: its Content-Digest needs the \
+             whole body; give the body as bytes"
+                .to_owned(),
+        ));
+    }
+    let held = Held {
+        key: key.clone(),
+        jkt: key.public_key().thumbprint(),
+    };
+    sign(request, &held, unix_now())
+}
+
 fn sign(request: &mut reqwest::Request, held: &Held, created: i64) -> Result<(), crate::Error> {
-    let url = request.url().clone();
-    let authority = authority(&url);
+    let url = request.url();
+    let authority = authority(url);
     let path_and_query = match url.query() {
         Some(query) => format!("{}?{query}", url.path()),
         None => url.path().to_owned(),
@@ -118,20 +168,18 @@ fn sign(request: &mut reqwest::Request, held: &Held, created: i64) -> Result<(),
     let body = request
         .body()
         .and_then(reqwest::Body::as_bytes)
-        .unwrap_or_default()
-        .to_vec();
-    let headers = request.headers().clone();
+        .unwrap_or_default();
     let view = switchboard_webhook::agent::Request {
         method: request.method().as_str(),
         authority: &authority,
         path_and_query: &path_and_query,
-        headers: &headers,
-        body: &body,
+        headers: request.headers(),
+        body,
     };
     let nonce = switchboard_webhook::agent::new_nonce();
     let signed = switchboard_webhook::agent::sign(&held.key, &held.jkt, &view, created, &nonce);
     for (name, value) in signed {
-        let value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+        let value = reqwest::header::HeaderValue::try_from(value).map_err(|_| {
             crate::Error::InvalidInput(format!("the {name} header could not be made"))
         })?;
         request.headers_mut().insert(name, value);
