@@ -6,6 +6,7 @@ mod credentials;
 mod delete_agent;
 mod devices;
 mod errors;
+mod exchange;
 mod idempotency;
 mod isolation;
 mod jobs;

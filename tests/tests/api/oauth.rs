@@ -405,9 +405,16 @@ async fn the_oauth_endpoints_answer_oauth_errors() {
             "invalid_grant",
         ),
         (
-            "an access token as subject".into(),
+            "a refresh token as subject".into(),
             form_type,
-            token(&[("subject_token", jwt.as_str())]),
+            token(&[("subject_token", "sb_rt_nosuchtoken")]),
+            400,
+            "invalid_grant",
+        ),
+        (
+            "a malformed access token as subject".into(),
+            form_type,
+            token(&[("subject_token", "eyJ.not.ajwt")]),
             400,
             "invalid_grant",
         ),
