@@ -1,0 +1,419 @@
+//! `switchboard agent broker` (the local token broker, issue 40) as a host runs
+//! it: the real binary on a temp socket, a real server (in process, on
+//! 127.0.0.1:0), and this test process as the sidecar (its executable is what the
+//! policy lists). The host's login is a static agent token from the environment;
+//! `device_login_host…` covers a device login (a JWT subject bound to a key).
+//!
+//! The uid check (another user) is in the Python suite (`test_broker.py`), which
+//! runs a client as `nobody` with setpriv.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard_sdk::broker::{Broker, TokenRequest, codes};
+use switchboard_sdk::proto::SendMessage;
+use switchboard_sdk::{Client, Error};
+use switchboard_tests::TestServer;
+
+/// A running broker; killed when dropped.
+struct Running {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Running {
+    fn client(&self) -> Broker {
+        Broker::new(Some(&self.socket))
+    }
+}
+
+/// This test binary, as the broker sees a peer's executable.
+fn me() -> String {
+    std::fs::canonicalize(std::env::current_exe().unwrap())
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+fn broker_cmd(dir: &Path, server: &str, token: &str, policy: &str) -> Command {
+    std::fs::write(dir.join("broker.toml"), policy).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    cmd.args(["agent", "broker", "--socket"])
+        .arg(dir.join("run/broker.sock"))
+        .arg("--policy")
+        .arg(dir.join("broker.toml"))
+        .env("SWITCHBOARD_SERVER", server)
+        .env("SWITCHBOARD_TOKEN", token)
+        .env("SWITCHBOARD_STATE", dir.join("host.db"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("SWITCHBOARD_LOG", "info");
+    cmd
+}
+
+/// Starts the broker for the static `token` at `server` with `policy`; returns
+/// once it listens.
+fn start(server: &str, token: &str, policy: &str) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    // Its log (one line a decision) goes to a file: a pipe nobody reads would
+    // fill up and stop it.
+    let log = dir.path().join("broker.log");
+    let mut child = broker_cmd(dir.path(), server, token, policy)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("spawn switchboard agent broker");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let Ok(ready) = serde_json::from_str::<Value>(&line) else {
+        let _ = child.wait();
+        panic!(
+            "the broker did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    };
+    assert_eq!(ready["ready"], true, "{ready}");
+    Running {
+        socket: PathBuf::from(ready["socket"].as_str().unwrap()),
+        child,
+        _dir: dir,
+    }
+}
+
+fn policy(entries: &[(&str, &str, Option<&str>)]) -> String {
+    entries
+        .iter()
+        .map(|(agent, exe, scopes)| {
+            let scopes = scopes.map_or(String::new(), |s| format!("scopes = {s}\n"));
+            format!("[[allow]]\nagent = {agent:?}\nexecutables = [{exe:?}]\n{scopes}\n")
+        })
+        .collect()
+}
+
+fn request(agent: &str, scope: Option<&str>) -> TokenRequest {
+    TokenRequest {
+        agent: agent.to_owned(),
+        scope: scope.map(str::to_owned),
+        signing_key: None,
+    }
+}
+
+#[track_caller]
+fn refused(result: Result<impl std::fmt::Debug, Error>, status: u16, code: &str) -> String {
+    let error = result.expect_err("refused");
+    let problem = error.problem().unwrap_or_else(|| panic!("a problem: {error}"));
+    assert_eq!(
+        (error.status(), problem.code.as_deref()),
+        (Some(status), Some(code)),
+        "{error}"
+    );
+    problem.detail.clone().unwrap_or_default()
+}
+
+fn claims(jwt: &str) -> Value {
+    use base64::Engine as _;
+    let part = jwt.split('.').nth(1).unwrap();
+    serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_sidecar_gets_a_narrower_short_lived_token_bound_to_its_key() {
+    let server = TestServer::start().await;
+    let (alice, _) = server.agent("alice").await;
+    let (_, bob) = server.agent("bob").await;
+    let broker = start(
+        &server.url,
+        &alice.token,
+        &policy(&[(
+            "alice",
+            &me(),
+            Some(r#"["messages:send", "agent:{agent_id}:read"]"#),
+        )]),
+    );
+    let client = broker.client();
+    assert_eq!(client.health().await.unwrap().status, "ok");
+
+    // Narrower: what was asked for, within the cap; short-lived.
+    let granted = client
+        .token(&request("alice", Some("messages:send")))
+        .await
+        .unwrap();
+    assert_eq!(granted.scope, "messages:send");
+    assert_eq!(granted.token_type, "Bearer");
+    assert!(
+        granted.expires_in > 0 && granted.expires_in <= 900,
+        "{granted:?}"
+    );
+    assert_eq!(granted.server, server.url.trim_end_matches('/'));
+    let jwt = claims(granted.access_token.expose());
+    assert_eq!(jwt["scope"], "messages:send");
+    assert!(jwt["exp"].as_i64().unwrap() - jwt["iat"].as_i64().unwrap() <= 900);
+    // Without `scope`: the policy's cap, `{agent_id}` filled in; never the inbox
+    // scope the host's token has.
+    let capped = client.token(&request("alice", None)).await.unwrap();
+    assert_eq!(
+        capped.scope,
+        format!("messages:send agent:{}:read", alice.agent_id)
+    );
+    let wider = format!("agent:{}:inbox", alice.agent_id);
+    let detail = refused(
+        client.token(&request("alice", Some(&wider))).await,
+        403,
+        codes::SCOPE_NOT_ALLOWED,
+    );
+    assert!(detail.contains("outside what the policy allows"), "{detail}");
+    refused(
+        client
+            .token(&request("alice", Some("agent:{agent_id}:inbox")))
+            .await,
+        403,
+        codes::SCOPE_NOT_ALLOWED,
+    );
+
+    // A client from the broker: its tokens are bound to its in-memory key, and
+    // its requests are signed with it.
+    let sidecar = client
+        .client(Client::builder(), "alice", Some("messages:send"))
+        .await
+        .unwrap();
+    let key_id = sidecar.signing_key_id().expect("the sidecar holds a key");
+    sidecar
+        .send_message(
+            "bob",
+            &SendMessage {
+                payload: serde_json::json!({"text": "from the sidecar"}),
+                ..Default::default()
+            },
+            &switchboard_sdk::new_idempotency_key(),
+        )
+        .await
+        .expect("a signed send with the broker's token");
+    let page = bob.poll("bob", 0, None).await.unwrap();
+    assert_eq!(page.events.len(), 1);
+    // A token bound to a key is useless without it.
+    let bound = client
+        .token(&TokenRequest {
+            signing_key: Some(
+                serde_json::to_value(
+                    switchboard_sdk::signing::SigningKey::generate()
+                        .public_key()
+                        .to_jwk(),
+                )
+                .unwrap(),
+            ),
+            ..request("alice", Some("messages:send"))
+        })
+        .await
+        .unwrap();
+    assert!(
+        claims(bound.access_token.expose())["cnf"]["jkt"]
+            .as_str()
+            .is_some_and(|j| j != key_id)
+    );
+    let unsigned = Client::builder()
+        .retry(switchboard_sdk::RetryPolicy::none())
+        .build(&server.url, bound.access_token.expose())
+        .unwrap();
+    let error = unsigned
+        .send_message(
+            "bob",
+            &SendMessage {
+                payload: serde_json::json!({"text": "stolen"}),
+                ..Default::default()
+            },
+            &switchboard_sdk::new_idempotency_key(),
+        )
+        .await
+        .expect_err("an unsigned request with a bound token");
+    assert_eq!(error.status(), Some(401), "{error}");
+    // A private key is never taken.
+    let mut private = serde_json::to_value(
+        switchboard_sdk::signing::SigningKey::generate()
+            .public_key()
+            .to_jwk(),
+    )
+    .unwrap();
+    private["d"] = serde_json::json!("AAAA");
+    refused(
+        client
+            .token(&TokenRequest {
+                signing_key: Some(private),
+                ..request("alice", None)
+            })
+            .await,
+        400,
+        codes::INVALID_REQUEST,
+    );
+}
+
+#[tokio::test]
+async fn an_unlisted_executable_or_agent_and_a_bad_request_are_refused() {
+    let server = TestServer::start().await;
+    let (alice, _) = server.agent("alice").await;
+    let other = std::fs::canonicalize("/bin/true").unwrap();
+    let broker = start(
+        &server.url,
+        &alice.token,
+        &policy(&[
+            ("alice", &other.display().to_string(), None),
+            ("carol", &me(), None),
+        ]),
+    );
+    let client = broker.client();
+    // This process is not /bin/true.
+    let detail = refused(
+        client.token(&request("alice", None)).await,
+        403,
+        codes::EXECUTABLE_NOT_ALLOWED,
+    );
+    assert!(detail.contains(&me()), "names the executable: {detail}");
+    refused(
+        client.token(&request("dave", None)).await,
+        403,
+        codes::AGENT_NOT_ALLOWED,
+    );
+
+    // Not the protocol: raw requests over the socket.
+    for (raw, status, code) in [
+        (
+            "POST /v1/token HTTP/1.1\r\nhost: b\r\ncontent-type: application/json\r\ncontent-length: 7\r\n\r\n{\"x\":1}",
+            400,
+            codes::INVALID_REQUEST,
+        ),
+        (
+            "POST /v1/token HTTP/1.1\r\nhost: b\r\ncontent-length: 99999\r\n\r\n",
+            413,
+            codes::INVALID_REQUEST,
+        ),
+        ("GET /v1/token HTTP/1.1\r\nhost: b\r\n\r\n", 405, codes::METHOD_NOT_ALLOWED),
+        ("GET /nowhere HTTP/1.1\r\nhost: b\r\n\r\n", 404, codes::NOT_FOUND),
+    ] {
+        let answer = raw_call(&broker.socket, raw).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{raw:?}: {answer}"
+        );
+        assert!(
+            answer.contains("application/problem+json") && answer.contains(code),
+            "{raw:?}: {answer}"
+        );
+    }
+}
+
+/// One request written as is; the answer's head and body as text.
+async fn raw_call(socket: &Path, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::UnixStream::connect(socket).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 8192];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    String::from_utf8_lossy(&answer[..n]).into_owned()
+}
+
+#[tokio::test]
+async fn a_revoked_host_gets_no_more_tokens_and_its_sidecars_tokens_die_with_it() {
+    let server = TestServer::start().await;
+    let (alice, _) = server.agent("alice").await;
+    server.agent("bob").await;
+    let broker = start(&server.url, &alice.token, &policy(&[("alice", &me(), None)]));
+    let client = broker.client();
+    let sidecar = client
+        .client(
+            Client::builder().retry(switchboard_sdk::RetryPolicy::none()),
+            "alice",
+            None,
+        )
+        .await
+        .unwrap();
+    let message = SendMessage {
+        payload: serde_json::json!({"text": "before"}),
+        ..Default::default()
+    };
+    sidecar
+        .send_message("bob", &message, &switchboard_sdk::new_idempotency_key())
+        .await
+        .unwrap();
+    let existing = client.token(&request("alice", None)).await.unwrap();
+
+    server.operator().revoke_agent("alice").await.unwrap();
+
+    let detail = refused(
+        client.token(&request("alice", None)).await,
+        403,
+        codes::HOST_LOGIN_ENDED,
+    );
+    assert!(detail.contains("log in again"), "{detail}");
+    // The server refuses the token the sidecar already had (revoked with its
+    // parent), and the sidecar's renewal says why.
+    let plain = Client::builder()
+        .retry(switchboard_sdk::RetryPolicy::none())
+        .build(&server.url, existing.access_token.expose())
+        .unwrap();
+    let error = plain.poll("alice", 0, None).await.expect_err("revoked");
+    assert_eq!(error.status(), Some(401), "{error}");
+    let error = sidecar
+        .send_message("bob", &message, &switchboard_sdk::new_idempotency_key())
+        .await
+        .expect_err("the host's login ended");
+    assert_eq!(
+        error.problem().and_then(|p| p.code.as_deref()),
+        Some(codes::HOST_LOGIN_ENDED),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_broker_refuses_to_start_on_a_bad_policy_or_an_open_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    // A policy naming no file; the server is never reached.
+    let out = broker_cmd(
+        dir.path(),
+        "http://127.0.0.1:9",
+        "sb_ag_x",
+        "[[allow]]\nagent = \"a\"\nexecutables = [\"python3\"]\n",
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not an absolute path"), "{err}");
+
+    let open = dir.path().join("run");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(
+        &open,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    let out = broker_cmd(
+        dir.path(),
+        "http://127.0.0.1:9",
+        "sb_ag_x",
+        &policy(&[("a", &me(), None)]),
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("chmod 700"), "{err}");
+}
