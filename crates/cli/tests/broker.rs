@@ -417,3 +417,185 @@ fn the_broker_refuses_to_start_on_a_bad_policy_or_an_open_directory() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("chmod 700"), "{err}");
 }
+
+/// Whether `keyctl` is there for the kernel-keyring test (in CI it must be).
+fn keyctl_present() -> bool {
+    if Command::new("keyctl").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "keyctl (Debian package keyutils) is required in CI"
+    );
+    eprintln!("SKIPPED: keyctl is not installed (apt-get install keyutils)");
+    false
+}
+
+/// The host is a device login (`switchboard agent login`, a real kernel keyring):
+/// its refresh token stays in the keyring and its access tokens are JWTs bound to
+/// its key, so the broker exchanges a JWT and signs the token request with the
+/// host's key. The sidecar's token names the host in `act`; revoking the login
+/// ends the broker's tokens and the ones sidecars hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_login_host_exchanges_its_bound_jwt_and_its_revocation_cascades() {
+    if !keyctl_present() {
+        return;
+    }
+    let server = TestServer::start().await;
+    server.agent("alice").await;
+    let (_, bob) = server.agent("bob").await;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("run/broker.sock");
+    std::fs::write(
+        dir.path().join("broker.toml"),
+        policy(&[("alice", &me(), Some(r#"["messages:send"]"#))]),
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let script = format!(
+        "set -e
+         {bin} agent login --server {url} --agent alice 2> {home}/login.err
+         exec {bin} agent broker --socket {socket} --policy {home}/broker.toml 2> {home}/broker.log",
+        url = server.url,
+        home = dir.path().display(),
+        socket = socket.display(),
+    );
+    // The kernel's persistent keyring is shared by every test of this user: a
+    // profile of its own.
+    let profile = format!("t-{}", uuid::Uuid::now_v7().simple());
+    let mut child = tokio::process::Command::new("keyctl")
+        .args(["session", "-", "sh", "-c", &script])
+        .env("SWITCHBOARD_KEYRING", "keyutils")
+        .env("SWITCHBOARD_PROFILE", &profile)
+        .env("SWITCHBOARD_STATE", dir.path().join("host.db"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("SWITCHBOARD_LOG", "info")
+        .env_remove("SWITCHBOARD_SERVER")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let op = server.operator();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let code = loop {
+        assert!(std::time::Instant::now() < deadline, "no device request showed");
+        let list: Value = op
+            .request(switchboard_sdk::reqwest::Method::GET, "ops/device-requests")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(r) = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["agent_name"] == "alice" && r["status"] == "pending")
+        {
+            break r["user_code"].as_str().unwrap().to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let approved = op
+        .request(
+            switchboard_sdk::reqwest::Method::POST,
+            &format!("ops/device-requests/{code}/approve"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), 200);
+    let mut ready = String::new();
+    {
+        use tokio::io::AsyncBufReadExt;
+        let stdout = child.stdout.as_mut().unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            tokio::io::BufReader::new(stdout).read_line(&mut ready),
+        )
+        .await
+        .expect("the broker starts")
+        .unwrap();
+    }
+    let log = || std::fs::read_to_string(dir.path().join("broker.log")).unwrap_or_default();
+    assert!(ready.contains("\"ready\":true"), "{ready}\n{}", log());
+
+    let client = Broker::new(Some(&socket));
+    let granted = client
+        .token(&request("alice", None))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", log()));
+    assert_eq!(granted.scope, "messages:send");
+    assert!(granted.expires_in <= 900);
+    let jwt = claims(granted.access_token.expose());
+    assert!(
+        jwt["act"]["sub"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("token:")),
+        "the host is named in act: {jwt}"
+    );
+    let sidecar = client
+        .client(
+            Client::builder().retry(switchboard_sdk::RetryPolicy::none()),
+            "alice",
+            None,
+        )
+        .await
+        .unwrap();
+    let message = SendMessage {
+        payload: serde_json::json!({"text": "via a device login"}),
+        ..Default::default()
+    };
+    sidecar
+        .send_message("bob", &message, &switchboard_sdk::new_idempotency_key())
+        .await
+        .unwrap();
+    assert_eq!(bob.poll("bob", 0, None).await.unwrap().events.len(), 1);
+
+    // An operator revokes the device login: the broker's next answer says so, and
+    // the sidecar's token is refused with it.
+    let login = op
+        .tokens()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.label == "device login: alice")
+        .expect("the login's credential");
+    op.revoke_token(&login.token_id).await.unwrap();
+    let plain = Client::builder()
+        .retry(switchboard_sdk::RetryPolicy::none())
+        .build(&server.url, granted.access_token.expose())
+        .unwrap();
+    let error = plain.poll("alice", 0, None).await.expect_err("revoked");
+    assert_eq!(error.status(), Some(401), "{error}");
+    refused(
+        client.token(&request("alice", None)).await,
+        403,
+        codes::HOST_LOGIN_ENDED,
+    );
+    let error = sidecar
+        .send_message("bob", &message, &switchboard_sdk::new_idempotency_key())
+        .await
+        .expect_err("the host's login ended");
+    assert_eq!(
+        error.problem().and_then(|p| p.code.as_deref()),
+        Some(codes::HOST_LOGIN_ENDED),
+        "{error}"
+    );
+    let log = log();
+    assert!(log.contains("token granted") && log.contains("host_login_ended"), "{log}");
+    assert!(!log.contains("eyJ") && !log.contains("sb_rt_"), "no token in the log: {log}");
+    // Leave nothing in the shared keyring.
+    let _ = Command::new("keyctl")
+        .args(["session", "-", bin, "agent", "logout"])
+        .env("SWITCHBOARD_KEYRING", "keyutils")
+        .env("SWITCHBOARD_PROFILE", &profile)
+        .env("SWITCHBOARD_STATE", dir.path().join("host.db"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env_remove("SWITCHBOARD_SERVER")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .output();
+}
