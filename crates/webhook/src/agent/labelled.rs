@@ -6,7 +6,6 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ed25519_dalek::Signer as _;
 use sfv::ListEntry;
 
 use super::{self as agent, PublicKey, SigningKey};
@@ -19,7 +18,7 @@ use crate::{CONTENT_DIGEST, SIGNATURE, SIGNATURE_INPUT, VerifyError, verify_cont
 /// goes between the colons of a `Signature` member. Ed25519 is deterministic, so
 /// the same key and base always give the same signature.
 pub fn sign_signature_base_ed25519(key: &SigningKey, base: &str) -> String {
-    STANDARD.encode(key.0.sign(base.as_bytes()).to_bytes())
+    STANDARD.encode(key.sign_bytes(base.as_bytes()))
 }
 
 /// Verifies the signature labelled `label` with `key`, over the components it
