@@ -359,7 +359,7 @@ async fn a_revoked_host_gets_no_more_tokens_and_its_sidecars_tokens_die_with_it(
 
     let detail = refused(
         client.token(&request("alice", None)).await,
-        403,
+        401,
         codes::HOST_LOGIN_ENDED,
     );
     assert!(detail.contains("log in again"), "{detail}");
@@ -573,7 +573,7 @@ async fn device_login_host_exchanges_its_bound_jwt_and_its_revocation_cascades()
     assert_eq!(error.status(), Some(401), "{error}");
     refused(
         client.token(&request("alice", None)).await,
-        403,
+        401,
         codes::HOST_LOGIN_ENDED,
     );
     let error = sidecar

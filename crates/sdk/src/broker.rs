@@ -12,7 +12,13 @@
 //!   `agent_not_allowed`, `scope_not_allowed`, `host_login_ended`,
 //!   `invalid_request`, `server_unreachable`, `exchange_failed` (see
 //!   [`codes`]). Here it is [`Error::Api`] with that code in
-//!   [`Problem::code`](crate::proto::Problem::code).
+//!   [`Problem::code`](crate::proto::Problem::code). `host_login_ended` is a 401,
+//!   as a revoked credential is on the server; the policy's refusals are 403.
+//!
+//! A renewing client ([`Broker::client`]) sees a refusal of a *renewal* as the
+//! broker gave it when it is a 401 or 5xx, and as [`Error::Login`] (the code in its
+//! message) otherwise: a credential problem, which never makes the outbox give up
+//! a message (it waits, as for a device login that ended).
 //!
 //! [`Broker::client`] builds a [`Client`] whose bearer comes from the broker: an
 //! Ed25519 key is generated in memory for it and presented with every token
@@ -331,7 +337,22 @@ struct BrokerSource {
 #[async_trait::async_trait]
 impl TokenSource for BrokerSource {
     async fn fetch(&self, _: &reqwest::Client) -> Result<Fresh, Error> {
-        let granted = self.broker.token(&self.request).await?;
+        let granted = match self.broker.token(&self.request).await {
+            Ok(granted) => granted,
+            // The host's login ended (401) or the server is away (5xx): as the
+            // broker says, so the outbox keeps its messages waiting and retries.
+            Err(e @ Error::Api { status, .. }) if status == 401 || status >= 500 => return Err(e),
+            // Any other refusal of a renewal (the policy changed under a running
+            // sidecar) is about the credential, not about the request that needed
+            // it: a login error, which never makes the outbox give a message up.
+            Err(e @ Error::Api { .. }) => {
+                return Err(Error::Login(format!(
+                    "the token broker refused a new token ({e}); fix its policy or the \
+                     host's login, then this agent continues"
+                )));
+            }
+            Err(e) => return Err(e),
+        };
         if granted.server != self.server {
             return Err(Error::Login(format!(
                 "the token broker now gives tokens for {} instead of {}; start this agent again",

@@ -141,8 +141,11 @@ async fn load(common: &Common, policy_path: &std::path::Path) -> anyhow::Result<
 fn init_logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    // Colours only for a person at a terminal; a log file or journal gets text.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -408,9 +408,11 @@ async fn scopes(asked: &TokenRequest, entry: &Entry, host: &Host) -> Result<Opti
 /// What the server's (or the host login's) failure means to a sidecar.
 fn refusal_of(error: &Error, host: &Host) -> Refusal {
     let profile = &host.profile;
+    // 401, as the server answers a revoked credential: a sidecar's outbox keeps
+    // its messages waiting for a login instead of giving them up.
     let ended = || {
         Refusal::new(
-            StatusCode::FORBIDDEN,
+            StatusCode::UNAUTHORIZED,
             codes::HOST_LOGIN_ENDED,
             format!(
                 "the broker's login (profile {profile:?}) was revoked or logged out; an operator \
