@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use switchboard_sdk::broker::Broker;
 use switchboard_sdk::consumer::{ConsumerConfig, Delivery, local_poison};
 use switchboard_sdk::outbox::{EntryState, OutboxConfig, OutboxError};
 use switchboard_sdk::privacy::DEFAULT_SCHEMAS;
@@ -33,6 +34,8 @@ use crate::results::{Receipt, RunStats};
 use crate::stream::{Control, EventStream};
 use crate::wait::{block_on, quick, runtime};
 
+/// The `User-Agent` of the package's requests.
+const USER_AGENT: &str = concat!("switchboard-python/", env!("CARGO_PKG_VERSION"));
 /// The state file's name inside the `state` directory.
 const STATE_FILE: &str = "switchboard.db";
 /// The message type payloads are checked as when none is given (the built-in
@@ -49,6 +52,9 @@ const DEFAULT_MESSAGE_TYPE: &str = "message";
 /// `subject`, `tags` and `priority`). With `deliver=False` nothing is sent in the
 /// background; `flush()` sends. `request_timeout` (seconds) bounds each HTTP
 /// call, and so how long `flush` or Ctrl-C can wait for an attempt in flight.
+///
+/// `Agent.from_broker(agent=NAME, state=DIR)` gets its tokens from the local
+/// token broker instead of holding one.
 ///
 /// Use it as a context manager, or call `close()`, to stop the background
 /// delivery cleanly.
@@ -99,44 +105,47 @@ impl Agent {
         deliver: bool,
         request_timeout: f64,
     ) -> PyResult<Self> {
-        let schemas = match schemas {
-            None => DEFAULT_SCHEMAS.to_owned(),
-            Some(s) => match s.extract::<String>() {
-                Ok(text) => text,
-                Err(_) => to_json(s)?.to_string(),
-            },
-        };
-        let gate = Gate::new()
-            .load_schemas(&schemas)
-            .map_err(|e| PyValueError::new_err(format!("schemas: {e}")))?;
         let client = Client::builder()
-            .user_agent(concat!("switchboard-python/", env!("CARGO_PKG_VERSION")))
+            .user_agent(USER_AGENT)
             .request_timeout(seconds(request_timeout, "request_timeout")?)
             .build(server, token)
             .map_err(|e| api_error(&e))?;
-        let path = state.join(STATE_FILE);
-        let (db, outbox) = quick(py, async {
-            let db = LocalDb::open(&path).await.map_err(OutboxError::from)?;
-            let outbox = Outbox::open(db.clone(), &client, gate, OutboxConfig::default()).await?;
-            Ok::<_, OutboxError>((db, outbox))
-        })
-        .map_err(outbox_error)?;
-        let stop_delivery = CancellationToken::new();
-        let delivering = deliver.then(|| {
-            let (outbox, stop) = (outbox.clone(), stop_delivery.clone());
-            runtime().spawn(async move { outbox.run(stop).await })
-        });
-        Ok(Self {
-            name,
-            client,
-            db,
-            outbox,
-            stop_delivery,
-            delivering: Mutex::new(delivering),
-            mine: Mutex::default(),
-            calls: Mutex::default(),
-            streams: Mutex::default(),
-        })
+        Self::open(py, client, name, &state, schemas, deliver)
+    }
+
+    /// An agent whose tokens come from the local token broker
+    /// (`switchboard agent broker`) instead of a token of its own: short-lived,
+    /// no wider than the broker's policy allows `agent` (and `scope`, space-separated,
+    /// when given), bound to a key made in memory for this object, so every request
+    /// is signed with it. They are renewed before they expire and when the server
+    /// refuses one, without losing an outbox entry or an event. `socket` is the
+    /// broker's socket (default `$SWITCHBOARD_BROKER_SOCKET`, else
+    /// `$XDG_RUNTIME_DIR/switchboard/broker.sock`, else
+    /// `/tmp/switchboard-<uid>/broker.sock`). The other arguments are `Agent`'s;
+    /// `name` is `agent`. A refusal raises `ApiError` with the broker's `code`
+    /// (`executable_not_allowed`, `agent_not_allowed`, `scope_not_allowed`,
+    /// `peer_refused`, `host_login_ended`, …); a broker that cannot be reached
+    /// raises `ApiError` with `kind == "login"`.
+    #[staticmethod]
+    #[pyo3(signature = (*, agent, state, socket=None, scope=None, schemas=None, deliver=true, request_timeout=30.0))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    fn from_broker(
+        py: Python<'_>,
+        agent: String,
+        state: PathBuf,
+        socket: Option<PathBuf>,
+        scope: Option<String>,
+        schemas: Option<&Bound<'_, PyAny>>,
+        deliver: bool,
+        request_timeout: f64,
+    ) -> PyResult<Self> {
+        let builder = Client::builder()
+            .user_agent(USER_AGENT)
+            .request_timeout(seconds(request_timeout, "request_timeout")?);
+        let broker = Broker::new(socket.as_deref());
+        let client = quick(py, broker.client(builder, &agent, scope.as_deref()))
+            .map_err(|e| api_error(&e))?;
+        Self::open(py, client, Some(agent), &state, schemas, deliver)
     }
 
     /// The agent's name, as given.
@@ -412,6 +421,51 @@ impl Agent {
 }
 
 impl Agent {
+    /// The agent over `client`: the gate with `schemas`, the state file in
+    /// `state`, the background delivery when `deliver`.
+    fn open(
+        py: Python<'_>,
+        client: Client,
+        name: Option<String>,
+        state: &std::path::Path,
+        schemas: Option<&Bound<'_, PyAny>>,
+        deliver: bool,
+    ) -> PyResult<Self> {
+        let schemas = match schemas {
+            None => DEFAULT_SCHEMAS.to_owned(),
+            Some(s) => match s.extract::<String>() {
+                Ok(text) => text,
+                Err(_) => to_json(s)?.to_string(),
+            },
+        };
+        let gate = Gate::new()
+            .load_schemas(&schemas)
+            .map_err(|e| PyValueError::new_err(format!("schemas: {e}")))?;
+        let path = state.join(STATE_FILE);
+        let (db, outbox) = quick(py, async {
+            let db = LocalDb::open(&path).await.map_err(OutboxError::from)?;
+            let outbox = Outbox::open(db.clone(), &client, gate, OutboxConfig::default()).await?;
+            Ok::<_, OutboxError>((db, outbox))
+        })
+        .map_err(outbox_error)?;
+        let stop_delivery = CancellationToken::new();
+        let delivering = deliver.then(|| {
+            let (outbox, stop) = (outbox.clone(), stop_delivery.clone());
+            runtime().spawn(async move { outbox.run(stop).await })
+        });
+        Ok(Self {
+            name,
+            client,
+            db,
+            outbox,
+            stop_delivery,
+            delivering: Mutex::new(delivering),
+            mine: Mutex::default(),
+            calls: Mutex::default(),
+            streams: Mutex::default(),
+        })
+    }
+
     /// The SDK consumer `run()` and `events()` (`call`, for the error) use.
     fn consumer(
         &self,

@@ -82,8 +82,9 @@ class Server:
         return body
 
 
-def serve(home: Path, database_url: str) -> Iterator[Server]:
-    """``switchboard serve`` on ``database_url``, port 0, until the caller is done."""
+def serve(home: Path, database_url: str, *extra: str) -> Iterator[Server]:
+    """``switchboard serve`` on ``database_url``, port 0, with the ``extra``
+    arguments, until the caller is done."""
     binary = server_binary()
     assert binary.exists(), (
         f"no server binary at {binary}: build it with `cargo build -p switchboard-cli` "
@@ -103,6 +104,7 @@ def serve(home: Path, database_url: str) -> Iterator[Server]:
             str(home / "operator-token"),
             "--sqlite-synchronous",
             "normal",
+            *extra,
         ],
         stdout=subprocess.PIPE,
         env={**os.environ, "SWITCHBOARD_LOG": "warn", "HOME": str(home)},

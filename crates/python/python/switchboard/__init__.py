@@ -22,7 +22,15 @@ an async iterator::
             print(event.payload)
             await event.ack()
 
-Errors are ``switchboard.SwitchboardError`` subclasses (see ``switchboard.errors``).
+A sidecar that should not hold a token of its own gets short-lived ones from the
+local token broker (``switchboard agent broker``, run by the host that holds the
+login), bound to a key made in memory::
+
+    agent = switchboard.Agent.from_broker(agent="reviewer", state="state/")
+
+Errors are ``switchboard.SwitchboardError`` subclasses (see ``switchboard.errors``);
+the broker's refusals are ``ApiError`` with its ``code`` (``executable_not_allowed``,
+``host_login_ended``, …).
 """
 
 from __future__ import annotations

@@ -67,6 +67,33 @@ class AsyncAgent:
             request_timeout=request_timeout,
         )
 
+    @classmethod
+    def from_broker(
+        cls,
+        *,
+        agent: str,
+        state: str | os.PathLike[str],
+        socket: str | os.PathLike[str] | None = None,
+        scope: str | None = None,
+        schemas: str | dict[str, Any] | None = None,
+        deliver: bool = True,
+        request_timeout: float = 30.0,
+    ) -> AsyncAgent:
+        """``Agent.from_broker`` for asyncio: tokens from the local token broker
+        (``switchboard agent broker``), renewed in the background. It asks the
+        broker for the first token before it returns (a local call, quick)."""
+        made = cls.__new__(cls)
+        made.agent = Agent.from_broker(
+            agent=agent,
+            state=state,
+            socket=socket,
+            scope=scope,
+            schemas=schemas,
+            deliver=deliver,
+            request_timeout=request_timeout,
+        )
+        return made
+
     async def __aenter__(self) -> AsyncAgent:
         return self
 

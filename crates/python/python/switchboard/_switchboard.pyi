@@ -140,6 +140,27 @@ class Agent:
         deliver: bool = True,
         request_timeout: float = 30.0,
     ) -> None: ...
+    @staticmethod
+    def from_broker(
+        *,
+        agent: str,
+        state: str | os.PathLike[str],
+        socket: str | os.PathLike[str] | None = None,
+        scope: str | None = None,
+        schemas: str | dict[str, Any] | None = None,
+        deliver: bool = True,
+        request_timeout: float = 30.0,
+    ) -> Agent:
+        """An agent whose tokens come from the local token broker
+        (``switchboard agent broker``): short-lived, no wider than the broker's
+        policy allows ``agent`` (and ``scope``, space-separated, when given),
+        bound to a key made in memory, renewed before expiry and on a 401.
+        ``socket`` defaults to ``$SWITCHBOARD_BROKER_SOCKET``, else
+        ``$XDG_RUNTIME_DIR/switchboard/broker.sock``, else
+        ``/tmp/switchboard-<uid>/broker.sock``. Raises ``ApiError`` with the
+        broker's ``code`` (``executable_not_allowed``, ``agent_not_allowed``,
+        ``scope_not_allowed``, ``peer_refused``, ``host_login_ended``, …), or with
+        ``kind == "login"`` when no broker answers."""
     @property
     def name(self) -> str | None: ...
     @property

@@ -28,7 +28,8 @@ class ApiError(SwitchboardError):
     """A call to the server failed.
 
     ``code`` is the problem document's stable code (``None`` when the answer did not
-    come from Switchboard, or no answer came), ``status`` the HTTP status (``None``
+    come from Switchboard, or no answer came; the local token broker's own codes,
+    such as ``executable_not_allowed`` or ``host_login_ended``, come here too), ``status`` the HTTP status (``None``
     without one), ``detail`` the problem's detail, ``kind`` what failed (``api``,
     ``transport``, ``timeout``, ``decode``, ``login``, ``invalid_url``, …).
     """
