@@ -113,7 +113,9 @@ fn request(agent: &str, scope: Option<&str>) -> TokenRequest {
 #[track_caller]
 fn refused(result: Result<impl std::fmt::Debug, Error>, status: u16, code: &str) -> String {
     let error = result.expect_err("refused");
-    let problem = error.problem().unwrap_or_else(|| panic!("a problem: {error}"));
+    let problem = error
+        .problem()
+        .unwrap_or_else(|| panic!("a problem: {error}"));
     assert_eq!(
         (error.status(), problem.code.as_deref()),
         (Some(status), Some(code)),
@@ -178,7 +180,10 @@ async fn a_sidecar_gets_a_narrower_short_lived_token_bound_to_its_key() {
         403,
         codes::SCOPE_NOT_ALLOWED,
     );
-    assert!(detail.contains("outside what the policy allows"), "{detail}");
+    assert!(
+        detail.contains("outside what the policy allows"),
+        "{detail}"
+    );
     refused(
         client
             .token(&request("alice", Some("agent:{agent_id}:inbox")))
@@ -302,8 +307,16 @@ async fn an_unlisted_executable_or_agent_and_a_bad_request_are_refused() {
             413,
             codes::INVALID_REQUEST,
         ),
-        ("GET /v1/token HTTP/1.1\r\nhost: b\r\n\r\n", 405, codes::METHOD_NOT_ALLOWED),
-        ("GET /nowhere HTTP/1.1\r\nhost: b\r\n\r\n", 404, codes::NOT_FOUND),
+        (
+            "GET /v1/token HTTP/1.1\r\nhost: b\r\n\r\n",
+            405,
+            codes::METHOD_NOT_ALLOWED,
+        ),
+        (
+            "GET /nowhere HTTP/1.1\r\nhost: b\r\n\r\n",
+            404,
+            codes::NOT_FOUND,
+        ),
     ] {
         let answer = raw_call(&broker.socket, raw).await;
         assert!(
@@ -335,7 +348,11 @@ async fn a_revoked_host_gets_no_more_tokens_and_its_sidecars_tokens_die_with_it(
     let server = TestServer::start().await;
     let (alice, _) = server.agent("alice").await;
     server.agent("bob").await;
-    let broker = start(&server.url, &alice.token, &policy(&[("alice", &me(), None)]));
+    let broker = start(
+        &server.url,
+        &alice.token,
+        &policy(&[("alice", &me(), None)]),
+    );
     let client = broker.client();
     let sidecar = client
         .client(
@@ -480,7 +497,10 @@ async fn device_login_host_exchanges_its_bound_jwt_and_its_revocation_cascades()
     let op = server.operator();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let code = loop {
-        assert!(std::time::Instant::now() < deadline, "no device request showed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no device request showed"
+        );
         let list: Value = op
             .request(switchboard_sdk::reqwest::Method::GET, "ops/device-requests")
             .send()
@@ -586,8 +606,14 @@ async fn device_login_host_exchanges_its_bound_jwt_and_its_revocation_cascades()
         "{error}"
     );
     let log = log();
-    assert!(log.contains("token granted") && log.contains("host_login_ended"), "{log}");
-    assert!(!log.contains("eyJ") && !log.contains("sb_rt_"), "no token in the log: {log}");
+    assert!(
+        log.contains("token granted") && log.contains("host_login_ended"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("eyJ") && !log.contains("sb_rt_"),
+        "no token in the log: {log}"
+    );
     // Leave nothing in the shared keyring.
     let _ = Command::new("keyctl")
         .args(["session", "-", bin, "agent", "logout"])

@@ -243,7 +243,12 @@ impl Broker {
     }
 
     /// One call; the body of a 2xx answer, else the problem as [`Error::Api`].
-    async fn call(&self, method: Method, path: &str, body: Option<Vec<u8>>) -> Result<Bytes, Error> {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Bytes, Error> {
         tokio::time::timeout(CALL_TIMEOUT, self.call_once(method, path, body))
             .await
             .map_err(|_| Error::Timeout(CALL_TIMEOUT))?
@@ -313,11 +318,16 @@ impl Broker {
 fn problem(status: StatusCode, headers: &hyper::HeaderMap, body: &[u8]) -> Error {
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
     // The answer came from http (hyper's types); the SDK's status type is reqwest's.
-    let status = reqwest::StatusCode::from_u16(status.as_u16())
-        .unwrap_or(reqwest::StatusCode::BAD_GATEWAY);
+    let status =
+        reqwest::StatusCode::from_u16(status.as_u16()).unwrap_or(reqwest::StatusCode::BAD_GATEWAY);
     Error::Api {
         status: status.as_u16(),
-        problem: Box::new(crate::error::decode_problem(status, content_type, None, body)),
+        problem: Box::new(crate::error::decode_problem(
+            status,
+            content_type,
+            None,
+            body,
+        )),
         retry_after: None,
     }
 }

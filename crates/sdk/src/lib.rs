@@ -74,8 +74,8 @@ mod token;
 
 pub use callbacks::webhook;
 pub use client::{
-    Client, ClientBuilder, Exchanged, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, REGION_CONSTRAINT, Sent,
-    new_idempotency_key,
+    Client, ClientBuilder, Exchanged, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, REGION_CONSTRAINT,
+    Sent, new_idempotency_key,
 };
 pub use consumer::{Consumer, ConsumerConfig, Delivery, Follower, Handler, Outcome};
 pub use credentials::{CredentialError, Credentials, TokenStore};

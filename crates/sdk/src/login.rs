@@ -97,7 +97,11 @@ pub(crate) fn form_body(pairs: &[(&str, &str)]) -> String {
 }
 
 /// A form POST.
-pub(crate) fn post_form(http: &reqwest::Client, url: Url, pairs: &[(&str, &str)]) -> reqwest::RequestBuilder {
+pub(crate) fn post_form(
+    http: &reqwest::Client,
+    url: Url,
+    pairs: &[(&str, &str)],
+) -> reqwest::RequestBuilder {
     http.post(url)
         .header(
             reqwest::header::CONTENT_TYPE,

@@ -60,7 +60,12 @@ pub(crate) async fn run(common: &Common, args: BrokerArgs) -> anyhow::Result<u8>
         .socket
         .unwrap_or_else(switchboard_sdk::broker::default_socket);
     let loaded = load(common, &policy_path).await?;
-    let agents: Vec<String> = loaded.policy.entries.iter().map(|e| e.agent.clone()).collect();
+    let agents: Vec<String> = loaded
+        .policy
+        .entries
+        .iter()
+        .map(|e| e.agent.clone())
+        .collect();
     socket::prepare(&socket, uid)?;
     let listener = tokio::net::UnixListener::bind(&socket)
         .with_context(|| format!("cannot listen on {}", socket.display()))?;

@@ -145,7 +145,9 @@ fn check(allow: Allow, default_profile: &str) -> anyhow::Result<Entry> {
     let scopes = match allow.scopes {
         None => None,
         Some(scopes) if scopes.is_empty() => {
-            bail!("`scopes` is empty, which would allow no token; remove it to allow the login's scopes")
+            bail!(
+                "`scopes` is empty, which would allow no token; remove it to allow the login's scopes"
+            )
         }
         Some(scopes) => {
             for scope in &scopes {
@@ -181,11 +183,11 @@ mod tests {
         let policy = Policy::parse(&text, "main").unwrap();
         let entry = policy.entry("reviewer").unwrap();
         assert_eq!(entry.profile, "main");
+        assert_eq!(entry.executables, [std::fs::canonicalize(exe()).unwrap()]);
         assert_eq!(
-            entry.executables,
-            [std::fs::canonicalize(exe()).unwrap()]
+            entry.scopes.as_deref(),
+            Some(&["messages:send".to_owned()][..])
         );
-        assert_eq!(entry.scopes.as_deref(), Some(&["messages:send".to_owned()][..]));
         assert!(policy.entry("writer").is_none());
     }
 
@@ -194,8 +196,14 @@ mod tests {
         let exe = exe();
         for (text, says) in [
             ("", "allows nothing"),
-            ("[[allow]]\nagent = \"a\"\nexecutables = []\n", "lists no program"),
-            ("[[allow]]\nagent = \"a\"\nexecutables = [\"python3\"]\n", "not an absolute path"),
+            (
+                "[[allow]]\nagent = \"a\"\nexecutables = []\n",
+                "lists no program",
+            ),
+            (
+                "[[allow]]\nagent = \"a\"\nexecutables = [\"python3\"]\n",
+                "not an absolute path",
+            ),
             (
                 "[[allow]]\nagent = \"a\"\nexecutables = [\"/nonexistent/python3\"]\n",
                 "cannot be resolved",

@@ -200,9 +200,14 @@ async fn handle(broker: &Broker, peer: &Peer, request: Request<Incoming>) -> Res
             codes::METHOD_NOT_ALLOWED,
             format!("{path} takes {allowed}"),
         ));
-        answer
-            .headers_mut()
-            .insert(ALLOW, HeaderValue::from_static(if allowed == Method::POST { "POST" } else { "GET" }));
+        answer.headers_mut().insert(
+            ALLOW,
+            HeaderValue::from_static(if allowed == Method::POST {
+                "POST"
+            } else {
+                "GET"
+            }),
+        );
         return answer;
     }
     if allowed == Method::GET {
@@ -220,7 +225,7 @@ async fn handle(broker: &Broker, peer: &Peer, request: Request<Incoming>) -> Res
         }
     };
     let decided = decide(broker, peer, &asked).await;
-    log(peer, Some(&asked.agent), &decided.as_ref().map_err(|r| r));
+    log(peer, Some(&asked.agent), &decided.as_ref());
     match decided {
         Ok(granted) => json_answer(StatusCode::OK, &json!(granted)),
         Err(refusal) => problem(&refusal),
@@ -231,9 +236,11 @@ async fn handle(broker: &Broker, peer: &Peer, request: Request<Incoming>) -> Res
 async fn read_request(request: Request<Incoming>) -> Result<TokenRequest, Refusal> {
     let (parts, body) = request.into_parts();
     if let Some(kind) = parts.headers.get(CONTENT_TYPE)
-        && !kind
-            .to_str()
-            .is_ok_and(|k| k.split(';').next().is_some_and(|e| e.trim() == "application/json"))
+        && !kind.to_str().is_ok_and(|k| {
+            k.split(';')
+                .next()
+                .is_some_and(|e| e.trim() == "application/json")
+        })
     {
         return Err(Refusal::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -314,13 +321,8 @@ async fn decide(broker: &Broker, peer: &Peer, asked: &TokenRequest) -> Result<Gr
 
 /// Refuses a peer whose executable is not listed for the entry's agent.
 fn check_executable(peer: &Peer, entry: &Entry, policy_file: &str) -> Result<(), Refusal> {
-    let refuse = |detail: String| {
-        Refusal::new(
-            StatusCode::FORBIDDEN,
-            codes::EXECUTABLE_NOT_ALLOWED,
-            detail,
-        )
-    };
+    let refuse =
+        |detail: String| Refusal::new(StatusCode::FORBIDDEN, codes::EXECUTABLE_NOT_ALLOWED, detail);
     match &peer.exe {
         Ok(exe) if entry.executables.contains(exe) => Ok(()),
         Ok(exe) => Err(refuse(format!(
@@ -349,7 +351,11 @@ fn checked_key(value: &serde_json::Value) -> Result<serde_json::Value, Refusal> 
 
 /// The scopes to ask the server for: the request's (each within the policy's
 /// cap), else the cap, else none (every scope of the host's login).
-async fn scopes(asked: &TokenRequest, entry: &Entry, host: &Host) -> Result<Option<String>, Refusal> {
+async fn scopes(
+    asked: &TokenRequest,
+    entry: &Entry,
+    host: &Host,
+) -> Result<Option<String>, Refusal> {
     let requested: Option<Vec<&str>> = match asked.scope.as_deref() {
         None => None,
         Some(s) if s.split_whitespace().next().is_none() => {

@@ -113,8 +113,13 @@ mod tests {
         let dir = tmp.path().join("open");
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let error = prepare(&dir.join("broker.sock"), uid()).unwrap_err().to_string();
-        assert!(error.contains("0755") && error.contains("chmod 700"), "{error}");
+        let error = prepare(&dir.join("broker.sock"), uid())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("0755") && error.contains("chmod 700"),
+            "{error}"
+        );
 
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         let error = prepare(&dir.join("broker.sock"), uid() + 1)
