@@ -1,7 +1,7 @@
 //! The OAuth endpoints (issue 15), outside `/api/v1` because their RFCs define
 //! them: metadata (RFC 8414), the JWKS (RFC 7517), the token endpoint with the
-//! token exchange grant (RFC 8693: a static credential for a short-lived JWT), and
-//! revocation (RFC 7009). They take `application/x-www-form-urlencoded` and answer
+//! token exchange grant (RFC 8693: a static credential, or an access token this
+//! server issued, for a narrower short-lived JWT; `token.rs`), and revocation (RFC 7009). They take `application/x-www-form-urlencoded` and answer
 //! OAuth errors (`{"error", "error_description"}`, RFC 6749 §5.2), never a problem
 //! document.
 //!
