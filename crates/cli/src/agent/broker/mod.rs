@@ -51,6 +51,11 @@ pub(crate) struct BrokerArgs {
 }
 
 pub(crate) async fn run(common: &Common, args: BrokerArgs) -> anyhow::Result<u8> {
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    anyhow::bail!(
+        "the token broker checks its peers on Linux (and, partly, macOS) only; it is not \
+         supported on this system (docs/broker.md)"
+    );
     init_logs();
     let uid = rustix::process::getuid().as_raw();
     let policy_path = args
