@@ -197,6 +197,21 @@ impl Rendered {
 
 /// A shared statement's text in `dialect`: `sql!(dialect, "SELECT … {COLS} … $1")`
 /// (the template is `format!` text, so column lists may be named constants).
+/// `n` rows of `columns` parameters each for a multi-row `VALUES`:
+/// `($1, $2), ($3, $4)` for 2 rows of 2 (each parameter once, in order, as MySQL
+/// needs).
+pub(crate) fn value_rows(n: usize, columns: usize) -> String {
+    (0..n)
+        .map(|row| {
+            let params: Vec<String> = (1..=columns)
+                .map(|c| format!("${}", row * columns + c))
+                .collect();
+            format!("({})", params.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 macro_rules! sql {
     ($dialect:expr, $($template:tt)+) => {{
         static RENDERED: $crate::dialect::Rendered = $crate::dialect::Rendered::new();
@@ -208,6 +223,14 @@ pub(crate) use sql;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_rows_number_each_parameter_once_in_order() {
+        assert_eq!(value_rows(1, 3), "($1, $2, $3)");
+        assert_eq!(value_rows(2, 2), "($1, $2), ($3, $4)");
+        let rendered = Dialect::MySql.render(&format!("INSERT INTO t VALUES {}", value_rows(3, 2)));
+        assert_eq!(rendered, "INSERT INTO t VALUES (?, ?), (?, ?), (?, ?)");
+    }
 
     #[test]
     fn words_and_parameters_per_dialect() {

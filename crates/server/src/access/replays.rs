@@ -23,13 +23,23 @@ pub struct Replays {
     local: Option<Local>,
 }
 
-/// The cache of a process that owns its database.
+/// The cache of a process that owns its database: one lock, taken once per
+/// signed request.
 #[derive(Default)]
-struct Local {
+struct Local(Mutex<Nonces>);
+
+#[derive(Default)]
+struct Nonces {
     /// Each nonce seen, by (keyid, nonce), until when it is kept.
-    seen: Mutex<HashMap<(String, String), Millis>>,
+    seen: HashMap<(String, String), Millis>,
     /// Seen and not saved yet.
-    unsaved: Mutex<Vec<UsedNonce>>,
+    unsaved: Vec<UsedNonce>,
+}
+
+impl Local {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Nonces> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Replays {
@@ -44,9 +54,9 @@ impl Replays {
     pub async fn load(&self, store: &dyn Store, now: Millis) -> StoreResult<()> {
         if let Some(local) = &self.local {
             let live = store.live_nonces(now).await?;
-            let mut seen = local.seen.lock().unwrap_or_else(|e| e.into_inner());
+            let mut nonces = local.lock();
             for n in live {
-                seen.insert((n.keyid, n.nonce), n.expires_at);
+                nonces.seen.insert((n.keyid, n.nonce), n.expires_at);
             }
         }
         Ok(())
@@ -64,24 +74,19 @@ impl Replays {
         let Some(local) = &self.local else {
             return store.use_nonce(keyid, nonce, expires_at).await;
         };
-        let key = (keyid.to_owned(), nonce.to_owned());
-        {
-            let mut seen = local.seen.lock().unwrap_or_else(|e| e.into_inner());
-            if seen.contains_key(&key) {
-                return Ok(false);
+        let mut nonces = local.lock();
+        match nonces.seen.entry((keyid.to_owned(), nonce.to_owned())) {
+            std::collections::hash_map::Entry::Occupied(_) => Ok(false),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(expires_at);
+                nonces.unsaved.push(UsedNonce {
+                    keyid: keyid.to_owned(),
+                    nonce: nonce.to_owned(),
+                    expires_at,
+                });
+                Ok(true)
             }
-            seen.insert(key, expires_at);
         }
-        local
-            .unsaved
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(UsedNonce {
-                keyid: keyid.to_owned(),
-                nonce: nonce.to_owned(),
-                expires_at,
-            });
-        Ok(true)
     }
 
     /// Saves what was seen since the last save, and forgets from memory what has
@@ -91,20 +96,12 @@ impl Replays {
         let Some(local) = &self.local else {
             return Ok(0);
         };
-        let batch = std::mem::take(&mut *local.unsaved.lock().unwrap_or_else(|e| e.into_inner()));
+        let batch = std::mem::take(&mut local.lock().unsaved);
         if let Err(e) = store.save_nonces(&batch).await {
-            local
-                .unsaved
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend(batch);
+            local.lock().unsaved.extend(batch);
             return Err(e);
         }
-        local
-            .seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, expires_at| *expires_at > now);
+        local.lock().seen.retain(|_, expires_at| *expires_at > now);
         Ok(batch.len() as u64)
     }
 }

@@ -52,6 +52,8 @@ pub(crate) trait RequestKeyStatements: super::Driver {
         nonce: &str,
         expires_at: Millis,
     ) -> StoreResult<bool>;
+    /// Keeps `rows` (a replay cache's nonces saved behind), each once.
+    async fn insert_nonce_rows(&self, tx: &mut Self::Tx, rows: &[UsedNonce]) -> StoreResult<()>;
     async fn live_nonce_rows(&self, now: Millis) -> StoreResult<Vec<UsedNonce>>;
 }
 
@@ -185,10 +187,7 @@ store_area! {
             let d = &self.0;
             d.retrying(|| async {
                 let mut tx = d.begin_write().await?;
-                for n in nonces {
-                    d.insert_nonce_row(&mut tx, &n.keyid, &n.nonce, n.expires_at)
-                        .await?;
-                }
+                d.insert_nonce_rows(&mut tx, nonces).await?;
                 d.commit(tx, &[]).await
             })
             .await

@@ -157,6 +157,44 @@ macro_rules! request_key_statements {
                 $crate::dialect::inserted(done)
             }
 
+            async fn insert_nonce_rows(
+                &self,
+                tx: &mut Self::Tx,
+                rows: &[$crate::UsedNonce],
+            ) -> $crate::StoreResult<()> {
+                // One statement per 64 rows, then per 8, then per row: three texts,
+                // each rendered once (a statement per row was a round trip to the
+                // database's thread for every signed request).
+                macro_rules! upsert {
+                    ($n:literal) => {
+                        $crate::engine::stmt!(
+                            "INSERT INTO signature_nonces (keyid, nonce, expires_at) VALUES {} \
+                             @UPSERT(keyid, nonce) expires_at = signature_nonces.expires_at",
+                            $crate::dialect::value_rows($n, 3)
+                        )
+                    };
+                }
+                let mut rest = rows;
+                while !rest.is_empty() {
+                    let (sql, n) = match rest.len() {
+                        64.. => (upsert!(64), 64),
+                        8.. => (upsert!(8), 8),
+                        _ => (upsert!(1), 1),
+                    };
+                    let (chunk, tail) = rest.split_at(n);
+                    let mut query = sqlx::query(sql);
+                    for row in chunk {
+                        query = query
+                            .bind(row.keyid.as_str())
+                            .bind(row.nonce.as_str())
+                            .bind(row.expires_at);
+                    }
+                    query.execute(&mut **tx).await?;
+                    rest = tail;
+                }
+                Ok(())
+            }
+
             async fn live_nonce_rows(
                 &self,
                 now: $crate::clock::Millis,

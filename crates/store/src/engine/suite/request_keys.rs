@@ -160,4 +160,32 @@ where
     assert_eq!(d.live_nonces(950).await.unwrap().len(), 3);
     assert!(!d.use_nonce("k1", "n-race", 1_000).await.unwrap());
     assert!(d.use_nonce("k1", "n-old", 2_000).await.unwrap());
+
+    // A pass's worth: 64 + 8 + 3 rows (each statement size), one of them kept before.
+    let many: Vec<UsedNonce> = (0..75)
+        .map(|i| UsedNonce {
+            keyid: "k4".into(),
+            nonce: format!("n-{i}"),
+            expires_at: 5_000 + i,
+        })
+        .chain(std::iter::once(UsedNonce {
+            keyid: "k1".into(),
+            nonce: "n-old".into(),
+            expires_at: 9_999,
+        }))
+        .collect();
+    d.save_nonces(&many).await.unwrap();
+    let live = d.live_nonces(950).await.unwrap();
+    let k4: std::collections::BTreeMap<String, i64> = live
+        .iter()
+        .filter(|n| n.keyid == "k4")
+        .map(|n| (n.nonce.clone(), n.expires_at))
+        .collect();
+    assert_eq!(k4.len(), 75);
+    assert_eq!(k4["n-0"], 5_000);
+    assert_eq!(k4["n-74"], 5_074);
+    assert!(
+        live.iter()
+            .any(|n| (n.keyid.as_str(), n.nonce.as_str(), n.expires_at) == ("k1", "n-old", 2_000))
+    );
 }
