@@ -28,8 +28,8 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_BUF: usize = 64 * 1024;
 
 /// The broker's state: its uid, policy and the host logins (one client per
-/// profile), replaced together on SIGHUP.
-pub(super) struct Broker {
+/// profile), replaced together when the policy is reloaded.
+pub(super) struct Shared {
     pub(super) uid: u32,
     pub(super) policy_path: PathBuf,
     current: RwLock<Arc<Loaded>>,
@@ -101,7 +101,7 @@ impl Host {
     }
 }
 
-impl Broker {
+impl Shared {
     pub(super) fn new(uid: u32, policy_path: PathBuf, loaded: Loaded) -> Self {
         Self {
             uid,
@@ -125,7 +125,7 @@ impl Broker {
 /// Serves one accepted connection from `peer` (read right after `accept`) until
 /// the peer closes it.
 pub(super) async fn serve_connection(
-    broker: Arc<Broker>,
+    broker: Arc<Shared>,
     stream: tokio::net::UnixStream,
     peer: Peer,
 ) {
@@ -166,7 +166,7 @@ impl Refusal {
     }
 }
 
-async fn handle(broker: &Broker, peer: &Peer, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(broker: &Shared, peer: &Peer, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
     let allowed = match path.as_str() {
@@ -278,7 +278,7 @@ async fn read_request(request: Request<Incoming>) -> Result<TokenRequest, Refusa
 }
 
 /// The policy's answer to `asked` from `peer`, and the token when it is granted.
-async fn decide(broker: &Broker, peer: &Peer, asked: &TokenRequest) -> Result<Granted, Refusal> {
+async fn decide(broker: &Shared, peer: &Peer, asked: &TokenRequest) -> Result<Granted, Refusal> {
     let loaded = broker.loaded();
     let policy_file = broker.policy_path.display();
     let entry = loaded.policy.entry(&asked.agent).ok_or_else(|| {

@@ -51,16 +51,7 @@ enum Command {
 pub(crate) fn client_builder(
     ca_file: Option<&std::path::Path>,
 ) -> anyhow::Result<switchboard_sdk::ClientBuilder> {
-    use anyhow::Context;
-    let mut builder = switchboard_sdk::Client::builder();
-    if let Some(path) = ca_file {
-        let pem = std::fs::read(path)
-            .with_context(|| format!("cannot read the CA file {}", path.display()))?;
-        builder = builder
-            .ca_pem(&pem)
-            .with_context(|| format!("the CA file {}", path.display()))?;
-    }
-    Ok(builder)
+    switchboard_broker::host::client_builder(ca_file)
 }
 
 fn main() -> std::process::ExitCode {

@@ -27,6 +27,7 @@ pub(crate) const CRATES: &[&str] = &[
     "crates/server/src",
     "crates/sdk/src",
     "crates/cli/src",
+    "crates/broker/src",
 ];
 
 /// The server's top-level modules, top layer first. A module may import its own

@@ -24,9 +24,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use std::sync::Arc;
-use switchboard_sdk::credentials::{self, Credentials, TokenStore};
-use switchboard_sdk::login::{MemoryRefreshStore, RefreshTokenStore, is_refresh_token};
+use switchboard_broker::host;
 use switchboard_sdk::privacy::{DEFAULT_SCHEMAS, Gate};
 use switchboard_sdk::{Client, LocalDb};
 
@@ -135,58 +133,18 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
 }
 
 impl Common {
-    /// The login: `SWITCHBOARD_SERVER` + `SWITCHBOARD_TOKEN` when set (`true`: from
-    /// the environment), else the profile in the keyring.
-    fn credentials(&self) -> anyhow::Result<(Credentials, bool)> {
-        if let Some(credentials) = credentials::from_env()? {
-            return Ok((credentials, true));
-        }
-        let store = TokenStore::os().ok();
-        Ok((credentials::resolve(store.as_ref(), &self.profile)?, false))
-    }
-
     /// A client for the login, after checking that the server speaks this client's API
-    /// (`GET /api/v1/capabilities`, one attempt of at most 3 s): another major
-    /// version is refused with what to do. A server that does not answer is let
-    /// pass: the commands retry, and the outbox keeps what is sent until it is
-    /// reachable.
+    /// (`switchboard_broker::host::connect`): another major version is refused with
+    /// what to do; a server that does not answer is let pass (the commands retry,
+    /// and the outbox keeps what is sent until it is reachable). A device login's
+    /// refresh token rotates under a lock beside the profile's local state.
     pub(crate) async fn connected_client(&self) -> anyhow::Result<Client> {
-        let (credentials, from_env) = self.credentials()?;
-        let check = self
-            .builder()?
-            .retry(switchboard_sdk::RetryPolicy::none())
-            .request_timeout(std::time::Duration::from_secs(3))
-            // The capabilities are open: no credential goes to the check.
-            .build(&credentials.server, ANONYMOUS)
-            .with_context(|| format!("cannot use the server URL {}", credentials.server))?;
-        if let Err(e @ switchboard_sdk::Error::Incompatible { .. }) = check.check_server().await {
-            return Err(e.into());
-        }
-        if is_refresh_token(&credentials.token) {
-            // A device login: access tokens renewed from the refresh token, which
-            // rotates in the keyring (or, from the environment, in memory).
-            let store: Arc<dyn RefreshTokenStore> = if from_env {
-                Arc::new(MemoryRefreshStore::new(credentials.token))
-            } else {
-                Arc::new(KeyringLogin {
-                    store: TokenStore::os()?,
-                    profile: self.profile.clone(),
-                    server: credentials.server.clone(),
-                    lock: self.state_path().with_extension("login-lock"),
-                })
-            };
-            return self
-                .builder()?
-                .region_constraint(credentials.region.clone())
-                .signing_key(credentials.signing_key.clone())
-                .build_with_login(&credentials.server, store)
-                .with_context(|| format!("cannot use the server URL {}", credentials.server));
-        }
-        self.builder()?
-            .region_constraint(credentials.region.clone())
-            .signing_key(credentials.signing_key.clone())
-            .build(&credentials.server, credentials.token)
-            .with_context(|| format!("cannot use the server URL {}", credentials.server))
+        host::connect(
+            &self.profile,
+            self.builder()?,
+            self.state_path().with_extension("login-lock"),
+        )
+        .await
     }
 
     /// A client for `server` with `token`, trusting `--ca-file` too.
@@ -235,7 +193,7 @@ impl Common {
                 path.display().to_string(),
             ),
             None => {
-                let path = config_dir().join("schemas.json");
+                let path = host::config_dir().join("schemas.json");
                 match std::fs::read_to_string(&path) {
                     Ok(text) => (text, path.display().to_string()),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => (
@@ -249,67 +207,4 @@ impl Common {
     }
 }
 
-/// The bearer of requests that need none (capabilities, the OAuth endpoints).
-const ANONYMOUS: &str = "anonymous";
-
-/// A device login's refresh token in the keyring profile. Every refresh takes an
-/// exclusive lock on a file beside the profile's local state, reads the newest
-/// token and saves its successor before letting go, so the processes of one login
-/// (`agent run` beside `agent send`) take turns: a refresh token used twice would
-/// end the login.
-struct KeyringLogin {
-    store: TokenStore,
-    profile: String,
-    server: String,
-    lock: PathBuf,
-}
-
-impl RefreshTokenStore for KeyringLogin {
-    fn lock(&self) -> Result<Box<dyn Send>, switchboard_sdk::Error> {
-        let failed = |e: std::io::Error| {
-            switchboard_sdk::Error::Login(format!(
-                "cannot lock {} for the login's turn: {e}",
-                self.lock.display()
-            ))
-        };
-        if let Some(dir) = self.lock.parent() {
-            std::fs::create_dir_all(dir).map_err(failed)?;
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.lock)
-            .map_err(failed)?;
-        file.lock().map_err(failed)?;
-        Ok(Box::new(file))
-    }
-
-    fn load(&self) -> Result<switchboard_sdk::Token, switchboard_sdk::Error> {
-        match self.store.load(&self.profile) {
-            Ok(Some(login)) => Ok(login.token),
-            Ok(None) => Err(switchboard_sdk::Error::Login(format!(
-                "profile {:?} was logged out; log in again with `switchboard agent login`",
-                self.profile
-            ))),
-            Err(e) => Err(switchboard_sdk::Error::Login(e.to_string())),
-        }
-    }
-
-    fn save(&self, token: &switchboard_sdk::Token) -> Result<(), switchboard_sdk::Error> {
-        self.store
-            .save(&self.profile, &self.server, token)
-            .map_err(|e| switchboard_sdk::Error::Login(e.to_string()))
-    }
-}
-
-/// `$XDG_CONFIG_HOME/switchboard`, else `~/.config/switchboard`.
-fn config_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join("switchboard");
-    }
-    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(home) => PathBuf::from(home).join(".config/switchboard"),
-        None => PathBuf::from(".switchboard"),
-    }
-}
+use host::ANONYMOUS;

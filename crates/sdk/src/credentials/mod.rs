@@ -33,6 +33,7 @@
 
 mod env;
 mod error;
+mod login;
 mod os;
 mod profiles;
 mod store;
@@ -45,6 +46,7 @@ pub use env::{REGION_VAR, SERVER_VAR, TOKEN_VAR, from_env, resolve};
 pub use error::CredentialError;
 /// keyring-core, for [`TokenStore::with_store`] (`Arc<keyring_core::CredentialStore>`).
 pub use keyring_core;
+pub use login::KeyringLogin;
 pub use os::KEYRING_VAR;
 pub use profiles::default_profiles_path;
 pub use store::{Backend, TokenStore};
