@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use http::{HeaderMap, HeaderValue};
 use switchboard_webhook::agent::sign_signature_base_ed25519;
 use switchboard_webhook::agent::{
-    self, Error, Presented, Request, SigningKey, accept_signature, presented, sign, verify,
+    self, Error, Request, SigningKey, accept_signature, presented, sign, verify,
 };
 use switchboard_webhook::rfc9421::signature_base;
 use switchboard_webhook::{CONTENT_DIGEST, SIGNATURE, SIGNATURE_INPUT, content_digest};
@@ -202,14 +202,20 @@ fn round_trip_sign_then_verify() {
     let call = ack().signed();
     let presented = presented(&call.headers).unwrap().unwrap();
     assert_eq!(
-        presented,
-        Presented {
-            label: "sig1".to_owned(),
-            keyid: key().public_key().thumbprint(),
-            nonce: "n-1".to_owned(),
-            created: NOW,
-            expires: NOW + 300,
-        }
+        (
+            presented.label.as_str(),
+            presented.keyid.clone(),
+            presented.nonce.as_str(),
+            presented.created,
+            presented.expires
+        ),
+        (
+            "sig1",
+            key().public_key().thumbprint(),
+            "n-1",
+            NOW,
+            NOW + 300
+        )
     );
     assert_eq!(call.check(NOW + 1), Ok(()));
     // Edges: created up to 30 s ahead, expires up to 30 s behind the server.
@@ -548,4 +554,29 @@ fn accept_signature_asks_for_what_verify_requires() {
     assert_eq!(Error::Invalid(String::new()).code(), "signature_invalid");
     assert_eq!(agent::new_nonce().len(), 22);
     assert_ne!(agent::new_nonce(), agent::new_nonce());
+}
+
+#[test]
+fn a_signature_presented_by_another_request_is_refused() {
+    // presented() keeps the fields it parsed for verify(); given another request's
+    // (another nonce), verify() reads this request's own and refuses the mismatch.
+    let first = ack().signed();
+    let mut second = ack();
+    let key = key();
+    let keyid = key.public_key().thumbprint();
+    for (name, value) in sign(&key, &keyid, &second.request(), NOW, "n-2") {
+        second.set(name, &value);
+    }
+    let theirs = presented(&first.headers).unwrap().unwrap();
+    let refused = verify(&key.public_key(), &second.request(), &theirs, NOW);
+    assert!(
+        matches!(&refused, Err(Error::Invalid(m)) if m.contains("not this request's")),
+        "{refused:?}"
+    );
+    // Its own presented signature verifies.
+    let own = presented(&second.headers).unwrap().unwrap();
+    assert_eq!(
+        verify(&key.public_key(), &second.request(), &own, NOW),
+        Ok(())
+    );
 }

@@ -1,7 +1,10 @@
 //! The receiver side: reading the signature a request presents, and verifying it
 //! under the agent contract.
 
-use http::HeaderMap;
+use std::fmt;
+use std::sync::Arc;
+
+use http::{HeaderMap, HeaderValue};
 use sfv::{BareItem, Dictionary, InnerList, ListEntry};
 
 use super::{
@@ -13,7 +16,12 @@ use crate::rfc9421::{
 use crate::{CONTENT_DIGEST, SIGNATURE, SIGNATURE_INPUT, VerifyError, verify_content_digest};
 
 /// The agent's signature on a request, as presented (not yet verified).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Equality and `Debug` are about the public fields; it also keeps the two header
+/// fields as parsed, so that [`verify`] on the same request does not parse them
+/// again.
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct Presented {
     /// Its label in `Signature-Input` and `Signature`, normally `sig1`.
     pub label: String,
@@ -25,6 +33,70 @@ pub struct Presented {
     pub created: i64,
     /// `expires`, Unix seconds.
     pub expires: i64,
+    parsed: Arc<Parsed>,
+}
+
+/// `Signature-Input` and `Signature` as received and as parsed.
+struct Parsed {
+    input_values: Vec<HeaderValue>,
+    signature_values: Vec<HeaderValue>,
+    inputs: Dictionary,
+    signatures: Dictionary,
+}
+
+impl Parsed {
+    fn of(headers: &HeaderMap) -> Result<Self, Error> {
+        Ok(Self {
+            input_values: headers.get_all(SIGNATURE_INPUT).iter().cloned().collect(),
+            signature_values: headers.get_all(SIGNATURE).iter().cloned().collect(),
+            inputs: dictionary_field(headers, SIGNATURE_INPUT).map_err(invalid)?,
+            signatures: dictionary_field(headers, SIGNATURE).map_err(invalid)?,
+        })
+    }
+
+    /// Whether `headers` carry the very fields this was parsed from.
+    fn is_of(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get_all(SIGNATURE_INPUT)
+            .iter()
+            .eq(self.input_values.iter())
+            && headers
+                .get_all(SIGNATURE)
+                .iter()
+                .eq(self.signature_values.iter())
+    }
+}
+
+impl PartialEq for Presented {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            &self.label,
+            &self.keyid,
+            &self.nonce,
+            self.created,
+            self.expires,
+        ) == (
+            &other.label,
+            &other.keyid,
+            &other.nonce,
+            other.created,
+            other.expires,
+        )
+    }
+}
+
+impl Eq for Presented {}
+
+impl fmt::Debug for Presented {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Presented")
+            .field("label", &self.label)
+            .field("keyid", &self.keyid)
+            .field("nonce", &self.nonce)
+            .field("created", &self.created)
+            .field("expires", &self.expires)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The agent's signature on a request, to look its key up before [`verify`].
@@ -50,16 +122,50 @@ pub fn presented(headers: &HeaderMap) -> Result<Option<Presented>, Error> {
         }
         _ => {}
     }
-    let inputs = dictionary_field(headers, SIGNATURE_INPUT).map_err(invalid)?;
-    let signatures = dictionary_field(headers, SIGNATURE).map_err(invalid)?;
-    select(&inputs, &signatures).map(|(presented, _)| Some(presented))
+    let parsed = Arc::new(Parsed::of(headers)?);
+    let (selected, _) = select(&parsed.inputs, &parsed.signatures)?;
+    Ok(Some(selected.presented(parsed.clone())))
+}
+
+/// What [`select`] read of the member it picked.
+#[derive(PartialEq, Eq)]
+struct Selected<'a> {
+    label: &'a str,
+    keyid: &'a str,
+    nonce: &'a str,
+    created: i64,
+    expires: i64,
+}
+
+impl Selected<'_> {
+    fn presented(&self, parsed: Arc<Parsed>) -> Presented {
+        Presented {
+            label: self.label.to_owned(),
+            keyid: self.keyid.to_owned(),
+            nonce: self.nonce.to_owned(),
+            created: self.created,
+            expires: self.expires,
+            parsed,
+        }
+    }
+
+    fn is(&self, presented: &Presented) -> bool {
+        *self
+            == Selected {
+                label: &presented.label,
+                keyid: &presented.keyid,
+                nonce: &presented.nonce,
+                created: presented.created,
+                expires: presented.expires,
+            }
+    }
 }
 
 /// The member [`presented`] describes, and what it says.
 fn select<'a>(
     inputs: &'a Dictionary,
     signatures: &Dictionary,
-) -> Result<(Presented, &'a InnerList), Error> {
+) -> Result<(Selected<'a>, &'a InnerList), Error> {
     let label = if inputs.contains_key(LABEL) {
         LABEL
     } else {
@@ -118,14 +224,14 @@ fn select<'a>(
         )));
     }
     signature_bytes(signatures, label).map_err(invalid)?;
-    let presented = Presented {
-        label: label.to_owned(),
-        keyid: keyid.to_owned(),
-        nonce: nonce.to_owned(),
+    let selected = Selected {
+        label,
+        keyid,
+        nonce,
         created,
         expires,
     };
-    Ok((presented, input))
+    Ok((selected, input))
 }
 
 /// Verifies `presented` (from [`presented`] on this request's headers) with the
@@ -148,10 +254,17 @@ pub fn verify(
     presented: &Presented,
     now: i64,
 ) -> Result<(), Error> {
-    let inputs = dictionary_field(request.headers, SIGNATURE_INPUT).map_err(invalid)?;
-    let signatures = dictionary_field(request.headers, SIGNATURE).map_err(invalid)?;
-    let (found, input) = select(&inputs, &signatures)?;
-    if found != *presented {
+    // The fields presented() parsed, when they are this request's; else parsed
+    // again, and the signature they select must be the one presented.
+    let parsed_here;
+    let parsed = if presented.parsed.is_of(request.headers) {
+        &presented.parsed
+    } else {
+        parsed_here = Parsed::of(request.headers)?;
+        &parsed_here
+    };
+    let (found, input) = select(&parsed.inputs, &parsed.signatures)?;
+    if !found.is(presented) {
         return Err(Error::Invalid(
             "the presented signature is not this request's: call presented() on the \
              headers of the request being verified"
@@ -164,7 +277,7 @@ pub fn verify(
     let member = Member {
         label,
         input,
-        signature: signature_bytes(&signatures, label).map_err(invalid)?,
+        signature: signature_bytes(&parsed.signatures, label).map_err(invalid)?,
     };
     let required = request.required_components();
     let covered = verify_member(

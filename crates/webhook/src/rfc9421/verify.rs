@@ -183,12 +183,16 @@ pub(crate) fn verify_member(
         .collect();
 
     // The parameters as RFC 8941 serializes what was received (their order kept).
-    let params = vec![ListEntry::InnerList(input.clone())]
-        .serialize()
-        .ok_or_else(|| VerifyError::InvalidHeader {
-            header: SIGNATURE_INPUT.to_owned(),
-            reason: format!("its `{label}` member cannot be serialized"),
-        })?;
+    let mut params = sfv::ListSerializer::new();
+    {
+        let mut list = params.inner_list();
+        list.items(&input.items);
+        _ = list.finish().parameters(&input.params);
+    }
+    let params = params.finish().ok_or_else(|| VerifyError::InvalidHeader {
+        header: SIGNATURE_INPUT.to_owned(),
+        reason: format!("its `{label}` member cannot be serialized"),
+    })?;
     if !key.verify(signature_base(&lines, &params).as_bytes(), signature) {
         return Err(VerifyError::SignatureMismatch(label.to_owned()));
     }
