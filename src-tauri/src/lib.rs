@@ -11,9 +11,13 @@
 //! page. Closing the window hides it; the app lives on in the tray (Open console,
 //! Pause notifications, Quit), whose tooltip shows the quarantined count.
 //!
+//! The app also hosts the local token broker (`broker.rs`, the same broker as
+//! `switchboard agent broker`) when a policy file exists or is named.
+//!
 //! Terms: the *console* is the web UI (`ui/`); *smoke mode* (`--smoke-test`) opens the
 //! window, waits for the console to render, takes a screenshot and quits, for CI.
 
+mod broker;
 mod embedded;
 mod notify;
 mod options;
@@ -29,6 +33,7 @@ use anyhow::Context as _;
 use switchboard_server::embed::Console as ServerConsole;
 use tauri::{App, AppHandle, Manager, Runtime, Url, WebviewUrl, WebviewWindowBuilder};
 
+pub use crate::broker::Config as BrokerConfig;
 use crate::embedded::EmbeddedServer;
 use crate::options::Options;
 pub use crate::smoke::Smoke;
@@ -96,6 +101,10 @@ fn try_run() -> anyhow::Result<i32> {
         .context("starting the tokio runtime")?;
     tauri::async_runtime::set(runtime.handle().clone());
 
+    // The local token broker: its host logins are the keyring profiles its policy
+    // names, whichever console the window shows.
+    let broker = broker::Config::resolve(options.broker_policy, options.broker_socket);
+
     if let Some(remote) = options.server_url {
         // A remote console: no embedded server, no tray status. A one-time link
         // opens as it is; any other address signs in through the system browser
@@ -114,6 +123,7 @@ fn try_run() -> anyhow::Result<i32> {
             ConsoleUrls { home, entry },
             smoke,
             None,
+            broker,
         );
         if let Some(signed_in) = signed_in {
             runtime.block_on(signed_in.sign_out());
@@ -149,6 +159,7 @@ fn try_run() -> anyhow::Result<i32> {
         urls,
         smoke,
         Some(server.console().clone()),
+        broker,
     );
     runtime.block_on(server.stop());
     // A notification still on screen holds a blocking thread (waiting for a click);
@@ -160,6 +171,8 @@ fn try_run() -> anyhow::Result<i32> {
 /// Builds the app on `builder`, with a window on `console` (the embedded server's URL),
 /// and runs it until it exits; returns its exit status. The caller owns the server;
 /// with its console handle, the tray shows the quarantined count and notifies of bursts.
+/// `broker`: the local token broker to host (`Err`: why it stays off); it stops,
+/// removing its socket, when the app exits.
 ///
 /// Generic over the runtime (the thin-shell pattern), so `tauri::test::mock_builder()`
 /// can drive it as well as the real Wry runtime.
@@ -168,6 +181,7 @@ pub fn run_app<R: Runtime>(
     console: ConsoleUrls,
     smoke: Option<Smoke>,
     server: Option<ServerConsole>,
+    broker: Result<broker::Config, String>,
 ) -> tauri::Result<i32> {
     let entry = console.entry;
     let app = builder
@@ -185,6 +199,7 @@ pub fn run_app<R: Runtime>(
             }
         })
         .setup(move |app| {
+            broker::manage(app.handle(), broker);
             if let Some(state) = server {
                 tauri::async_runtime::spawn(tray::watch(app.handle().clone(), state));
             }
@@ -196,7 +211,11 @@ pub fn run_app<R: Runtime>(
             Ok(())
         })
         .build(tauri::generate_context!())?;
-    Ok(app.run_return(|_, _| {}))
+    Ok(app.run_return(|app, event| {
+        if let tauri::RunEvent::Exit = event {
+            broker::stop(app);
+        }
+    }))
 }
 
 fn setup<R: Runtime>(app: &mut App<R>, smoke: Option<Smoke>, entry: Url) -> anyhow::Result<()> {

@@ -9,17 +9,24 @@ use tauri::Url;
 use crate::Smoke;
 
 const USAGE: &str = "\
-usage: switchboard-desktop [--server-url URL] [--smoke-test [SCREENSHOT.png]]
+usage: switchboard-desktop [--server-url URL] [--broker-policy FILE]
+                           [--broker-socket PATH] [--smoke-test [SCREENSHOT.png]]
 
   --server-url URL     open the console of a remote `switchboard serve` instead of
                        starting the embedded server: sign in through your browser
                        (the server asks you to allow the app), or pass a one-time
                        link (/login?ticket=...) it printed as URL
+  --broker-policy FILE run the local token broker with this policy (as
+                       `switchboard agent broker --policy`); without it the broker
+                       runs when $XDG_CONFIG_HOME/switchboard/broker.toml exists
+  --broker-socket PATH its socket [default: $XDG_RUNTIME_DIR/switchboard/broker.sock]
   --smoke-test [PATH]  open the window, wait for the console to render, save a
                        screenshot of the X root window to PATH (if given and
                        ImageMagick's `import` exists), then quit; exit 0 on success
 
-Environment: SWITCHBOARD_UI_DIR (the built console), RUST_LOG.
+Environment: SWITCHBOARD_UI_DIR (the built console), RUST_LOG; for the broker
+SWITCHBOARD_BROKER_POLICY, SWITCHBOARD_BROKER_SOCKET, SWITCHBOARD_PROFILE (the
+policy's default profile), SWITCHBOARD_CA_FILE.
 For a server without a window use `switchboard serve`.";
 
 /// Where the console comes from; `cargo xtask dist` packages only a binary that
@@ -37,6 +44,9 @@ pub(crate) struct Options {
     pub(crate) smoke: Option<Smoke>,
     /// A remote server's console (http or https); `None` embeds the server.
     pub(crate) server_url: Option<Url>,
+    /// The token broker's policy and socket (`None`: the variables, the defaults).
+    pub(crate) broker_policy: Option<PathBuf>,
+    pub(crate) broker_socket: Option<PathBuf>,
 }
 
 impl Options {
@@ -45,6 +55,7 @@ impl Options {
         let mut args = args.into_iter().peekable();
         let mut smoke = None;
         let mut server_url = None;
+        let (mut broker_policy, mut broker_socket) = (None, None);
         while let Some(arg) = args.next() {
             match arg.to_str() {
                 Some("--smoke-test") => {
@@ -66,6 +77,17 @@ impl Options {
                         })?;
                     server_url = Some(url);
                 }
+                Some(flag @ ("--broker-policy" | "--broker-socket")) => {
+                    let Some(value) = args.next() else {
+                        bail!("{flag} needs a path\n\n{USAGE}");
+                    };
+                    let slot = if flag == "--broker-policy" {
+                        &mut broker_policy
+                    } else {
+                        &mut broker_socket
+                    };
+                    *slot = Some(PathBuf::from(value));
+                }
                 Some("-h" | "--help") => {
                     println!("{USAGE}\n\n{}", console_line());
                     return Ok(None);
@@ -73,7 +95,12 @@ impl Options {
                 _ => bail!("unexpected argument {arg:?}\n\n{USAGE}"),
             }
         }
-        Ok(Some(Self { smoke, server_url }))
+        Ok(Some(Self {
+            smoke,
+            server_url,
+            broker_policy,
+            broker_socket,
+        }))
     }
 }
 
@@ -116,6 +143,19 @@ mod tests {
         assert!(parse(&["--server-url", "file:///etc/passwd"]).is_err());
         assert!(parse(&["--server-url", "nonsense"]).is_err());
         assert!(parse(&["--server-url"]).is_err(), "the value is required");
+    }
+
+    #[test]
+    fn broker_flags_take_paths() {
+        let options = parse(&["--broker-policy", "p.toml", "--broker-socket", "s.sock"])
+            .unwrap()
+            .expect("not help");
+        assert_eq!(options.broker_policy, Some(PathBuf::from("p.toml")));
+        assert_eq!(options.broker_socket, Some(PathBuf::from("s.sock")));
+        assert!(
+            parse(&["--broker-policy"]).is_err(),
+            "the value is required"
+        );
     }
 
     #[test]

@@ -41,6 +41,20 @@ const EXIT_TIMED_OUT: i32 = 124;
 /// of the start → ready time it reports.
 const READY_POLL: Duration = Duration::from_millis(25);
 
+/// With `SWITCHBOARD_SMOKE_HOLD` naming a file, the app stays up after its checks
+/// until that file exists (a test talks to it meanwhile, e.g. to its token broker;
+/// the watchdog still ends it after [`HARD_TIMEOUT`]).
+fn hold() {
+    let Some(file) = std::env::var_os("SWITCHBOARD_SMOKE_HOLD").filter(|v| !v.is_empty()) else {
+        return;
+    };
+    println!("smoke: holding until {} exists", Path::new(&file).display());
+    let _ = std::io::stdout().flush();
+    while !Path::new(&file).exists() {
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// When the app's `run` began ([`mark_start`]).
 static STARTED: OnceLock<Instant> = OnceLock::new();
 
@@ -119,6 +133,10 @@ impl Smoke {
         let (loaded, on_load) = mpsc::channel();
         thread::spawn(move || {
             let code = self.drive(&app, &on_load);
+            if let Some(hosted) = app.try_state::<std::sync::Arc<crate::broker::Hosted>>() {
+                println!("smoke: {}", hosted.status());
+            }
+            hold();
             app.exit(code);
         });
         Probe { loaded }

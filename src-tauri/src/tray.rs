@@ -3,6 +3,9 @@
 //! shows the quarantined count, and the icon gets a red dot while anything is
 //! quarantined; [`watch`] refreshes both.
 //!
+//! A disabled line says what the local token broker does ("Token broker: listening
+//! on …" or "Token broker: off (why)", `broker.rs`).
+//!
 //! Building it succeeds even with no tray host (e.g. under bare Xvfb); it is then
 //! simply invisible.
 
@@ -26,6 +29,19 @@ const PAUSE_HOUR: &str = "pause-1h";
 const PAUSE: &str = "pause";
 const RESUME: &str = "resume";
 const QUIT: &str = "quit";
+const BROKER: &str = "token-broker";
+
+/// The tray's line about the local token broker (disabled: it only informs).
+pub(crate) struct BrokerLine<R: Runtime>(MenuItem<R>);
+
+/// Shows `text` on the tray's token broker line.
+pub(crate) fn set_broker_line<R: Runtime>(app: &AppHandle<R>, text: &str) {
+    if let Some(line) = app.try_state::<BrokerLine<R>>()
+        && let Err(error) = line.0.set_text(text)
+    {
+        tracing::debug!(%error, "tray: could not set the token broker's line");
+    }
+}
 
 pub(crate) fn install<R: Runtime>(app: &App<R>) -> tauri::Result<()> {
     let open = MenuItem::with_id(app, OPEN, "Open console", true, None::<&str>)?;
@@ -38,9 +54,16 @@ pub(crate) fn install<R: Runtime>(app: &App<R>) -> tauri::Result<()> {
         true,
         &[&hour, &forever, &resume],
     )?;
+    let broker = MenuItem::with_id(app, BROKER, "Token broker", false, None::<&str>)?;
+    // Managed first, then filled in: a broker that finishes starting from now on
+    // sets the line itself, and one that finished before left its status.
+    app.manage(BrokerLine(broker.clone()));
+    if let Some(hosted) = app.try_state::<std::sync::Arc<crate::broker::Hosted>>() {
+        broker.set_text(hosted.status())?;
+    }
     let quit = MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?;
     let separator = PredefinedMenuItem::separator(app)?;
-    let menu = Menu::with_items(app, &[&open, &pause, &separator, &quit])?;
+    let menu = Menu::with_items(app, &[&open, &pause, &broker, &separator, &quit])?;
     let mut tray = TrayIconBuilder::with_id(TRAY_ID)
         .tooltip("Switchboard")
         .menu(&menu)

@@ -625,3 +625,167 @@ async fn device_login_host_exchanges_its_bound_jwt_and_its_revocation_cascades()
         .env_remove("SWITCHBOARD_TOKEN")
         .output();
 }
+
+/// The desktop app hosts the same broker (issue 40): the desktop binary named by
+/// `SWITCHBOARD_DESKTOP_BIN` (`cargo xtask test` sets it to the installed package's
+/// binary; without it this test says so and passes) runs in smoke mode under Xvfb
+/// and a private D-Bus session, with its own HOME and XDG dirs, a policy at the
+/// broker's default path and a static host token from the environment. While it
+/// holds (`SWITCHBOARD_SMOKE_HOLD`), this test is the sidecar: it gets a narrower
+/// token on the default socket and sends with it; once the app quits, the socket
+/// is gone.
+#[tokio::test]
+async fn the_desktop_app_hosts_the_broker_and_removes_its_socket_when_it_quits() {
+    let Some(desktop) = std::env::var_os("SWITCHBOARD_DESKTOP_BIN").map(PathBuf::from) else {
+        eprintln!(
+            "desktop broker test skipped: SWITCHBOARD_DESKTOP_BIN is not set (`cargo xtask \
+             test` sets it to the packaged desktop binary)"
+        );
+        return;
+    };
+    let server = TestServer::start().await;
+    let (alice, _) = server.agent("alice").await;
+    let (_, bob) = server.agent("bob").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let runtime = dir.path().join("runtime");
+    for d in [&home, &runtime] {
+        std::fs::create_dir(d).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let config = home.join(".config");
+    std::fs::create_dir_all(config.join("switchboard")).unwrap();
+    std::fs::write(
+        config.join("switchboard/broker.toml"),
+        policy(&[("alice", &me(), Some(r#"["messages:send"]"#))]),
+    )
+    .unwrap();
+    let socket = runtime.join("switchboard/broker.sock");
+    let hold = dir.path().join("hold");
+    // However this test ends, the app is let go (else smoke mode's watchdog ends it).
+    struct Release(PathBuf);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.0, b"");
+        }
+    }
+    let release = Release(hold.clone());
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut app = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "150",
+            "xvfb-run",
+            "-a",
+            "-s",
+            "-screen 0 1280x800x24",
+        ])
+        .args(["dbus-run-session", "--"])
+        .arg(&desktop)
+        .arg("--smoke-test")
+        .env("HOME", &home)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("GDK_BACKEND", "x11")
+        .env("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
+        .env("NO_AT_BRIDGE", "1")
+        .env("SWITCHBOARD_SERVER", &server.url)
+        .env("SWITCHBOARD_TOKEN", alice.token.as_str())
+        .env("SWITCHBOARD_SMOKE_HOLD", &hold)
+        .env_remove("SWITCHBOARD_BROKER_POLICY")
+        .env_remove("SWITCHBOARD_BROKER_SOCKET")
+        .env_remove("SWITCHBOARD_UI_DIR")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("spawn the desktop app under xvfb-run");
+    let said = || {
+        format!(
+            "stdout:\n{}\nstderr:\n{}",
+            std::fs::read_to_string(&out).unwrap_or_default(),
+            std::fs::read_to_string(&err).unwrap_or_default()
+        )
+    };
+
+    // The broker starts in the background of the app's start-up.
+    let client = Broker::new(Some(&socket));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if client.health().await.is_ok() {
+            break;
+        }
+        if let Some(status) = app.try_wait().unwrap() {
+            panic!(
+                "the app exited ({status}) before its broker answered; {}",
+                said()
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no broker on {} within 60 s; {}",
+            socket.display(),
+            said()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Narrower than the host's login, and it works against the server.
+    let granted = client.token(&request("alice", None)).await.unwrap();
+    assert_eq!(granted.scope, "messages:send");
+    assert!(granted.expires_in > 0 && granted.expires_in <= 900);
+    // A static host token: no `act` (that needs a JWT subject, see the device
+    // login test), but the token is the exchange's, not the host's.
+    assert_ne!(granted.access_token.expose(), alice.token.as_str());
+    refused(
+        client
+            .token(&request(
+                "alice",
+                Some(&format!("agent:{}:inbox", alice.agent_id)),
+            ))
+            .await,
+        403,
+        codes::SCOPE_NOT_ALLOWED,
+    );
+    let sidecar = client
+        .client(Client::builder(), "alice", Some("messages:send"))
+        .await
+        .unwrap();
+    sidecar
+        .send_message(
+            "bob",
+            &SendMessage {
+                payload: serde_json::json!({"text": "from the desktop's broker"}),
+                ..Default::default()
+            },
+            &switchboard_sdk::new_idempotency_key(),
+        )
+        .await
+        .expect("a send with the desktop broker's token");
+    assert_eq!(bob.poll("bob", 0, None).await.unwrap().events.len(), 1);
+
+    // Quit: the socket goes with the app.
+    drop(release);
+    let status = tokio::task::spawn_blocking(move || app.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "the app failed ({status}); {}", said());
+    let stdout = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        stdout.contains(&format!(
+            "smoke: Token broker: listening on {}",
+            socket.display()
+        )),
+        "{}",
+        said()
+    );
+    assert!(!socket.exists(), "the socket outlived the app");
+}

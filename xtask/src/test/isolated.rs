@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use super::build::Built;
+use super::build::{Built, Select};
 use super::package::{self, Installed};
 use super::{Counts, run_counting};
 use crate::cmd;
@@ -26,8 +26,13 @@ pub(super) fn smoke_screenshot() -> PathBuf {
 /// private D-Bus session, with its own HOME and XDG_RUNTIME_DIR so it touches
 /// nothing of the user's, and no `SWITCHBOARD_UI_DIR`: it shows the console it
 /// carries. Then the same app signs in to a remote `server` ([`remote_sign_in_smoke`]).
-pub(super) fn desktop_smoke(built: &Path, server: &Path) -> Result<()> {
-    let deb = crate::dist::desktop_deb(built, &package::out_dir())?;
+///
+/// Last, the installed app hosts the local token broker while a test of the build
+/// (`crates/cli/tests/broker.rs`, `…the_desktop_app_hosts_the_broker…`) is its
+/// sidecar.
+pub(super) fn desktop_smoke(built: &Built, counts: &mut Counts) -> Result<()> {
+    let (desktop, server) = (&built.desktop, &built.server);
+    let deb = crate::dist::desktop_deb(desktop, &package::out_dir())?;
     let installed = Installed::new(&deb, "switchboard-desktop", None, None)?;
     let root = installed.root();
     // The prerequisites install desktop-file-utils.
@@ -46,7 +51,16 @@ pub(super) fn desktop_smoke(built: &Path, server: &Path) -> Result<()> {
     if shot.is_file() {
         eprintln!("desktop smoke: screenshot at {}", shot.display());
     }
-    remote_sign_in_smoke(&bin, server, &scratch)
+    remote_sign_in_smoke(&bin, server, &scratch)?;
+    built
+        .run(
+            Select::Tests(&["broker"]),
+            &["the_desktop_app_hosts_the_broker", "--nocapture"],
+            &[],
+            &[("SWITCHBOARD_DESKTOP_BIN", bin.as_os_str())],
+            counts,
+        )
+        .context("the desktop app's token broker test failed")
 }
 
 /// The desktop binary `bin` under Xvfb and a private D-Bus session, with its own

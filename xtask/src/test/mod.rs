@@ -258,7 +258,7 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
             keyring_tests(built, &mut counts)
         });
         step(&mut outcomes, "desktop package, smoke (Xvfb)", || {
-            desktop_smoke(&built.desktop, &built.server)
+            desktop_smoke(built, &mut counts)
         });
         step(&mut outcomes, "installed binary serves its console", || {
             installed_console(built, cargo_test_args, &mut counts)
