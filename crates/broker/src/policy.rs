@@ -59,7 +59,9 @@ impl Policy {
         let meta = std::fs::metadata(path).with_context(|| {
             format!(
                 "cannot read the broker policy {}: write one (see `switchboard agent broker \
-                 --help` and docs/broker.md) or name it with --policy",
+                 --help` and docs/broker.md) or name another file (`switchboard agent broker \
+                 --policy FILE`; the desktop app: --broker-policy FILE or \
+                 SWITCHBOARD_BROKER_POLICY)",
                 path.display()
             )
         })?;
