@@ -26,6 +26,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 
+# The first line of a child script that a test interrupts with SIGINT. A process
+# started from a shell's background job (`cmd &` without job control, as a CI
+# runner or `nohup` may start the suite) inherits SIGINT ignored, and Python then
+# installs no KeyboardInterrupt handler: the child would never see the Ctrl-C.
+CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
 
 def server_binary() -> Path:
     if os.environ.get("SWITCHBOARD_BIN"):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import switchboard
-from conftest import Server
+from conftest import CTRL_C, Server
 from test_run import send_all
 
 
@@ -249,7 +249,7 @@ def test_ctrl_c_in_an_async_for_releases_the_held_event(
     alice_token, bob_token = server.create_agent(alice), server.create_agent(bob)
     send_all(server, alice_token, tmp_path / "alice", bob, ["held"])
     child = subprocess.Popen(
-        [sys.executable, "-c", HOLDS_AN_EVENT, server.url, bob_token, str(tmp_path / "bob"), bob],
+        [sys.executable, "-c", CTRL_C + HOLDS_AN_EVENT, server.url, bob_token, str(tmp_path / "bob"), bob],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

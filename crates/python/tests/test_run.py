@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import switchboard
-from conftest import Server
+from conftest import CTRL_C, Server
 
 
 def send_all(server: Server, token: str, state: Path, to: str, texts: list[str]) -> None:
@@ -125,7 +125,7 @@ def test_ctrl_c_stops_run_cleanly(server: Server, names, tmp_path: Path) -> None
         """
     )
     child = subprocess.Popen(
-        [sys.executable, "-c", script, server.url, bob_token, str(tmp_path), bob],
+        [sys.executable, "-c", CTRL_C + script, server.url, bob_token, str(tmp_path), bob],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import switchboard
-from conftest import BACKENDS, Server, closed_port_url, each_backend
+from conftest import BACKENDS, CTRL_C, Server, closed_port_url, each_backend
 
 
 @pytest.fixture(params=BACKENDS)
@@ -193,7 +193,7 @@ def test_ctrl_c_stops_a_flush_cleanly_and_the_entry_is_sent_once_later(
     url = "http://127.0.0.1:%d" % silent.getsockname()[1]
     try:
         child = subprocess.Popen(
-            [sys.executable, "-c", FLUSH_THEN_CTRL_C, url, alice_token, str(tmp_path), bob],
+            [sys.executable, "-c", CTRL_C + FLUSH_THEN_CTRL_C, url, alice_token, str(tmp_path), bob],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
