@@ -57,6 +57,9 @@ pub struct Options {
     /// The `host[:port]` clients address the server by (`--public-url`), which
     /// signed requests are verified against.
     pub public_authority: Option<String>,
+    /// How long the access tokens the token endpoint mints live
+    /// (`--access-token-ttl`; default 15 min).
+    pub access_token_ttl: Option<Duration>,
 }
 
 pub struct TestServer {
@@ -180,6 +183,9 @@ impl TestServer {
         }
         config.region = opts.region;
         config.public_authority = opts.public_authority;
+        if let Some(ttl) = opts.access_token_ttl {
+            config.access_token_ttl = ttl;
+        }
         if let Some(r) = opts.retention {
             config.retention = r;
         }

@@ -553,3 +553,24 @@ async fn exchanges_of_an_access_token_draw_from_its_subjects_bucket() {
     oauth_error(&refused, 429, "rate_limited");
     assert_eq!(refused.header("retry-after"), Some("1"));
 }
+
+#[tokio::test]
+async fn an_exchanged_access_token_lives_at_most_15_minutes_whatever_the_server_s_ttl() {
+    // Access tokens live 30 min on this server (the most it allows); one exchanged
+    // from an access token still gets 15 min at most.
+    let server = TestServer::with(Options {
+        access_token_ttl: Some(Duration::from_secs(30 * 60)),
+        ..Options::default()
+    })
+    .await;
+    let (host, _) = server.agent("host").await;
+    let own = exchange(&server, host.token.as_str(), None).await;
+    assert_eq!(own.status, 200, "{}", own.text());
+    assert_eq!(own.json()["expires_in"], 30 * 60, "{}", own.text());
+    let reply = exchange(&server, &issued(&own), None).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let expires_in = reply.json()["expires_in"].as_i64().unwrap();
+    assert!((1..=15 * 60).contains(&expires_in), "{}", reply.text());
+    let claims = part(&issued(&reply), 1);
+    assert!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap() <= 15 * 60);
+}
